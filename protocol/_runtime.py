@@ -1,0 +1,69 @@
+"""Names the generated codec functions use (imported into each compiled module).
+
+Kept tiny and dependency-free: the generated code calls these only off its fast paths
+(multi-byte varints, tag buffers, errors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import struct as _struct
+import uuid as _uuid
+
+from .errors import DecodeError, EncodeError, TruncatedError
+from .primitives import read_uvarint, uvarint
+
+__all__ = [
+    "_UUID",
+    "DecodeError",
+    "EncodeError",
+    "TruncatedError",
+    "_Struct",
+    "_load",
+    "_pack",
+    "_read_uvarint",
+    "_truncated",
+    "_unpack_from",
+    "_uuid_from",
+    "_uvarint",
+    "_write_tags",
+]
+
+_Struct = _struct.Struct
+_pack = _struct.pack
+_unpack_from = _struct.unpack_from
+_UUID = _uuid.UUID
+_read_uvarint = read_uvarint
+_uvarint = uvarint
+
+
+def _load(module: str, qualname: str) -> object:
+    """A class by module and qualified name (the compiled modules reference messages this way)."""
+    obj: object = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _uuid_from(raw: bytes) -> _uuid.UUID:
+    return _uuid.UUID(bytes=raw)
+
+
+def _truncated(what: str, need: int, have: int) -> TruncatedError:
+    return TruncatedError(f"{what} declares {need} bytes but only {have} remain")
+
+
+def _write_tags(
+    out: bytearray, known: list[tuple[int, bytes]], unknown: tuple[tuple[int, bytes], ...]
+) -> None:
+    """Write a tag buffer: known and preserved-unknown tags, ascending, no duplicates."""
+    tags = sorted([*known, *unknown], key=lambda item: item[0])
+    for previous, current in itertools.pairwise(tags):
+        if previous[0] == current[0]:
+            raise EncodeError(f"tag {current[0]} appears twice in a tag buffer")
+    out += uvarint(len(tags))
+    for tag, data in tags:
+        out += uvarint(tag)
+        out += uvarint(len(data))
+        out += data

@@ -1,0 +1,83 @@
+"""Sans-IO framing: bytes in, whole frames out (h11's discipline; no sockets here).
+
+A frame is an INT32 size followed by that many bytes (request or response header + body).
+The size is checked against the limit as soon as its 4 bytes arrive, before any of the payload
+is kept, so a peer cannot make us buffer an oversized frame. After an error the buffer stays
+broken: the connection must be closed.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .errors import FrameTooLargeError
+
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+def frame(payload: bytes | bytearray) -> bytes:
+    """Prefix a payload with its INT32 size."""
+    return _SIZE.pack(len(payload)) + payload
+
+
+class FrameBuffer:
+    """Accumulates received bytes and yields complete frame payloads in order."""
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes < 0:
+            raise ValueError("max_frame_bytes must be >= 0")
+        self.max_frame_bytes = max_frame_bytes
+        self._data = bytearray()
+        self._start = 0
+        self._error: FrameTooLargeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as frames."""
+        return len(self._data) - self._start
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Take bytes from the peer. Raises `FrameTooLargeError` once a bad size prefix is seen."""
+        if self._error is not None:
+            raise self._error
+        self._data += data
+        self._check_prefix()
+
+    def _check_prefix(self) -> None:
+        if len(self._data) - self._start >= 4:
+            (size,) = _SIZE.unpack_from(self._data, self._start)
+            if size < 0 or size > self.max_frame_bytes:
+                self._error = FrameTooLargeError(size, self.max_frame_bytes)
+                self._data = bytearray()
+                self._start = 0
+                raise self._error
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame's payload, or None until one has fully arrived."""
+        if self._error is not None:
+            raise self._error
+        available = len(self._data) - self._start
+        if available < 4:
+            return None
+        self._check_prefix()
+        (size,) = _SIZE.unpack_from(self._data, self._start)
+        if available < 4 + size:
+            return None
+        begin = self._start + 4
+        payload = bytes(self._data[begin : begin + size])
+        self._start = begin + size
+        if self._start == len(self._data):
+            self._data.clear()
+            self._start = 0
+        elif self._start > 65536 and self._start * 2 > len(self._data):
+            del self._data[: self._start]
+            self._start = 0
+        return payload
+
+    def frames(self) -> list[bytes]:
+        """Every complete frame currently buffered."""
+        out = []
+        while (payload := self.next_frame()) is not None:
+            out.append(payload)
+        return out

@@ -1,0 +1,167 @@
+"""Which APIs exist, at which versions, and frame-level encode/decode.
+
+`decode_request(payload)` reads the api key and version, picks the header version by Kafka's
+rules, decodes header and body and insists that nothing trails the body. Unknown api keys and
+unsupported versions raise `UnknownApiError` / `UnsupportedVersionError` carrying the
+correlation id (when it could be read), so that the shell can apply KIP-511's ApiVersions
+fallback or close the connection. Responses carry no api key: the caller says what it expects.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from dataclasses import dataclass
+from functools import cache
+
+from .compiler import codec
+from .errors import DecodeError, TruncatedError, UnknownApiError, UnsupportedVersionError
+from .framing import frame
+from .headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
+from .spec import Data
+from .versions import Versions
+
+# api key -> (module under protocol.messages, class name prefix)
+_API_MODULES: dict[int, tuple[str, str]] = {
+    4: ("leader_and_isr", "LeaderAndIsr"),
+    5: ("stop_replica", "StopReplica"),
+    7: ("controlled_shutdown", "ControlledShutdown"),
+    18: ("api_versions", "ApiVersions"),
+    19: ("create_topics", "CreateTopics"),
+    20: ("delete_topics", "DeleteTopics"),
+    43: ("elect_leaders", "ElectLeaders"),
+    56: ("alter_partition", "AlterPartition"),
+    60: ("describe_cluster", "DescribeCluster"),
+    62: ("broker_registration", "BrokerRegistration"),
+    63: ("broker_heartbeat", "BrokerHeartbeat"),
+    1000: ("alter_replica_state", "AlterReplicaState"),
+}
+
+#: APIs the controller serves on its listener.
+INBOUND_API_KEYS = frozenset({7, 18, 19, 20, 43, 56, 60, 62, 63, 1000})
+#: APIs the controller sends to brokers (and the broker simulator serves).
+OUTBOUND_API_KEYS = frozenset({4, 5})
+
+_KEY_VERSION = struct.Struct(">hh")
+_CORRELATION = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiInfo:
+    key: int
+    name: str
+    request: type[Data]
+    response: type[Data]
+
+    @property
+    def versions(self) -> Versions:
+        return self.request.API.valid
+
+    def request_flexible(self, version: int) -> bool:
+        return version in self.request.API.flexible
+
+    def response_flexible(self, version: int) -> bool:
+        return version in self.response.API.flexible
+
+
+@cache
+def api(key: int) -> ApiInfo:
+    """The API with this key; `KeyError` if there is none."""
+    module_name, prefix = _API_MODULES[key]
+    module = importlib.import_module(f"protocol.messages.{module_name}")
+    return ApiInfo(key, prefix, getattr(module, f"{prefix}Request"), getattr(module, f"{prefix}Response"))
+
+
+def all_apis() -> list[ApiInfo]:
+    return [api(key) for key in sorted(_API_MODULES)]
+
+
+def api_keys() -> list[int]:
+    return sorted(_API_MODULES)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request: its header and body."""
+
+    header: RequestHeader
+    body: Data
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+
+def peek_request(payload: bytes) -> tuple[int, int, int | None]:
+    """(api key, api version, correlation id or None) without decoding anything else."""
+    if len(payload) < 4:
+        raise TruncatedError(f"request of {len(payload)} bytes has no api key and version")
+    key, version = _KEY_VERSION.unpack_from(payload, 0)
+    correlation = _CORRELATION.unpack_from(payload, 4)[0] if len(payload) >= 8 else None
+    return key, version, correlation
+
+
+def decode_request(payload: bytes, allowed: frozenset[int] | None = None) -> Request:
+    """Decode one request frame payload (no size prefix).
+
+    `allowed` limits the api keys accepted (for example `INBOUND_API_KEYS`); others raise
+    `UnknownApiError` as if the key did not exist.
+    """
+    key, version, correlation = peek_request(payload)
+    if key not in _API_MODULES or (allowed is not None and key not in allowed):
+        raise UnknownApiError(key, version, correlation)
+    info = api(key)
+    if version not in info.versions:
+        raise UnsupportedVersionError(key, version, correlation)
+    header_codec = codec(RequestHeader, request_header_version(key, version, info.request_flexible(version)))
+    header, pos = header_codec.decode(payload, 0)
+    body = codec(info.request, version).decode_exact(payload, pos)
+    return Request(header, body)
+
+
+def encode_request(body: Data, version: int, correlation_id: int, client_id: str | None = "fencer") -> bytes:
+    """A complete request frame (size prefix included)."""
+    key = body.API.key
+    info = api(key)
+    header_version = request_header_version(key, version, info.request_flexible(version))
+    header = RequestHeader(
+        request_api_key=key,
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id=client_id if header_version > 0 else None,
+    )
+    out = bytearray()
+    codec(RequestHeader, header_version).encode_into(header, out)
+    codec(info.request, version).encode_into(body, out)
+    return frame(out)
+
+
+def encode_response(body: Data, version: int, correlation_id: int) -> bytes:
+    """A complete response frame (size prefix included)."""
+    key = body.API.key
+    info = api(key)
+    out = bytearray()
+    header_version = response_header_version(key, info.response_flexible(version))
+    codec(ResponseHeader, header_version).encode_into(ResponseHeader(correlation_id=correlation_id), out)
+    codec(info.response, version).encode_into(body, out)
+    return frame(out)
+
+
+def decode_response(payload: bytes, api_key: int, version: int) -> tuple[ResponseHeader, Data]:
+    """Decode one response frame payload for a request of `api_key` at `version`."""
+    if api_key not in _API_MODULES:
+        raise DecodeError(f"no response schema for api key {api_key}")
+    info = api(api_key)
+    if version not in info.versions:
+        raise DecodeError(f"no response schema for version {version} of api key {api_key}")
+    header_version = response_header_version(api_key, info.response_flexible(version))
+    header, pos = codec(ResponseHeader, header_version).decode(payload, 0)
+    return header, codec(info.response, version).decode_exact(payload, pos)

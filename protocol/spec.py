@@ -1,0 +1,211 @@
+"""The one description of every message: dataclasses whose fields carry their wire spec.
+
+A message (or nested struct) is a frozen, slotted, keyword-only dataclass deriving from
+`Data`. Each field is annotated `Annotated[<python type>, F(<wire type>, <versions>, ...)]`,
+which is everything the compiler needs to build the construct struct of any version:
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class AlterPartitionRequest(Data):
+        API: ClassVar = Api(56, REQUEST, valid="0-3", flexible="0+")
+        broker_id: Annotated[int, F(INT32)]
+        topics: Annotated[tuple[TopicData, ...], F(ARRAY(TopicData))]  # (abridged)
+
+Rules:
+- One class covers all versions. A field absent from a version decodes to its default; on
+  encode it must hold its default unless it is `ignorable` (Kafka's rule).
+- Strings, bytes and arrays switch to their COMPACT forms in flexible versions, and every
+  struct ends with a tag buffer there; `flexible="none"` on a field opts out (RequestHeader's
+  client id).
+- Tagged fields are written only when they differ from their default, in tag order; tags a
+  reader does not know are kept in `unknown_tags` and written back.
+- Nested struct classes are module-level and named after their owner
+  (`AlterPartitionRequestTopicData`), so that a module can hold both directions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from .versions import Versions
+
+ZERO_UUID = uuid.UUID(int=0)
+REQUEST: Literal["request"] = "request"
+RESPONSE: Literal["response"] = "response"
+HEADER: Literal["header"] = "header"
+METADATA: Literal["metadata"] = "metadata"
+CONTROL: Literal["control"] = "control"
+UnknownTags = tuple[tuple[int, bytes], ...]
+
+
+# ---------------------------------------------------------------------------- wire types
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A fixed-width value read with one `struct` format character (UUID: 16 bytes)."""
+
+    name: str
+    fmt: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    """STRING / NULLABLE_STRING / COMPACT_(NULLABLE_)STRING, chosen by version."""
+
+    name: str = "string"
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes:
+    """BYTES / NULLABLE_BYTES / COMPACT_(NULLABLE_)BYTES, chosen by version."""
+
+    name: str = "bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class Array:
+    """ARRAY / COMPACT_ARRAY of a primitive wire type or of a nested `Data` class."""
+
+    element: WireType | type[Data]
+
+    @property
+    def name(self) -> str:
+        element = self.element
+        return f"[]{element.__name__ if isinstance(element, type) else element.name}"
+
+
+WireType = Fixed | Str | Bytes | Array
+
+BOOL = Fixed("bool", "?", 1)
+INT8 = Fixed("int8", "b", 1)
+INT16 = Fixed("int16", "h", 2)
+INT32 = Fixed("int32", "i", 4)
+INT64 = Fixed("int64", "q", 8)
+UINT16 = Fixed("uint16", "H", 2)
+UINT32 = Fixed("uint32", "I", 4)
+FLOAT64 = Fixed("float64", "d", 8)
+UUID = Fixed("uuid", "16s", 16)
+STRING = Str()
+BYTES = Bytes()
+
+
+def ARRAY(element: WireType | type[Data]) -> Array:
+    return Array(element)
+
+
+# ---------------------------------------------------------------------------- field spec
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """Where and how a field appears on the wire."""
+
+    wire: WireType
+    versions: Versions
+    nullable: Versions
+    tag: int | None
+    tagged: Versions
+    ignorable: bool
+    flexible: Versions | None  # None: follow the message's flexible versions
+
+
+def F(
+    wire: WireType | type[Data],
+    versions: str = "0+",
+    *,
+    nullable: str = "none",
+    tag: int | None = None,
+    tagged: str | None = None,
+    ignorable: bool = False,
+    flexible: str | None = None,
+) -> FieldSpec:
+    """Declare a field's wire spec (used inside `Annotated[...]`)."""
+    if isinstance(wire, type):
+        raise TypeError("a single nested struct is not a Kafka field type here; use ARRAY(...)")
+    return FieldSpec(
+        wire=wire,
+        versions=Versions.parse(versions),
+        nullable=Versions.parse(nullable),
+        tag=tag,
+        tagged=Versions.parse(tagged if tagged is not None else (versions if tag is not None else "none")),
+        ignorable=ignorable,
+        flexible=None if flexible is None else Versions.parse(flexible),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """The identity of a top-level message: api key, kind and its version ranges."""
+
+    key: int
+    kind: str
+    valid: Versions
+    flexible: Versions
+
+    @classmethod
+    def of(cls, key: int, kind: str, *, valid: str, flexible: str) -> Api:
+        return cls(key, kind, Versions.parse(valid), Versions.parse(flexible))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Data:
+    """Base of every message and nested struct. `unknown_tags` keeps tags nobody declared."""
+
+    API: ClassVar[Api]
+    unknown_tags: UnknownTags = field(default=(), repr=False)
+
+
+# ---------------------------------------------------------------------------- introspection
+@dataclass(frozen=True, slots=True)
+class FieldInfo:
+    name: str
+    spec: FieldSpec
+    default: Any  # dataclasses.MISSING when the field is required
+
+    @property
+    def required(self) -> bool:
+        return self.default is dataclasses.MISSING
+
+
+_FIELDS: dict[type[Data], tuple[FieldInfo, ...]] = {}
+
+
+def fields_of(cls: type[Data]) -> tuple[FieldInfo, ...]:
+    """The wire fields of a `Data` class in declaration order (`unknown_tags` excluded)."""
+    found = _FIELDS.get(cls)
+    if found is not None:
+        return found
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out: list[FieldInfo] = []
+    for dc_field in dataclasses.fields(cls):
+        if dc_field.name == "unknown_tags":
+            continue
+        hint = hints[dc_field.name]
+        specs = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, FieldSpec)]
+        if len(specs) != 1:
+            raise TypeError(f"{cls.__name__}.{dc_field.name} needs exactly one F(...) annotation")
+        if dc_field.default is not dataclasses.MISSING:
+            default: Any = dc_field.default
+        elif dc_field.default_factory is not dataclasses.MISSING:
+            default = dc_field.default_factory()
+        else:
+            default = dataclasses.MISSING
+        out.append(FieldInfo(dc_field.name, specs[0], default))
+    _FIELDS[cls] = tuple(out)
+    return _FIELDS[cls]
+
+
+def nested_classes(cls: type[Data]) -> list[type[Data]]:
+    """Every nested struct class reachable from `cls` (depth first, without duplicates)."""
+    seen: list[type[Data]] = []
+
+    def walk(current: type[Data]) -> None:
+        for info in fields_of(current):
+            wire = info.spec.wire
+            if isinstance(wire, Array) and isinstance(wire.element, type) and wire.element not in seen:
+                seen.append(wire.element)
+                walk(wire.element)
+
+    walk(cls)
+    return seen
