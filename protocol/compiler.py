@@ -134,6 +134,9 @@ def codec(cls: type[T], version: int) -> Codec[T]:
     kstruct = struct_for(cls, version)
     compiled = kstruct.compile()
     module = compiled.module
+    if not hasattr(module, f"decode_{kstruct.function_prefix}"):
+        # construct falls back to the interpreted path when an emitter is missing; refuse that
+        raise RuntimeError(f"{cls.__name__} v{version} did not compile to straight-line code")
     made: Codec[T] = Codec(
         cls=cls,
         version=version,

@@ -128,6 +128,17 @@ class KFixed(KMember):
         stream_write(stream, self._struct.pack(raw), self.wire.size, path)
         return obj
 
+    # A fixed value on its own (a tagged field); runs of them in a struct are merged by KStruct.
+    def emit_decode(self, em: _Emitter, target: str) -> None:
+        em.line(f"{target}, = {em.const(f'_Struct({self._struct.format!r})')}.unpack_from(buf, pos)")
+        em.line(f"pos += {self.wire.size}")
+        if self.wire is UUID:
+            em.line(f"{target} = _UUID(bytes={target})")
+
+    def emit_encode(self, em: _Emitter, value: str, what: str) -> None:
+        raw = f"{value}.bytes" if self.wire is UUID else value
+        em.line(f"out += {em.const(f'_Struct({self._struct.format!r})')}.pack({raw})")
+
 
 class _Sized(KMember):
     """Shared length handling of strings, bytes and arrays (compact or legacy, nullable or not)."""

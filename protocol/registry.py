@@ -17,7 +17,13 @@ from functools import cache
 from .compiler import codec
 from .errors import DecodeError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .framing import frame
-from .headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
+from .headers import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    ResponseHeader,
+    request_header_version,
+    response_header_version,
+)
 from .spec import Data
 from .versions import Versions
 
@@ -164,4 +170,10 @@ def decode_response(payload: bytes, api_key: int, version: int) -> tuple[Respons
         raise DecodeError(f"no response schema for version {version} of api key {api_key}")
     header_version = response_header_version(api_key, info.response_flexible(version))
     header, pos = codec(ResponseHeader, header_version).decode(payload, 0)
-    return header, codec(info.response, version).decode_exact(payload, pos)
+    try:
+        return header, codec(info.response, version).decode_exact(payload, pos)
+    except DecodeError:
+        if api_key != API_VERSIONS_KEY or version == 0:
+            raise
+        # KIP-511: a server that does not speak our ApiVersions version answers with a v0 body
+        return header, codec(info.response, 0).decode_exact(payload, pos)

@@ -1,0 +1,144 @@
+"""Frame-level encode/decode: header versions, unknown APIs and versions, trailing bytes."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.errors import TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
+from protocol.framing import frame
+from protocol.headers import RequestHeader
+from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from protocol.registry import (
+    INBOUND_API_KEYS,
+    OUTBOUND_API_KEYS,
+    all_apis,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek_request,
+)
+
+from .strategies import messages
+
+
+def test_api_table_matches_protocol_md() -> None:
+    versions = {info.key: str(info.versions) for info in all_apis()}
+    assert versions == {
+        4: "0-7",
+        5: "0-4",
+        7: "0-3",
+        18: "0-4",
+        19: "2-7",
+        20: "1-6",
+        43: "0-2",
+        56: "0-3",
+        60: "0-1",
+        62: "0-4",
+        63: "0-1",
+        1000: "0-1",
+    }
+    assert INBOUND_API_KEYS | OUTBOUND_API_KEYS == set(versions)
+
+
+@pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS))
+@given(data=st.data())
+def test_requests_and_responses_round_trip_through_frames(key: int, data: st.DataObject) -> None:
+    info = next(i for i in all_apis() if i.key == key)
+    version = data.draw(st.sampled_from(list(info.versions)))
+    request = data.draw(messages(info.request, version))
+    encoded = encode_request(request, version, correlation_id=99, client_id="c1")
+    assert struct.unpack(">i", encoded[:4])[0] == len(encoded) - 4
+    decoded = decode_request(encoded[4:])
+    assert (decoded.api_key, decoded.api_version, decoded.correlation_id) == (key, version, 99)
+    assert decoded.body == request
+    response = data.draw(messages(info.response, version))
+    header, body = decode_response(encode_response(response, version, correlation_id=99)[4:], key, version)
+    assert header.correlation_id == 99
+    assert body == response
+
+
+def test_controlled_shutdown_v0_uses_request_header_v0() -> None:
+    encoded = encode_request(ControlledShutdownRequest(broker_id=3), 0, correlation_id=5)
+    # size, api key 7, version 0, correlation id 5, then the body: broker id 3. No client id.
+    assert encoded == struct.pack(">ihhii", 12, 7, 0, 5, 3)
+    assert decode_request(encoded[4:]).header == RequestHeader(
+        request_api_key=7, request_api_version=0, correlation_id=5, client_id=None
+    )
+
+
+def test_flexible_request_uses_header_v2_with_legacy_client_id() -> None:
+    encoded = encode_request(
+        AlterPartitionRequest(broker_id=1, topics=()), 0, correlation_id=1, client_id="ab"
+    )
+    # header v2: key, version, correlation, INT16-length client id "ab", empty tag buffer
+    assert encoded[4:16] == struct.pack(">hhih", 56, 0, 1, 2) + b"ab" + b"\x00"
+
+
+def test_api_versions_response_header_is_v0_even_when_flexible() -> None:
+    encoded = encode_response(ApiVersionsResponse(error_code=0), 3, correlation_id=8)
+    # header v0 is just the correlation id: the body (error code 0) follows at once
+    assert encoded[4:10] == struct.pack(">ih", 8, 0)
+
+
+def test_flexible_response_header_has_a_tag_buffer() -> None:
+    encoded = encode_response(AlterPartitionResponse(), 2, correlation_id=8)
+    assert encoded[4:9] == struct.pack(">i", 8) + b"\x00"
+
+
+def test_unknown_api_key_carries_the_correlation_id() -> None:
+    payload = struct.pack(">hhih", 999, 0, 42, -1)
+    with pytest.raises(UnknownApiError) as info:
+        decode_request(payload)
+    assert (info.value.api_key, info.value.api_version, info.value.correlation_id) == (999, 0, 42)
+
+
+def test_api_not_served_on_this_listener_is_unknown() -> None:
+    frame_bytes = encode_request(ApiVersionsRequest(), 0, correlation_id=3)
+    decode_request(frame_bytes[4:], allowed=INBOUND_API_KEYS)
+    leader_and_isr = struct.pack(">hhih", 4, 0, 3, -1)
+    with pytest.raises(UnknownApiError):
+        decode_request(leader_and_isr, allowed=INBOUND_API_KEYS)
+
+
+@pytest.mark.parametrize(("key", "version"), [(18, 99), (56, 4), (19, 1), (20, 0), (1000, 2)])
+def test_unsupported_versions(key: int, version: int) -> None:
+    with pytest.raises(UnsupportedVersionError) as info:
+        decode_request(struct.pack(">hhih", key, version, 77, -1))
+    assert info.value.correlation_id == 77
+
+
+def test_trailing_bytes_after_the_body_are_an_error() -> None:
+    payload = encode_request(ApiVersionsRequest(), 0, correlation_id=3)[4:]
+    with pytest.raises(TrailingBytesError):
+        decode_request(payload + b"\x00")
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x00", b"\x00\x12\x00"])
+def test_too_short_for_a_header(payload: bytes) -> None:
+    with pytest.raises(TruncatedError):
+        decode_request(payload)
+
+
+def test_peek_request_reads_key_version_and_correlation() -> None:
+    assert peek_request(struct.pack(">hhi", 18, 3, 12)) == (18, 3, 12)
+    assert peek_request(struct.pack(">hh", 18, 3)) == (18, 3, None)
+
+
+def test_frame_helper() -> None:
+    assert frame(b"abc") == b"\x00\x00\x00\x03abc"
+
+
+def test_api_versions_response_falls_back_to_v0_body() -> None:
+    """KIP-511: an old server answers an unknown ApiVersions version with a v0 body (error 35)."""
+    v0_body = encode_response(ApiVersionsResponse(error_code=35), 0, correlation_id=4)
+    header, body = decode_response(v0_body[4:], 18, 4)
+    assert header.correlation_id == 4
+    assert isinstance(body, ApiVersionsResponse)
+    assert body.error_code == 35
