@@ -27,26 +27,26 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kio.records.readers import read_batch as kio_read_batch  # noqa: E402
-from kio.serial import entity_reader, entity_writer  # noqa: E402
+from kio.records.readers import read_batch as kio_read_batch
+from kio.serial import entity_reader, entity_writer
 
-from protocol.compiler import codec  # noqa: E402
-from protocol.messages.alter_partition import (  # noqa: E402
+from protocol.compiler import codec
+from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestBrokerState,
     AlterPartitionRequestPartitionData,
     AlterPartitionRequestTopicData,
 )
-from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest  # noqa: E402
-from protocol.messages.leader_and_isr import (  # noqa: E402
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
+from protocol.messages.leader_and_isr import (
     LeaderAndIsrRequest,
     LeaderAndIsrRequestLiveLeader,
     LeaderAndIsrRequestPartitionState,
     LeaderAndIsrRequestTopicState,
 )
-from protocol.records.batch import decode_batch, metadata_batch  # noqa: E402
-from protocol.records.metadata import PartitionChangeRecord, decode_metadata_value, encode_metadata_value  # noqa: E402
-from tests.protocol.kio_bridge import kio_payload_class, to_kio  # noqa: E402
+from protocol.records.batch import decode_batch, metadata_batch
+from protocol.records.metadata import PartitionChangeRecord, decode_metadata_value, encode_metadata_value
+from tests.protocol.kio_bridge import kio_payload_class, to_kio
 
 TOPIC_ID = uuid.UUID("4f4e0a5b-6d7c-4e1f-9a2b-3c4d5e6f7a8b")
 
@@ -110,9 +110,11 @@ def leader_and_isr(partitions: int) -> LeaderAndIsrRequest:
         is_k_raft_controller=True,
         controller_epoch=3,
         broker_epoch=42,
-        type=0,
+        type_=0,
         topic_states=(LeaderAndIsrRequestTopicState(topic_name="orders", topic_id=TOPIC_ID, partition_states=states),),
-        live_leaders=tuple(LeaderAndIsrRequestLiveLeader(broker_id=b, host_name="localhost", port=9000 + b) for b in (1, 2, 3)),
+        live_leaders=tuple(
+            LeaderAndIsrRequestLiveLeader(broker_id=b, host_name="localhost", port=9000 + b) for b in (1, 2, 3)
+        ),
     )
 
 
@@ -176,7 +178,7 @@ def handwritten_alter_partition_v2(buf: bytes) -> AlterPartitionRequest:
             else:
                 isr_count, pos = _uvarint(buf, pos)
                 isr_count -= 1
-            isr = struct.unpack_from(">%di" % isr_count, buf, pos)
+            isr = struct.unpack_from(f">{isr_count}i", buf, pos)
             pos += 4 * isr_count
             recovery, partition_epoch = _BI.unpack_from(buf, pos)
             pos += 5
@@ -259,17 +261,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seconds = args.seconds
     started = time.time()
-    print(f"# fencer codec benchmark, {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, "
-          f"{platform.machine()}, {platform.processor() or 'cpu'}")
+    print(
+        f"# fencer codec benchmark, {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, "
+        f"{platform.machine()}, {platform.processor() or 'cpu'}"
+    )
     print()
-    print("| message | bytes | fencer decode/s | kio decode/s | decode ratio | fencer encode/s | kio encode/s | encode ratio |")
+    print(
+        "| message | bytes | fencer decode/s | kio decode/s | decode ratio "
+        "| fencer encode/s | kio encode/s | encode ratio |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     cases = [
         ("AlterPartition v2, 1 partition", alter_partition(2, 1), 2),
         ("AlterPartition v2, 100 partitions", alter_partition(2, 100), 2),
         ("AlterPartition v3, 1 partition", alter_partition(3, 1), 3),
         ("AlterPartition v3, 100 partitions", alter_partition(3, 100), 3),
-        ("BrokerHeartbeat v1", BrokerHeartbeatRequest(broker_id=1, broker_epoch=42, current_metadata_offset=1234), 1),
+        (
+            "BrokerHeartbeat v1",
+            BrokerHeartbeatRequest(broker_id=1, broker_epoch=42, current_metadata_offset=1234),
+            1,
+        ),
         ("LeaderAndIsr v7, 100 partitions", leader_and_isr(100), 7),
     ]
     for name, message, version in cases:

@@ -30,7 +30,7 @@ from construct.core import CodeGen, SizeofError, stream_read, stream_write
 
 from .errors import DecodeError, EncodeError
 from .primitives import read_uvarint, uvarint
-from .spec import UUID, Data, FieldInfo, Fixed
+from .spec import UUID, Data, FieldInfo, Fixed, fields_of
 
 _PRELUDE = """
 from protocol._runtime import *
@@ -58,6 +58,15 @@ def _literal(value: Any) -> str:
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return repr(value)
     raise TypeError(f"no literal for default {value!r}")
+
+
+def _emit_uvarint(em: _Emitter, target: str) -> None:
+    """Read an unsigned varint into `target`: one-byte values inline, longer ones by call."""
+    em.line(f"{target} = buf[pos]")
+    with em.block(f"if {target} < 128:"):
+        em.line("pos += 1")
+    with em.block("else:"):
+        em.line(f"{target}, pos = _read_uvarint(buf, pos)")
 
 
 class _Emitter:
@@ -133,7 +142,7 @@ class KFixed(KMember):
         em.line(f"{target}, = {em.const(f'_Struct({self._struct.format!r})')}.unpack_from(buf, pos)")
         em.line(f"pos += {self.wire.size}")
         if self.wire is UUID:
-            em.line(f"{target} = _UUID(bytes={target})")
+            em.line(f"{target} = _uuid_from({target})")
 
     def emit_encode(self, em: _Emitter, value: str, what: str) -> None:
         raw = f"{value}.bytes" if self.wire is UUID else value
@@ -181,11 +190,7 @@ class _Sized(KMember):
         """
         length = em.name("L")
         if self.compact:
-            em.line(f"{length} = buf[pos]")
-            with em.block(f"if {length} < 128:"):
-                em.line("pos += 1")
-            with em.block("else:"):
-                em.line(f"{length}, pos = _read_uvarint(buf, pos)")
+            _emit_uvarint(em, length)
             em.line(f"{length} -= 1")
         else:
             fmt = em.const(f"_Struct({self.legacy_fmt!r})")
@@ -297,9 +302,7 @@ class KArray(_Sized):
         element = self.element
         em.line(f"if {count} * {element.min_size} > n - pos: raise _truncated('array', {count}, n - pos)")
         if isinstance(element, KFixed) and element.wire is UUID:
-            em.line(
-                f"{target} = tuple([_UUID(bytes=buf[p:p + 16]) for p in range(pos, pos + 16 * {count}, 16)])"
-            )
+            em.line(f"{target} = tuple([_uuid_from(buf[p:p + 16]) for p in range(pos, pos + 16 * {count}, 16)])")
             em.line(f"pos += 16 * {count}")
         elif isinstance(element, KFixed):
             em.line(f"{target} = _unpack_from('>%d{element.wire.fmt}' % {count}, buf, pos)")
@@ -425,9 +428,29 @@ class KStruct(construct.Construct):  # type: ignore[misc]
             values.append((info.name, var))
         if self.flexible:
             self._emit_tags_decode(em, values)
-        cls = em.const(f"_load({self.cls.__module__!r}, {self.cls.__qualname__!r})")
-        args = ", ".join(f"{name}={var}" for name, var in values)
-        em.line(f"{target} = {cls}({args})")
+        self._emit_construct(em, target, values)
+
+    def _emit_construct(self, em: _Emitter, target: str, values: list[tuple[str, str]]) -> None:
+        """Build the dataclass: `object.__new__` and the slot setters, not the frozen `__init__`.
+
+        A frozen dataclass's `__init__` does exactly this through `object.__setattr__`, three
+        times slower; every field is set, the absent ones to their defaults. Classes with a
+        `__post_init__` keep the ordinary constructor.
+        """
+        module, qualname = self.cls.__module__, self.cls.__qualname__
+        cls = em.const(f"_load({module!r}, {qualname!r})")
+        if hasattr(self.cls, "__post_init__"):
+            args = ", ".join(f"{name}={var}" for name, var in values)
+            em.line(f"{target} = {cls}({args})")
+            return
+        assigned = dict(values)
+        for info in fields_of(self.cls):
+            if info.name not in assigned:
+                assigned[info.name] = em.const(_literal(info.default))
+        assigned.setdefault("unknown_tags", "()")
+        em.line(f"{target} = _new({cls})")
+        for name, var in assigned.items():
+            em.line(f"{em.const(f'_setter({module!r}, {qualname!r}, {name!r})')}({target}, {var})")
 
     def _emit_fixed_run_decode(
         self, em: _Emitter, run: list[tuple[FieldInfo, KFixed]], values: list[tuple[str, str]]
@@ -439,7 +462,7 @@ class KStruct(construct.Construct):  # type: ignore[misc]
         em.line(f"pos += {size}")
         for name, (info, member) in zip(names, run, strict=True):
             if member.wire is UUID:
-                em.line(f"{name} = _UUID(bytes={name})")
+                em.line(f"{name} = _uuid_from({name})")
             values.append((info.name, name))
 
     def _emit_tags_decode(self, em: _Emitter, values: list[tuple[str, str]]) -> None:
@@ -455,20 +478,17 @@ class KStruct(construct.Construct):  # type: ignore[misc]
         with em.block("else:"):
             found, count, tag, size, end = (em.name(p) for p in ("found", "NT", "tag", "S", "TE"))
             em.line(f"{found} = []")
-            em.line(f"{count}, pos = _read_uvarint(buf, pos)")
+            _emit_uvarint(em, count)
             with em.block(f"for _ in range({count}):"):
-                em.line(f"{tag}, pos = _read_uvarint(buf, pos)")
-                em.line(f"{size}, pos = _read_uvarint(buf, pos)")
+                _emit_uvarint(em, tag)
+                _emit_uvarint(em, size)
                 em.line(f"{end} = pos + {size}")
                 em.line(f"if {end} > n: raise _truncated('tagged field', {size}, n - pos)")
                 keyword = "if"
                 for (info, member), var in zip(self.tagged, tag_vars, strict=True):
                     with em.block(f"{keyword} {tag} == {info.spec.tag}:"):
                         member.emit_decode(em, var)
-                        em.line(
-                            f"if pos != {end}: raise DecodeError("
-                            f"'tagged field {info.spec.tag} size mismatch')"
-                        )
+                        em.line(f"if pos != {end}: raise DecodeError('tagged field {info.spec.tag} size mismatch')")
                     keyword = "elif"
                 with em.block("else:" if self.tagged else "if True:"):
                     em.line(f"{found}.append(({tag}, buf[pos:{end}]))")
@@ -568,4 +588,5 @@ def build_{self.function_prefix}(obj, io, this):
     def _emit_function(code: CodeGen, em: _Emitter, header: str) -> None:
         consts = "".join(f"{name} = {source}\n" for source, name in em.constants.items())
         code.append(_PRELUDE)
-        code.append(consts + header + "\n" + "\n".join(em.lines) + "\n")
+        body = "\n".join(em.lines) if em.lines else "    pass"  # a version with no wire fields
+        code.append(consts + header + "\n" + body + "\n")

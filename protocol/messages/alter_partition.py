@@ -49,9 +49,7 @@ class AlterPartitionRequestPartitionData(Data):
 class AlterPartitionRequestTopicData(Data):
     topic_name: Annotated[str, F(STRING, "0-1")] = ""
     topic_id: Annotated[uuid.UUID, F(UUID, "2+")] = ZERO_UUID
-    partitions: Annotated[
-        tuple[AlterPartitionRequestPartitionData, ...], F(ARRAY(AlterPartitionRequestPartitionData))
-    ]
+    partitions: Annotated[tuple[AlterPartitionRequestPartitionData, ...], F(ARRAY(AlterPartitionRequestPartitionData))]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,9 +85,7 @@ class AlterPartitionResponse(Data):
     API: ClassVar[Api] = Api.of(API_KEY, RESPONSE, valid="0-3", flexible="0+")
     throttle_time_ms: Annotated[int, F(INT32)] = 0
     error_code: Annotated[int, F(INT16)] = 0
-    topics: Annotated[
-        tuple[AlterPartitionResponseTopicData, ...], F(ARRAY(AlterPartitionResponseTopicData))
-    ] = ()
+    topics: Annotated[tuple[AlterPartitionResponseTopicData, ...], F(ARRAY(AlterPartitionResponseTopicData))] = ()
 
 
 # KIP-497's name for version 0: the same key and the same bytes.

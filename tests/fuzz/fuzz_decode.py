@@ -25,19 +25,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hypothesis import Phase, given, settings  # noqa: E402
+from hypothesis import Phase, given, settings
 
-from protocol.errors import DecodeError  # noqa: E402
-from protocol.framing import FrameBuffer  # noqa: E402
-from protocol.records.batch import decode_batch, metadata_batch  # noqa: E402
-from protocol.records.metadata import (  # noqa: E402
+from protocol.errors import DecodeError
+from protocol.framing import FrameBuffer
+from protocol.records.batch import decode_batch, metadata_batch
+from protocol.records.metadata import (
     METADATA_RECORD_TYPES,
     decode_metadata_value,
     encode_metadata_value,
 )
-from protocol.registry import all_apis, decode_request, decode_response, encode_request, encode_response  # noqa: E402
-from protocol.spec import Data  # noqa: E402
-from tests.protocol.strategies import messages  # noqa: E402
+from protocol.registry import all_apis, decode_request, decode_response, encode_request, encode_response
+from protocol.spec import Data
+from tests.protocol.strategies import messages
 
 Decoder = Callable[[bytes], Any]
 
@@ -144,7 +144,10 @@ def run(cases: int, seed: int, progress: bool = False) -> dict[str, int]:
                 print(f"ESCAPE in {label}: {type(exc).__name__}: {exc}; input={mutated.hex()}", file=sys.stderr)
                 traceback.print_exc()
         if progress and index and index % 100_000 == 0:
-            print(f"  {index:,} cases, {time.monotonic() - started:.0f} s, {counts['escapes']} escapes", flush=True)
+            print(
+                f"  {index:,} cases, {time.monotonic() - started:.0f} s, {counts['escapes']} escapes",
+                flush=True,
+            )
     return counts
 
 

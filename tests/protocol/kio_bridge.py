@@ -69,24 +69,21 @@ def _our_name(kio_field: dataclasses.Field[Any], ours: dict[str, Any]) -> str:
 
 def _element_class(our_cls: type[Data], name: str) -> type[Data] | None:
     for info in fields_of(our_cls):
-        if (
-            info.name == name
-            and isinstance(info.spec.wire, Array)
-            and isinstance(info.spec.wire.element, type)
-        ):
+        if info.name == name and isinstance(info.spec.wire, Array) and isinstance(info.spec.wire.element, type):
             return info.spec.wire.element
     return None
 
 
 def _nested_kio_class(kio_cls: type, kio_field: dataclasses.Field[Any]) -> type:
+    """The element class of a kio field typed `tuple[X, ...]` (or `tuple[X, ...] | None`)."""
+    import types
     import typing
 
     hint = typing.get_type_hints(kio_cls)[kio_field.name]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
     args = typing.get_args(hint)
-    element = args[0] if args else hint
-    if typing.get_origin(element) is typing.Union or isinstance(element, type(int | None)):
-        element = next(a for a in typing.get_args(element) if a is not type(None))
-    return element  # type: ignore[no-any-return]
+    return args[0] if args else hint  # type: ignore[no-any-return]
 
 
 def to_kio(ours: Data, kio_cls: type) -> Any:
@@ -100,9 +97,7 @@ def to_kio(ours: Data, kio_cls: type) -> Any:
     return kio_cls(**kwargs)
 
 
-def _value_to_kio(
-    value: Any, kio_field: dataclasses.Field[Any], kio_cls: type, our_cls: type[Data], name: str
-) -> Any:
+def _value_to_kio(value: Any, kio_field: dataclasses.Field[Any], kio_cls: type, our_cls: type[Data], name: str) -> Any:
     kind = _kind(kio_field)
     element = _element_class(our_cls, name)
     if element is not None:

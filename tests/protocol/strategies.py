@@ -12,7 +12,23 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from protocol.spec import BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, UUID, Array, Bytes, Data, Fixed, Str, fields_of
+from protocol.spec import (
+    BOOL,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    UINT16,
+    UINT32,
+    UUID,
+    Array,
+    Bytes,
+    Data,
+    Fixed,
+    Str,
+    fields_of,
+)
 
 _INTS = {
     INT8.name: (-(2**7), 2**7 - 1),

@@ -59,9 +59,7 @@ def _check(our_cls: type[Data], version: int, kio_cls: type, data: st.DataObject
     assert codec(our_cls, version).encode(ours) == kio_bytes
 
 
-@pytest.mark.parametrize(
-    ("our_cls", "version", "kio_cls"), CASES, ids=[f"{c.__name__}-v{v}" for c, v, _ in CASES]
-)
+@pytest.mark.parametrize(("our_cls", "version", "kio_cls"), CASES, ids=[f"{c.__name__}-v{v}" for c, v, _ in CASES])
 @given(data=st.data())
 def test_message_matches_kio(our_cls: type[Data], version: int, kio_cls: type, data: st.DataObject) -> None:
     _check(our_cls, version, kio_cls, data)

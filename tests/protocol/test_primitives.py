@@ -22,14 +22,23 @@ from protocol.primitives import (
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"), (2**32 - 1, b"\xff\xff\xff\xff\x0f")],
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (2**32 - 1, b"\xff\xff\xff\xff\x0f"),
+    ],
 )
 def test_unsigned_varint_known_values(value: int, encoded: bytes) -> None:
     assert uvarint(value) == encoded
     assert read_uvarint(encoded, 0) == (value, len(encoded))
 
 
-@pytest.mark.parametrize(("value", "encoded"), [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01")])
+@pytest.mark.parametrize(
+    ("value", "encoded"), [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01")]
+)
 def test_zigzag_known_values(value: int, encoded: bytes) -> None:
     assert varint(value) == encoded
     assert read_varint(encoded, 0) == (value, len(encoded))
@@ -78,7 +87,10 @@ def test_truncated_varint() -> None:
         read_uvarint(b"\x80\x80", 0)
 
 
-@pytest.mark.parametrize(("writer", "value"), [(uvarint, -1), (uvarint, 2**32), (varint, 2**31), (varlong, -(2**63) - 1), (uvarlong, 2**64)])
+@pytest.mark.parametrize(
+    ("writer", "value"),
+    [(uvarint, -1), (uvarint, 2**32), (varint, 2**31), (varlong, -(2**63) - 1), (uvarlong, 2**64)],
+)
 def test_out_of_range_values_are_encode_errors(writer: object, value: int) -> None:
     with pytest.raises(EncodeError):
         writer(value)  # type: ignore[operator]

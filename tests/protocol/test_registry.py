@@ -44,7 +44,7 @@ def test_api_table_matches_protocol_md() -> None:
         63: "0-1",
         1000: "0-1",
     }
-    assert INBOUND_API_KEYS | OUTBOUND_API_KEYS == set(versions)
+    assert set(versions) == INBOUND_API_KEYS | OUTBOUND_API_KEYS
 
 
 @pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS))
@@ -74,11 +74,9 @@ def test_controlled_shutdown_v0_uses_request_header_v0() -> None:
 
 
 def test_flexible_request_uses_header_v2_with_legacy_client_id() -> None:
-    encoded = encode_request(
-        AlterPartitionRequest(broker_id=1, topics=()), 0, correlation_id=1, client_id="ab"
-    )
+    encoded = encode_request(AlterPartitionRequest(broker_id=1, topics=()), 0, correlation_id=1, client_id="ab")
     # header v2: key, version, correlation, INT16-length client id "ab", empty tag buffer
-    assert encoded[4:16] == struct.pack(">hhih", 56, 0, 1, 2) + b"ab" + b"\x00"
+    assert encoded[4:17] == struct.pack(">hhih", 56, 0, 1, 2) + b"ab" + b"\x00"
 
 
 def test_api_versions_response_header_is_v0_even_when_flexible() -> None:

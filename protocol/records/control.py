@@ -1,0 +1,127 @@
+"""KRaft control records: LeaderChange (2), SnapshotHeader (3) and SnapshotFooter (4).
+
+Control records live in control batches (attributes bit 5). Unlike metadata records, their
+key says what they are and their value is the bare message:
+
+    key   = version:INT16 (= 0) | type:INT16
+    value = the message body, flexible encoding, at the message's own version
+
+Rules:
+- No framing carries the value's schema version; each message starts with its own INT16
+  `version` field, and that is the version it is written at (Kafka writes version 0, which
+  every Kafka reader assumes). So `encode_control_record(msg, v)` requires `msg.version == v`,
+  and `decode_control_record` reads the body at the version the body names.
+- The key must be exactly 4 bytes with key version 0; anything else, an unknown type, an
+  unsupported version or bytes after the body raise a `DecodeError` subclass.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, ClassVar
+
+from protocol.compiler import codec
+from protocol.errors import DecodeError, EncodeError, TruncatedError
+from protocol.spec import ARRAY, CONTROL, INT16, INT32, INT64, UUID, ZERO_UUID, Api, Data, F
+
+from .batch import metadata_batch
+from .metadata import UnknownRecordTypeError, UnsupportedRecordVersionError
+
+KEY_VERSION = 0
+_KEY = struct.Struct(">hh")
+_VERSION = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderChangeMessageVoter(Data):
+    """A quorum voter; v1 adds its directory id (KIP-853)."""
+
+    voter_id: Annotated[int, F(INT32)] = 0
+    voter_directory_id: Annotated[uuid.UUID, F(UUID, "1+")] = ZERO_UUID
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderChangeMessage(Data):
+    """Written by a newly elected quorum leader as the first record of its epoch."""
+
+    API: ClassVar[Api] = Api.of(2, CONTROL, valid="0-1", flexible="0+")
+    version: Annotated[int, F(INT16)] = 0
+    leader_id: Annotated[int, F(INT32)] = 0
+    voters: Annotated[tuple[LeaderChangeMessageVoter, ...], F(ARRAY(LeaderChangeMessageVoter))] = ()
+    granting_voters: Annotated[tuple[LeaderChangeMessageVoter, ...], F(ARRAY(LeaderChangeMessageVoter))] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotHeaderRecord(Data):
+    """The first record of a snapshot."""
+
+    API: ClassVar[Api] = Api.of(3, CONTROL, valid="0", flexible="0+")
+    version: Annotated[int, F(INT16)] = 0
+    last_contained_log_timestamp: Annotated[int, F(INT64)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotFooterRecord(Data):
+    """The last record of a snapshot."""
+
+    API: ClassVar[Api] = Api.of(4, CONTROL, valid="0", flexible="0+")
+    version: Annotated[int, F(INT16)] = 0
+
+
+ControlMessage = LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterRecord
+
+CONTROL_RECORD_TYPES: dict[int, type[ControlMessage]] = {
+    cls.API.key: cls for cls in (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord)
+}
+
+
+def control_key(record_type: int) -> bytes:
+    """The key of a control record of `record_type`."""
+    return _KEY.pack(KEY_VERSION, record_type)
+
+
+def encode_control_record(message: ControlMessage, version: int) -> tuple[bytes, bytes]:
+    """(key, value) of a control record holding `message` written at `version`."""
+    cls = type(message)
+    if CONTROL_RECORD_TYPES.get(cls.API.key) is not cls:
+        raise EncodeError(f"{cls.__name__} is not a control record")
+    if version not in cls.API.valid:
+        raise EncodeError(f"{cls.__name__} has no version {version} (valid: {cls.API.valid})")
+    if message.version != version:
+        raise EncodeError(f"{cls.__name__}.version is {message.version} but it is written at v{version}")
+    return control_key(cls.API.key), codec(cls, version).encode(message)
+
+
+def decode_control_record(key: bytes | None, value: bytes | None) -> tuple[ControlMessage, int]:
+    """A control record's key and value -> (message, version). Raises only `DecodeError`s."""
+    if key is None or value is None:
+        raise DecodeError("a control record needs both a key and a value")
+    if len(key) != _KEY.size:
+        raise DecodeError(f"a control record key is {_KEY.size} bytes, got {len(key)}")
+    key_version, record_type = _KEY.unpack(key)
+    if key_version != KEY_VERSION:
+        raise DecodeError(f"control record key version {key_version} is not supported (only 0)")
+    cls = CONTROL_RECORD_TYPES.get(record_type)
+    if cls is None:
+        raise UnknownRecordTypeError(f"unknown control record type {record_type}")
+    if len(value) < _VERSION.size:
+        raise TruncatedError(f"{cls.__name__} value is {len(value)} bytes, too short for its version")
+    (version,) = _VERSION.unpack_from(value)
+    if version not in cls.API.valid:
+        raise UnsupportedRecordVersionError(f"{cls.__name__} version {version} is not supported")
+    return codec(cls, version).decode_exact(value), version
+
+
+def control_batch(
+    base_offset: int, leader_epoch: int, timestamp_ms: int, messages: Sequence[tuple[ControlMessage, int]]
+) -> bytes:
+    """A KRaft control batch holding `(message, version)` control records, in order."""
+    keys, values = [], []
+    for message, version in messages:
+        key, value = encode_control_record(message, version)
+        keys.append(key)
+        values.append(value)
+    return metadata_batch(base_offset, leader_epoch, timestamp_ms, values, keys=keys, control=True)

@@ -1,0 +1,269 @@
+"""KRaft metadata records (the values of the `__cluster_metadata` log) and their value framing.
+
+Each record type is described once, like the API messages in `protocol.messages`, and is
+flexible in every version. A record value on disk is
+
+    frame_version:UNSIGNED_VARINT (= 1) | record_type:UNSIGNED_VARINT | version:UNSIGNED_VARINT | body
+
+Rules:
+- Field names are the snake_case of Kafka's; defaults are Kafka's where the schema gives one,
+  otherwise the zero value of the type, so that every record can be built from keywords only.
+- `decode_metadata_value` accepts exactly one record: frame version 1 only (version 0 was a
+  pre-release format), a known record type at a supported version, and nothing after the body.
+  Every failure is a `DecodeError` subclass.
+- The reserved directory ids are `UNASSIGNED_DIRECTORY` (all zeros: "not assigned yet", which
+  is also how an ONLINE replica is recorded) and `LOST_DIRECTORY` (the replica's log dir failed).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+from protocol.compiler import Codec, codec
+from protocol.errors import DecodeError, EncodeError, TruncatedError
+from protocol.primitives import read_uvarint, uvarint
+from protocol.spec import (
+    ARRAY,
+    BOOL,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    METADATA,
+    STRING,
+    UINT16,
+    UUID,
+    ZERO_UUID,
+    Api,
+    Data,
+    F,
+)
+
+FRAME_VERSION = 1
+UNASSIGNED_DIRECTORY = ZERO_UUID
+LOST_DIRECTORY = uuid.UUID("00000000-0000-0000-0000-000000000001")
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+_IntList = tuple[int, ...]
+_UuidList = tuple[uuid.UUID, ...]
+
+
+class UnknownRecordTypeError(DecodeError):
+    """A record value (or control record key) names a record type this codec does not know."""
+
+
+class UnsupportedRecordVersionError(DecodeError):
+    """A known record type at a version outside the range this codec reads."""
+
+
+# ---------------------------------------------------------------------------- brokers
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecordBrokerEndpoint(Data):
+    """One listener a broker registered (name, host, port, security protocol id)."""
+
+    name: Annotated[str, F(STRING)] = ""
+    host: Annotated[str, F(STRING)] = ""
+    port: Annotated[int, F(UINT16)] = 0
+    security_protocol: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecordBrokerFeature(Data):
+    """A feature the broker supports, with its supported level range."""
+
+    name: Annotated[str, F(STRING)] = ""
+    min_supported_version: Annotated[int, F(INT16)] = 0
+    max_supported_version: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecord(Data):
+    """A broker registered (or re-registered with a new epoch). v1 adds controlled shutdown,
+    v2 the ZK-migration flag, v3 the tagged list of online log directories."""
+
+    API: ClassVar[Api] = Api.of(0, METADATA, valid="0-3", flexible="0+")
+    broker_id: Annotated[int, F(INT32)] = 0
+    is_migrating_zk_broker: Annotated[bool, F(BOOL, "2+")] = False
+    incarnation_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    broker_epoch: Annotated[int, F(INT64)] = 0
+    end_points: Annotated[
+        tuple[RegisterBrokerRecordBrokerEndpoint, ...], F(ARRAY(RegisterBrokerRecordBrokerEndpoint))
+    ] = ()
+    features: Annotated[tuple[RegisterBrokerRecordBrokerFeature, ...], F(ARRAY(RegisterBrokerRecordBrokerFeature))] = ()
+    rack: Annotated[str | None, F(STRING, nullable="0+")] = ""
+    fenced: Annotated[bool, F(BOOL)] = True
+    in_controlled_shutdown: Annotated[bool, F(BOOL, "1+")] = False
+    log_dirs: Annotated[_UuidList, F(ARRAY(UUID), "3+", tag=0)] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerRecord(Data):
+    """A broker's registration was removed."""
+
+    API: ClassVar[Api] = Api.of(1, METADATA, valid="0", flexible="0+")
+    broker_id: Annotated[int, F(INT32)] = 0
+    broker_epoch: Annotated[int, F(INT64)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FenceBrokerRecord(Data):
+    """The broker `id` at `epoch` is fenced (superseded by BrokerRegistrationChangeRecord)."""
+
+    API: ClassVar[Api] = Api.of(7, METADATA, valid="0", flexible="0+")
+    id: Annotated[int, F(INT32)] = 0
+    epoch: Annotated[int, F(INT64)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnfenceBrokerRecord(Data):
+    """The broker `id` at `epoch` is unfenced (superseded by BrokerRegistrationChangeRecord)."""
+
+    API: ClassVar[Api] = Api.of(8, METADATA, valid="0", flexible="0+")
+    id: Annotated[int, F(INT32)] = 0
+    epoch: Annotated[int, F(INT64)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationChangeRecord(Data):
+    """A change to a registered broker. `fenced`: -1 unfenced, 0 unchanged, 1 fenced;
+    `in_controlled_shutdown` (v1+): 0 unchanged, 1 entering; `log_dirs` (v2+): the new list."""
+
+    API: ClassVar[Api] = Api.of(17, METADATA, valid="0-2", flexible="0+")
+    broker_id: Annotated[int, F(INT32)] = 0
+    broker_epoch: Annotated[int, F(INT64)] = 0
+    fenced: Annotated[int, F(INT8, tag=0)] = 0
+    in_controlled_shutdown: Annotated[int, F(INT8, "1+", tag=1)] = 0
+    log_dirs: Annotated[_UuidList, F(ARRAY(UUID), "2+", tag=2)] = ()
+
+
+# ---------------------------------------------------------------------------- topics and partitions
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRecord(Data):
+    """A topic was created with this name and id."""
+
+    API: ClassVar[Api] = Api.of(2, METADATA, valid="0", flexible="0+")
+    name: Annotated[str, F(STRING)] = ""
+    topic_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveTopicRecord(Data):
+    """A topic and all its partitions were deleted."""
+
+    API: ClassVar[Api] = Api.of(9, METADATA, valid="0", flexible="0+")
+    topic_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionRecord(Data):
+    """The full state of a partition. v1 adds one log directory per replica (KIP-858),
+    v2 the tagged eligible-leader-replica lists (KIP-966)."""
+
+    API: ClassVar[Api] = Api.of(3, METADATA, valid="0-2", flexible="0+")
+    partition_id: Annotated[int, F(INT32)] = -1
+    topic_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    replicas: Annotated[_IntList, F(ARRAY(INT32))] = ()
+    isr: Annotated[_IntList, F(ARRAY(INT32))] = ()
+    removing_replicas: Annotated[_IntList, F(ARRAY(INT32))] = ()
+    adding_replicas: Annotated[_IntList, F(ARRAY(INT32))] = ()
+    leader: Annotated[int, F(INT32)] = NO_LEADER
+    leader_recovery_state: Annotated[int, F(INT8, tag=0)] = 0
+    leader_epoch: Annotated[int, F(INT32)] = -1
+    partition_epoch: Annotated[int, F(INT32)] = -1
+    directories: Annotated[_UuidList, F(ARRAY(UUID), "1+")] = ()
+    eligible_leader_replicas: Annotated[_IntList | None, F(ARRAY(INT32), "2+", nullable="2+", tag=1)] = None
+    last_known_elr: Annotated[_IntList | None, F(ARRAY(INT32), "2+", nullable="2+", tag=2)] = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionChangeRecord(Data):
+    """A change to a partition: every field but the ids is tagged, and its default (None, or
+    `NO_LEADER_CHANGE` / -1 for the leader and recovery state) means "unchanged"."""
+
+    API: ClassVar[Api] = Api.of(5, METADATA, valid="0-2", flexible="0+")
+    partition_id: Annotated[int, F(INT32)] = -1
+    topic_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    isr: Annotated[_IntList | None, F(ARRAY(INT32), nullable="0+", tag=0)] = None
+    leader: Annotated[int, F(INT32, tag=1)] = NO_LEADER_CHANGE
+    replicas: Annotated[_IntList | None, F(ARRAY(INT32), nullable="0+", tag=2)] = None
+    removing_replicas: Annotated[_IntList | None, F(ARRAY(INT32), nullable="0+", tag=3)] = None
+    adding_replicas: Annotated[_IntList | None, F(ARRAY(INT32), nullable="0+", tag=4)] = None
+    leader_recovery_state: Annotated[int, F(INT8, tag=5)] = -1
+    directories: Annotated[_UuidList | None, F(ARRAY(UUID), "1+", nullable="1+", tag=8)] = None
+    eligible_leader_replicas: Annotated[_IntList | None, F(ARRAY(INT32), "2+", nullable="2+", tag=6)] = None
+    last_known_elr: Annotated[_IntList | None, F(ARRAY(INT32), "2+", nullable="2+", tag=7)] = None
+
+
+# ---------------------------------------------------------------------------- registry and framing
+METADATA_RECORD_TYPES: dict[int, type[Data]] = {
+    cls.API.key: cls
+    for cls in (
+        RegisterBrokerRecord,
+        UnregisterBrokerRecord,
+        TopicRecord,
+        PartitionRecord,
+        PartitionChangeRecord,
+        FenceBrokerRecord,
+        UnfenceBrokerRecord,
+        RemoveTopicRecord,
+        BrokerRegistrationChangeRecord,
+    )
+}
+
+# (record type, version) -> codec, filled on first use; the decode fast path is one dict lookup.
+_CODECS: dict[tuple[int, int], Codec[Any]] = {}
+
+
+def latest_version(cls: type[Data]) -> int:
+    """The highest version of a record (or any message) class."""
+    return max(cls.API.valid)
+
+
+def _codec_for(record_type: int, version: int) -> Codec[Any]:
+    cls = METADATA_RECORD_TYPES.get(record_type)
+    if cls is None:
+        raise UnknownRecordTypeError(f"unknown metadata record type {record_type}")
+    if version not in cls.API.valid:
+        raise UnsupportedRecordVersionError(
+            f"{cls.__name__} version {version} is not supported (valid: {cls.API.valid})"
+        )
+    found = _CODECS[(record_type, version)] = codec(cls, version)
+    return found
+
+
+def encode_metadata_value(record: Data, version: int) -> bytes:
+    """The framed value of one metadata record at `version` (raises `EncodeError`)."""
+    record_type = record.API.key if hasattr(type(record), "API") else -1
+    if METADATA_RECORD_TYPES.get(record_type) is not type(record):
+        raise EncodeError(f"{type(record).__name__} is not a metadata record")
+    try:
+        record_codec = _CODECS.get((record_type, version)) or _codec_for(record_type, version)
+    except DecodeError as exc:
+        raise EncodeError(str(exc)) from None
+    return b"".join((uvarint(FRAME_VERSION), uvarint(record_type), uvarint(version), record_codec.encode(record)))
+
+
+def decode_metadata_value(data: bytes | None) -> tuple[Data, int]:
+    """One framed metadata record value -> (record, version). Raises only `DecodeError`s.
+
+    Takes a record's value as a batch gives it, so a null value is a `DecodeError` too.
+    """
+    if data is None:
+        raise DecodeError("a metadata record has a null value")
+    if len(data) < 3:
+        raise TruncatedError(f"a metadata record value needs at least 3 bytes, got {len(data)}")
+    frame_version = data[0]
+    record_type = data[1]
+    version = data[2]
+    pos = 3
+    if frame_version >= 0x80 or record_type >= 0x80 or version >= 0x80:  # rare: multi-byte varints
+        frame_version, pos = read_uvarint(data, 0)
+        record_type, pos = read_uvarint(data, pos)
+        version, pos = read_uvarint(data, pos)
+    if frame_version != FRAME_VERSION:
+        raise DecodeError(f"metadata record frame version {frame_version} is not supported (only 1)")
+    record_codec = _CODECS.get((record_type, version)) or _codec_for(record_type, version)
+    return record_codec.decode_exact(data, pos), version
