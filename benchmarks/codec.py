@@ -51,6 +51,21 @@ from tests.protocol.kio_bridge import kio_payload_class, to_kio
 TOPIC_ID = uuid.UUID("4f4e0a5b-6d7c-4e1f-9a2b-3c4d5e6f7a8b")
 
 
+def machine() -> str:
+    """A one-line description of this machine for the report."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
 def rate(func: Callable[[], Any], seconds: float) -> float:
     """Operations per second: best of 5 timed runs of about `seconds`/5 each."""
     number = 1
@@ -261,10 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seconds = args.seconds
     started = time.time()
-    print(
-        f"# fencer codec benchmark, {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {platform.processor() or 'cpu'}"
-    )
+    print(f"# fencer codec benchmark, {time.strftime('%Y-%m-%d')}, {machine()}")
     print()
     print(
         "| message | bytes | fencer decode/s | kio decode/s | decode ratio "

@@ -12,8 +12,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .constructs import KArray, KBytes, KFixed, KMember, KString, KStruct
+from .constructs import KArray, KBytes, KFixed, KMember, KString
 from .errors import DecodeError, EncodeError, TrailingBytesError
+from .kstruct import KStruct
 from .spec import Array, Bytes, Data, FieldInfo, FieldSpec, Fixed, Str, WireType, fields_of
 
 T = TypeVar("T", bound=Data)
