@@ -1,0 +1,137 @@
+"""The controller core: a pure state machine over decoded requests and metadata records.
+
+Rules (architecture.md "Records, then replay"):
+- `handle(api_key, version, request, now_ns, next_offset)` decides: it returns a `Result`
+  (records to append atomically, and the response) and never mutates durable state. Only soft
+  state (heartbeat times) is touched, as in Kafka.
+- `replay(record, offset)` is the only mutation. Start-up is replay: a snapshot's records, then
+  the log's tail. The caller appends a request's records, replays them, then answers.
+- `apply(records)` replays a committed group and returns the control requests (LeaderAndIsr,
+  StopReplica) that brokers must receive because of it (see `controller.outbound`).
+- Time (monotonic ns) and randomness (a seeded `random.Random`) are arguments; nothing here
+  reads a clock, a socket or the environment.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from protocol.records.control import LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord
+from protocol.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from protocol.spec import Data
+
+from .ops import alter_partition as alter_partition_op
+from .ops import brokers, cluster_info, elections, replica_state, topics
+from .outbound import ControlOrder, OutboundCollector
+from .state.cluster import ReplayError
+from .state.controller_state import ControllerConfig, ControllerState, RecordAndVersion, Result
+
+Handler = Callable[[ControllerState, Any, int, int, int], Result]
+
+REGISTER_BROKER_VERSION = brokers.REGISTER_BROKER_VERSION
+
+
+class ControllerCore:
+    def __init__(self, config: ControllerConfig, rng: random.Random | None = None) -> None:
+        self.state = ControllerState(config)
+        self.rng = rng if rng is not None else random.Random()
+        self._handlers: dict[int, Handler] = {
+            18: lambda s, r, v, now, off: cluster_info.api_versions(r, v),
+            60: lambda s, r, v, now, off: cluster_info.describe_cluster(s, r, v),
+            62: lambda s, r, v, now, off: brokers.register(s, r, now, off),
+            63: lambda s, r, v, now, off: brokers.heartbeat(s, r, now),
+            7: lambda s, r, v, now, off: brokers.controlled_shutdown(s, r, v),
+            19: lambda s, r, v, now, off: topics.create_topics(s, r, v, self.rng),
+            20: lambda s, r, v, now, off: topics.delete_topics(s, r, v),
+            43: lambda s, r, v, now, off: elections.elect_leaders(s, r, v),
+            56: lambda s, r, v, now, off: alter_partition_op.alter_partition(s, r, v),
+            1000: lambda s, r, v, now, off: replica_state.alter_replica_state(s, r, v),
+        }
+
+    @property
+    def config(self) -> ControllerConfig:
+        return self.state.config
+
+    # ------------------------------------------------------------------ decisions
+    def handle(self, api_key: int, version: int, request: Data, now_ns: int, next_offset: int) -> Result:
+        """Decide one request. `next_offset` is the offset its first record would get."""
+        handler = self._handlers.get(api_key)
+        if handler is None:
+            raise ValueError(f"the controller does not serve api key {api_key}")
+        return handler(self.state, request, version, now_ns, next_offset)
+
+    def expire_sessions(self, now_ns: int) -> Result | None:
+        """Fence the broker whose session expired first, if any (call again after applying)."""
+        return brokers.expired_session(self.state, now_ns)
+
+    def start_sessions(self, now_ns: int) -> None:
+        """After start-up: every registered broker gets a full session from now."""
+        self.state.heartbeats.adopt(sorted(self.state.cluster.brokers), now_ns)
+
+    def next_session_deadline_ns(self) -> int | None:
+        return self.state.heartbeats.next_deadline_ns(self.state.cluster.unfenced_ids())
+
+    # ------------------------------------------------------------------ mutation
+    def replay(self, record: Data, offset: int, epoch: int = 0) -> None:
+        """Apply one committed record; `epoch` is its batch's leader epoch (the controller epoch)."""
+        state = self.state
+        if isinstance(record, PartitionChangeRecord):
+            state.replication.replay_change(record)
+        elif isinstance(record, RegisterBrokerRecord):
+            state.cluster.replay_register(record)
+        elif isinstance(record, BrokerRegistrationChangeRecord):
+            state.cluster.replay_change(record)
+        elif isinstance(record, PartitionRecord):
+            state.replication.replay_partition(record)
+        elif isinstance(record, TopicRecord):
+            state.replication.replay_topic(record)
+        elif isinstance(record, RemoveTopicRecord):
+            state.replication.replay_remove(record)
+        elif isinstance(record, FenceBrokerRecord | UnfenceBrokerRecord):
+            state.cluster.replay_fence(record)
+        elif isinstance(record, UnregisterBrokerRecord):
+            state.cluster.replay_unregister(record)
+            state.heartbeats.forget(record.broker_id)
+        elif isinstance(record, LeaderChangeMessage):
+            state.controller_epoch = max(state.controller_epoch, epoch)
+        elif not isinstance(record, SnapshotHeaderRecord | SnapshotFooterRecord):
+            raise ReplayError(f"cannot replay {type(record).__name__}")
+        state.last_offset = max(state.last_offset, offset)
+
+    def apply(self, records: Iterable[tuple[Data, int]]) -> list[ControlOrder]:
+        """Replay committed (record, offset) pairs; return the control requests they call for."""
+        collector = OutboundCollector(self.state)
+        for record, offset in records:
+            collector.before(record)
+            self.replay(record, offset)
+            collector.after(record)
+        return collector.orders()
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot_records(self) -> list[RecordAndVersion]:
+        """Records that rebuild the durable state: brokers, then topics with their partitions."""
+        out: list[RecordAndVersion] = [(r, REGISTER_BROKER_VERSION) for r in self.state.cluster.snapshot_records()]
+        for record in self.state.replication.snapshot_records():
+            out.append((record, 1 if isinstance(record, PartitionRecord) else 0))
+        return out
+
+    def durable_view(self) -> tuple[object, ...]:
+        """The durable state as comparable values (replay equivalence is checked on this)."""
+        replication = self.state.replication
+        topics_view = {
+            topic_id: (topic.name, dict(sorted(topic.partitions.items())))
+            for topic_id, topic in sorted(replication.topics.items())
+        }
+        return dict(sorted(self.state.cluster.brokers.items())), topics_view

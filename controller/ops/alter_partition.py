@@ -1,0 +1,153 @@
+"""AlterPartition (v0 = AlterIsr): a partition leader asks to change its ISR.
+
+Rules (docs/semantics.md): top-level checks (empty request, broker epoch), then per partition
+rows a-h in order, first failure wins, and a failed partition carries only its index and error;
+a change bumps the partition epoch and keeps the leader epoch; a no-op writes nothing and
+answers the current state. A partition named twice in one request is answered
+INVALID_REQUEST the second time (its change would otherwise be computed twice from one state).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from protocol.error_codes import ErrorCode
+from protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
+from protocol.records.metadata import NO_LEADER_CHANGE, PartitionChangeRecord
+from protocol.spec import ZERO_UUID
+
+from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from ..state.model import RECOVERED, RECOVERING, PartitionRegistration, TopicPartition
+from ..state.replication import Topic, change_record, change_version
+
+
+def find_topic(state: ControllerState, name: str, topic_id: uuid.UUID, by_id: bool) -> Topic | None:
+    if by_id:
+        return None if topic_id == ZERO_UUID else state.replication.topics.get(topic_id)
+    return state.replication.topic_by_name(name)
+
+
+def records_of(changes: Sequence[PartitionChangeRecord]) -> tuple[RecordAndVersion, ...]:
+    return tuple((change, change_version(change)) for change in changes)
+
+
+# ---------------------------------------------------------------------- AlterPartition
+def alter_partition(state: ControllerState, request: AlterPartitionRequest, version: int) -> Result:
+    if not request.topics:
+        return Result(AlterPartitionResponse())
+    if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
+        return Result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+    changes: list[PartitionChangeRecord] = []
+    seen: set[TopicPartition] = set()
+    topics_out = []
+    for topic_request in request.topics:
+        topic = find_topic(state, topic_request.topic_name, topic_request.topic_id, by_id=version >= 2)
+        results = []
+        for part_request in topic_request.partitions:
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(
+                    AlterPartitionResponsePartitionData(partition_index=part_request.partition_index, error_code=code)
+                )
+                continue
+            tp = TopicPartition(topic.topic_id, part_request.partition_index)
+            result, change = _alter_one(state, request.broker_id, tp, part_request, version, tp in seen)
+            seen.add(tp)
+            results.append(result)
+            if change is not None:
+                changes.append(change)
+        topics_out.append(
+            AlterPartitionResponseTopicData(
+                topic_name=topic_request.topic_name, topic_id=topic_request.topic_id, partitions=tuple(results)
+            )
+        )
+    return Result(AlterPartitionResponse(topics=tuple(topics_out)), records_of(changes))
+
+
+def _new_isr(part_request: AlterPartitionRequestPartitionData, version: int) -> list[tuple[int, int]]:
+    if version >= 3:
+        return [(state.broker_id, state.broker_epoch) for state in part_request.new_isr_with_epochs]
+    return [(broker_id, -1) for broker_id in part_request.new_isr]
+
+
+def _check_partition(
+    state: ControllerState,
+    requester: int,
+    part: PartitionRegistration,
+    part_request: AlterPartitionRequestPartitionData,
+    version: int,
+) -> ErrorCode:
+    """Rows b-h of the AlterPartition table, in order."""
+    if part_request.leader_epoch > part.leader_epoch or part_request.partition_epoch > part.partition_epoch:
+        return ErrorCode.NOT_CONTROLLER
+    if part_request.leader_epoch < part.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if requester != part.leader:
+        return ErrorCode.INVALID_REQUEST
+    if part_request.partition_epoch < part.partition_epoch:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    members = _new_isr(part_request, version)
+    ids = [broker_id for broker_id, _ in members]
+    if len(set(ids)) != len(ids) or any(b < 0 or b not in part.replicas for b in ids) or part.leader not in ids:
+        return ErrorCode.INVALID_REQUEST
+    recovery = part_request.leader_recovery_state
+    if recovery not in (RECOVERED, RECOVERING):
+        return ErrorCode.INVALID_REQUEST
+    if (recovery == RECOVERING and len(ids) > 1) or (
+        part.leader_recovery_state == RECOVERED and recovery == RECOVERING
+    ):
+        return ErrorCode.INVALID_REQUEST
+    for broker_id, broker_epoch in members:
+        broker = state.cluster.get(broker_id)
+        if (
+            broker is None
+            or not broker.active
+            or part.is_offline(broker_id)
+            or (broker_epoch != -1 and broker_epoch != broker.epoch)
+        ):
+            return ErrorCode.INELIGIBLE_REPLICA if version >= 2 else ErrorCode.OPERATION_NOT_ATTEMPTED
+    return ErrorCode.NONE
+
+
+def _alter_one(
+    state: ControllerState,
+    requester: int,
+    tp: TopicPartition,
+    part_request: AlterPartitionRequestPartitionData,
+    version: int,
+    duplicate: bool,
+) -> tuple[AlterPartitionResponsePartitionData, PartitionChangeRecord | None]:
+    def failed(code: ErrorCode) -> tuple[AlterPartitionResponsePartitionData, None]:
+        return AlterPartitionResponsePartitionData(partition_index=tp.partition, error_code=code), None
+
+    part = state.replication.partition(tp)
+    if part is None:
+        return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if duplicate:
+        return failed(ErrorCode.INVALID_REQUEST)
+    code = _check_partition(state, requester, part, part_request, version)
+    if code != ErrorCode.NONE:
+        return failed(code)
+    isr = tuple(broker_id for broker_id, _ in _new_isr(part_request, version))
+    change = change_record(tp, part, isr=isr, leader_recovery_state=part_request.leader_recovery_state)
+    after = part if change is None else part.merge(change)
+    if change is not None and change.leader not in (NO_LEADER_CHANGE, requester):
+        # only a completed reassignment that removes the leader gets here (none in this version)
+        code = ErrorCode.NEW_LEADER_ELECTED if version >= 2 else ErrorCode.FENCED_LEADER_EPOCH
+        return AlterPartitionResponsePartitionData(partition_index=tp.partition, error_code=code), change
+    response = AlterPartitionResponsePartitionData(
+        partition_index=tp.partition,
+        leader_id=after.leader,
+        leader_epoch=after.leader_epoch,
+        isr=after.isr,
+        leader_recovery_state=after.leader_recovery_state,
+        partition_epoch=after.partition_epoch,
+    )
+    return response, change

@@ -1,0 +1,89 @@
+"""AlterReplicaState (fencer's KIP-589): a broker reports replicas OFFLINE (failed log dir) or ONLINE.
+
+Rules (docs/semantics.md): NewState other than 1/2 is UNKNOWN_REPLICA_STATE; the broker epoch
+must match exactly; per partition, an unknown topic/partition or one the broker holds no
+replica of is UNKNOWN_TOPIC_OR_PARTITION (v1: UNKNOWN_TOPIC_ID for an unknown topic id).
+Already in the requested state: NONE, nothing written. OFFLINE records the replica's directory
+as LOST and takes it out of the ISR and leadership in the same record. ONLINE records it
+unassigned again (the leader may add it back with AlterPartition); a leaderless partition whose
+ISR holds it, on an active broker, elects it at once.
+"""
+
+from __future__ import annotations
+
+from protocol.error_codes import ErrorCode
+from protocol.messages.alter_replica_state import (
+    OFFLINE,
+    ONLINE,
+    AlterReplicaStateRequest,
+    AlterReplicaStateResponse,
+    AlterReplicaStateResponsePartitionResult,
+    AlterReplicaStateResponseTopicResult,
+)
+from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionChangeRecord
+
+from ..state.controller_state import ControllerState, Result
+from ..state.model import PartitionRegistration, TopicPartition
+from ..state.replication import change_record, removal
+from .alter_partition import find_topic, records_of
+from .eligibility import others_eligible
+
+
+def alter_replica_state(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Result:
+    if request.new_state not in (OFFLINE, ONLINE):
+        return Result(AlterReplicaStateResponse(error_code=ErrorCode.UNKNOWN_REPLICA_STATE))
+    if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
+        return Result(AlterReplicaStateResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
+    changes: list[PartitionChangeRecord] = []
+    seen: set[TopicPartition] = set()
+    topics_out = []
+    for topic_request in request.topics:
+        topic = find_topic(state, topic_request.name, topic_request.topic_id, by_id=version >= 1)
+        results = []
+        for index in topic_request.partitions:
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                tp = TopicPartition(topic.topic_id, index)
+                code, change = _one(state, tp, request.broker_id, request.new_state, tp in seen)
+                seen.add(tp)
+                if change is not None:
+                    changes.append(change)
+            results.append(AlterReplicaStateResponsePartitionResult(partition_index=index, error_code=code))
+        topics_out.append(
+            AlterReplicaStateResponseTopicResult(
+                name=topic_request.name, topic_id=topic_request.topic_id, partitions=tuple(results)
+            )
+        )
+    return Result(AlterReplicaStateResponse(topics=tuple(topics_out)), records_of(changes))
+
+
+def _one(
+    state: ControllerState, tp: TopicPartition, broker_id: int, new_state: int, duplicate: bool
+) -> tuple[ErrorCode, PartitionChangeRecord | None]:
+    part = state.replication.partition(tp)
+    if part is None or broker_id not in part.replicas:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if duplicate:
+        return ErrorCode.INVALID_REQUEST, None
+    offline = part.is_offline(broker_id)
+    if new_state == OFFLINE:
+        if offline:
+            return ErrorCode.NONE, None
+        return ErrorCode.NONE, removal(tp, part, broker_id, others_eligible(state, part, broker_id), offline=True)
+    if not offline:
+        return ErrorCode.NONE, None
+    return ErrorCode.NONE, bring_online(state, tp, part, broker_id, may_lead=True)
+
+
+def bring_online(
+    state: ControllerState, tp: TopicPartition, part: PartitionRegistration, broker_id: int, *, may_lead: bool
+) -> PartitionChangeRecord | None:
+    """Mark a replica online again. With `may_lead`, a leaderless partition whose ISR holds it
+    (on an active broker) elects it; a re-registering broker is fenced, so it may not."""
+    directories = list(part.directories)
+    directories[part.replicas.index(broker_id)] = UNASSIGNED_DIRECTORY
+    leader = part.leader
+    if may_lead and not part.has_leader and broker_id in part.isr and state.cluster.is_active(broker_id):
+        leader = broker_id
+    return change_record(tp, part, directories=tuple(directories), leader=leader)

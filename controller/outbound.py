@@ -1,0 +1,178 @@
+"""Which control requests brokers must receive because of committed records, as data.
+
+Rules (docs/semantics.md "Propagation to brokers"):
+- A new partition or a partition change goes as LeaderAndIsr to every replica of the partition
+  (unfenced, with a listener), except a replica that is told to stop serving it by the same change.
+- StopReplica(delete=false, current leader epoch) goes to a broker for a partition it leaves the
+  ISR of while in controlled shutdown, and for a replica marked offline.
+- A deleted topic: StopReplica(delete=true, leader epoch -2) to every replica.
+- A broker that is unfenced gets a full LeaderAndIsr of every partition it hosts.
+- Orders carry the controller id and epoch and the destination's current broker epoch, and are
+  batched per broker in log order (a partition appearing twice in one batch keeps its last state).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from protocol.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+)
+from protocol.spec import Data
+
+from .state.controller_state import ControllerState
+from .state.model import PartitionRegistration, TopicPartition
+
+DELETE_EPOCH = -2
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic_name: str
+    topic_id: uuid.UUID
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    leader_recovery_state: int
+    is_new: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StopPartition:
+    topic_name: str
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    delete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ControlOrder:
+    """One LeaderAndIsr (`partitions`) or StopReplica (`stops`) for one broker."""
+
+    broker_id: int
+    broker_epoch: int
+    controller_id: int
+    controller_epoch: int
+    partitions: tuple[PartitionState, ...] = ()
+    stops: tuple[StopPartition, ...] = ()
+    full: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "StopReplica" if self.stops else "LeaderAndIsr"
+
+
+@dataclass
+class _Pending:
+    leader_and_isr: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    stops: dict[TopicPartition, StopPartition] = field(default_factory=dict)
+    full: bool = False
+
+
+class OutboundCollector:
+    """Watches records being replayed and accumulates the control requests they call for."""
+
+    def __init__(self, state: ControllerState) -> None:
+        self.state = state
+        self._pending: dict[int, _Pending] = {}
+        self._before: PartitionRegistration | None = None
+        self._removed: list[tuple[TopicPartition, str, PartitionRegistration]] = []
+
+    def before(self, record: Data) -> None:
+        replication = self.state.replication
+        if isinstance(record, PartitionChangeRecord):
+            self._before = replication.partition(TopicPartition(record.topic_id, record.partition_id))
+        elif isinstance(record, RemoveTopicRecord):
+            topic = replication.topics.get(record.topic_id)
+            self._removed = (
+                []
+                if topic is None
+                else [(TopicPartition(topic.topic_id, i), topic.name, p) for i, p in topic.partitions.items()]
+            )
+
+    def after(self, record: Data) -> None:
+        if isinstance(record, PartitionRecord):
+            self._partition_changed(TopicPartition(record.topic_id, record.partition_id), None)
+        elif isinstance(record, PartitionChangeRecord):
+            self._partition_changed(TopicPartition(record.topic_id, record.partition_id), self._before)
+        elif isinstance(record, RemoveTopicRecord):
+            for tp, name, part in self._removed:
+                for broker_id in part.replicas:
+                    stop = StopPartition(name, tp.topic_id, tp.partition, DELETE_EPOCH, delete=True)
+                    self._queue(broker_id).stops[tp] = stop
+        elif isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == -1:
+            self._full(record.broker_id)
+
+    def _queue(self, broker_id: int) -> _Pending:
+        return self._pending.setdefault(broker_id, _Pending())
+
+    def _partition_changed(self, tp: TopicPartition, before: PartitionRegistration | None) -> None:
+        state = self.state
+        after = state.replication.partition(tp)
+        if after is None:
+            return
+        name = state.replication.topics[tp.topic_id].name
+        stopped = set()
+        if before is not None:
+            for broker_id in after.replicas:
+                left_isr = broker_id in before.isr and broker_id not in after.isr
+                shutting_down = (reg := state.cluster.get(broker_id)) is not None and reg.in_controlled_shutdown
+                newly_offline = after.is_offline(broker_id) and not before.is_offline(broker_id)
+                if newly_offline or (left_isr and shutting_down):
+                    self._queue(broker_id).stops[tp] = StopPartition(
+                        name, tp.topic_id, tp.partition, after.leader_epoch, delete=False
+                    )
+                    stopped.add(broker_id)
+        partition_state = _state_of(name, tp, after, is_new=before is None)
+        for broker_id in after.replicas:
+            if broker_id not in stopped:
+                self._queue(broker_id).leader_and_isr[tp] = partition_state
+
+    def _full(self, broker_id: int) -> None:
+        pending = self._queue(broker_id)
+        pending.full = True
+        for tp in self.state.replication.hosted_by(broker_id):
+            part = self.state.replication.partition(tp)
+            if part is not None:
+                pending.leader_and_isr[tp] = _state_of(self.state.replication.topics[tp.topic_id].name, tp, part)
+
+    def orders(self) -> list[ControlOrder]:
+        out = []
+        for broker_id, pending in sorted(self._pending.items()):
+            broker = self.state.cluster.get(broker_id)
+            if broker is None or broker.fenced or not broker.listeners:
+                continue
+            common = {
+                "broker_id": broker_id,
+                "broker_epoch": broker.epoch,
+                "controller_id": self.state.config.node_id,
+                "controller_epoch": self.state.controller_epoch,
+            }
+            if pending.leader_and_isr or pending.full:
+                out.append(ControlOrder(**common, partitions=tuple(pending.leader_and_isr.values()), full=pending.full))  # type: ignore[arg-type]
+            if pending.stops:
+                out.append(ControlOrder(**common, stops=tuple(pending.stops.values())))  # type: ignore[arg-type]
+        return out
+
+
+def _state_of(name: str, tp: TopicPartition, part: PartitionRegistration, is_new: bool = False) -> PartitionState:
+    return PartitionState(
+        topic_name=name,
+        topic_id=tp.topic_id,
+        partition=tp.partition,
+        leader=part.leader,
+        leader_epoch=part.leader_epoch,
+        isr=part.isr,
+        partition_epoch=part.partition_epoch,
+        replicas=part.replicas,
+        leader_recovery_state=part.leader_recovery_state,
+        is_new=is_new,
+    )

@@ -1,0 +1,54 @@
+"""The whole controller state: configuration, the managers' slices, soft state, epochs.
+
+`ControllerState` is what operations read (never write) and what `replay` mutates (see
+`controller.core`). `eligible` is the one definition of who may lead or join an ISR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.spec import Data
+
+from .cluster import ClusterState
+from .heartbeats import HeartbeatTracker
+from .model import PartitionRegistration
+from .replication import ReplicationState
+
+RecordAndVersion = tuple[Data, int]
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    cluster_id: str
+    node_id: int = 1
+    session_timeout_ms: int = 9000
+    host: str = "127.0.0.1"
+    port: int = 9093
+    default_partitions: int = 1
+    default_replication_factor: int = 1
+
+
+@dataclass(frozen=True)
+class Result:
+    """What an operation decided: the records to append (atomically) and the response."""
+
+    response: Data | None
+    records: tuple[RecordAndVersion, ...] = ()
+
+
+@dataclass
+class ControllerState:
+    config: ControllerConfig
+    cluster: ClusterState = field(default_factory=ClusterState)
+    replication: ReplicationState = field(default_factory=ReplicationState)
+    heartbeats: HeartbeatTracker = field(default_factory=lambda: HeartbeatTracker(9_000_000_000))
+    controller_epoch: int = 0
+    last_offset: int = -1
+
+    def __post_init__(self) -> None:
+        self.heartbeats.session_timeout_ns = self.config.session_timeout_ms * 1_000_000
+
+    def eligible(self, part: PartitionRegistration, broker_id: int) -> bool:
+        """May this replica lead the partition or join its ISR? Active broker, replica online."""
+        return self.cluster.is_active(broker_id) and not part.is_offline(broker_id)

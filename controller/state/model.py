@@ -1,0 +1,128 @@
+"""Immutable values of the controller's state: broker registrations and partition registrations.
+
+Rules:
+- A registration is replaced, never edited: `replace(...)` or `merge(change)` returns a new one.
+- `PartitionRegistration.merge` applies a PartitionChangeRecord exactly as Kafka does: the leader
+  epoch goes up by one when the record names a leader (even the same one), the partition epoch
+  goes up by one for every record; absent fields (None, or leader -2) change nothing.
+- A replica is offline when its directory is `LOST_DIRECTORY` (how Kafka records a failed log dir).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+
+from protocol.records.metadata import (
+    LOST_DIRECTORY,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    UNASSIGNED_DIRECTORY,
+    PartitionChangeRecord,
+    PartitionRecord,
+)
+
+RECOVERED = 0
+RECOVERING = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str
+    host: str
+    port: int
+    security_protocol: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """One broker incarnation as the log knows it."""
+
+    broker_id: int
+    epoch: int
+    incarnation_id: uuid.UUID
+    listeners: tuple[Endpoint, ...] = ()
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    log_dirs: tuple[uuid.UUID, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Registered, unfenced and not shutting down: may lead and join ISRs."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+    def with_changes(self, **changes: object) -> BrokerRegistration:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """A partition's replicas, ISR, leader and epochs."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: int = RECOVERED
+    directories: tuple[uuid.UUID, ...] = ()
+
+    @classmethod
+    def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
+        directories = record.directories or tuple(UNASSIGNED_DIRECTORY for _ in record.replicas)
+        return cls(
+            replicas=record.replicas,
+            isr=record.isr,
+            leader=record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            leader_recovery_state=record.leader_recovery_state,
+            directories=directories,
+        )
+
+    def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
+        leader, leader_epoch = self.leader, self.leader_epoch
+        if change.leader != NO_LEADER_CHANGE:
+            leader, leader_epoch = change.leader, self.leader_epoch + 1
+        return PartitionRegistration(
+            replicas=self.replicas if change.replicas is None else change.replicas,
+            isr=self.isr if change.isr is None else change.isr,
+            leader=leader,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            leader_recovery_state=(
+                self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state
+            ),
+            directories=self.directories if change.directories is None else change.directories,
+        )
+
+    def is_offline(self, broker_id: int) -> bool:
+        """Is this broker's replica of the partition on a failed log dir?"""
+        try:
+            return self.directories[self.replicas.index(broker_id)] == LOST_DIRECTORY
+        except (ValueError, IndexError):
+            return False
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    def to_record(self, topic_id: uuid.UUID, partition_id: int) -> PartitionRecord:
+        return PartitionRecord(
+            partition_id=partition_id,
+            topic_id=topic_id,
+            replicas=self.replicas,
+            isr=self.isr,
+            leader=self.leader,
+            leader_recovery_state=self.leader_recovery_state,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+            directories=self.directories,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    topic_id: uuid.UUID
+    partition: int

@@ -1,0 +1,204 @@
+"""Topics and partitions: replicas, ISRs, leaders, epochs, offline replicas (Kafka's ReplicationControlManager state).
+
+Rules:
+- `replay_*` are the only mutations; they keep three indexes per broker (partitions it is a
+  replica of, in the ISR of, and leads) so that fencing or shutting down a broker touches only
+  its own partitions.
+- `change_record` builds the PartitionChangeRecord that moves a partition to a target, or
+  None when nothing would change (Kafka writes no record for a no-op).
+- `removal` is the one rule for taking a broker out of a partition (fencing, offline replica,
+  controlled shutdown): the ISR loses it unless it is the last member; if it led, the first
+  eligible replica of the new ISR in assignment order leads (leader epoch + 1), or nobody (-1),
+  or, for controlled shutdown, nothing changes at all.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from protocol.records.metadata import (
+    LOST_DIRECTORY,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+
+from .cluster import ReplayError
+from .model import PartitionRegistration, TopicPartition
+
+Eligible = Callable[[int], bool]
+
+
+@dataclass
+class Topic:
+    topic_id: uuid.UUID
+    name: str
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+
+@dataclass
+class ReplicationState:
+    topics: dict[uuid.UUID, Topic] = field(default_factory=dict)
+    names: dict[str, uuid.UUID] = field(default_factory=dict)
+    replica_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    in_isr_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    leader_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ queries
+    def topic_by_name(self, name: str) -> Topic | None:
+        topic_id = self.names.get(name)
+        return None if topic_id is None else self.topics[topic_id]
+
+    def partition(self, tp: TopicPartition) -> PartitionRegistration | None:
+        topic = self.topics.get(tp.topic_id)
+        return None if topic is None else topic.partitions.get(tp.partition)
+
+    def partitions(self) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
+        for topic_id, topic in self.topics.items():
+            for index, part in topic.partitions.items():
+                yield TopicPartition(topic_id, index), part
+
+    def sorted_tps(self, tps: set[TopicPartition]) -> list[TopicPartition]:
+        return sorted(tps, key=lambda tp: (self.topics[tp.topic_id].name, tp.partition))
+
+    def led_by(self, broker_id: int) -> list[TopicPartition]:
+        return self.sorted_tps(self.leader_of.get(broker_id, set()))
+
+    def isrs_with(self, broker_id: int) -> list[TopicPartition]:
+        return self.sorted_tps(self.in_isr_of.get(broker_id, set()))
+
+    def hosted_by(self, broker_id: int) -> list[TopicPartition]:
+        return self.sorted_tps(self.replica_of.get(broker_id, set()))
+
+    def leaderless(self) -> list[TopicPartition]:
+        return self.sorted_tps({tp for tp, part in self.partitions() if part.leader == NO_LEADER})
+
+    # ------------------------------------------------------------------ replay
+    def replay_topic(self, record: TopicRecord) -> None:
+        if record.name in self.names or record.topic_id in self.topics:
+            raise ReplayError(f"topic {record.name} ({record.topic_id}) already exists")
+        self.topics[record.topic_id] = Topic(record.topic_id, record.name)
+        self.names[record.name] = record.topic_id
+
+    def replay_partition(self, record: PartitionRecord) -> None:
+        topic = self.topics.get(record.topic_id)
+        if topic is None:
+            raise ReplayError(f"partition of unknown topic {record.topic_id}")
+        tp = TopicPartition(record.topic_id, record.partition_id)
+        new = PartitionRegistration.from_record(record)
+        self._reindex(tp, topic.partitions.get(record.partition_id), new)
+        topic.partitions[record.partition_id] = new
+
+    def replay_change(self, record: PartitionChangeRecord) -> None:
+        tp = TopicPartition(record.topic_id, record.partition_id)
+        current = self.partition(tp)
+        if current is None:
+            raise ReplayError(f"change to unknown partition {record.topic_id}-{record.partition_id}")
+        new = current.merge(record)
+        self._reindex(tp, current, new)
+        self.topics[record.topic_id].partitions[record.partition_id] = new
+
+    def replay_remove(self, record: RemoveTopicRecord) -> None:
+        topic = self.topics.pop(record.topic_id, None)
+        if topic is None:
+            raise ReplayError(f"removal of unknown topic {record.topic_id}")
+        del self.names[topic.name]
+        for index, part in topic.partitions.items():
+            self._reindex(TopicPartition(record.topic_id, index), part, None)
+
+    def _reindex(
+        self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
+    ) -> None:
+        for index, attribute in ((self.replica_of, "replicas"), (self.in_isr_of, "isr")):
+            before = set(getattr(old, attribute)) if old else set()
+            after = set(getattr(new, attribute)) if new else set()
+            for broker in before - after:
+                index[broker].discard(tp)
+            for broker in after - before:
+                index.setdefault(broker, set()).add(tp)
+        old_leader = old.leader if old else NO_LEADER
+        new_leader = new.leader if new else NO_LEADER
+        if old_leader != new_leader:
+            if old_leader != NO_LEADER:
+                self.leader_of[old_leader].discard(tp)
+            if new_leader != NO_LEADER:
+                self.leader_of.setdefault(new_leader, set()).add(tp)
+
+    # ------------------------------------------------------------------ snapshot
+    def snapshot_records(self) -> list[TopicRecord | PartitionRecord]:
+        records: list[TopicRecord | PartitionRecord] = []
+        for topic in sorted(self.topics.values(), key=lambda t: t.name):
+            records.append(TopicRecord(name=topic.name, topic_id=topic.topic_id))
+            records.extend(part.to_record(topic.topic_id, index) for index, part in sorted(topic.partitions.items()))
+        return records
+
+
+def change_record(
+    tp: TopicPartition,
+    current: PartitionRegistration,
+    *,
+    isr: tuple[int, ...] | None = None,
+    leader: int = NO_LEADER_CHANGE,
+    directories: tuple[uuid.UUID, ...] | None = None,
+    leader_recovery_state: int = -1,
+) -> PartitionChangeRecord | None:
+    """The record moving `current` to the given targets (None: keep), or None for a no-op."""
+    record = PartitionChangeRecord(
+        partition_id=tp.partition,
+        topic_id=tp.topic_id,
+        isr=None if isr is None or isr == current.isr else isr,
+        leader=NO_LEADER_CHANGE if leader == current.leader else leader,
+        directories=None if directories is None or directories == current.directories else directories,
+        leader_recovery_state=(
+            -1 if leader_recovery_state in (-1, current.leader_recovery_state) else leader_recovery_state
+        ),
+    )
+    changed = (
+        record.isr is not None
+        or record.leader != NO_LEADER_CHANGE
+        or record.directories is not None
+        or record.leader_recovery_state != -1
+    )
+    return record if changed else None
+
+
+def change_version(record: PartitionChangeRecord) -> int:
+    """PartitionChangeRecord version to write: v1 carries directories."""
+    return 1 if record.directories is not None else 0
+
+
+def removal(
+    tp: TopicPartition,
+    part: PartitionRegistration,
+    broker_id: int,
+    eligible: Eligible,
+    *,
+    offline: bool = False,
+    keep_stuck_leader: bool = False,
+) -> PartitionChangeRecord | None:
+    """Take `broker_id` out of a partition's ISR (and leadership); `offline` also marks its replica lost.
+
+    `eligible(r)` says whether replica r may lead or stay in the ISR now (active broker, replica
+    online); the broker being removed is never eligible.
+    """
+    directories = None
+    if offline and broker_id in part.replicas:
+        dirs = list(part.directories)
+        dirs[part.replicas.index(broker_id)] = LOST_DIRECTORY
+        directories = tuple(dirs)
+    isr = tuple(r for r in part.isr if r != broker_id) or part.isr
+    leader = part.leader
+    if part.leader == broker_id:
+        successor = next((r for r in part.replicas if r in isr and r != broker_id and eligible(r)), None)
+        if successor is not None:
+            leader = successor
+        elif keep_stuck_leader:
+            return change_record(tp, part, directories=directories)
+        else:
+            leader = NO_LEADER
+    return change_record(tp, part, isr=isr, leader=leader, directories=directories)

@@ -1,0 +1,200 @@
+"""A test harness around ControllerCore: an in-memory log, a clock, and helpers for common steps.
+
+It does what the daemon's writer does (decide, append, replay, collect control orders), with a
+list standing in for the fsync'd log, so that core tests read like scenarios.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.core import ControllerCore
+from controller.outbound import ControlOrder
+from controller.state.controller_state import ControllerConfig
+from controller.state.model import PartitionRegistration
+from protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestBrokerState,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+    AlterPartitionResponse,
+)
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from protocol.messages.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationRequestListener,
+    BrokerRegistrationResponse,
+)
+from protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableReplicaAssignment,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsResponse,
+)
+from protocol.spec import Data
+
+CLUSTER_ID = "fencer-test-cluster-0"
+
+
+def incarnation(broker_id: int, generation: int = 0) -> uuid.UUID:
+    return uuid.UUID(int=(broker_id << 32) | (generation + 1))
+
+
+@dataclass
+class Harness:
+    session_timeout_ms: int = 9000
+    seed: int = 0
+    core: ControllerCore = field(init=False)
+    log: list[tuple[Data, int, int]] = field(default_factory=list)  # (record, version, offset)
+    orders: list[ControlOrder] = field(default_factory=list)
+    now_ns: int = 1_000_000_000
+
+    def __post_init__(self) -> None:
+        config = ControllerConfig(cluster_id=CLUSTER_ID, node_id=3000, session_timeout_ms=self.session_timeout_ms)
+        self.core = ControllerCore(config, random.Random(self.seed))
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def next_offset(self) -> int:
+        return len(self.log)
+
+    def send(self, body: Data, version: int) -> tuple[Any, list[Data]]:
+        result = self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset)
+        self.commit(list(result.records))
+        return result.response, [record for record, _ in result.records]
+
+    def commit(self, records: list[tuple[Data, int]]) -> None:
+        base = self.next_offset
+        placed = [(record, base + i) for i, (record, _) in enumerate(records)]
+        self.log.extend((record, version, base + i) for i, (record, version) in enumerate(records))
+        self.orders.extend(self.core.apply(placed))
+
+    def advance(self, ms: int) -> list[list[Data]]:
+        """Move the clock; fence every broker whose session expired. Returns each fencing's records."""
+        self.now_ns += ms * 1_000_000
+        fenced = []
+        while (result := self.core.expire_sessions(self.now_ns)) is not None:
+            self.commit(list(result.records))
+            fenced.append([record for record, _ in result.records])
+        return fenced
+
+    def replayed(self) -> ControllerCore:
+        """A fresh core rebuilt from the log alone."""
+        fresh = ControllerCore(self.core.config, random.Random(self.seed))
+        for record, _, offset in self.log:
+            fresh.replay(record, offset)
+        return fresh
+
+    # ------------------------------------------------------------------ steps
+    def register(self, broker_id: int, generation: int = 0, rack: str | None = None, version: int = 3) -> int:
+        response, _ = self.send(
+            BrokerRegistrationRequest(
+                broker_id=broker_id,
+                cluster_id=CLUSTER_ID,
+                incarnation_id=incarnation(broker_id, generation),
+                listeners=(BrokerRegistrationRequestListener(name="PLAINTEXT", host="localhost", port=9000 + broker_id),),
+                rack=rack,
+            ),
+            version,
+        )
+        assert isinstance(response, BrokerRegistrationResponse)
+        assert response.error_code == 0, response
+        return response.broker_epoch
+
+    def epoch(self, broker_id: int) -> int:
+        broker = self.core.state.cluster.get(broker_id)
+        assert broker is not None
+        return broker.epoch
+
+    def heartbeat(self, broker_id: int, **fields: Any) -> BrokerHeartbeatResponse:
+        fields.setdefault("broker_epoch", self.epoch(broker_id))
+        fields.setdefault("current_metadata_offset", self.next_offset)
+        response, _ = self.send(BrokerHeartbeatRequest(broker_id=broker_id, **fields), 1)
+        assert isinstance(response, BrokerHeartbeatResponse)
+        return response
+
+    def start_brokers(self, *broker_ids: int, racks: dict[int, str] | None = None) -> None:
+        for broker_id in broker_ids:
+            self.register(broker_id, rack=(racks or {}).get(broker_id))
+        for broker_id in broker_ids:
+            assert not self.heartbeat(broker_id).is_fenced
+
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int = 3, assignments: list[list[int]] | None = None
+    ) -> uuid.UUID:
+        if assignments is not None:
+            topic = CreateTopicsRequestCreatableTopic(
+                name=name,
+                num_partitions=-1,
+                replication_factor=-1,
+                assignments=tuple(
+                    CreateTopicsRequestCreatableReplicaAssignment(partition_index=i, broker_ids=tuple(a))
+                    for i, a in enumerate(assignments)
+                ),
+            )
+        else:
+            topic = CreateTopicsRequestCreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor
+            )
+        response, _ = self.send(CreateTopicsRequest(topics=(topic,)), 7)
+        assert isinstance(response, CreateTopicsResponse)
+        assert response.topics[0].error_code == 0, response
+        return response.topics[0].topic_id
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        topic = self.core.state.replication.topic_by_name(name)
+        assert topic is not None
+        return topic.topic_id
+
+    def partition(self, name: str, index: int = 0) -> PartitionRegistration:
+        topic = self.core.state.replication.topic_by_name(name)
+        assert topic is not None
+        return topic.partitions[index]
+
+    def alter_isr(
+        self,
+        name: str,
+        index: int,
+        isr: list[int],
+        *,
+        version: int = 2,
+        broker_id: int | None = None,
+        broker_epoch: int | None = None,
+        leader_epoch: int | None = None,
+        partition_epoch: int | None = None,
+        recovery: int = 0,
+        member_epochs: dict[int, int] | None = None,
+    ) -> tuple[AlterPartitionResponse, list[Data]]:
+        part = self.partition(name, index)
+        sender = part.leader if broker_id is None else broker_id
+        part_request = AlterPartitionRequestPartitionData(
+            partition_index=index,
+            leader_epoch=part.leader_epoch if leader_epoch is None else leader_epoch,
+            new_isr=tuple(isr) if version < 3 else (),
+            new_isr_with_epochs=(
+                tuple(
+                    AlterPartitionRequestBrokerState(broker_id=b, broker_epoch=(member_epochs or {}).get(b, -1))
+                    for b in isr
+                )
+                if version >= 3
+                else ()
+            ),
+            leader_recovery_state=recovery if version >= 1 else 0,
+            partition_epoch=part.partition_epoch if partition_epoch is None else partition_epoch,
+        )
+        topic = AlterPartitionRequestTopicData(
+            topic_name=name if version < 2 else "",
+            topic_id=self.topic_id(name) if version >= 2 else uuid.UUID(int=0),
+            partitions=(part_request,),
+        )
+        request = AlterPartitionRequest(
+            broker_id=sender,
+            broker_epoch=self.epoch(sender) if broker_epoch is None else broker_epoch,
+            topics=(topic,),
+        )
+        response, records = self.send(request, version)
+        assert isinstance(response, AlterPartitionResponse)
+        return response, records
