@@ -59,6 +59,7 @@ class ControllerCore:
             56: lambda s, r, v, now, off: alter_partition_op.alter_partition(s, r, v),
             1000: lambda s, r, v, now, off: replica_state.alter_replica_state(s, r, v),
         }
+        self._replayers = self._make_replayers()
 
     @property
     def config(self) -> ControllerConfig:
@@ -86,29 +87,41 @@ class ControllerCore:
     # ------------------------------------------------------------------ mutation
     def replay(self, record: Data, offset: int, epoch: int = 0) -> None:
         """Apply one committed record; `epoch` is its batch's leader epoch (the controller epoch)."""
-        state = self.state
-        if isinstance(record, PartitionChangeRecord):
-            state.replication.replay_change(record)
-        elif isinstance(record, RegisterBrokerRecord):
-            state.cluster.replay_register(record)
-        elif isinstance(record, BrokerRegistrationChangeRecord):
-            state.cluster.replay_change(record)
-        elif isinstance(record, PartitionRecord):
-            state.replication.replay_partition(record)
-        elif isinstance(record, TopicRecord):
-            state.replication.replay_topic(record)
-        elif isinstance(record, RemoveTopicRecord):
-            state.replication.replay_remove(record)
-        elif isinstance(record, FenceBrokerRecord | UnfenceBrokerRecord):
-            state.cluster.replay_fence(record)
-        elif isinstance(record, UnregisterBrokerRecord):
-            state.cluster.replay_unregister(record)
-            state.heartbeats.forget(record.broker_id)
-        elif isinstance(record, LeaderChangeMessage):
-            state.controller_epoch = max(state.controller_epoch, epoch)
-        elif not isinstance(record, SnapshotHeaderRecord | SnapshotFooterRecord):
+        replayer = self._replayers.get(type(record))
+        if replayer is None:
             raise ReplayError(f"cannot replay {type(record).__name__}")
-        state.last_offset = max(state.last_offset, offset)
+        replayer(record, epoch)
+        if offset > self.state.last_offset:
+            self.state.last_offset = offset
+
+    def _make_replayers(self) -> dict[type, Callable[[Any, int], None]]:
+        state = self.state
+        cluster, replication = state.cluster, state.replication
+
+        def unregister(record: UnregisterBrokerRecord, epoch: int) -> None:
+            cluster.replay_unregister(record)
+            state.heartbeats.forget(record.broker_id)
+
+        def leader_change(record: LeaderChangeMessage, epoch: int) -> None:
+            state.controller_epoch = max(state.controller_epoch, epoch)
+
+        def ignore(record: Data, epoch: int) -> None:
+            pass
+
+        return {
+            PartitionChangeRecord: lambda r, e: replication.replay_change(r),
+            PartitionRecord: lambda r, e: replication.replay_partition(r),
+            TopicRecord: lambda r, e: replication.replay_topic(r),
+            RemoveTopicRecord: lambda r, e: replication.replay_remove(r),
+            RegisterBrokerRecord: lambda r, e: cluster.replay_register(r),
+            BrokerRegistrationChangeRecord: lambda r, e: cluster.replay_change(r),
+            FenceBrokerRecord: lambda r, e: cluster.replay_fence(r),
+            UnfenceBrokerRecord: lambda r, e: cluster.replay_fence(r),
+            UnregisterBrokerRecord: unregister,
+            LeaderChangeMessage: leader_change,
+            SnapshotHeaderRecord: ignore,
+            SnapshotFooterRecord: ignore,
+        }
 
     def apply(self, records: Iterable[tuple[Data, int]]) -> list[ControlOrder]:
         """Replay committed (record, offset) pairs; return the control requests they call for."""

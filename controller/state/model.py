@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from protocol.records.metadata import (
     LOST_DIRECTORY,
@@ -56,9 +57,8 @@ class BrokerRegistration:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRegistration:
-    """A partition's replicas, ISR, leader and epochs."""
+class PartitionRegistration(NamedTuple):
+    """A partition's replicas, ISR, leader and epochs (a named tuple: replay builds many of these)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -85,16 +85,16 @@ class PartitionRegistration:
         leader, leader_epoch = self.leader, self.leader_epoch
         if change.leader != NO_LEADER_CHANGE:
             leader, leader_epoch = change.leader, self.leader_epoch + 1
-        return PartitionRegistration(
-            replicas=self.replicas if change.replicas is None else change.replicas,
-            isr=self.isr if change.isr is None else change.isr,
-            leader=leader,
-            leader_epoch=leader_epoch,
-            partition_epoch=self.partition_epoch + 1,
-            leader_recovery_state=(
-                self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state
-            ),
-            directories=self.directories if change.directories is None else change.directories,
+        return _new_partition(
+            (
+                self.replicas if change.replicas is None else change.replicas,
+                self.isr if change.isr is None else change.isr,
+                leader,
+                leader_epoch,
+                self.partition_epoch + 1,
+                self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state,
+                self.directories if change.directories is None else change.directories,
+            )
         )
 
     def is_offline(self, broker_id: int) -> bool:
@@ -122,7 +122,10 @@ class PartitionRegistration:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
     topic_id: uuid.UUID
     partition: int
+
+
+def _new_partition(fields: tuple[Any, ...]) -> PartitionRegistration:
+    return tuple.__new__(PartitionRegistration, fields)

@@ -114,13 +114,14 @@ class ReplicationState:
     def _reindex(
         self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
-        for index, attribute in ((self.replica_of, "replicas"), (self.in_isr_of, "isr")):
-            before = set(getattr(old, attribute)) if old else set()
-            after = set(getattr(new, attribute)) if new else set()
-            for broker in before - after:
-                index[broker].discard(tp)
-            for broker in after - before:
-                index.setdefault(broker, set()).add(tp)
+        """Move `tp` between the per-broker indexes; only members that changed are touched."""
+        empty: tuple[int, ...] = ()
+        old_replicas, new_replicas = (old.replicas if old else empty), (new.replicas if new else empty)
+        if old_replicas != new_replicas:
+            _move(self.replica_of, tp, old_replicas, new_replicas)
+        old_isr, new_isr = (old.isr if old else empty), (new.isr if new else empty)
+        if old_isr != new_isr:
+            _move(self.in_isr_of, tp, old_isr, new_isr)
         old_leader = old.leader if old else NO_LEADER
         new_leader = new.leader if new else NO_LEADER
         if old_leader != new_leader:
@@ -136,6 +137,17 @@ class ReplicationState:
             records.append(TopicRecord(name=topic.name, topic_id=topic.topic_id))
             records.extend(part.to_record(topic.topic_id, index) for index, part in sorted(topic.partitions.items()))
         return records
+
+
+def _move(
+    index: dict[int, set[TopicPartition]], tp: TopicPartition, before: tuple[int, ...], after: tuple[int, ...]
+) -> None:
+    for broker in before:
+        if broker not in after:
+            index[broker].discard(tp)
+    for broker in after:
+        if broker not in before:
+            index.setdefault(broker, set()).add(tp)
 
 
 def change_record(
