@@ -221,7 +221,8 @@ def heartbeat(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: i
         return Result(response, tuple(records or ()))
 
     if broker.fenced:
-        if request.want_shut_down:
+        if request.want_shut_down or broker.in_controlled_shutdown:
+            # only a new incarnation leaves controlled shutdown: a shut-down broker stays fenced
             return answer(True, True)
         if not request.want_fence and caught_up:
             return answer(False, False, unfence(state, broker))

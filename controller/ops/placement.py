@@ -5,6 +5,11 @@ rack B's first, ..., rack A's second, ...), so that consecutive brokers sit on d
 Partition p's first replica is broker (start + p) mod n, spreading leaders evenly; the others
 follow at a shift that grows every n partitions, spreading followers. `start` and the initial
 shift come from the caller's seeded random source.
+
+With racks (Kafka's `assignReplicasToBrokersRackAware`) the shift is scaled by the number of
+racks, and a candidate is skipped if it already holds a replica of the partition, or if its rack
+does while some rack holds none: a partition's replicas span min(replication factor, racks)
+racks. Brokers without a rack share one unnamed rack.
 """
 
 from __future__ import annotations
@@ -27,6 +32,26 @@ def rack_alternated(brokers: list[tuple[int, str | None]]) -> list[int]:
     return ordered
 
 
+def _replica_index(first: int, shift: int, replica: int, count: int) -> int:
+    return (first + 1 + (shift + replica) % (count - 1)) % count
+
+
+def _rack_aware(ordered: list[int], racks: dict[int, str], first: int, shift: int, factor: int) -> list[int]:
+    """One partition's replicas: the first, then candidates on unused racks and brokers first."""
+    rack_count = len(set(racks.values()))
+    replicas = [ordered[first]]
+    used_racks = {racks[ordered[first]]}
+    candidate = 0
+    while len(replicas) < factor:
+        broker = ordered[_replica_index(first, shift * rack_count, candidate, len(ordered))]
+        candidate += 1
+        rack = racks[broker]
+        if (rack not in used_racks or len(used_racks) == rack_count) and broker not in replicas:
+            replicas.append(broker)
+            used_racks.add(rack)
+    return replicas
+
+
 def place_replicas(
     brokers: list[tuple[int, str | None]], partitions: int, replication_factor: int, rng: random.Random
 ) -> list[tuple[int, ...]]:
@@ -35,6 +60,8 @@ def place_replicas(
     count = len(ordered)
     if not 0 < replication_factor <= count:
         raise ValueError(f"cannot place {replication_factor} replicas on {count} brokers")
+    racks = {broker_id: rack or "" for broker_id, rack in brokers}
+    rack_aware = any(rack is not None for _, rack in brokers)
     start = rng.randrange(count)
     shift = rng.randrange(count)
     placed = []
@@ -42,8 +69,10 @@ def place_replicas(
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
-        replicas = [ordered[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(ordered[(first + 1 + (shift + j) % (count - 1)) % count])
+        if rack_aware:
+            replicas = _rack_aware(ordered, racks, first, shift, replication_factor)
+        else:
+            replicas = [ordered[first]]
+            replicas.extend(ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1))
         placed.append(tuple(replicas))
     return placed

@@ -22,12 +22,18 @@ from protocol.messages.alter_partition import (
     AlterPartitionRequestTopicData,
     AlterPartitionResponse,
 )
+from protocol.messages.alter_replica_state import (
+    AlterReplicaStateRequest,
+    AlterReplicaStateRequestTopicReplicas,
+    AlterReplicaStateResponse,
+)
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import (
     BrokerRegistrationRequest,
     BrokerRegistrationRequestListener,
     BrokerRegistrationResponse,
 )
+from protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableReplicaAssignment,
@@ -72,14 +78,22 @@ class Harness:
         self.log.extend((record, version, base + i) for i, (record, version) in enumerate(records))
         self.orders.extend(self.core.apply(placed))
 
-    def advance(self, ms: int) -> list[list[Data]]:
-        """Move the clock; fence every broker whose session expired. Returns each fencing's records."""
+    def advance(self, ms: int, expire: bool = True) -> list[list[Data]]:
+        """Move the clock; fence every broker whose session expired (unless `expire` is false, as if
+        the controller's timer had not fired yet). Returns each fencing's records."""
         self.now_ns += ms * 1_000_000
-        fenced = []
+        fenced: list[list[Data]] = []
+        if not expire:
+            return fenced
         while (result := self.core.expire_sessions(self.now_ns)) is not None:
             self.commit(list(result.records))
             fenced.append([record for record, _ in result.records])
         return fenced
+
+    def take_orders(self) -> list[ControlOrder]:
+        """The control orders collected since the last call."""
+        taken, self.orders = self.orders, []
+        return taken
 
     def replayed(self) -> ControllerCore:
         """A fresh core rebuilt from the log alone."""
@@ -89,17 +103,23 @@ class Harness:
         return fresh
 
     # ------------------------------------------------------------------ steps
-    def register(self, broker_id: int, generation: int = 0, rack: str | None = None, version: int = 3) -> int:
-        response, _ = self.send(
-            BrokerRegistrationRequest(
-                broker_id=broker_id,
-                cluster_id=CLUSTER_ID,
-                incarnation_id=incarnation(broker_id, generation),
-                listeners=(BrokerRegistrationRequestListener(name="PLAINTEXT", host="localhost", port=9000 + broker_id),),
-                rack=rack,
-            ),
-            version,
+    @staticmethod
+    def registration(
+        broker_id: int, generation: int = 0, rack: str | None = None, port: int | None = None
+    ) -> BrokerRegistrationRequest:
+        listener = BrokerRegistrationRequestListener(
+            name="PLAINTEXT", host="localhost", port=9000 + broker_id if port is None else port
         )
+        return BrokerRegistrationRequest(
+            broker_id=broker_id,
+            cluster_id=CLUSTER_ID,
+            incarnation_id=incarnation(broker_id, generation),
+            listeners=(listener,),
+            rack=rack,
+        )
+
+    def register(self, broker_id: int, generation: int = 0, rack: str | None = None, version: int = 3) -> int:
+        response, _ = self.send(self.registration(broker_id, generation, rack), version)
         assert isinstance(response, BrokerRegistrationResponse)
         assert response.error_code == 0, response
         return response.broker_epoch
@@ -154,6 +174,29 @@ class Harness:
         assert topic is not None
         return topic.partitions[index]
 
+    @staticmethod
+    def isr_data(
+        version: int,
+        index: int,
+        isr: list[int],
+        leader_epoch: int,
+        partition_epoch: int,
+        recovery: int = 0,
+        member_epochs: dict[int, int] | None = None,
+    ) -> AlterPartitionRequestPartitionData:
+        """One partition of an AlterPartition request, shaped for `version` (NewIsr or NewIsrWithEpochs)."""
+        with_epochs = tuple(
+            AlterPartitionRequestBrokerState(broker_id=b, broker_epoch=(member_epochs or {}).get(b, -1)) for b in isr
+        )
+        return AlterPartitionRequestPartitionData(
+            partition_index=index,
+            leader_epoch=leader_epoch,
+            new_isr=tuple(isr) if version < 3 else (),
+            new_isr_with_epochs=with_epochs if version >= 3 else (),
+            leader_recovery_state=recovery if version >= 1 else 0,
+            partition_epoch=partition_epoch,
+        )
+
     def alter_isr(
         self,
         name: str,
@@ -170,20 +213,14 @@ class Harness:
     ) -> tuple[AlterPartitionResponse, list[Data]]:
         part = self.partition(name, index)
         sender = part.leader if broker_id is None else broker_id
-        part_request = AlterPartitionRequestPartitionData(
-            partition_index=index,
+        part_request = self.isr_data(
+            version,
+            index,
+            isr,
             leader_epoch=part.leader_epoch if leader_epoch is None else leader_epoch,
-            new_isr=tuple(isr) if version < 3 else (),
-            new_isr_with_epochs=(
-                tuple(
-                    AlterPartitionRequestBrokerState(broker_id=b, broker_epoch=(member_epochs or {}).get(b, -1))
-                    for b in isr
-                )
-                if version >= 3
-                else ()
-            ),
-            leader_recovery_state=recovery if version >= 1 else 0,
             partition_epoch=part.partition_epoch if partition_epoch is None else partition_epoch,
+            recovery=recovery,
+            member_epochs=member_epochs,
         )
         topic = AlterPartitionRequestTopicData(
             topic_name=name if version < 2 else "",
@@ -197,4 +234,46 @@ class Harness:
         )
         response, records = self.send(request, version)
         assert isinstance(response, AlterPartitionResponse)
+        return response, records
+
+    def controlled_shutdown(
+        self, broker_id: int, version: int = 3, broker_epoch: int | None = None
+    ) -> tuple[ControlledShutdownResponse, list[Data]]:
+        """ControlledShutdown; from v2 it carries the registered epoch unless `broker_epoch` is given."""
+        if broker_epoch is None:
+            broker = self.core.state.cluster.get(broker_id)
+            broker_epoch = broker.epoch if broker is not None and version >= 2 else -1
+        response, records = self.send(
+            ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch), version
+        )
+        assert isinstance(response, ControlledShutdownResponse)
+        return response, records
+
+    def alter_replica_state(
+        self,
+        broker_id: int,
+        name: str,
+        partitions: list[int],
+        new_state: int,
+        *,
+        version: int = 0,
+        broker_epoch: int | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> tuple[AlterReplicaStateResponse, list[Data]]:
+        """AlterReplicaState for one topic, named (v0) or by id (v1, looked up unless `topic_id` is given)."""
+        if version >= 1 and topic_id is None:
+            topic_id = self.topic_id(name)
+        topic = AlterReplicaStateRequestTopicReplicas(
+            name=name if version == 0 else "",
+            topic_id=topic_id if version >= 1 and topic_id is not None else uuid.UUID(int=0),
+            partitions=tuple(partitions),
+        )
+        request = AlterReplicaStateRequest(
+            broker_id=broker_id,
+            broker_epoch=self.epoch(broker_id) if broker_epoch is None else broker_epoch,
+            new_state=new_state,
+            topics=(topic,),
+        )
+        response, records = self.send(request, version)
+        assert isinstance(response, AlterReplicaStateResponse)
         return response, records

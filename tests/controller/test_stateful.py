@@ -88,7 +88,9 @@ class ControllerMachine(RuleBasedStateMachine):
                 broker_id=broker_id,
                 cluster_id=CLUSTER_ID,
                 incarnation_id=incarnation(broker_id, self.generation[broker_id]),
-                listeners=(BrokerRegistrationRequestListener(name="PLAINTEXT", host="localhost", port=9000 + broker_id),),
+                listeners=(
+                    BrokerRegistrationRequestListener(name="PLAINTEXT", host="localhost", port=9000 + broker_id),
+                ),
             ),
             3,
         )

@@ -1,0 +1,198 @@
+"""`python -m controller dump-log DATA_DIR`: print a metadata log as Kafka's dump tool prints it.
+
+The output is that of `kafka-dump-log --cluster-metadata-decoder --files <segment>` for every
+segment in offset order, then for every snapshot (`.checkpoint`) in (end offset, epoch) order:
+
+    Dumping <path>
+    Log starting offset: <base offset>        (a snapshot: Snapshot end offset: <o>, epoch: <e>)
+    baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 ... crc: <crc> isvalid: true
+    | offset: 0 CreateTime: <ms> keySize: 4 valueSize: 14 sequence: -1 headerKeys: [] LeaderChange: {...}
+    | offset: 1 CreateTime: <ms> keySize: -1 valueSize: 31 sequence: -1 headerKeys: [] payload: {"type":...}
+
+Control records print as Kafka prints them (`LeaderChange: {...}`, `SnapshotHeader {...}`,
+`SnapshotFooter {...}`); metadata records as `payload: {"type":"TOPIC_RECORD","version":0,
+"data":{...}}`, field names and values as Kafka's JSON converters write them (`kafka_json`).
+
+Rules:
+- Read-only: files are opened for reading, never created, truncated or deleted; recovery does
+  not run. A torn tail that the controller would cut at its next start is reported here.
+- Batches are checked as recovery checks them (`decode_batch`, contiguous offsets, the epoch
+  discipline). At the first bad batch of a file the dump prints `Found N invalid bytes at the
+  end of <file>: at byte P (offset O): <why>` and goes on with the next file; snapshots are
+  also checked for their header and footer.
+- Exit status: 0 when everything is valid, 1 when any file has invalid bytes or a record that
+  cannot be decoded, 2 for bad usage (no such directory, not a data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from protocol.errors import DecodeError
+from protocol.records.batch import TIMESTAMP_TYPE_FLAG, Record, RecordBatch
+from protocol.records.control import (
+    LeaderChangeMessage,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    decode_control_record,
+)
+from protocol.records.metadata import UnknownRecordTypeError, decode_metadata_value
+
+from .kafka_json import dumps, metadata_payload, to_json_tree
+from .segments import PARTITION_DIR, BadBatch, Continuity, Fault, ScannedBatch, list_segments, scan_segment
+from .snapshots import SnapshotError, list_snapshots, read_snapshot_file
+
+_DELETE_HORIZON_FLAG = 0x40
+_CONTROL_LABELS = {
+    LeaderChangeMessage: "LeaderChange:",
+    SnapshotHeaderRecord: "SnapshotHeader",
+    SnapshotFooterRecord: "SnapshotFooter",
+}
+_COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `dump-log` command's arguments."""
+    parser.add_argument("data_dir", metavar="DATA_DIR", type=Path, help="the controller's data directory")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Dump the log and snapshots of `args.data_dir`; return the exit status."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    partition = _partition_dir(args.data_dir)
+    if isinstance(partition, str):
+        print(f"dump-log: error: {partition}", file=err)
+        return 2
+    dumper = _Dumper(out)
+    continuity = Continuity()
+    for base_offset, path in list_segments(partition):
+        if not dumper.dump_file(path, f"Log starting offset: {base_offset}", continuity, base_offset):
+            continuity = Continuity()  # a fresh start: the files after a fault are checked on their own
+    for snapshot_id, path in list_snapshots(partition):
+        header = f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}"
+        if dumper.dump_file(path, header, Continuity(), 0):
+            dumper.check_snapshot(path)
+    return 1 if dumper.problems else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`dump-log` on its own: the same as `python -m controller dump-log ARGS`."""
+    from controller.__main__ import main as cli_main
+
+    return cli_main(["dump-log", *(sys.argv[1:] if argv is None else argv)])
+
+
+def _partition_dir(data_dir: Path) -> Path | str:
+    """The `__cluster_metadata-0` directory to dump, or why there is none."""
+    if not data_dir.exists():
+        return f"no such directory: {data_dir}"
+    if not data_dir.is_dir():
+        return f"not a directory: {data_dir}"
+    if data_dir.name == PARTITION_DIR:
+        return data_dir
+    if not (data_dir / PARTITION_DIR).is_dir():
+        return f"{data_dir} is not a controller data directory (it has no {PARTITION_DIR}/)"
+    return data_dir / PARTITION_DIR
+
+
+class _Dumper:
+    """Prints files batch by batch and counts the problems found."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.problems = 0
+
+    def dump_file(self, path: Path, header: str, continuity: Continuity, base_offset: int) -> bool:
+        """Print one file; False (and a `Found ... invalid bytes` line) if it has a bad batch."""
+        print(f"Dumping {path}", file=self.out)
+        print(header, file=self.out)
+        fault = continuity.start_segment(base_offset)
+        try:
+            for scanned in scan_segment(path) if fault is None else ():
+                fault = continuity.check(scanned.position, scanned.batch)
+                if fault is not None:
+                    break
+                self._print_batch(scanned)
+        except BadBatch as bad:
+            expected = continuity.next_offset if continuity.next_offset is not None else base_offset
+            fault = Fault(bad.position, expected, bad.reason)
+        if fault is None:
+            return True
+        invalid = path.stat().st_size - fault.position
+        where = f"at byte {fault.position} (offset {fault.offset}): {fault.reason}"
+        print(f"Found {invalid} invalid bytes at the end of {path.name}: {where}", file=self.out)
+        self.problems += 1
+        return False
+
+    def check_snapshot(self, path: Path) -> None:
+        try:
+            read_snapshot_file(path)
+        except SnapshotError as exc:
+            print(f"Invalid snapshot {path.name}: {exc}", file=self.out)
+            self.problems += 1
+
+    def _print_batch(self, scanned: ScannedBatch) -> None:
+        print(batch_line(scanned), file=self.out)
+        batch = scanned.batch
+        for record in batch.records:
+            print(self._record_line(batch, record), file=self.out)
+
+    def _record_line(self, batch: RecordBatch, record: Record) -> str:
+        offset = batch.base_offset + record.offset_delta
+        sequence = -1 if batch.base_sequence < 0 else (batch.base_sequence + record.offset_delta) & 0x7FFFFFFF
+        key_size = -1 if record.key is None else len(record.key)
+        value_size = -1 if record.value is None else len(record.value)
+        line = (
+            f"| offset: {offset} {_timestamp_type(batch)}: {batch.base_timestamp + record.timestamp_delta} "
+            f"keySize: {key_size} valueSize: {value_size} sequence: {sequence} "
+            f"headerKeys: [{','.join(key for key, _ in record.headers)}]"
+        )
+        try:
+            if batch.is_control:
+                return line + _control_text(record)
+            return line + " payload: " + metadata_payload(*decode_metadata_value(record.value))
+        except DecodeError as exc:
+            self.problems += 1
+            return f"{line} payload: Error at {offset}, skipping. {exc}"
+
+
+def batch_line(scanned: ScannedBatch) -> str:
+    """Kafka's line for one batch (`printBatchLevel`)."""
+    batch = scanned.batch
+    last_sequence = -1 if batch.base_sequence < 0 else batch.base_sequence + batch.last_offset_delta
+    horizon = (
+        f"OptionalLong[{batch.base_timestamp}]" if batch.attributes & _DELETE_HORIZON_FLAG else "OptionalLong.empty"
+    )
+    return (
+        f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {len(batch.records)} "
+        f"baseSequence: {batch.base_sequence} lastSequence: {last_sequence} producerId: {batch.producer_id} "
+        f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
+        f"isTransactional: {_java(batch.is_transactional)} isControl: {_java(batch.is_control)} "
+        f"deleteHorizonMs: {horizon} position: {scanned.position} {_timestamp_type(batch)}: {batch.max_timestamp} "
+        f"size: {scanned.size} magic: 2 compresscodec: {_COMPRESSION_NAMES[batch.compression]} "
+        f"crc: {scanned.crc} isvalid: true"
+    )
+
+
+def _control_text(record: Record) -> str:
+    try:
+        message, version = decode_control_record(record.key, record.value)
+    except UnknownRecordTypeError:
+        assert record.key is not None  # decoding checked it is a 4-byte key
+        type_id = struct.unpack(">h", record.key[2:4])[0]
+        return f" controlType: UNKNOWN({type_id})"
+    return f" {_CONTROL_LABELS[type(message)]} {dumps(to_json_tree(message, version))}"
+
+
+def _timestamp_type(batch: RecordBatch) -> str:
+    return "LogAppendTime" if batch.attributes & TIMESTAMP_TYPE_FLAG else "CreateTime"
+
+
+def _java(flag: bool) -> str:
+    return "true" if flag else "false"

@@ -1,0 +1,52 @@
+"""The metadata log's value types and its one exception, shared by every module of `controller.log`.
+
+Rules:
+- `LogError` is what the log raises for anything wrong with the data on disk or the data
+  directory (unusable path, cluster id mismatch, mid-log corruption, a gap the snapshots do
+  not cover). Its message names the file, and for corruption the byte position and offset.
+  Misuse by the caller (an epoch going backwards, a snapshot of the future) is a `ValueError`.
+- Everything here is immutable, except `RecoveryReport.messages`, a list that later steps of
+  the same start-up (loading a snapshot) append to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.spec import Data
+
+
+class LogError(Exception):
+    """The data directory cannot be used as it is: the message says why and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What `MetadataLog.open` did to the data directory before handing it over."""
+
+    truncated_bytes: int = 0
+    truncated_file: Path | None = None
+    first_lost_offset: int | None = None
+    repaired: bool = False
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One record of the log: a metadata record, or a control record (`control=True`)."""
+
+    offset: int
+    epoch: int
+    timestamp_ms: int
+    record: Data
+    version: int
+    control: bool
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    """A snapshot holds the state of every record below `end_offset` (exclusive)."""
+
+    end_offset: int
+    epoch: int

@@ -1,0 +1,187 @@
+"""Start-up recovery of the segments: every batch validated, a torn tail cut, corruption refused.
+
+`recover` reads every segment in order (`scan_segment` validates each batch with
+`decode_batch`; `Continuity` checks base offsets and epochs, which the CRC does not cover) and
+stops at the first fault, at byte P of some segment. Then:
+
+- P is in the last segment and no valid batch exists anywhere after it (`count_valid_batches`
+  tries every later position whose magic byte is 2): a torn write, the tail of a write that
+  never finished. The file is cut at P (truncate + fsync) and the cut is reported.
+- Otherwise valid data follows the fault, so it is corruption, not a torn write: `LogError`,
+  unless `repair` is set; then the log is cut at P and every later segment deleted.
+
+Rules:
+- A segment left without any batch by a cut (P = 0) is deleted unless it is the first one, so
+  that an empty file never carries a wrong name.
+- After a cut the segments are scanned again from the start: the state (next offset, epoch,
+  bytes since the snapshot) is always that of a log that validated completely, whatever the
+  fault was. Each cut shrinks the log, so this ends.
+- `bytes_since` counts the bytes of the batches at or after `count_from` (the latest
+  snapshot's end offset), for the controller's snapshot trigger.
+- `recover_from_snapshots` adds the snapshots: the epoch is the highest of log and snapshots; a
+  log ending below the newest snapshot restarts at its end offset (Kafka does the same); a log
+  whose first segment starts above 0 needs a snapshot reaching its start, else `LogError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import LogError, RecoveryReport
+from .segments import (
+    BadBatch,
+    Continuity,
+    Fault,
+    count_valid_batches,
+    fsync_directory,
+    list_segments,
+    scan_segment,
+    truncate_file,
+)
+from .snapshots import list_snapshots
+
+_REPAIR_HINT = (
+    "Restore from a replica/backup, or start with --repair-log to truncate the log at this point "
+    "(losing every record from offset {offset})"
+)
+
+
+@dataclass(slots=True)
+class RecoveredLog:
+    """The state of a validated log: its segments, where it continues, what recovery did."""
+
+    segments: list[tuple[int, Path]]
+    next_offset: int
+    last_epoch: int
+    bytes_since: int
+    truncated_bytes: int = 0
+    truncated_file: Path | None = None
+    first_lost_offset: int | None = None
+    repaired: bool = False
+    messages: list[str] = field(default_factory=list)
+
+    def report(self) -> RecoveryReport:
+        return RecoveryReport(
+            self.truncated_bytes, self.truncated_file, self.first_lost_offset, self.repaired, self.messages
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    truncated_bytes: int
+    path: Path
+    offset: int
+    repaired: bool
+    message: str
+
+
+def recover(directory: Path, *, repair: bool, fsync: bool, count_from: int = 0) -> RecoveredLog:
+    """Validate the segments of `directory`, cutting a torn tail (or, with `repair`, corruption)."""
+    cuts: list[_Cut] = []
+    while True:
+        scanned = _scan(directory, count_from)
+        if isinstance(scanned, RecoveredLog):
+            break
+        index, fault = scanned
+        cuts.append(_cut(list_segments(directory), index, fault, repair=repair, fsync=fsync))
+    for cut in cuts:
+        scanned.truncated_bytes += cut.truncated_bytes
+        scanned.truncated_file = scanned.truncated_file or cut.path
+        lost = scanned.first_lost_offset
+        scanned.first_lost_offset = cut.offset if lost is None else min(lost, cut.offset)
+        scanned.repaired = scanned.repaired or cut.repaired
+        scanned.messages.append(cut.message)
+    return scanned
+
+
+def _scan(directory: Path, count_from: int) -> RecoveredLog | tuple[int, Fault]:
+    """The validated log, or the index of the segment holding the first fault and the fault."""
+    segments = list_segments(directory)
+    continuity = Continuity()
+    bytes_since = 0
+    for index, (base_offset, path) in enumerate(segments):
+        fault = continuity.start_segment(base_offset)
+        if fault is not None:
+            return index, fault
+        try:
+            for scanned in scan_segment(path):
+                fault = continuity.check(scanned.position, scanned.batch)
+                if fault is not None:
+                    return index, fault
+                if scanned.batch.base_offset >= count_from:
+                    bytes_since += scanned.size
+        except BadBatch as bad:
+            expected = continuity.next_offset if continuity.next_offset is not None else base_offset
+            return index, Fault(bad.position, expected, bad.reason)
+    next_offset = continuity.next_offset if continuity.next_offset is not None else 0
+    return RecoveredLog(segments, next_offset, max(continuity.epoch or 0, 0), bytes_since)
+
+
+def _cut(segments: list[tuple[int, Path]], index: int, fault: Fault, *, repair: bool, fsync: bool) -> _Cut:
+    """Cut the log at the fault, or raise `LogError` if it is corruption and `repair` is off."""
+    path = segments[index][1]
+    later = [later_path for _, later_path in segments[index + 1 :]]
+    following = count_valid_batches(path, fault.position + 1) + sum(count_valid_batches(p, 0) for p in later)
+    where = f"{path} at byte {fault.position} (offset {fault.offset}): {fault.reason}"
+    torn = not later and following == 0
+    if not torn and not repair:
+        hint = _REPAIR_HINT.format(offset=fault.offset)
+        raise LogError(
+            f"corrupt metadata log: {where}; {following} valid batch(es) follow, so this is not a torn write. {hint}"
+        )
+    removed = _truncate_or_delete(path, fault.position, first=index == 0, fsync=fsync)
+    for later_path in later:
+        removed += later_path.stat().st_size
+        later_path.unlink()
+    if fsync and (later or not path.exists()):
+        fsync_directory(path.parent)
+    if torn:
+        message = f"torn write: cut {removed} byte(s) at the end of {where}"
+    else:
+        message = (
+            f"repaired: cut the log at {where}, losing {removed} byte(s) from offset {fault.offset}, "
+            f"{following} valid batch(es) and {len(later)} later segment(s)"
+        )
+    return _Cut(removed, path, fault.offset, not torn, message)
+
+
+def _truncate_or_delete(path: Path, position: int, *, first: bool, fsync: bool) -> int:
+    """Cut `path` at `position` (deleting it if that empties a segment but the first); bytes removed."""
+    size = path.stat().st_size
+    if position == 0 and not first:
+        path.unlink()
+    else:
+        truncate_file(path, position, fsync=fsync)
+    return size - position
+
+
+def recover_from_snapshots(partition: Path, *, repair: bool, fsync: bool) -> RecoveredLog:
+    """Recover the segments; if the log ends below the newest snapshot, restart it from there."""
+    snapshots = list_snapshots(partition)
+    latest = snapshots[-1][0] if snapshots else None
+    recovered = recover(partition, repair=repair, fsync=fsync, count_from=latest.end_offset if latest else 0)
+    if latest is not None:
+        recovered.last_epoch = max(recovered.last_epoch, max(snapshot_id.epoch for snapshot_id, _ in snapshots))
+        if not recovered.segments or latest.end_offset > recovered.next_offset:
+            if recovered.segments:
+                recovered.messages.append(
+                    f"the log ends at offset {recovered.next_offset}, below snapshot {latest}: it restarts there"
+                )
+            for _, path in recovered.segments:
+                path.unlink()
+            if recovered.segments and fsync:
+                fsync_directory(partition)
+            recovered.segments, recovered.next_offset, recovered.bytes_since = [], latest.end_offset, 0
+    start = recovered.segments[0][0] if recovered.segments else 0
+    if start > 0 and (latest is None or latest.end_offset < start):
+        raise LogError(gap_message(partition, start, "no snapshot covers the offsets below it"))
+    return recovered
+
+
+def gap_message(partition: Path, start: int, why: str) -> str:
+    """Why a log whose start no snapshot reaches cannot be used."""
+    return (
+        f"{partition} starts at offset {start} (older segments were deleted) but {why}: "
+        "the records below are lost. Restore the data directory from a backup"
+    )

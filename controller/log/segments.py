@@ -1,0 +1,213 @@
+"""Segment files of `__cluster_metadata-0`: names, listing, reading batches, continuity checks.
+
+Rules:
+- A segment is `<20-digit base offset>.log`; its name is the base offset of its first batch.
+- Files are read through a read-only mmap (never opened for writing here), one batch sliced out
+  at a time and checked with `decode_batch`: framing, magic, CRC-32C, every record. A batch must
+  also hold at least one record and its lastOffsetDelta must match its count.
+- `scan_segment` yields the valid batches of a file in order and raises `BadBatch` at the first
+  bytes that are not one.
+- The CRC does not cover baseOffset and partitionLeaderEpoch, so `Continuity` checks them
+  against the log: base offsets are contiguous across batches and files, and epochs follow the
+  KRaft discipline: a data batch has the epoch of the batch before it, only a control batch (the
+  LeaderChange a new controller writes) may raise it, and no epoch is negative or goes down.
+- `count_valid_batches` is the torn-write test: it tries `decode_batch` at every position whose
+  magic byte (position + 16) is 2, and follows the chain from each valid batch it finds.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.errors import DecodeError
+from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch, decode_batch
+
+PARTITION_DIR = "__cluster_metadata-0"
+SEGMENT_SUFFIX = ".log"
+MAGIC_OFFSET = 16  # baseOffset, batchLength, partitionLeaderEpoch
+CRC_OFFSET = 17
+_SEGMENT_NAME = re.compile(r"(\d{20})\.log")
+_LENGTH = struct.Struct(">qi")
+_CRC = struct.Struct(">I")
+_MAGIC_BYTE = bytes([MAGIC])
+_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+
+class ScannedBatch(NamedTuple):
+    """A valid batch of a file: where it starts, its size in bytes, its stored CRC, its content."""
+
+    position: int
+    size: int
+    crc: int
+    batch: RecordBatch
+
+
+class BadBatch(Exception):
+    """The bytes at `position` of a file are not a valid batch."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(f"at byte {position}: {reason}")
+        self.position = position
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """Where a log stops being valid: byte position, the offset expected there, and why."""
+
+    position: int
+    offset: int
+    reason: str
+
+
+def segment_name(base_offset: int) -> str:
+    """Kafka's file name of the segment starting at `base_offset`."""
+    return f"{base_offset:020d}{SEGMENT_SUFFIX}"
+
+
+def list_segments(directory: Path) -> list[tuple[int, Path]]:
+    """The segments of `directory` as (base offset, path), ascending; other files are ignored."""
+    found = []
+    for entry in os.scandir(directory):
+        match = _SEGMENT_NAME.fullmatch(entry.name)
+        if match is not None and entry.is_file():
+            found.append((int(match.group(1)), Path(entry.path)))
+    return sorted(found)
+
+
+def scan_segment(path: Path) -> Iterator[ScannedBatch]:
+    """Every valid batch of the file at `path`, in order; raises `BadBatch` at the first bad one."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            yield from _scan_view(view, size)
+
+
+def _scan_view(view: mmap.mmap, size: int) -> Iterator[ScannedBatch]:
+    position = 0
+    while position < size:
+        if size - position < LOG_OVERHEAD:
+            raise BadBatch(position, f"the {size - position} bytes left cannot hold a batch header")
+        _, length = _LENGTH.unpack_from(view, position)
+        end = position + LOG_OVERHEAD + length
+        if length < _MIN_LENGTH:
+            raise BadBatch(position, f"batch length {length} is below the header's {_MIN_LENGTH}")
+        if end > size:
+            raise BadBatch(position, f"the batch declares {length} bytes, {size - position - LOG_OVERHEAD} remain")
+        data = view[position:end]
+        try:
+            batch, _ = decode_batch(data)
+        except DecodeError as exc:
+            raise BadBatch(position, str(exc)) from None
+        if not batch.records or batch.last_offset_delta != len(batch.records) - 1:
+            reason = f"lastOffsetDelta {batch.last_offset_delta} does not fit its {len(batch.records)} records"
+            raise BadBatch(position, reason)
+        yield ScannedBatch(position, end - position, _CRC.unpack_from(data, CRC_OFFSET)[0], batch)
+        position = end
+
+
+class Continuity:
+    """Checks that each batch continues the log: offsets contiguous, epochs disciplined."""
+
+    def __init__(self) -> None:
+        self.next_offset: int | None = None  # None until the first segment names it
+        self.epoch: int | None = None  # the epoch of the last batch, None before the first
+        self._raised_by: Fault | None = None  # the previous batch, if a control batch raising the epoch
+
+    def start_segment(self, base_offset: int) -> Fault | None:
+        """Check a segment's name against the offset the log has reached."""
+        self._raised_by = None
+        if self.next_offset is None:
+            self.next_offset = base_offset
+        elif base_offset != self.next_offset:
+            reason = f"the segment is named for offset {base_offset} but the log continues at {self.next_offset}"
+            return Fault(0, self.next_offset, reason)
+        return None
+
+    def check(self, position: int, batch: RecordBatch) -> Fault | None:
+        """The fault `batch` (at `position` of the current segment) shows, or None: then accepted."""
+        expected = self.next_offset if self.next_offset is not None else batch.base_offset
+        epoch, previous = batch.partition_leader_epoch, self.epoch
+        if batch.base_offset != expected:
+            return Fault(position, expected, f"base offset {batch.base_offset}, expected {expected}")
+        if epoch < 0:
+            return Fault(position, expected, f"negative epoch {epoch}")
+        if previous is not None and epoch < previous:
+            if self._raised_by is not None:  # the control batch before it is the likelier culprit
+                raised = self._raised_by
+                return Fault(raised.position, raised.offset, f"{raised.reason}, but the batch after it has {epoch}")
+            return Fault(position, expected, f"epoch {epoch} is below the previous batch's {previous}")
+        if previous is not None and epoch > previous and not batch.is_control:
+            return Fault(position, expected, f"a data batch raises the epoch from {previous} to {epoch}")
+        raises = previous is not None and epoch > previous
+        self._raised_by = (
+            Fault(position, expected, f"this control batch raises the epoch to {epoch}") if raises else None
+        )
+        self.next_offset = batch.next_offset
+        self.epoch = epoch
+        return None
+
+
+def count_valid_batches(path: Path, start: int) -> int:
+    """How many valid batches the file holds at positions >= `start`, found without framing."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size - start < HEADER_SIZE:
+            return 0
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            count = 0
+            candidate = start
+            while True:
+                magic_at = view.find(_MAGIC_BYTE, candidate + MAGIC_OFFSET)
+                if magic_at < 0:
+                    return count
+                candidate = magic_at - MAGIC_OFFSET
+                end = _valid_batch_end(view, candidate, size)
+                if end is None:
+                    candidate += 1
+                else:
+                    count += 1
+                    candidate = end
+
+
+def _valid_batch_end(view: mmap.mmap, position: int, size: int) -> int | None:
+    if size - position < HEADER_SIZE:
+        return None
+    length: int = _LENGTH.unpack_from(view, position)[1]
+    end = position + LOG_OVERHEAD + length
+    if length < _MIN_LENGTH or end > size:
+        return None
+    try:
+        decode_batch(view[position:end])
+    except DecodeError:
+        return None
+    return end
+
+
+def truncate_file(path: Path, size: int, *, fsync: bool) -> None:
+    """Cut the file at `size` bytes, durably unless `fsync` is False."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a file's creation, rename or removal in `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
