@@ -58,7 +58,7 @@ class ClusterState:
             epoch=record.broker_epoch,
             incarnation_id=record.incarnation_id,
             listeners=tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in record.end_points),
-            rack=record.rack,
+            rack=record.rack or None,  # Kafka clients send "" or null for "no rack"
             fenced=record.fenced,
             in_controlled_shutdown=record.in_controlled_shutdown,
             log_dirs=record.log_dirs,
