@@ -1,0 +1,183 @@
+"""dump-log: Kafka's dump-log lines, Kafka's JSON, read-only, exit statuses."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from controller.log import dump
+from controller.log.kafka_json import camel_case, metadata_payload, record_type_name, to_json_tree
+from protocol.records.batch import metadata_batch
+from protocol.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RegisterBrokerRecordBrokerEndpoint,
+)
+from tests.controller.log.helpers import build_log, flip_bit, isr_change, segment, topic
+
+ROOT = Path(__file__).resolve().parents[3]
+TOPIC_ID_STRING = "T04KW218Th-aKzxNXm96iw"  # helpers.TOPIC_ID, as Kafka prints it
+
+
+def _crc(data: bytes, position: int) -> int:
+    return int(struct.unpack_from(">I", data, position + 17)[0])
+
+
+def _dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    status = dump.main([str(data_dir)])
+    captured = capsys.readouterr()
+    return status, captured.out.splitlines(), captured.err
+
+
+def test_dump_prints_kafkas_lines_for_segments_then_snapshots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with build_log(tmp_path, [[isr_change(0, (1, 2))], [topic("a"), topic("b")]]) as log:
+        log.write_snapshot(log.next_offset, 1, [topic("a")], 5_000)
+    data = segment(tmp_path).read_bytes()
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 0
+    assert lines[:2] == [f"Dumping {segment(tmp_path)}", "Log starting offset: 0"]
+    assert lines[2] == (
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 1 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty "
+        f"position: 0 CreateTime: 1000 size: 91 magic: 2 compresscodec: none crc: {_crc(data, 0)} isvalid: true"
+    )
+    assert lines[3] == (
+        "| offset: 0 CreateTime: 1000 keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] LeaderChange: "
+        '{"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}'
+    )
+    assert lines[4].startswith("baseOffset: 1 lastOffset: 1 count: 1 ") and "position: 91 CreateTime: 2000" in lines[4]
+    assert lines[5] == (
+        "| offset: 1 CreateTime: 2000 keySize: -1 valueSize: 35 sequence: -1 headerKeys: [] payload: "
+        '{"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":0,'
+        f'"topicId":"{TOPIC_ID_STRING}","isr":[1,2]}}}}'
+    )
+    assert lines[6].startswith("baseOffset: 2 lastOffset: 3 count: 2 ") and "isControl: false" in lines[6]
+    assert lines[7].endswith(
+        f'payload: {{"type":"TOPIC_RECORD","version":0,"data":{{"name":"a","topicId":"{TOPIC_ID_STRING}"}}}}'
+    )
+    assert lines[9] == f"Dumping {tmp_path / '__cluster_metadata-0' / '00000000000000000004-0000000001.checkpoint'}"
+    assert lines[10] == "Snapshot end offset: 4, epoch: 1"
+    assert lines[12].endswith('SnapshotHeader {"version":0,"lastContainedLogTimestamp":5000}')
+    assert lines[14].endswith('"data":{"name":"a","topicId":"T04KW218Th-aKzxNXm96iw"}}')
+    assert lines[16].endswith('SnapshotFooter {"version":0}')
+    assert len(lines) == 17
+
+
+def test_json_follows_kafkas_converter_rules() -> None:
+    broker = RegisterBrokerRecord(
+        broker_id=3,
+        incarnation_id=uuid.UUID(int=1),
+        broker_epoch=10,
+        end_points=(RegisterBrokerRecordBrokerEndpoint(name="PLAINTEXT", host="h", port=9092),),
+        rack=None,
+    )
+    assert to_json_tree(broker, 0) == {  # v0: no isMigratingZkBroker, no inControlledShutdown; null rack
+        "brokerId": 3,
+        "incarnationId": "AAAAAAAAAAAAAAAAAAAAAQ",
+        "brokerEpoch": 10,
+        "endPoints": [{"name": "PLAINTEXT", "host": "h", "port": 9092, "securityProtocol": 0}],
+        "features": [],
+        "rack": None,
+        "fenced": True,
+    }
+    assert "logDirs" not in to_json_tree(broker, 3)  # tagged, at its default
+    assert to_json_tree(broker, 3)["isMigratingZkBroker"] is False
+    partition = PartitionRecord(partition_id=1, replicas=(1,), isr=(1,), leader=1, eligible_leader_replicas=(2,))
+    assert to_json_tree(partition, 2)["eligibleLeaderReplicas"] == [2]
+    assert "lastKnownElr" not in to_json_tree(partition, 2)
+    change = BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=5, fenced=-1)
+    assert metadata_payload(change, 0) == (
+        '{"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":5,"fenced":-1}}'
+    )
+    assert camel_case("is_migrating_zk_broker") == "isMigratingZkBroker"
+    assert record_type_name(RegisterBrokerRecord) == "REGISTER_BROKER_RECORD"
+
+
+def test_dump_never_modifies_the_data_dir_and_reports_a_torn_tail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with build_log(tmp_path, [[topic("a")]]) as log:
+        log.write_snapshot(2, 1, [topic("a")], 0)
+    size = segment(tmp_path).stat().st_size
+    with segment(tmp_path).open("ab") as out:
+        out.write(b"\x00" * 17)
+
+    def state() -> dict[str, tuple[str, int]]:
+        return {
+            str(path.relative_to(tmp_path)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+            for path in sorted(tmp_path.rglob("*"))
+            if path.is_file()
+        }
+
+    before = state()
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert state() == before
+    assert status == 1
+    assert f"Found 17 invalid bytes at the end of 00000000000000000000.log: at byte {size} (offset 2): " in lines[6]
+    assert lines[7].startswith("Dumping ") and lines[7].endswith(".checkpoint")
+
+
+def test_dump_of_a_corrupt_middle_batch_prints_what_was_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with build_log(tmp_path, [[topic("a")], [topic("b")], [topic("c")]]) as log:
+        positions = [position for _, position, _ in log.batches()]
+    data = segment(tmp_path).read_bytes()
+    segment(tmp_path).write_bytes(flip_bit(data, positions[2] + 30, 5))
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 1
+    assert [line.split(" lastOffset")[0] for line in lines if line.startswith("baseOffset")] == [
+        "baseOffset: 0",
+        "baseOffset: 1",
+    ]
+    assert lines[-1].startswith(
+        f"Found {len(data) - positions[2]} invalid bytes at the end of 00000000000000000000.log: "
+        f"at byte {positions[2]} (offset 2): "
+    )
+    assert "CRC" in lines[-1]
+
+
+def test_an_undecodable_record_is_reported_inline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    build_log(tmp_path, [[topic("a")]]).close()
+    with segment(tmp_path).open("ab") as out:
+        out.write(metadata_batch(2, 1, 0, [b"\x01\x63\x00"]))
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 1
+    assert "payload: Error at 2, skipping. unknown metadata record type 99" in lines[-1]
+
+
+def test_bad_usage_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "empty").mkdir()
+    for argument, reason in [
+        (tmp_path / "missing", "no such directory"),
+        (tmp_path / "file", "not a directory"),
+        (tmp_path / "empty", "not a controller data directory"),
+    ]:
+        status, lines, err = _dump(argument, capsys)
+        assert (status, lines) == (2, [])
+        assert err.count("\n") == 1 and reason in err
+    assert dump.main([]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_python_dash_m_controller_dump_log(tmp_path: Path) -> None:
+    build_log(tmp_path, [[topic("a")]]).close()
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "dump-log", str(tmp_path)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"Dumping {segment(tmp_path)}"
+    assert len(done.stdout.splitlines()) == 6
+    assert dump.main([str(tmp_path / "__cluster_metadata-0")]) == 0  # the partition directory itself works too
+    no_command = subprocess.run([sys.executable, "-m", "controller"], cwd=ROOT, capture_output=True, text=True)
+    assert no_command.returncode == 2 and no_command.stderr.count("\n") == 1
