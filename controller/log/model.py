@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from protocol.spec import Data
 
@@ -32,10 +33,11 @@ class RecoveryReport:
     messages: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One record of the log: a metadata record, or a control record (`control=True`)."""
+class LogEntry(NamedTuple):
+    """One record of the log: a metadata record, or a control record (`control=True`).
 
+    A named tuple: start-up builds one per record of the log, a million of them for a big log.
+    """
     offset: int
     epoch: int
     timestamp_ms: int

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 from protocol.compiler import Codec, codec
-from protocol.errors import DecodeError, EncodeError, TruncatedError
+from protocol.errors import DecodeError, EncodeError, TrailingBytesError, TruncatedError
 from protocol.primitives import read_uvarint, uvarint
 from protocol.spec import (
     ARRAY,
@@ -266,4 +266,7 @@ def decode_metadata_value(data: bytes | None) -> tuple[Data, int]:
     if frame_version != FRAME_VERSION:
         raise DecodeError(f"metadata record frame version {frame_version} is not supported (only 1)")
     record_codec = _CODECS.get((record_type, version)) or _codec_for(record_type, version)
-    return record_codec.decode_exact(data, pos), version
+    record, end = record_codec.decode(data, pos)
+    if end != len(data):
+        raise TrailingBytesError(f"{len(data) - end} bytes left after {type(record).__name__} v{version}")
+    return record, version
