@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench fuzz clean
+.PHONY: test lint typecheck pytest bench bench-core bench-log fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy protocol
+	$(BIN)/mypy protocol controller
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -29,6 +29,14 @@ pytest: $(STAMP)
 ## bench: codec benchmark (prints ratios against kio 0.5.0 and a hand-written decoder)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/codec.py
+
+## bench-core: controller core benchmark (decisions, replay, start-up, controlled shutdown)
+bench-core: $(STAMP)
+	$(BIN)/python benchmarks/core.py
+
+## bench-log: metadata log benchmark (durable appends, recovery and read speed)
+bench-log: $(STAMP)
+	$(BIN)/python benchmarks/log.py
 
 ## fuzz: 1,000,000 random/mutated frames through the decoder; reports escapes
 fuzz: $(STAMP)

@@ -1,6 +1,7 @@
-"""`python -m controller COMMAND ...`: the controller's command line.
+"""`python -m controller [FLAGS]` runs the daemon; `python -m controller COMMAND ...` a tool.
 
 Commands:
+    (none)              the controller daemon: `--data-dir PATH` is required (see controller/cli.py)
     dump-log DATA_DIR   print the metadata log and snapshots as `kafka-dump-log` does (read-only)
 
 Rules:
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from controller import cli
 from controller.log import dump
 
 
@@ -38,6 +40,8 @@ COMMANDS: dict[str, Command] = {
 def build_parser() -> CommandLineParser:
     """The parser of every command."""
     parser = CommandLineParser(prog="python -m controller", description="fencer: a standalone Kafka controller")
+    cli.add_arguments(parser)
+    parser.set_defaults(run=cli.run)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (summary, add_arguments, run) in COMMANDS.items():
         command = commands.add_parser(name, help=summary, description=summary)
@@ -51,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command is None:
-            parser.error(f"no command given (one of: {', '.join(COMMANDS)})")
+        if args.command is None and args.data_dir is None:
+            parser.error("the daemon needs --data-dir PATH (or a command: " + ", ".join(COMMANDS) + ")")
     except SystemExit as exc:  # usage errors and --help: a status, not an exception, for callers
         return exc.code if isinstance(exc.code, int) else 2
     try:

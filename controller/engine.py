@@ -68,6 +68,9 @@ class ControllerEngine:
         config: ControllerConfig | None = None,
         cluster_id: str | None = None,
         node_id: int = 1,
+        session_timeout_ms: int = 9000,
+        host: str = "127.0.0.1",
+        port: int = 9093,
         repair: bool = False,
         fsync: bool = True,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
@@ -87,7 +90,9 @@ class ControllerEngine:
             segment_bytes=segment_bytes,
         )
         if config is None:
-            config = ControllerConfig(cluster_id=log.cluster_id, node_id=node_id)
+            config = ControllerConfig(
+                cluster_id=log.cluster_id, node_id=node_id, session_timeout_ms=session_timeout_ms, host=host, port=port
+            )
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)

@@ -109,7 +109,7 @@ class OutboundCollector:
                     stop = StopPartition(name, tp.topic_id, tp.partition, DELETE_EPOCH, delete=True)
                     self._queue(broker_id).stops[tp] = stop
         elif isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == -1:
-            self._full(record.broker_id)
+            self.request_full(record.broker_id)
 
     def _queue(self, broker_id: int) -> _Pending:
         return self._pending.setdefault(broker_id, _Pending())
@@ -136,7 +136,8 @@ class OutboundCollector:
             if broker_id not in stopped:
                 self._queue(broker_id).leader_and_isr[tp] = partition_state
 
-    def _full(self, broker_id: int) -> None:
+    def request_full(self, broker_id: int) -> None:
+        """Queue a full LeaderAndIsr of every partition the broker hosts."""
         pending = self._queue(broker_id)
         pending.full = True
         for tp in self.state.replication.hosted_by(broker_id):
@@ -176,3 +177,11 @@ def _state_of(name: str, tp: TopicPartition, part: PartitionRegistration, is_new
         leader_recovery_state=part.leader_recovery_state,
         is_new=is_new,
     )
+
+
+def full_state_orders(state: ControllerState) -> list[ControlOrder]:
+    """A full LeaderAndIsr for every live broker: what a controller sends when it starts."""
+    collector = OutboundCollector(state)
+    for broker_id in state.cluster.unfenced_ids():
+        collector.request_full(broker_id)
+    return collector.orders()

@@ -38,6 +38,7 @@ class LogEntry(NamedTuple):
 
     A named tuple: start-up builds one per record of the log, a million of them for a big log.
     """
+
     offset: int
     epoch: int
     timestamp_ms: int

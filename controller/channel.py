@@ -1,0 +1,521 @@
+"""The outbound control channel: delivers the core's control orders (LeaderAndIsr, StopReplica) to brokers.
+
+Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr"; protocol.md):
+- One queue and, while it has orders, one task and one TCP connection per broker. Orders leave
+  in submission (log) order; several may be in flight at once on the connection (pipelined),
+  and the broker answers them in order. An order leaves its queue once every request it became
+  has been answered.
+- Each connection starts with ApiVersions v3 (client "fencer" 0.1). On UNSUPPORTED_VERSION (35)
+  the request is repeated at the max version of the key-18 entry (KIP-511); any other error
+  closes the connection. Each order is sent at the highest version both sides support; an order
+  the broker cannot take at all is logged, counted as UNSUPPORTED_VERSION and dropped.
+- Errors in responses, top-level and per partition, are logged (logger `fencer.channel`) and
+  counted. Stale rejections (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, FENCED_LEADER_EPOCH)
+  are answers like any other: the order is never resent.
+- A connection error, a timeout or a malformed response closes the connection and counts a
+  failure; the task reconnects with exponential backoff and jitter, and re-sends the orders not
+  yet answered, while `broker_address` still gives an address. When it gives None (broker
+  unregistered or fenced) the queue is dropped and the task ends. Orders addressed to an older
+  broker epoch than the broker's current one are dropped before sending: the new incarnation
+  gets a full LeaderAndIsr from the core once it is unfenced.
+- An idle connection is kept for `idle_timeout_s` (new orders reuse it), and closed earlier if the
+  broker closes it.
+- Nothing a broker sends can crash the channel.
+- Metrics (optional): the queue depth at every change, one `outbound_response` per answer with its
+  outcome (top-level error, else the first partition error), one `outbound_connection_failure` per
+  failed connection. Capture (optional): every exchange, as `controller.capture.Exchange`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import logging
+import random
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import trio
+
+from protocol.error_codes import ErrorCode
+from protocol.errors import EncodeError, ProtocolError
+from protocol.framing import FrameBuffer
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.registry import api, decode_response, encode_request
+from protocol.spec import Data
+from protocol.versions import Versions
+
+from .control_requests import (
+    LEADER_AND_ISR_KEY,
+    STOP_REPLICA_KEY,
+    common_version,
+    leader_and_isr_request,
+    response_errors,
+    stop_replica_requests,
+)
+from .outbound import ControlOrder
+
+log = logging.getLogger("fencer.channel")
+
+API_VERSIONS_KEY = 18
+API_VERSIONS_VERSION = 3
+CLIENT_SOFTWARE_NAME = "fencer"
+CLIENT_SOFTWARE_VERSION = "0.1"
+STALE_ERRORS = frozenset(
+    {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH}
+)
+_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_LOGGED_PARTITIONS = 20
+_JITTER = random.Random(0x5EED)
+OUTBOUND_CONNECTION_IDS = 1 << 40
+
+#: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
+BrokerAddress = Callable[[int], tuple[str, int, int] | None]
+
+
+class ChannelMetrics(Protocol):
+    def outbound_queue(self, broker_id: int, depth: int) -> None: ...
+    def outbound_response(self, broker_id: int, api_key: int, error_code: int) -> None: ...
+    def outbound_connection_failure(self, broker_id: int) -> None: ...
+
+
+class CaptureSink(Protocol):
+    def add(self, exchange: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundExchange:
+    """Stand-in for `controller.capture.Exchange` (same fields) when that module is absent."""
+
+    request_time_ns: int
+    response_time_ns: int
+    direction: str
+    connection_id: int
+    peer: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    request: bytes
+    response: bytes
+
+
+class SentRequest(NamedTuple):
+    """One answered request: its outcome is the top-level error, else the first partition error, else 0."""
+
+    broker_id: int
+    api_key: int
+    api_version: int
+    error_code: int
+
+
+class _PeerError(Exception):
+    """The broker closed the connection or answered something unusable."""
+
+
+_CONNECTION_ERRORS = (
+    OSError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+    trio.TooSlowError,
+    ProtocolError,
+    _PeerError,
+)
+
+
+@dataclass
+class _Link:
+    broker_id: int
+    queue: deque[ControlOrder] = field(default_factory=deque)
+    wakeup: trio.Event | None = None
+    running: bool = False
+    failures: int = 0  # consecutive, for the backoff
+
+
+@dataclass
+class _Request:
+    api_key: int
+    version: int
+    correlation_id: int
+    frame: bytes
+    sent_ns: int = 0
+
+
+class _Connection:
+    def __init__(self, stream: trio.SocketStream, peer: str, connection_id: int) -> None:
+        self.stream = stream
+        self.peer = peer
+        self.connection_id = connection_id
+        self.frames = FrameBuffer(_MAX_RESPONSE_BYTES)
+        self._correlation = itertools.count(1)
+
+    def request(self, body: Data, version: int) -> _Request:
+        correlation_id = next(self._correlation)
+        frame = encode_request(body, version, correlation_id, client_id=CLIENT_SOFTWARE_NAME)
+        return _Request(body.API.key, version, correlation_id, frame)
+
+    async def receive_frame(self) -> bytes:
+        while (payload := self.frames.next_frame()) is None:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise _PeerError("connection closed by the broker")
+            self.frames.receive_data(data)
+        return payload
+
+
+class ControlChannel:
+    """Per-broker outbound queues of control orders, delivered by `run`'s tasks."""
+
+    def __init__(
+        self,
+        *,
+        controller_id: int,
+        broker_address: BrokerAddress,
+        metrics: ChannelMetrics | None = None,
+        capture: CaptureSink | None = None,
+        backoff_initial_s: float = 0.05,
+        backoff_max_s: float = 2.0,
+        request_timeout_s: float = 10.0,
+        idle_timeout_s: float = 30.0,
+        max_in_flight: int = 32,
+        max_in_flight_bytes: int = 64 * 1024,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self._broker_address = broker_address
+        self._metrics = metrics
+        self._capture = capture
+        self._exchange_type = _exchange_type() if capture is not None else OutboundExchange
+        self._backoff_initial_s = backoff_initial_s
+        self._backoff_max_s = backoff_max_s
+        self._request_timeout_s = request_timeout_s
+        self._idle_timeout_s = idle_timeout_s
+        self._max_in_flight = max(1, max_in_flight)
+        # with several requests in flight, their responses must fit the socket buffers while we still send
+        self._max_in_flight_bytes = max_in_flight_bytes
+        self._rng = rng if rng is not None else _JITTER
+        self._links: dict[int, _Link] = {}
+        self._nursery: trio.Nursery | None = None
+        # a range of their own, so that captured outbound connections never share an id with inbound ones
+        self._connection_ids = itertools.count(OUTBOUND_CONNECTION_IDS + 1)
+        self.sent: list[SentRequest] = []
+        #: (api key, error code) -> count, top-level and per partition
+        self.error_counts: Counter[tuple[int, int]] = Counter()
+        self.stale_rejections = 0
+        self.connection_failures = 0
+        self.dropped_orders = 0
+
+    # ------------------------------------------------------------------ public
+    def submit(self, orders: Sequence[ControlOrder]) -> None:
+        """Queue orders (non-blocking; call from the event loop). Each broker's orders keep their order."""
+        touched: dict[int, _Link] = {}
+        for order in orders:
+            link = self._links.setdefault(order.broker_id, _Link(order.broker_id))
+            link.queue.append(order)
+            touched[link.broker_id] = link
+        for link in touched.values():
+            self._queue_changed(link)
+            if link.wakeup is not None:
+                link.wakeup.set()
+            if not link.running and self._nursery is not None:
+                self._spawn(link)
+
+    def queue_depth(self, broker_id: int) -> int:
+        link = self._links.get(broker_id)
+        return 0 if link is None else len(link.queue)
+
+    def is_running(self, broker_id: int) -> bool:
+        """Whether a task is delivering to (or idling on a connection to) this broker."""
+        link = self._links.get(broker_id)
+        return link is not None and link.running
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Deliver orders until cancelled (one task per broker with pending orders)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                for link in self._links.values():
+                    if link.queue and not link.running:
+                        self._spawn(link)
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    # ------------------------------------------------------------------ per-broker task
+    def _spawn(self, link: _Link) -> None:
+        assert self._nursery is not None
+        link.running = True
+        self._nursery.start_soon(self._broker_task, link, name=f"control-channel-{link.broker_id}")
+
+    async def _broker_task(self, link: _Link) -> None:
+        try:
+            while True:
+                address = self._target(link)
+                if address is None or not link.queue:
+                    return
+                try:
+                    await self._session(link, address)
+                except _CONNECTION_ERRORS as exc:
+                    link.failures += 1
+                    delay = self._backoff(link.failures)
+                    self.connection_failures += 1
+                    if self._metrics is not None:
+                        self._metrics.outbound_connection_failure(link.broker_id)
+                    log.warning(
+                        "broker %d at %s:%d: connection failed (%s: %s); retrying in %.3fs",
+                        link.broker_id, address[0], address[1], type(exc).__name__, exc, delay,
+                    )  # fmt: skip
+                    await trio.sleep(delay)
+        finally:
+            link.running = False
+            link.wakeup = None
+
+    def _target(self, link: _Link) -> tuple[str, int, int] | None:
+        """The broker's address; drops its queue if it has none, and orders for older incarnations."""
+        address = self._broker_address(link.broker_id)
+        if address is None:
+            if link.queue:
+                log.info("broker %d is unregistered or fenced: dropping %d orders", link.broker_id, len(link.queue))
+                self.dropped_orders += len(link.queue)
+                link.queue.clear()
+                self._queue_changed(link)
+            return None
+        epoch = address[2]
+        kept = [order for order in link.queue if order.broker_epoch >= epoch]
+        if len(kept) != len(link.queue):
+            dropped = len(link.queue) - len(kept)
+            log.info("broker %d: dropping %d orders for broker epochs older than %d", link.broker_id, dropped, epoch)
+            self.dropped_orders += dropped
+            link.queue.clear()
+            link.queue.extend(kept)
+            self._queue_changed(link)
+        return address
+
+    def _backoff(self, failures: int) -> float:
+        delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0 ** min(failures - 1, 30))
+        return delay * (0.5 + 0.5 * self._rng.random())
+
+    async def _session(self, link: _Link, address: tuple[str, int, int]) -> None:
+        """One connection: negotiate, then send until idle, gone or moved. Raises on connection errors."""
+        host, port, _ = address
+        with trio.fail_after(self._request_timeout_s):
+            stream = await trio.open_tcp_stream(host, port)
+        async with stream:
+            conn = _Connection(stream, f"{host}:{port}", next(self._connection_ids))
+            versions = await self._negotiate(link, conn)
+            while True:
+                if not link.queue and not await self._idle(link, conn):
+                    return
+                current = self._target(link)
+                if current is None or current[:2] != (host, port):
+                    return
+                if link.queue:
+                    await self._send_batch(link, conn, versions)
+
+    async def _idle(self, link: _Link, conn: _Connection) -> bool:
+        """Wait for orders; False when the idle timeout passes or the broker closes (or talks) first."""
+        event = link.wakeup = trio.Event()
+        woken = False
+        with trio.move_on_after(self._idle_timeout_s):
+            async with trio.open_nursery() as nursery:
+
+                async def orders() -> None:
+                    nonlocal woken
+                    await event.wait()
+                    woken = True
+                    nursery.cancel_scope.cancel()
+
+                async def peer() -> None:
+                    # whatever happens (bytes, EOF, a reset), the idle connection is done
+                    with contextlib.suppress(Exception):
+                        await conn.stream.receive_some(1)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(orders)
+                nursery.start_soon(peer)
+        link.wakeup = None
+        return woken
+
+    # ------------------------------------------------------------------ exchanges
+    async def _negotiate(self, link: _Link, conn: _Connection) -> dict[int, Versions]:
+        """ApiVersions with the KIP-511 fallback: the broker's supported versions per api key."""
+        version = API_VERSIONS_VERSION
+        while True:
+            body = ApiVersionsRequest(
+                client_software_name=CLIENT_SOFTWARE_NAME if version >= 3 else "",
+                client_software_version=CLIENT_SOFTWARE_VERSION if version >= 3 else "",
+            )
+            request = conn.request(body, version)
+            await self._send(conn, [request])
+            response = await self._receive(conn, request)
+            if not isinstance(response, ApiVersionsResponse):  # pragma: no cover - decode_response's type
+                raise _PeerError("not an ApiVersions response")
+            self.sent.append(SentRequest(link.broker_id, API_VERSIONS_KEY, version, response.error_code))
+            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
+                fallback = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
+                if not 0 <= fallback < version:
+                    raise _PeerError(f"ApiVersions fallback to v{fallback} after v{version}")
+                log.info(
+                    "broker %d: ApiVersions v%d unsupported, falling back to v%d", link.broker_id, version, fallback
+                )
+                version = fallback
+                continue
+            if response.error_code != ErrorCode.NONE:
+                raise _PeerError(f"ApiVersions v{version} failed with error {response.error_code}")
+            return {k.api_key: Versions(k.min_version, k.max_version) for k in response.api_keys}
+
+    async def _send(self, conn: _Connection, requests: list[_Request]) -> None:
+        now = time.time_ns()
+        for request in requests:
+            request.sent_ns = now
+        await conn.stream.send_all(b"".join(request.frame for request in requests))
+
+    async def _receive(self, conn: _Connection, request: _Request) -> Data:
+        """The response to `request` (the next one on the connection), recorded and captured."""
+        with trio.fail_after(self._request_timeout_s):
+            payload = await conn.receive_frame()
+        header, response = decode_response(payload, request.api_key, request.version)
+        if header.correlation_id != request.correlation_id:
+            raise _PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
+        self._record_capture(conn, request, payload)
+        return response
+
+    async def _send_batch(self, link: _Link, conn: _Connection, versions: dict[int, Versions]) -> None:
+        """Send orders from the front of the queue (within the in-flight limits), then read their answers in order."""
+        plans = self._plan_batch(link, conn, versions)
+        await self._send(conn, [request for _, requests in plans for request in requests])
+        for order, requests in plans:
+            for request in requests:
+                response = await self._receive(conn, request)
+                self._on_response(link.broker_id, order, request, response)
+            if link.queue and link.queue[0] is order:
+                link.queue.popleft()
+            link.failures = 0
+            self._queue_changed(link)
+
+    def _plan_batch(
+        self, link: _Link, conn: _Connection, versions: dict[int, Versions]
+    ) -> list[tuple[ControlOrder, list[_Request]]]:
+        """The first orders of the queue and their requests: at least one order, then within the limits."""
+        plans: list[tuple[ControlOrder, list[_Request]]] = []
+        budget = self._max_in_flight_bytes
+        for order in itertools.islice(link.queue, self._max_in_flight):
+            requests = self._requests_for(link, conn, order, versions)
+            size = sum(len(request.frame) for request in requests)
+            if plans and size > budget:
+                break
+            plans.append((order, requests))
+            budget -= size
+        return plans
+
+    def _requests_for(
+        self, link: _Link, conn: _Connection, order: ControlOrder, versions: dict[int, Versions]
+    ) -> list[_Request]:
+        """The order's requests at the best common version; [] (logged, counted) if it cannot be sent."""
+        api_key = STOP_REPLICA_KEY if order.stops else LEADER_AND_ISR_KEY
+        version = common_version(api(api_key).versions, versions.get(api_key))
+        if version is None:
+            log.error("broker %d supports no version of api key %d: dropping an order", link.broker_id, api_key)
+            self._count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION, ())
+            return []
+        try:
+            bodies: list[Data] = (
+                list(stop_replica_requests(order, version))
+                if api_key == STOP_REPLICA_KEY
+                else [leader_and_isr_request(order, version, self._live_leaders(order))]
+            )
+            return [conn.request(body, version) for body in bodies]
+        except (EncodeError, ValueError):
+            log.exception("broker %d: cannot encode an order at v%d of api key %d", link.broker_id, version, api_key)
+            self._count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR, ())
+            return []
+
+    def _live_leaders(self, order: ControlOrder) -> dict[int, tuple[str, int]]:
+        out: dict[int, tuple[str, int]] = {}
+        for leader in {state.leader for state in order.partitions if state.leader >= 0}:
+            address = self._broker_address(leader)
+            if address is not None:
+                out[leader] = (address[0], address[1])
+        return out
+
+    # ------------------------------------------------------------------ outcomes
+    def _on_response(self, broker_id: int, order: ControlOrder, request: _Request, response: Data) -> None:
+        top, partitions = response_errors(order, response)
+        failed = tuple(entry for entry in partitions if entry[2] != ErrorCode.NONE and entry[2] != top)
+        self._count(broker_id, request.api_key, request.version, top, failed)
+
+    def _count(
+        self, broker_id: int, api_key: int, version: int, top: int, failed: tuple[tuple[str, int, int], ...]
+    ) -> None:
+        """Record one answer: `sent`, counters and logs of its top-level and partition errors.
+
+        The metric counts the answer once, with its outcome (the top-level error, else the first
+        partition error); `error_counts` counts every failed partition."""
+        outcome = top or (failed[0][2] if failed else ErrorCode.NONE)
+        self.sent.append(SentRequest(broker_id, api_key, version, outcome))
+        if self._metrics is not None:
+            self._metrics.outbound_response(broker_id, api_key, outcome)
+        for code in (top, *(code for _, _, code in failed)):
+            if code != ErrorCode.NONE:
+                self.error_counts[(api_key, code)] += 1
+            if code in STALE_ERRORS:
+                self.stale_rejections += 1
+        if top != ErrorCode.NONE:
+            _log_error(broker_id, api_key, version, top, "the whole request")
+        by_code: dict[int, list[str]] = {}
+        for topic, partition, code in failed:
+            by_code.setdefault(code, []).append(f"{topic}-{partition}")
+        for code, names in by_code.items():
+            shown = ", ".join(names[:_LOGGED_PARTITIONS]) + (" ..." if len(names) > _LOGGED_PARTITIONS else "")
+            _log_error(broker_id, api_key, version, code, f"{len(names)} partitions ({shown})")
+
+    def _queue_changed(self, link: _Link) -> None:
+        if self._metrics is not None:
+            self._metrics.outbound_queue(link.broker_id, len(link.queue))
+
+    def _record_capture(self, conn: _Connection, request: _Request, response_payload: bytes) -> None:
+        if self._capture is None:
+            return
+        try:
+            exchange = self._exchange_type(
+                request_time_ns=request.sent_ns,
+                response_time_ns=time.time_ns(),
+                direction="outbound",
+                connection_id=conn.connection_id,
+                peer=conn.peer,
+                api_key=request.api_key,
+                api_version=request.version,
+                correlation_id=request.correlation_id,
+                request=request.frame[4:],
+                response=response_payload,
+            )
+            self._capture.add(exchange)
+        except Exception:  # a capture problem must not stop delivery
+            log.exception("capturing an outbound exchange failed")
+
+
+# ---------------------------------------------------------------------- helpers
+def _exchange_type() -> Callable[..., object]:
+    """`controller.capture.Exchange` when that module exists, else the stand-in with the same fields."""
+    try:
+        module = importlib.import_module("controller.capture")
+    except ImportError:
+        return OutboundExchange
+    found: Callable[..., object] = getattr(module, "Exchange", OutboundExchange)
+    return found
+
+
+def _log_error(broker_id: int, api_key: int, version: int, code: int, what: str) -> None:
+    name = api(api_key).name
+    try:
+        label = f"{ErrorCode(code).name} ({code})"
+    except ValueError:
+        label = str(code)
+    if code in STALE_ERRORS:
+        log.warning("broker %d rejected %s v%d as stale (%s) for %s; not resent", broker_id, name, version, label, what)
+    else:
+        log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)

@@ -1,0 +1,130 @@
+"""The daemon's command line: `python -m controller --data-dir PATH [--listen HOST:PORT] ...`.
+
+Rules: bad arguments exit 2 with one line on stderr; an unusable data dir (wrong cluster id,
+corrupt log, not a directory) exits 1 naming the problem; SIGTERM/SIGINT drain and exit 0.
+Once the listener accepts connections, one line `listening on HOST:PORT` goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+from pathlib import Path
+
+import trio
+
+from . import logs
+from .daemon import Daemon, DaemonOptions
+from .engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
+from .log import LogError
+
+log = logging.getLogger("fencer.cli")
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:PORT); port 0 picks a free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--listen",
+        type=host_port,
+        default=("127.0.0.1", 9093),
+        metavar="HOST:PORT",
+        help="address of the Kafka listener (default 127.0.0.1:9093; port 0 picks one)",
+    )
+    parser.add_argument("--data-dir", type=Path, metavar="PATH", help="metadata log directory (formatted on first use)")
+    parser.add_argument("--cluster-id", help="cluster id to format a new data dir with, or to insist on")
+    parser.add_argument("--node-id", type=non_negative_int, default=1, help="controller id (default 1)")
+    parser.add_argument("--session-timeout-ms", type=positive_int, default=9000, help="broker session timeout")
+    parser.add_argument("--capture-dir", type=Path, metavar="PATH", help="write traffic capture (Parquet) here")
+    parser.add_argument(
+        "--metrics-listen",
+        type=host_port,
+        metavar="HOST:PORT",
+        help="serve /metrics, /state and /healthz over HTTP here",
+    )
+    parser.add_argument("--max-frame-bytes", type=positive_int, default=104_857_600, help="largest accepted frame")
+    parser.add_argument("--idle-timeout-ms", type=positive_int, default=600_000, help="close idle connections")
+    parser.add_argument(
+        "--snapshot-bytes",
+        type=positive_int,
+        default=DEFAULT_SNAPSHOT_BYTES,
+        help="log bytes between snapshots (default 20 MiB)",
+    )
+    parser.add_argument(
+        "--repair-log",
+        action="store_true",
+        help="truncate a corrupt metadata log at its first bad batch instead of refusing to start",
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-format", default="text", choices=["text", "json"])
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level, args.log_format)
+    host, port = args.listen
+    try:
+        engine = ControllerEngine.start(
+            args.data_dir,
+            cluster_id=args.cluster_id,
+            node_id=args.node_id,
+            session_timeout_ms=args.session_timeout_ms,
+            host=host,
+            port=port,
+            repair=args.repair_log,
+            snapshot_bytes=args.snapshot_bytes,
+        )
+    except LogError as exc:
+        print(f"fencer-controller: {exc}", file=sys.stderr)
+        return 1
+    for message in engine.startup.recovery.messages:
+        log.warning("%s", message)
+    report = engine.startup
+    log.info(
+        "started: cluster %s, node %d, controller epoch %d, %d snapshot + %d log records replayed in %.2f s",
+        engine.core.config.cluster_id,
+        engine.core.config.node_id,
+        report.controller_epoch,
+        report.snapshot_records,
+        report.replayed_records,
+        report.seconds,
+    )
+    metrics_host, metrics_port = args.metrics_listen if args.metrics_listen else (None, 0)
+    options = DaemonOptions(
+        host=host,
+        port=port,
+        max_frame_bytes=args.max_frame_bytes,
+        idle_timeout_s=args.idle_timeout_ms / 1000,
+        capture_dir=args.capture_dir,
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
+    )
+    trio.run(_serve, engine, options)
+    return 0
+
+
+async def _serve(engine: ControllerEngine, options: DaemonOptions) -> None:
+    daemon = Daemon(engine, options)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(daemon.run)
+        engine.core.state.config = dataclasses.replace(engine.core.state.config, port=port)
+        print(f"listening on {options.host}:{port}", flush=True)

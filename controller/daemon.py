@@ -1,0 +1,296 @@
+"""The controller daemon: a trio TCP server around the engine, with group commit, timers and shutdown.
+
+Rules:
+- One writer task applies every request, from all connections, in arrival order. It takes the
+  first waiting request and everything that queued behind it, decides them in order (each sees
+  the ones before), then commits them with one write and one fsync (in a worker thread, so
+  requests keep arriving meanwhile: they form the next group), and only then answers them.
+- Session-timeout fencing runs on a timer that wakes the writer; fencing is a write like any other.
+- Control orders the core derives from committed records go to the outbound control channel
+  (LeaderAndIsr / StopReplica to brokers); at start every live broker gets a full LeaderAndIsr
+  in the new controller epoch.
+- SIGTERM / SIGINT: stop accepting and reading, answer what is in flight, commit, flush the
+  capture, close, return (exit 0). A failed commit is fatal: the state is ahead of the disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from protocol.registry import api, encode_response
+
+from .connection import Connection, Pending
+from .engine import ControllerEngine
+from .outbound import ControlOrder, full_state_orders
+
+log = logging.getLogger("fencer.daemon")
+_TICK = object()  # a session-timer wake-up in the writer's queue
+
+
+@dataclass(frozen=True)
+class DaemonOptions:
+    host: str = "127.0.0.1"
+    port: int = 9093
+    max_frame_bytes: int = 104_857_600
+    idle_timeout_s: float = 600.0
+    capture_dir: Path | None = None
+    capture_rotate_s: float = 2.0
+    metrics_host: str | None = None
+    metrics_port: int = 0
+    drain_timeout_s: float = 5.0
+
+
+class Daemon:
+    def __init__(self, engine: ControllerEngine, options: DaemonOptions) -> None:
+        self.engine = engine
+        self.options = options
+        self.max_frame_bytes = options.max_frame_bytes
+        self.idle_timeout_s = options.idle_timeout_s
+        self.draining = False
+        self.port: int | None = None
+        self._requests_tx, self._requests_rx = trio.open_memory_channel[Any](math.inf)
+        self._readers: set[trio.CancelScope] = set()
+        self._listener_scope = trio.CancelScope()
+        self._in_flight = 0
+        self._idle = trio.Event()
+        self.metrics = _make_metrics(self)
+        self.capture = _make_capture(options)
+        self.channel = _make_channel(self)
+
+    # ------------------------------------------------------------------ running
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_signals, nursery.cancel_scope)
+            nursery.start_soon(self._writer)
+            nursery.start_soon(self._session_timer)
+            await nursery.start(self.channel.run)
+            if self.capture is not None:
+                nursery.start_soon(self._capture_flusher)
+            if self.options.metrics_host is not None:
+                from .http import serve_http
+
+                await nursery.start(
+                    serve_http,
+                    self.options.metrics_host,
+                    self.options.metrics_port,
+                    self.metrics,
+                    lambda: self.engine.core,
+                )
+            self.channel.submit(full_state_orders(self.engine.core.state))
+            listeners = await trio.open_tcp_listeners(self.options.port, host=self.options.host)
+            self.port = listeners[0].socket.getsockname()[1]
+            nursery.start_soon(self._serve, listeners)
+            task_status.started(self.port)
+
+    async def _serve(self, listeners: list[trio.SocketListener]) -> None:
+        with self._listener_scope:
+            await trio.serve_listeners(self._connection, listeners)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        await Connection(self, stream).run()
+
+    async def _watch_signals(self, main_scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("received %s: draining", signal.Signals(signum).name)
+                await self.shutdown()
+                main_scope.cancel()
+                return
+
+    async def shutdown(self) -> None:
+        """Stop accepting and reading; answer and commit what is in flight; flush and close."""
+        self.draining = True
+        self._listener_scope.cancel()
+        for scope in list(self._readers):
+            scope.cancel()
+        with trio.move_on_after(self.options.drain_timeout_s):
+            while self._in_flight:
+                self._idle = trio.Event()
+                await self._idle.wait()
+        if self.capture is not None:
+            await trio.to_thread.run_sync(self.capture.close)
+        self.engine.close()
+        log.info("stopped")
+
+    # ------------------------------------------------------------------ connections call these
+    async def submit(self, pending: Pending) -> None:
+        self._in_flight += 1
+        await self._requests_tx.send(pending)
+
+    def answered(self, pending: Pending) -> None:
+        assert pending.request is not None or pending.frame is not None
+        if pending.request is not None:
+            now = time.monotonic_ns()
+            header = pending.request.header
+            code = _error_code(pending.response)
+            self.metrics.request(
+                header.request_api_key,
+                header.request_api_version,
+                code,
+                (now - pending.received_ns) / 1e9,
+                (pending.decided_ns - pending.received_ns) / 1e9,
+            )
+        self._capture(pending, pending.frame)
+
+    def unanswered(self, pending: Pending) -> None:
+        self._capture(pending, None)
+
+    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
+        log.warning("closing connection from %s: %s (%s)", peer, reason, detail)
+        self.metrics.invalid_frame(reason)
+
+    def register_reader(self, scope: trio.CancelScope) -> None:
+        self._readers.add(scope)
+        if self.draining:
+            scope.cancel()
+
+    def unregister_reader(self, scope: trio.CancelScope) -> None:
+        self._readers.discard(scope)
+
+    def _capture(self, pending: Pending, frame: bytes | None) -> None:
+        if self.capture is None or (pending.request is None and frame is None):
+            return
+        from .capture import Exchange
+
+        key, version, correlation = _identity(pending)
+        self.capture.add(
+            Exchange(
+                request_time_ns=pending.received_wall_ns,
+                response_time_ns=time.time_ns() if frame is not None else None,
+                direction="inbound",
+                connection_id=pending.connection_id,
+                peer=pending.peer,
+                api_key=key,
+                api_version=version,
+                correlation_id=correlation,
+                request=pending.payload,
+                response=frame[4:] if frame is not None else None,
+            )
+        )
+
+    # ------------------------------------------------------------------ the writer
+    async def _writer(self) -> None:
+        while True:
+            group = [await self._requests_rx.receive()]
+            while True:
+                try:
+                    group.append(self._requests_rx.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            await self._apply(group)
+
+    async def _apply(self, group: list[Any]) -> None:
+        orders: list[ControlOrder] = []
+        answered: list[Pending] = []
+        for item in group:
+            if item is _TICK:
+                orders.extend(self.engine.expire_sessions(time.monotonic_ns()))
+                continue
+            pending: Pending = item
+            assert pending.request is not None
+            request = pending.request
+            try:
+                decision = self.engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
+            except Exception:
+                log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
+                pending.done.set()  # no frame: the connection closes unanswered
+                self._finished(1)
+                continue
+            pending.decided_ns = time.monotonic_ns()
+            pending.response = decision.response
+            orders.extend(decision.orders)
+            answered.append(pending)
+        if self.engine.staged_requests:
+            requests = self.engine.staged_requests
+            started = time.monotonic()
+            records = await trio.to_thread.run_sync(self.engine.commit)
+            self.metrics.group_commit(requests, records, time.monotonic() - started)
+        for pending in answered:
+            assert pending.request is not None and pending.response is not None
+            pending.frame = encode_response(
+                pending.response, pending.request.api_version, pending.request.correlation_id
+            )
+            pending.done.set()
+        self._finished(len(answered))
+        if orders:
+            self.channel.submit(orders)
+
+    def _finished(self, count: int) -> None:
+        self._in_flight -= count
+        if self._in_flight <= 0:
+            self._idle.set()
+
+    async def _session_timer(self) -> None:
+        while True:
+            deadline = self.engine.core.next_session_deadline_ns()
+            now = time.monotonic_ns()
+            if deadline is not None and deadline < now:
+                self._requests_tx.send_nowait(_TICK)
+                await trio.sleep(0.05)
+                continue
+            wait = 0.25 if deadline is None else min(0.25, (deadline - now) / 1e9 + 0.001)
+            await trio.sleep(max(wait, 0.001))
+
+    async def _capture_flusher(self) -> None:
+        assert self.capture is not None
+        while True:
+            await trio.sleep(min(0.5, self.options.capture_rotate_s))
+            if self.capture.due():
+                await trio.to_thread.run_sync(self.capture.flush)
+                self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
+
+
+def _error_code(response: Any) -> int:
+    from .metrics import response_error_code
+
+    return response_error_code(response) if response is not None else 0
+
+
+def _identity(pending: Pending) -> tuple[int, int, int]:
+    if pending.request is not None:
+        header = pending.request.header
+        return header.request_api_key, header.request_api_version, header.correlation_id
+    from protocol.registry import peek_request
+
+    key, version, correlation = peek_request(pending.payload)
+    return key, version, correlation if correlation is not None else -1
+
+
+def _make_metrics(daemon: Daemon) -> Any:
+    from .metrics import ControllerMetrics
+
+    return ControllerMetrics(lambda: daemon.engine.core)
+
+
+def _make_capture(options: DaemonOptions) -> Any:
+    if options.capture_dir is None:
+        return None
+    from .capture import CaptureWriter
+
+    return CaptureWriter(options.capture_dir, rotate_seconds=options.capture_rotate_s)
+
+
+def _make_channel(daemon: Daemon) -> Any:
+    from .channel import ControlChannel
+
+    def broker_address(broker_id: int) -> tuple[str, int, int] | None:
+        broker = daemon.engine.core.state.cluster.get(broker_id)
+        if broker is None or broker.fenced or not broker.listeners:
+            return None
+        listener = broker.listeners[0]
+        return listener.host, listener.port, broker.epoch
+
+    return ControlChannel(
+        controller_id=daemon.engine.core.config.node_id,
+        broker_address=broker_address,
+        metrics=daemon.metrics,
+        capture=daemon.capture,
+    )

@@ -1,0 +1,207 @@
+"""The metrics listener: a minimal HTTP/1.1 server on trio serving /metrics, /state and /healthz.
+
+Routes (GET only):
+- `/metrics`: `ControllerMetrics.render()`, Prometheus' text format 0.0.4;
+- `/state`: `state_json(core)` as JSON (503 "starting" while the core does not exist yet);
+- `/healthz`: 200 "ok" once the core exists, 503 "starting" before.
+A query string is ignored. Another path is 404; another method on a route is 405.
+
+Rules:
+- One request per connection: every response says `Connection: close` and the connection is
+  closed after it (no keep-alive, no pipelining, request bodies are never read).
+- The request line and headers ("the head") must arrive within `MAX_HEAD_BYTES` (16 KiB);
+  a longer head, a malformed request line or a malformed header line is answered 400 and closed.
+- A connection that sends nothing for `idle_timeout_s` (10 s) is closed without a response.
+- Each connection runs in its own task of the listener's connection nursery, with its own
+  cancel scopes for the timeouts; nothing a client sends (or fails to send) may escape it: I/O
+  errors close the connection quietly, a bug while answering is logged and answered 500.
+- After a response the write side is shut and what the client still sends is drained briefly,
+  so that closing does not reset the connection before the client has read the response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import trio
+
+from .core import ControllerCore
+from .metrics import ControllerMetrics, state_json
+
+log = logging.getLogger("fencer.http")
+
+MAX_HEAD_BYTES = 16 * 1024
+DEFAULT_IDLE_TIMEOUT_S = 10.0
+LINGER_S = 1.0  # how long to drain a client's unread bytes after answering
+LINGER_BYTES = 256 * 1024
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+JSON_CONTENT_TYPE = "application/json"
+TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_REQUEST_LINE = re.compile(r"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (/[\x21-\x7e]*) HTTP/1\.[0-9]")
+_HEADER_LINE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*")
+_ROUTES = ("/metrics", "/state", "/healthz")
+
+CoreProvider = Callable[[], ControllerCore | None]
+
+
+class BadRequest(Exception):
+    """The head is not an HTTP/1.x request this server understands (answered 400)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+    allow: str | None = None
+
+    def encode(self, include_body: bool = True) -> bytes:
+        lines = [
+            f"HTTP/1.1 {self.status} {_REASONS[self.status]}",
+            f"Content-Type: {self.content_type}",
+            f"Content-Length: {len(self.body)}",
+            "Connection: close",
+        ]
+        if self.allow is not None:
+            lines.append(f"Allow: {self.allow}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
+        return head + self.body if include_body else head
+
+
+def text(status: int, body: str) -> Response:
+    return Response(status, TEXT_CONTENT_TYPE, body.encode())
+
+
+async def serve_http(
+    host: str,
+    port: int,
+    metrics: ControllerMetrics,
+    core_provider: CoreProvider,
+    *,
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled; `task_status.started(port)` reports the bound port (useful with port 0)."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    server = HttpServer(metrics, core_provider, idle_timeout_s)
+    bound_port: int = listeners[0].socket.getsockname()[1]
+    log.info("metrics listener on %s:%d", host, bound_port)
+    async with trio.open_nursery() as connection_nursery:
+        task_status.started(bound_port)
+        await trio.serve_listeners(server.handle, listeners, handler_nursery=connection_nursery)
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    metrics: ControllerMetrics
+    core_provider: CoreProvider
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """One connection: read one request head, answer it, close. Never raises (but Cancelled)."""
+        try:
+            await self._exchange(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("http connection dropped: %r", exc)
+        except Exception:
+            log.exception("http connection failed")
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _exchange(self, stream: trio.SocketStream) -> None:
+        try:
+            head = await read_head(stream, self.idle_timeout_s)
+            if head is None:
+                return
+            method, path = parse_head(head)
+        except BadRequest as exc:
+            log.debug("http bad request: %s", exc)
+            await send_and_linger(stream, text(400, f"bad request: {exc}\n").encode())
+            return
+        response = self.respond(method, path)
+        await send_and_linger(stream, response.encode(include_body=method != "HEAD"))
+
+    def respond(self, method: str, path: str) -> Response:
+        """The response to `method path` (the query string already removed)."""
+        if path not in _ROUTES:
+            return text(404, "not found\n")
+        if method != "GET":
+            return Response(405, TEXT_CONTENT_TYPE, b"method not allowed\n", allow="GET")
+        try:
+            return self._route(path)
+        except Exception:
+            log.exception("http %s failed", path)
+            return text(500, "internal error\n")
+
+    def _route(self, path: str) -> Response:
+        if path == "/metrics":
+            return Response(200, METRICS_CONTENT_TYPE, self.metrics.render())
+        core = self.core_provider()
+        if core is None:
+            return text(503, "starting")
+        if path == "/healthz":
+            return text(200, "ok")
+        body = json.dumps(state_json(core), indent=2) + "\n"
+        return Response(200, JSON_CONTENT_TYPE, body.encode())
+
+
+async def read_head(stream: trio.abc.ReceiveStream, idle_timeout_s: float) -> bytes | None:
+    """The request line and headers (without the blank line), or None when the client sent
+    nothing more for `idle_timeout_s` or closed; `BadRequest` past `MAX_HEAD_BYTES`."""
+    buffer = bytearray()
+    searched = 0  # the blank line cannot end before this offset
+    while True:
+        end = _HEAD_END.search(buffer, searched)
+        if end is not None:
+            if end.start() > MAX_HEAD_BYTES:
+                raise BadRequest(f"request head over {MAX_HEAD_BYTES} bytes")
+            return bytes(buffer[: end.start()])
+        if len(buffer) > MAX_HEAD_BYTES:
+            raise BadRequest(f"request head over {MAX_HEAD_BYTES} bytes")
+        searched = max(0, len(buffer) - 3)
+        with trio.move_on_after(idle_timeout_s) as idle:
+            chunk = await stream.receive_some(MAX_HEAD_BYTES)
+        if idle.cancelled_caught or not chunk:
+            return None
+        buffer += chunk
+
+
+def parse_head(head: bytes) -> tuple[str, str]:
+    """(method, path) of a request head; `BadRequest` if any of its lines is malformed."""
+    lines = head.decode("latin-1").lstrip("\r\n").split("\n")
+    lines = [line.removesuffix("\r") for line in lines]
+    match = _REQUEST_LINE.fullmatch(lines[0])
+    if match is None:
+        raise BadRequest(f"malformed request line {lines[0][:80]!r}")
+    for line in lines[1:]:
+        if _HEADER_LINE.fullmatch(line) is None:
+            raise BadRequest(f"malformed header line {line[:80]!r}")
+    method, target = match.group(1), match.group(2)
+    return method, target.partition("?")[0]
+
+
+async def send_and_linger(stream: trio.SocketStream, data: bytes) -> None:
+    """Send `data`, shut the write side, and drain what the client still sends for a moment."""
+    await stream.send_all(data)
+    await stream.send_eof()
+    drained = 0
+    with trio.move_on_after(LINGER_S):
+        while drained < LINGER_BYTES:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                break
+            drained += len(chunk)

@@ -1,0 +1,319 @@
+"""The controller's Prometheus metrics, modelled on Kafka's controller and request metrics.
+
+Names carry the `fencer_` prefix and follow Kafka's MBeans where one exists:
+`kafka.controller:type=KafkaController,name=ActiveBrokerCount` becomes
+`fencer_controller_active_broker_count`, kafka.network's RequestMetrics become
+`fencer_requests_total` and the latency histograms. `/state` (see `controller.http`) serves
+`state_json`.
+
+Rules:
+- Each `ControllerMetrics` owns a private `CollectorRegistry` (tests and embedded daemons make
+  several); nothing is registered in prometheus_client's global registry.
+- The cluster gauges are computed at scrape time from the core that `core_provider` returns, so
+  they can never drift from the state; while the daemon starts (no core yet) they have no sample.
+- As in Kafka, a broker counts as active when it is not fenced (one in controlled shutdown is
+  still active); a partition is offline when it has no leader (-1).
+- APIs and errors are labelled by name, never by number: the API's name ("AlterPartition") and
+  Kafka's error name ("STALE_BROKER_EPOCH"). Versions and broker ids are labelled as numbers.
+- `capture(rows, parts)` takes the capture writer's running totals, not increments.
+- Recording never raises on a value it does not know (an unknown api key or error code gets a
+  placeholder name): a metric must not take the daemon down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from protocol.error_codes import error_name
+from protocol.registry import api
+from protocol.spec import Array, Data, fields_of
+
+from .core import ControllerCore
+from .log.ids import uuid_string
+from .state.model import BrokerRegistration, PartitionRegistration
+from .state.replication import Topic
+
+CoreProvider = Callable[[], ControllerCore | None]
+
+#: Request latencies: 0.1 ms .. 1 s (Prometheus adds +Inf).
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: Requests in one group commit: 1, 2, 4, ..., 512.
+GROUP_REQUEST_BUCKETS = tuple(float(2**n) for n in range(10))
+#: Records in one group commit: 1, 2, 4, ..., 8192 (a CreateTopics alone may write hundreds).
+GROUP_RECORD_BUCKETS = tuple(float(2**n) for n in range(14))
+#: Why a frame was refused (the connection is closed without a response).
+INVALID_FRAME_REASONS = (
+    "unknown_api",
+    "unsupported_version",
+    "undecodable",
+    "trailing_bytes",
+    "frame_too_large",
+    "truncated",
+)
+
+
+def api_name(api_key: int) -> str:
+    """The API's name for a label ("AlterPartition"), or `UNKNOWN(<key>)`."""
+    try:
+        return api(api_key).name
+    except KeyError:
+        return f"UNKNOWN({api_key})"
+
+
+class ControllerMetrics:
+    """Every metric of the daemon, in one private registry; `render()` is what /metrics serves."""
+
+    def __init__(self, core_provider: CoreProvider) -> None:
+        self.registry = CollectorRegistry()
+        self._define_request_metrics()
+        self._define_log_metrics()
+        self._define_outbound_metrics()
+        self.registry.register(ClusterCollector(core_provider))
+
+    def _define_request_metrics(self) -> None:
+        registry = self.registry
+        self._requests = Counter(
+            "fencer_requests",
+            "Requests answered, by API, version and error",
+            ["api", "version", "error"],
+            registry=registry,
+        )
+        self._latency = Histogram(
+            "fencer_request_latency_seconds",
+            "Time from a request's arrival to its response being sent",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._queue_time = Histogram(
+            "fencer_request_queue_time_seconds",
+            "Time from a request's arrival to the core's decision",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._invalid_frames = Counter(
+            "fencer_invalid_frames", "Frames refused (connection closed), by reason", ["reason"], registry=registry
+        )
+        for reason in INVALID_FRAME_REASONS:
+            self._invalid_frames.labels(reason=reason)
+
+    def _define_log_metrics(self) -> None:
+        registry = self.registry
+        self._append_latency = Histogram(
+            "fencer_log_append_latency_seconds",
+            "Write and fsync of one group commit",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._group_requests = Histogram(
+            "fencer_group_commit_requests",
+            "Requests made durable by one group commit",
+            buckets=GROUP_REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self._group_records = Histogram(
+            "fencer_group_commit_records",
+            "Records appended by one group commit",
+            buckets=GROUP_RECORD_BUCKETS,
+            registry=registry,
+        )
+        self._capture_rows = Counter("fencer_capture_rows", "Frames written to capture files", registry=registry)
+        self._capture_parts = Counter("fencer_capture_parts", "Capture files (Parquet parts) closed", registry=registry)
+        self._capture_totals = (0, 0)
+
+    def _define_outbound_metrics(self) -> None:
+        registry = self.registry
+        self._outbound_depth = Gauge(
+            "fencer_outbound_queue_depth",
+            "Control requests waiting to be sent to a broker",
+            ["broker"],
+            registry=registry,
+        )
+        self._outbound_requests = Counter(
+            "fencer_outbound_requests",
+            "Control requests answered by brokers, by error",
+            ["broker", "api", "error"],
+            registry=registry,
+        )
+        self._outbound_errors = Counter(
+            "fencer_outbound_errors",
+            "Control responses reporting an error (top-level or per partition)",
+            ["broker", "api", "error"],
+            registry=registry,
+        )
+        self._outbound_connection_failures = Counter(
+            "fencer_outbound_connection_failures",
+            "Failed connections to a broker's listener",
+            ["broker"],
+            registry=registry,
+        )
+
+    # ------------------------------------------------------------------ recording
+    def request(self, api_key: int, api_version: int, error_code: int, latency_s: float, queue_s: float) -> None:
+        """One answered request: its error, its latency (arrival -> sent) and queue time (arrival -> decided)."""
+        name = api_name(api_key)
+        self._requests.labels(api=name, version=str(api_version), error=error_name(error_code)).inc()
+        self._latency.labels(api=name).observe(latency_s)
+        self._queue_time.labels(api=name).observe(queue_s)
+
+    def invalid_frame(self, reason: str) -> None:
+        """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""
+        self._invalid_frames.labels(reason=reason).inc()
+
+    def group_commit(self, requests: int, records: int, append_seconds: float) -> None:
+        """One group commit: how many requests and records it made durable, and its write + fsync time."""
+        self._group_requests.observe(requests)
+        self._group_records.observe(records)
+        self._append_latency.observe(append_seconds)
+
+    def outbound_queue(self, broker_id: int, depth: int) -> None:
+        self._outbound_depth.labels(broker=str(broker_id)).set(depth)
+
+    def outbound_response(self, broker_id: int, api_key: int, error_code: int) -> None:
+        """A broker's answer to a control request; a non-zero code also counts as an error."""
+        labels = {"broker": str(broker_id), "api": api_name(api_key), "error": error_name(error_code)}
+        self._outbound_requests.labels(**labels).inc()
+        if error_code != 0:
+            self._outbound_errors.labels(**labels).inc()
+
+    def outbound_connection_failure(self, broker_id: int) -> None:
+        self._outbound_connection_failures.labels(broker=str(broker_id)).inc()
+
+    def capture(self, rows: int, parts: int) -> None:
+        """The capture writer's running totals: rows (frames) written and parts (files) closed so far.
+
+        Only the growth since the previous call is counted, so calling again with the same totals
+        counts nothing; totals below the previous ones mean a new writer, counted from zero."""
+        self._capture_rows.inc(_growth(rows, self._capture_totals[0]))
+        self._capture_parts.inc(_growth(parts, self._capture_totals[1]))
+        self._capture_totals = (rows, parts)
+
+    def render(self) -> bytes:
+        """Every metric in Prometheus' text exposition format (version 0.0.4)."""
+        return generate_latest(self.registry)
+
+
+def _growth(total: int, previous: int) -> int:
+    """How much a running total grew since `previous` (all of it after a reset to a lower total)."""
+    return total - previous if total >= previous else total
+
+
+class ClusterCollector(Collector):
+    """Kafka's controller gauges, computed from the core at each scrape."""
+
+    GAUGES = (
+        ("fencer_controller_active_broker_count", "Registered brokers that are not fenced"),
+        ("fencer_controller_fenced_broker_count", "Registered brokers that are fenced"),
+        ("fencer_controller_global_topic_count", "Topics in the cluster"),
+        ("fencer_controller_global_partition_count", "Partitions in the cluster"),
+        ("fencer_controller_offline_partitions_count", "Partitions without a leader"),
+        ("fencer_controller_last_applied_record_offset", "Offset of the last metadata record replayed"),
+        ("fencer_controller_epoch", "The controller epoch"),
+    )
+
+    def __init__(self, core_provider: CoreProvider) -> None:
+        self._core_provider = core_provider
+
+    def describe(self) -> Iterable[Metric]:
+        return [GaugeMetricFamily(name, documentation) for name, documentation in self.GAUGES]
+
+    def collect(self) -> Iterable[Metric]:
+        core = self._core_provider()
+        if core is None:
+            return self.describe()
+        values = cluster_gauges(core)
+        return [GaugeMetricFamily(name, documentation, value=values[name]) for name, documentation in self.GAUGES]
+
+
+def cluster_gauges(core: ControllerCore) -> dict[str, float]:
+    """The values of `ClusterCollector.GAUGES` for this core."""
+    state = core.state
+    brokers = state.cluster.brokers.values()
+    fenced = sum(1 for broker in brokers if broker.fenced)
+    partitions = [part for _, part in state.replication.partitions()]
+    return {
+        "fencer_controller_active_broker_count": len(brokers) - fenced,
+        "fencer_controller_fenced_broker_count": fenced,
+        "fencer_controller_global_topic_count": len(state.replication.topics),
+        "fencer_controller_global_partition_count": len(partitions),
+        "fencer_controller_offline_partitions_count": sum(1 for part in partitions if not part.has_leader),
+        "fencer_controller_last_applied_record_offset": state.last_offset,
+        "fencer_controller_epoch": state.controller_epoch,
+    }
+
+
+# ---------------------------------------------------------------------------- responses
+def response_error_code(response: Data) -> int:
+    """The error a response reports: its own non-zero `error_code`, else the first non-zero one
+    found in its nested structs (depth first, in field order), else 0."""
+    return next(_error_codes(response), 0)
+
+
+def _error_codes(message: Data) -> Iterator[int]:
+    """Non-zero error codes of `message`: its own fields first, then its nested arrays'."""
+    fields = fields_of(type(message))
+    for info in fields:
+        if info.name == "error_code" or info.name.endswith("_error_code"):
+            code = getattr(message, info.name)
+            if code:
+                yield code
+    for info in fields:
+        wire = info.spec.wire
+        if isinstance(wire, Array) and isinstance(wire.element, type):
+            for element in getattr(message, info.name) or ():
+                yield from _error_codes(element)
+
+
+# ---------------------------------------------------------------------------- /state
+def state_json(core: ControllerCore) -> dict[str, object]:
+    """The controller's state as JSON-ready values, sorted by broker id, topic name and partition."""
+    state = core.state
+    topics = sorted(state.replication.topics.values(), key=lambda topic: topic.name)
+    return {
+        "cluster_id": state.config.cluster_id,
+        "controller_id": state.config.node_id,
+        "controller_epoch": state.controller_epoch,
+        "last_applied_offset": state.last_offset,
+        "brokers": [_broker_json(state.cluster.brokers[b]) for b in sorted(state.cluster.brokers)],
+        "topics": [_topic_json(topic) for topic in topics],
+    }
+
+
+def _broker_json(broker: BrokerRegistration) -> dict[str, Any]:
+    return {
+        "id": broker.broker_id,
+        "epoch": broker.epoch,
+        "incarnation_id": str(broker.incarnation_id),
+        "fenced": broker.fenced,
+        "in_controlled_shutdown": broker.in_controlled_shutdown,
+        "rack": broker.rack,
+        "listeners": [{"name": e.name, "host": e.host, "port": e.port} for e in broker.listeners],
+    }
+
+
+def _topic_json(topic: Topic) -> dict[str, Any]:
+    return {
+        "name": topic.name,
+        "topic_id": str(topic.topic_id),
+        "topic_id_base64": uuid_string(topic.topic_id),
+        "partitions": [_partition_json(index, part) for index, part in sorted(topic.partitions.items())],
+    }
+
+
+def _partition_json(index: int, part: PartitionRegistration) -> dict[str, Any]:
+    return {
+        "partition": index,
+        "leader": part.leader,
+        "leader_epoch": part.leader_epoch,
+        "partition_epoch": part.partition_epoch,
+        "isr": list(part.isr),
+        "replicas": list(part.replicas),
+        "offline_replicas": [replica for replica in part.replicas if part.is_offline(replica)],
+        "leader_recovery_state": part.leader_recovery_state,
+    }

@@ -1,0 +1,372 @@
+"""Prometheus metrics, `response_error_code` and `state_json` (controller.metrics)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.core import ControllerCore
+from controller.log.ids import uuid_string
+from controller.metrics import ControllerMetrics, response_error_code, state_json
+from protocol.error_codes import ErrorCode
+from protocol.messages.alter_partition import (
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
+from protocol.messages.alter_replica_state import (
+    OFFLINE,
+    AlterReplicaStateResponse,
+    AlterReplicaStateResponsePartitionResult,
+    AlterReplicaStateResponseTopicResult,
+)
+from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
+from protocol.messages.create_topics import CreateTopicsResponse, CreateTopicsResponseCreatableTopicResult
+from protocol.messages.delete_topics import DeleteTopicsResponse, DeleteTopicsResponseDeletableTopicResult
+from protocol.messages.elect_leaders import (
+    ElectLeadersResponse,
+    ElectLeadersResponsePartitionResult,
+    ElectLeadersResponseReplicaElectionResult,
+)
+from protocol.messages.leader_and_isr import LeaderAndIsrResponse, LeaderAndIsrResponsePartitionError
+from protocol.records.control import LeaderChangeMessage
+from protocol.spec import Data
+
+from .harness import CLUSTER_ID, Harness, incarnation
+
+Labels = dict[str, str]
+
+
+def samples(metrics: ControllerMetrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of `render()`, parsed back, keyed by (sample name, labels)."""
+    out = {}
+    for family in text_string_to_metric_families(metrics.render().decode()):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def value(metrics: ControllerMetrics, name: str, **labels: str) -> float | None:
+    return samples(metrics).get((name, frozenset(labels.items())))
+
+
+def fenced_cluster() -> Harness:
+    """Brokers 1-3; "solo" lives on broker 3 alone, "spread" on all three; then broker 3 is fenced."""
+    h = Harness()
+    h.start_brokers(1, 2, 3)
+    h.create_topic("spread", assignments=[[1, 2, 3], [2, 3, 1]])
+    h.create_topic("solo", assignments=[[3]])
+    h.advance(5000)
+    h.heartbeat(1)
+    h.heartbeat(2)
+    fenced = h.advance(5000)
+    assert len(fenced) == 1
+    assert h.core.state.cluster.brokers[3].fenced
+    return h
+
+
+# ---------------------------------------------------------------------------- recorded metrics
+def test_request_counts_and_latencies_are_labelled_by_api_version_and_error_name() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.request(56, 2, ErrorCode.STALE_BROKER_EPOCH, latency_s=0.002, queue_s=0.0005)
+    metrics.request(56, 2, 0, latency_s=0.004, queue_s=0.001)
+    metrics.request(56, 2, 0, latency_s=0.004, queue_s=0.001)
+    metrics.request(63, 1, 0, latency_s=0.0001, queue_s=0.0001)
+
+    assert value(metrics, "fencer_requests_total", api="AlterPartition", version="2", error="NONE") == 2
+    assert value(metrics, "fencer_requests_total", api="AlterPartition", version="2", error="STALE_BROKER_EPOCH") == 1
+    assert value(metrics, "fencer_requests_total", api="BrokerHeartbeat", version="1", error="NONE") == 1
+    assert value(metrics, "fencer_request_latency_seconds_count", api="AlterPartition") == 3
+    assert value(metrics, "fencer_request_latency_seconds_sum", api="AlterPartition") == pytest.approx(0.010)
+    assert value(metrics, "fencer_request_latency_seconds_bucket", api="AlterPartition", le="0.0025") == 1
+    assert value(metrics, "fencer_request_queue_time_seconds_bucket", api="AlterPartition", le="0.0001") == 0
+    assert value(metrics, "fencer_request_queue_time_seconds_bucket", api="BrokerHeartbeat", le="0.0001") == 1
+    assert value(metrics, "fencer_request_queue_time_seconds_bucket", api="AlterPartition", le="1.0") == 3
+
+
+def test_unknown_api_keys_and_error_codes_get_placeholder_names() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.request(999, 0, 12345, latency_s=0.0, queue_s=0.0)
+    assert value(metrics, "fencer_requests_total", api="UNKNOWN(999)", version="0", error="UNKNOWN(12345)") == 1
+
+
+def test_invalid_frames_are_counted_by_reason_and_every_reason_starts_at_zero() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.invalid_frame("trailing_bytes")
+    metrics.invalid_frame("trailing_bytes")
+    for reason in ("unknown_api", "unsupported_version", "undecodable", "frame_too_large", "truncated"):
+        assert value(metrics, "fencer_invalid_frames_total", reason=reason) == 0
+    assert value(metrics, "fencer_invalid_frames_total", reason="trailing_bytes") == 2
+
+
+def test_group_commits_observe_requests_records_and_append_time() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.group_commit(requests=3, records=40, append_seconds=0.0008)
+    metrics.group_commit(requests=1, records=1, append_seconds=0.0002)
+
+    assert value(metrics, "fencer_group_commit_requests_bucket", le="1.0") == 1
+    assert value(metrics, "fencer_group_commit_requests_bucket", le="2.0") == 1
+    assert value(metrics, "fencer_group_commit_requests_bucket", le="4.0") == 2
+    assert value(metrics, "fencer_group_commit_requests_bucket", le="512.0") == 2
+    assert value(metrics, "fencer_group_commit_records_sum") == 41
+    assert value(metrics, "fencer_log_append_latency_seconds_count") == 2
+    assert value(metrics, "fencer_log_append_latency_seconds_bucket", le="0.0005") == 1
+
+
+def test_outbound_metrics_count_responses_errors_queue_depth_and_connection_failures() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.outbound_queue(2, 7)
+    metrics.outbound_queue(2, 3)
+    metrics.outbound_response(2, 4, 0)
+    metrics.outbound_response(2, 4, ErrorCode.STALE_CONTROLLER_EPOCH)
+    metrics.outbound_response(1, 5, ErrorCode.KAFKA_STORAGE_ERROR)
+    metrics.outbound_connection_failure(1)
+    metrics.outbound_connection_failure(1)
+
+    assert value(metrics, "fencer_outbound_queue_depth", broker="2") == 3
+    assert value(metrics, "fencer_outbound_requests_total", broker="2", api="LeaderAndIsr", error="NONE") == 1
+    stale = {"broker": "2", "api": "LeaderAndIsr", "error": "STALE_CONTROLLER_EPOCH"}
+    assert value(metrics, "fencer_outbound_requests_total", **stale) == 1
+    assert value(metrics, "fencer_outbound_errors_total", **stale) == 1
+    assert value(metrics, "fencer_outbound_errors_total", broker="2", api="LeaderAndIsr", error="NONE") is None
+    storage = {"broker": "1", "api": "StopReplica", "error": "KAFKA_STORAGE_ERROR"}
+    assert value(metrics, "fencer_outbound_errors_total", **storage) == 1
+    assert value(metrics, "fencer_outbound_connection_failures_total", broker="1") == 2
+
+
+def test_capture_counters_follow_the_writers_running_totals() -> None:
+    metrics = ControllerMetrics(lambda: None)
+    metrics.capture(rows=100, parts=0)
+    metrics.capture(rows=120, parts=1)
+    metrics.capture(rows=120, parts=1)  # nothing new since the last call
+    assert value(metrics, "fencer_capture_rows_total") == 120
+    assert value(metrics, "fencer_capture_parts_total") == 1
+    metrics.capture(rows=7, parts=0)  # a new writer starts from zero
+    assert value(metrics, "fencer_capture_rows_total") == 127
+    assert value(metrics, "fencer_capture_parts_total") == 1
+
+
+def test_each_instance_has_its_own_registry() -> None:
+    first, second = ControllerMetrics(lambda: None), ControllerMetrics(lambda: None)
+    first.capture(rows=5, parts=0)
+    assert first.registry is not second.registry
+    assert value(second, "fencer_capture_rows_total") == 0
+
+
+# ---------------------------------------------------------------------------- cluster gauges
+def test_cluster_gauges_have_no_sample_before_the_core_exists() -> None:
+    text = ControllerMetrics(lambda: None).render().decode()
+    assert "# TYPE fencer_controller_active_broker_count gauge" in text
+    assert not any(line.startswith("fencer_controller_") for line in text.splitlines())
+
+
+def test_cluster_gauges_follow_the_core_at_each_scrape() -> None:
+    h = fenced_cluster()
+    core: ControllerCore | None = None
+    metrics = ControllerMetrics(lambda: core)
+    assert value(metrics, "fencer_controller_active_broker_count") is None
+
+    core = h.core
+    assert value(metrics, "fencer_controller_active_broker_count") == 2
+    assert value(metrics, "fencer_controller_fenced_broker_count") == 1
+    assert value(metrics, "fencer_controller_global_topic_count") == 2
+    assert value(metrics, "fencer_controller_global_partition_count") == 3
+    assert value(metrics, "fencer_controller_offline_partitions_count") == 1  # "solo": its only replica is fenced
+    assert value(metrics, "fencer_controller_last_applied_record_offset") == len(h.log) - 1
+    assert value(metrics, "fencer_controller_epoch") == 0
+
+    h.core.replay(LeaderChangeMessage(leader_id=3000), len(h.log), epoch=4)
+    h.register(4)
+    assert value(metrics, "fencer_controller_epoch") == 4
+    assert value(metrics, "fencer_controller_fenced_broker_count") == 2  # a new registration starts fenced
+    assert value(metrics, "fencer_controller_last_applied_record_offset") == h.core.state.last_offset
+
+
+def test_a_broker_in_controlled_shutdown_still_counts_as_active_as_in_kafka() -> None:
+    h = Harness()
+    h.start_brokers(1, 2)
+    h.controlled_shutdown(2)
+    assert h.core.state.cluster.brokers[2].in_controlled_shutdown
+    metrics = ControllerMetrics(lambda: h.core)
+    assert value(metrics, "fencer_controller_active_broker_count") == 2
+    assert value(metrics, "fencer_controller_fenced_broker_count") == 0
+
+
+# ---------------------------------------------------------------------------- response_error_code
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        (BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH), ErrorCode.STALE_BROKER_EPOCH),
+        (BrokerHeartbeatResponse(), 0),
+        (
+            AlterPartitionResponse(
+                topics=(
+                    AlterPartitionResponseTopicData(
+                        partitions=(
+                            AlterPartitionResponsePartitionData(partition_index=0),
+                            AlterPartitionResponsePartitionData(
+                                partition_index=1, error_code=ErrorCode.FENCED_LEADER_EPOCH
+                            ),
+                            AlterPartitionResponsePartitionData(
+                                partition_index=2, error_code=ErrorCode.INVALID_UPDATE_VERSION
+                            ),
+                        )
+                    ),
+                )
+            ),
+            ErrorCode.FENCED_LEADER_EPOCH,
+        ),
+        (
+            AlterPartitionResponse(
+                error_code=ErrorCode.STALE_BROKER_EPOCH,
+                topics=(
+                    AlterPartitionResponseTopicData(
+                        partitions=(
+                            AlterPartitionResponsePartitionData(
+                                partition_index=1, error_code=ErrorCode.FENCED_LEADER_EPOCH
+                            ),
+                        )
+                    ),
+                ),
+            ),
+            ErrorCode.STALE_BROKER_EPOCH,
+        ),
+        (
+            CreateTopicsResponse(
+                topics=(
+                    CreateTopicsResponseCreatableTopicResult(name="a"),
+                    CreateTopicsResponseCreatableTopicResult(name="b", error_code=ErrorCode.TOPIC_ALREADY_EXISTS),
+                )
+            ),
+            ErrorCode.TOPIC_ALREADY_EXISTS,
+        ),
+        (
+            ElectLeadersResponse(
+                replica_election_results=(
+                    ElectLeadersResponseReplicaElectionResult(
+                        topic="t",
+                        partition_result=(
+                            ElectLeadersResponsePartitionResult(
+                                partition_id=0, error_code=ErrorCode.ELECTION_NOT_NEEDED
+                            ),
+                        ),
+                    ),
+                )
+            ),
+            ErrorCode.ELECTION_NOT_NEEDED,
+        ),
+        (
+            DeleteTopicsResponse(
+                responses=(
+                    DeleteTopicsResponseDeletableTopicResult(name="t", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                )
+            ),
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ),
+        (
+            AlterReplicaStateResponse(
+                topics=(
+                    AlterReplicaStateResponseTopicResult(
+                        name="t",
+                        partitions=(
+                            AlterReplicaStateResponsePartitionResult(
+                                partition_index=0, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
+                            ),
+                        ),
+                    ),
+                )
+            ),
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ),
+        (
+            LeaderAndIsrResponse(
+                partition_errors=(
+                    LeaderAndIsrResponsePartitionError(partition_index=0),
+                    LeaderAndIsrResponsePartitionError(partition_index=1, error_code=ErrorCode.KAFKA_STORAGE_ERROR),
+                )
+            ),
+            ErrorCode.KAFKA_STORAGE_ERROR,
+        ),
+    ],
+)
+def test_response_error_code_finds_the_top_level_or_first_nested_error(response: Data, expected: int) -> None:
+    assert response_error_code(response) == expected
+
+
+def test_response_error_code_of_real_responses_from_the_core() -> None:
+    h = Harness()
+    h.start_brokers(1, 2, 3)
+    h.create_topic("t", assignments=[[1, 2, 3]])
+    ahead, _ = h.alter_isr("t", 0, [1, 2], leader_epoch=99)  # ahead of the controller's epoch
+    assert ahead.error_code == 0
+    assert response_error_code(ahead) == ahead.topics[0].partitions[0].error_code != 0
+    stale, _ = h.alter_replica_state(2, "t", [0], OFFLINE, broker_epoch=12345)
+    assert response_error_code(stale) == ErrorCode.STALE_BROKER_EPOCH
+    accepted, _ = h.alter_isr("t", 0, [1, 2])
+    assert response_error_code(accepted) == 0
+
+
+# ---------------------------------------------------------------------------- state_json
+def test_state_json_describes_brokers_topics_and_partitions_sorted() -> None:
+    h = fenced_cluster()
+    h.alter_replica_state(2, "spread", [0], OFFLINE)
+    state = state_json(h.core)
+
+    assert json.loads(json.dumps(state)) == state  # JSON-ready as it is
+    assert state["cluster_id"] == CLUSTER_ID
+    assert state["controller_id"] == 3000
+    assert state["controller_epoch"] == 0
+    assert state["last_applied_offset"] == h.core.state.last_offset
+    brokers = state["brokers"]
+    assert isinstance(brokers, list)
+    assert [b["id"] for b in brokers] == [1, 2, 3]
+    assert brokers[2] == {
+        "id": 3,
+        "epoch": h.epoch(3),
+        "incarnation_id": str(incarnation(3)),
+        "fenced": True,
+        "in_controlled_shutdown": False,
+        "rack": None,
+        "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9003}],
+    }
+    topics = state["topics"]
+    assert isinstance(topics, list)
+    assert [t["name"] for t in topics] == ["solo", "spread"]
+    solo, spread = topics
+    assert solo["topic_id"] == str(h.topic_id("solo"))
+    assert uuid.UUID(solo["topic_id"]) == h.topic_id("solo")
+    assert solo["topic_id_base64"] == uuid_string(h.topic_id("solo"))
+    assert solo["partitions"] == [
+        {
+            "partition": 0,
+            "leader": -1,
+            "leader_epoch": 1,
+            "partition_epoch": 1,
+            "isr": [3],
+            "replicas": [3],
+            "offline_replicas": [],
+            "leader_recovery_state": 0,
+        }
+    ]
+    assert [p["partition"] for p in spread["partitions"]] == [0, 1]
+    first = spread["partitions"][0]
+    assert first["replicas"] == [1, 2, 3]
+    assert first["offline_replicas"] == [2]
+    assert first["isr"] == [1]
+    assert first["leader"] == 1
+
+
+def test_state_json_of_an_empty_controller() -> None:
+    h = Harness()
+    state = state_json(h.core)
+    assert state == {
+        "cluster_id": CLUSTER_ID,
+        "controller_id": 3000,
+        "controller_epoch": 0,
+        "last_applied_offset": -1,
+        "brokers": [],
+        "topics": [],
+    }

@@ -1,0 +1,75 @@
+"""Start the real daemon as a subprocess (`python -m controller ...`) and talk to it over TCP.
+
+`DaemonProcess` waits for the `listening on HOST:PORT` line, keeps stderr in a file for the
+test's failure message, and stops the process with SIGTERM (or SIGKILL when asked).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class DaemonProcess:
+    def __init__(self, data_dir: Path, *extra: str, log_file: Path | None = None) -> None:
+        self.data_dir = data_dir
+        self.extra = list(extra)
+        self.log_file = log_file or data_dir.parent / f"{data_dir.name}.stderr"
+        self.process: subprocess.Popen[str] | None = None
+        self.port = 0
+
+    def start(self, timeout: float = 20.0) -> DaemonProcess:
+        command = [sys.executable, "-m", "controller", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir)]
+        self._stderr = open(self.log_file, "a")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [*command, *self.extra],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if line.startswith("listening on "):
+                self.port = int(line.rsplit(":", 1)[1])
+                return self
+            if not line and self.process.poll() is not None:
+                break
+        raise RuntimeError(f"daemon did not start: {line!r}\n{self.stderr()}")
+
+    def stderr(self) -> str:
+        return self.log_file.read_text() if self.log_file.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            code = self.process.wait(timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            self._stderr.close()
+        return code
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)

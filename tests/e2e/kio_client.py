@@ -1,0 +1,83 @@
+"""A blocking Kafka client built on kio 0.5.0 (an implementation independent of fencer's codec).
+
+Requests are kio entities; their header class comes from kio (`__header_schema__`), so header
+versions follow kio's reading of Kafka's rules, not fencer's. Responses are read with kio too.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+
+class KioClient:
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self._ids = itertools.count(1)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> KioClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, request: Any) -> int:
+        correlation_id = next(self._ids)
+        header_cls = request.__header_schema__
+        fields = {"request_api_key": request.__api_key__, "request_api_version": request.__version__}
+        fields["correlation_id"] = correlation_id
+        if "client_id" in header_cls.__dataclass_fields__:
+            fields["client_id"] = "kio-test"
+        buffer = io.BytesIO()
+        entity_writer(header_cls)(buffer, header_cls(**fields))
+        entity_writer(type(request))(buffer, request)
+        payload = buffer.getvalue()
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        return correlation_id
+
+    def receive(self, request: Any, correlation_id: int) -> Any:
+        payload = self.read_frame()
+        response_cls = load_response_schema(request.__api_key__, request.__version__)
+        header, size = entity_reader(response_cls.__header_schema__)(payload, 0)
+        assert header.correlation_id == correlation_id, (header, correlation_id)
+        body, body_size = entity_reader(response_cls)(payload, size)
+        assert size + body_size == len(payload), "trailing bytes in the response"
+        return body
+
+    def request(self, request: Any) -> Any:
+        return self.receive(request, self.send(request))
+
+    def read_frame(self) -> bytes:
+        (size,) = struct.unpack(">i", self._read_exactly(4))
+        return self._read_exactly(size)
+
+    def _read_exactly(self, count: int) -> bytes:
+        data = bytearray()
+        while len(data) < count:
+            chunk = self.sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("connection closed by the daemon")
+            data += chunk
+        return bytes(data)
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def closed_by_peer(self, timeout: float = 5.0) -> bool:
+        """True if the daemon closes the connection (without sending anything) within `timeout`."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
