@@ -1,0 +1,12 @@
+"""Three rounds of the SIGKILL durability stress in the suite (20 on demand: tests/stress/kill9.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .kill9 import run
+
+
+def test_acknowledged_changes_survive_sigkill(tmp_path: Path) -> None:
+    acknowledged = run(rounds=3, seed=20261121, data_dir=tmp_path / "data", verbose=False)
+    assert acknowledged > 30  # the clients really were writing when the daemon died
