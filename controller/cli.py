@@ -118,7 +118,11 @@ def run(args: argparse.Namespace) -> int:
         metrics_host=metrics_host,
         metrics_port=metrics_port,
     )
-    trio.run(_serve, engine, options)
+    try:
+        trio.run(_serve, engine, options)
+    except LogError as exc:  # the state ran ahead of the disk: only a restart's recovery can reconcile
+        log.critical("stopping: %s", exc)
+        return 1
     return 0
 
 

@@ -123,14 +123,21 @@ class ControllerCore:
             SnapshotFooterRecord: ignore,
         }
 
-    def apply(self, records: Iterable[tuple[Data, int]]) -> list[ControlOrder]:
-        """Replay committed (record, offset) pairs; return the control requests they call for."""
-        collector = OutboundCollector(self.state)
+    def apply(
+        self, records: Iterable[tuple[Data, int]], collector: OutboundCollector | None = None
+    ) -> list[ControlOrder]:
+        """Replay committed (record, offset) pairs; return the control requests they call for.
+
+        With a `collector`, the orders accumulate in it instead (one batch per broker for many
+        requests) and nothing is returned; `collector.orders()` takes them.
+        """
+        own = collector is None
+        active = OutboundCollector(self.state) if collector is None else collector
         for record, offset in records:
-            collector.before(record)
+            active.before(record)
             self.replay(record, offset)
-            collector.after(record)
-        return collector.orders()
+            active.after(record)
+        return active.orders() if own else []
 
     # ------------------------------------------------------------------ snapshots
     def snapshot_records(self) -> list[RecordAndVersion]:

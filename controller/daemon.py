@@ -178,21 +178,33 @@ class Daemon:
 
     # ------------------------------------------------------------------ the writer
     async def _writer(self) -> None:
-        while True:
-            group = [await self._requests_rx.receive()]
-            while True:
-                try:
-                    group.append(self._requests_rx.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            await self._apply(group)
+        """Decide groups in arrival order; commit each while the next is being decided.
 
-    async def _apply(self, group: list[Any]) -> None:
-        orders: list[ControlOrder] = []
+        At most one commit is in flight: group N+1 is decided (and its records staged and
+        replayed) while group N's write and fsync run in a worker thread; N+1's commit starts
+        once N's has finished, so the log order is the decision order."""
+        async with trio.open_nursery() as nursery:
+            previous: trio.Event | None = None
+            while True:
+                group = [await self._requests_rx.receive()]
+                while True:
+                    try:
+                        group.append(self._requests_rx.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                answered = self._decide(group)
+                staged = self.engine.take_staged()
+                orders = self.engine.take_orders()
+                if previous is not None:
+                    await previous.wait()
+                previous = trio.Event()
+                nursery.start_soon(self._commit, staged, answered, orders, previous)
+
+    def _decide(self, group: list[Any]) -> list[Pending]:
         answered: list[Pending] = []
         for item in group:
             if item is _TICK:
-                orders.extend(self.engine.expire_sessions(time.monotonic_ns()))
+                self.engine.expire_sessions(time.monotonic_ns())
                 continue
             pending: Pending = item
             assert pending.request is not None
@@ -206,22 +218,31 @@ class Daemon:
                 continue
             pending.decided_ns = time.monotonic_ns()
             pending.response = decision.response
-            orders.extend(decision.orders)
             answered.append(pending)
-        if self.engine.staged_requests:
-            requests = self.engine.staged_requests
-            started = time.monotonic()
-            records = await trio.to_thread.run_sync(self.engine.commit)
-            self.metrics.group_commit(requests, records, time.monotonic() - started)
-        for pending in answered:
-            assert pending.request is not None and pending.response is not None
-            pending.frame = encode_response(
-                pending.response, pending.request.api_version, pending.request.correlation_id
-            )
-            pending.done.set()
-        self._finished(len(answered))
-        if orders:
-            self.channel.submit(orders)
+        return answered
+
+    async def _commit(
+        self, staged: list[Any], answered: list[Pending], orders: list[ControlOrder], done: trio.Event
+    ) -> None:
+        try:
+            if staged:
+                started = time.monotonic()
+                records = await trio.to_thread.run_sync(self.engine.append, staged)
+                self.metrics.group_commit(len(staged), records, time.monotonic() - started)
+            for pending in answered:
+                assert pending.request is not None and pending.response is not None
+                request = pending.request
+                pending.frame = encode_response(pending.response, request.api_version, request.correlation_id)
+                pending.done.set()
+            self._finished(len(answered))
+            if orders:
+                self.channel.submit(orders)
+            if self.engine.snapshot_due():
+                taken = self.engine.snapshot_records()
+                path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
+                log.info("wrote snapshot %s", path)
+        finally:
+            done.set()
 
     def _finished(self, count: int) -> None:
         self._in_flight -= count

@@ -25,7 +25,7 @@ from protocol.spec import Data
 
 from .core import ControllerCore
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
-from .outbound import ControlOrder
+from .outbound import ControlOrder, OutboundCollector
 from .state.controller_state import ControllerConfig, RecordAndVersion
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -59,6 +59,7 @@ class ControllerEngine:
         self._staged: list[list[RecordAndVersion]] = []
         self._next_offset = log.next_offset
         self._broken: str | None = None
+        self._orders = OutboundCollector(core.state)
 
     @classmethod
     def start(
@@ -132,57 +133,84 @@ class ControllerEngine:
         return len(self._staged)
 
     def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Decision:
-        """Decide one request and stage its records; answer only after the next `commit`."""
+        """Decide one request and stage its records; answer only after they are committed.
+
+        The control orders its records call for accumulate until `take_orders` (one batch per
+        broker for everything decided since the last take)."""
         self._check_usable()
         result = self.core.handle(api_key, version, body, now_ns, self._next_offset)
-        return Decision(result.response, self._stage(list(result.records)), len(result.records))
+        self._stage(list(result.records))
+        return Decision(result.response, [], len(result.records))
 
-    def expire_sessions(self, now_ns: int) -> list[ControlOrder]:
+    def expire_sessions(self, now_ns: int) -> None:
         """Fence every broker whose session ran out (each its own atomic group); stage the records."""
         self._check_usable()
-        orders: list[ControlOrder] = []
         while (result := self.core.expire_sessions(now_ns)) is not None:
-            orders.extend(self._stage(list(result.records)))
+            self._stage(list(result.records))
+
+    def take_orders(self) -> list[ControlOrder]:
+        """The control orders of everything decided since the last call, batched per broker."""
+        orders = self._orders.orders()
+        self._orders = OutboundCollector(self.core.state)
         return orders
 
-    def _stage(self, records: list[RecordAndVersion]) -> list[ControlOrder]:
+    def _stage(self, records: list[RecordAndVersion]) -> None:
         if not records:
-            return []
+            return
         placed = [(record, self._next_offset + i) for i, (record, _) in enumerate(records)]
-        orders = self.core.apply(placed)
+        self.core.apply(placed, self._orders)
         self._staged.append(records)
         self._next_offset += len(records)
-        return orders
 
     # ------------------------------------------------------------------ durability
     def commit(self) -> int:
-        """Append every staged request (one batch each) with one write and one fsync."""
+        """Append every staged request (one batch each) with one write and one fsync; then snapshot if due."""
+        records = self.append(self.take_staged())
+        self.maybe_snapshot()
+        return records
+
+    def take_staged(self) -> list[list[RecordAndVersion]]:
+        """The staged requests' records, handed over for `append` (call from the deciding thread)."""
         self._check_usable()
-        if not self._staged:
-            return 0
         groups, self._staged = self._staged, []
+        return groups
+
+    def append(self, groups: list[list[RecordAndVersion]]) -> int:
+        """Make taken groups durable (may run in a worker thread: it touches only the log)."""
+        if not groups:
+            return 0
         try:
             self.log.append(groups, self.controller_epoch, _wall_ms())
         except BaseException as exc:
             self._broken = f"append failed: {exc}"
             raise
-        if self.log.next_offset != self._next_offset:
-            self._broken = f"log ends at {self.log.next_offset}, the state at {self._next_offset}"
-            raise LogError(self._broken)
-        self.maybe_snapshot()
         return sum(len(group) for group in groups)
 
+    @property
+    def settled(self) -> bool:
+        """Is the state exactly what the log holds (nothing decided and not yet durable)?"""
+        return self._next_offset == self.log.next_offset
+
+    def snapshot_due(self) -> bool:
+        return self.settled and self.log.bytes_since_snapshot >= self.snapshot_bytes
+
     def maybe_snapshot(self) -> Path | None:
-        if self._staged or self.log.bytes_since_snapshot < self.snapshot_bytes:
-            return None
-        return self.snapshot()
+        return self.snapshot() if self.snapshot_due() else None
 
     def snapshot(self) -> Path:
         """Write the committed state as a snapshot now, and drop the segments it covers."""
-        if self._staged:
-            raise RuntimeError("cannot snapshot with uncommitted records staged")
-        end = self.log.next_offset
-        path = self.log.write_snapshot(end, self.controller_epoch, self.core.snapshot_records(), _wall_ms())
+        return self.write_snapshot(self.snapshot_records())
+
+    def snapshot_records(self) -> tuple[int, list[RecordAndVersion]]:
+        """(end offset, records) of the settled state, for `write_snapshot` (deciding thread)."""
+        if not self.settled:
+            raise RuntimeError("cannot snapshot while decided records are not yet durable")
+        return self.log.next_offset, self.core.snapshot_records()
+
+    def write_snapshot(self, taken: tuple[int, list[RecordAndVersion]]) -> Path:
+        """Write a snapshot taken with `snapshot_records` (may run in a worker thread)."""
+        end, records = taken
+        path = self.log.write_snapshot(end, self.controller_epoch, records, _wall_ms())
         self.log.delete_segments_below(end)
         return path
 

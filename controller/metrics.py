@@ -70,6 +70,7 @@ class ControllerMetrics:
 
     def __init__(self, core_provider: CoreProvider) -> None:
         self.registry = CollectorRegistry()
+        self._request_children = {}
         self._define_request_metrics()
         self._define_log_metrics()
         self._define_outbound_metrics()
@@ -154,13 +155,24 @@ class ControllerMetrics:
             registry=registry,
         )
 
+    _request_children: dict[tuple[int, int, int], tuple[Any, Any, Any]]
+
     # ------------------------------------------------------------------ recording
     def request(self, api_key: int, api_version: int, error_code: int, latency_s: float, queue_s: float) -> None:
         """One answered request: its error, its latency (arrival -> sent) and queue time (arrival -> decided)."""
-        name = api_name(api_key)
-        self._requests.labels(api=name, version=str(api_version), error=error_name(error_code)).inc()
-        self._latency.labels(api=name).observe(latency_s)
-        self._queue_time.labels(api=name).observe(queue_s)
+        key = (api_key, api_version, error_code)
+        children = self._request_children.get(key)
+        if children is None:  # labels() costs a lock and a dict; the request path keeps the children
+            name = api_name(api_key)
+            children = self._request_children[key] = (
+                self._requests.labels(api=name, version=str(api_version), error=error_name(error_code)),
+                self._latency.labels(api=name),
+                self._queue_time.labels(api=name),
+            )
+        counter, latency, queue_time = children
+        counter.inc()
+        latency.observe(latency_s)
+        queue_time.observe(queue_s)
 
     def invalid_frame(self, reason: str) -> None:
         """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""

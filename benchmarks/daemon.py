@@ -1,0 +1,200 @@
+"""Daemon benchmark: 100 connections sending AlterPartition ISR changes through the real daemon.
+
+Run: `make bench-daemon` (or `.venv/bin/python benchmarks/daemon.py [--seconds S] [--connections N]`).
+
+Each connection owns one partition and alternates shrinking and expanding its ISR, waiting for
+each answer (the daemon fsyncs every group commit). Measured in one run, on this machine:
+- the daemon: requests/s, p50 and p99 latency, mean group-commit size (from its /metrics);
+- a minimal trio echo server (framing only) under the same load: the ratio daemon / echo;
+- the daemon with traffic capture on: its cost relative to the daemon without it.
+Targets (issue #4): >= 0.25x the echo server's rate, p99 <= 25 ms, capture costing <= 15%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.codec import machine
+from protocol.framing import FrameBuffer
+from protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+    AlterPartitionResponse,
+)
+from protocol.registry import decode_response, encode_request
+from tests.e2e.daemon_process import DaemonProcess, free_port
+from tests.stress.kill9 import Cluster, setup
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Run:
+    name: str
+    requests: int
+    seconds: float
+    latencies: list[float]
+    group_size: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _request(cluster: Cluster, partition: int, correlation: int) -> bytes:
+    state = cluster.partitions[partition]
+    replicas = cluster.replicas[partition]
+    isr = replicas[:2] if len(state.isr) == 3 else replicas
+    data = AlterPartitionRequestPartitionData(
+        partition_index=partition, leader_epoch=state.leader_epoch, new_isr=isr, partition_epoch=state.partition_epoch
+    )
+    body = AlterPartitionRequest(
+        broker_id=state.leader,
+        broker_epoch=cluster.epochs[state.leader],
+        topics=(AlterPartitionRequestTopicData(topic_id=cluster.topic_id, partitions=(data,)),),
+    )
+    return encode_request(body, 2, correlation)
+
+
+async def _connection(
+    port: int, cluster: Cluster, partition: int, until: float, latencies: list[float], echo: bool
+) -> int:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    buffer = FrameBuffer()
+    done = 0
+    async with stream:
+        while time.monotonic() < until:
+            started = time.perf_counter()
+            await stream.send_all(_request(cluster, partition, done + 1))
+            payload = None
+            while payload is None:
+                buffer.receive_data(await stream.receive_some(65536))
+                payload = buffer.next_frame()
+            latencies.append(time.perf_counter() - started)
+            done += 1
+            if not echo:
+                _, response = decode_response(payload, 56, 2)
+                assert isinstance(response, AlterPartitionResponse)
+                result = response.topics[0].partitions[0]
+                assert result.error_code == 0, result
+                state = cluster.partitions[partition]
+                state.partition_epoch, state.isr = result.partition_epoch, tuple(result.isr)
+    return done
+
+
+async def _load(port: int, cluster: Cluster, seconds: float, echo: bool) -> tuple[int, float, list[float]]:
+    latencies: list[float] = []
+    counts: list[int] = []
+    started = time.monotonic()
+    until = started + seconds
+
+    async def one(partition: int) -> None:
+        counts.append(await _connection(port, cluster, partition, until, latencies, echo))
+
+    async with trio.open_nursery() as nursery:
+        for partition in cluster.partitions:
+            nursery.start_soon(one, partition)
+    return sum(counts), time.monotonic() - started, latencies
+
+
+def _group_size(metrics_port: int) -> float | None:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    total = re.search(r"^fencer_group_commit_requests_sum (\S+)$", text, re.M)
+    count = re.search(r"^fencer_group_commit_requests_count (\S+)$", text, re.M)
+    if not total or not count or float(count.group(1)) == 0:
+        return None
+    return float(total.group(1)) / float(count.group(1))
+
+
+def run_daemon(name: str, work: Path, connections: int, seconds: float, capture: bool) -> Run:
+    metrics_port = free_port()
+    extra = [
+        "--metrics-listen",
+        f"127.0.0.1:{metrics_port}",
+        "--session-timeout-ms",
+        "600000",
+        "--log-level",
+        "warning",
+    ]
+    if capture:
+        extra += ["--capture-dir", str(work / f"{name}-capture")]
+    daemon = DaemonProcess(work / f"{name}-data", *extra).start()
+    try:
+        cluster = setup(daemon.port, connections)
+        trio.run(_load, daemon.port, cluster, 1.0, False)  # warm up
+        requests, elapsed, latencies = trio.run(_load, daemon.port, cluster, seconds, False)
+        return Run(name, requests, elapsed, latencies, _group_size(metrics_port))
+    finally:
+        daemon.stop()
+
+
+def run_echo(connections: int, seconds: float) -> Run:
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "echo_server.py")], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().rsplit(":", 1)[1])
+        cluster = Cluster(uuid.UUID(int=1), {1: 1, 2: 2, 3: 3})
+        from tests.stress.kill9 import Acked
+
+        for p in range(connections):
+            cluster.replicas[p] = (1, 2, 3)
+            cluster.partitions[p] = Acked(1, 0, 0, (1, 2, 3))
+        trio.run(_load, port, cluster, 1.0, True)
+        requests, elapsed, latencies = trio.run(_load, port, cluster, seconds, True)
+        return Run("echo", requests, elapsed, latencies)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=100)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="fencer-bench-daemon-") as tmp:
+        work = Path(tmp)
+        echo = run_echo(args.connections, args.seconds)
+        plain = run_daemon("daemon", work, args.connections, args.seconds, capture=False)
+        captured = run_daemon("capture", work, args.connections, args.seconds, capture=True)
+    print(
+        f"# fencer daemon benchmark, {time.strftime('%Y-%m-%d')}, {machine()}, fsync on, {args.connections} connections"
+    )
+    print()
+    print("| server | requests/s | p50 ms | p99 ms | mean group size | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for run, ratio in (
+        (echo, "1.00x echo"),
+        (plain, f"**{plain.rate / echo.rate:.2f}x** echo"),
+        (captured, f"capture costs **{(1 - captured.rate / plain.rate) * 100:.1f}%**"),
+    ):
+        group = f"{run.group_size:.1f}" if run.group_size else "-"
+        print(
+            f"| {run.name} | {run.rate:,.0f} | {run.percentile(0.5) * 1000:.2f} | {run.percentile(0.99) * 1000:.2f} "
+            f"| {group} | {ratio} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
