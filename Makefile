@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-core bench-log fuzz clean
+.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -37,6 +37,14 @@ bench-core: $(STAMP)
 ## bench-log: metadata log benchmark (durable appends, recovery and read speed)
 bench-log: $(STAMP)
 	$(BIN)/python benchmarks/log.py
+
+## bench-daemon: the daemon under 100 connections, against an echo server, with and without capture
+bench-daemon: $(STAMP)
+	$(BIN)/python benchmarks/daemon.py
+
+## stress: SIGKILL the daemon at random moments under load, 20 rounds; acknowledged changes must survive
+stress: $(STAMP)
+	$(BIN)/python tests/stress/kill9.py --rounds 20
 
 ## fuzz: 1,000,000 random/mutated frames through the decoder; reports escapes
 fuzz: $(STAMP)

@@ -67,5 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def console() -> None:
+    """The `fencer-controller` console script."""
+    sys.exit(main())
+
+
 if __name__ == "__main__":
     sys.exit(main())

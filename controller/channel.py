@@ -265,7 +265,9 @@ class ControlChannel:
                     self.connection_failures += 1
                     if self._metrics is not None:
                         self._metrics.outbound_connection_failure(link.broker_id)
-                    log.warning(
+                    # the first failure of a streak is a warning; the retries that follow, debug noise
+                    log.log(
+                        logging.WARNING if link.failures == 1 else logging.DEBUG,
                         "broker %d at %s:%d: connection failed (%s: %s); retrying in %.3fs",
                         link.broker_id, address[0], address[1], type(exc).__name__, exc, delay,
                     )  # fmt: skip

@@ -63,6 +63,11 @@ class Daemon:
         self._idle = trio.Event()
         self.metrics = _make_metrics(self)
         self.capture = _make_capture(options)
+        self._exchange: Any = None
+        if self.capture is not None:
+            from .capture import Exchange
+
+            self._exchange = Exchange
         self.channel = _make_channel(self)
 
     # ------------------------------------------------------------------ running
@@ -158,21 +163,19 @@ class Daemon:
     def _capture(self, pending: Pending, frame: bytes | None) -> None:
         if self.capture is None or (pending.request is None and frame is None):
             return
-        from .capture import Exchange
-
         key, version, correlation = _identity(pending)
         self.capture.add(
-            Exchange(
-                request_time_ns=pending.received_wall_ns,
-                response_time_ns=time.time_ns() if frame is not None else None,
-                direction="inbound",
-                connection_id=pending.connection_id,
-                peer=pending.peer,
-                api_key=key,
-                api_version=version,
-                correlation_id=correlation,
-                request=pending.payload,
-                response=frame[4:] if frame is not None else None,
+            self._exchange(
+                pending.received_wall_ns,
+                time.time_ns() if frame is not None else None,
+                "inbound",
+                pending.connection_id,
+                pending.peer,
+                key,
+                version,
+                correlation,
+                pending.payload,
+                frame[4:] if frame is not None else None,
             )
         )
 
@@ -265,7 +268,10 @@ class Daemon:
         while True:
             await trio.sleep(min(0.5, self.options.capture_rotate_s))
             if self.capture.due():
-                await trio.to_thread.run_sync(self.capture.flush)
+                try:
+                    await trio.to_thread.run_sync(self.capture.flush)
+                except OSError as exc:  # a full disk must not stop the controller: capture is best effort
+                    log.error("capture flush failed, %d rows dropped so far: %s", self.capture.rows_dropped, exc)
                 self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
 
 
