@@ -124,6 +124,12 @@ def _group_size(metrics_port: int) -> float | None:
     return float(total.group(1)) / float(count.group(1))
 
 
+def _median(runs: list[Run], name: str) -> Run:
+    """The round with the median rate (its own latencies and group size)."""
+    chosen = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+    return Run(name, chosen.requests, chosen.seconds, chosen.latencies, chosen.group_size)
+
+
 def run_daemon(name: str, work: Path, connections: int, seconds: float, capture: bool) -> Run:
     metrics_port = free_port()
     extra = [
@@ -169,14 +175,19 @@ def run_echo(connections: int, seconds: float) -> Run:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median round is reported")
     parser.add_argument("--connections", type=int, default=100)
     args = parser.parse_args(argv)
+    runs: dict[str, list[Run]] = {"echo": [], "daemon": [], "capture": []}
     with tempfile.TemporaryDirectory(prefix="fencer-bench-daemon-") as tmp:
         work = Path(tmp)
-        echo = run_echo(args.connections, args.seconds)
-        plain = run_daemon("daemon", work, args.connections, args.seconds, capture=False)
-        captured = run_daemon("capture", work, args.connections, args.seconds, capture=True)
+        for round_number in range(args.rounds):
+            # interleaved, so that a noisy neighbour on a shared machine hits all three alike
+            runs["echo"].append(run_echo(args.connections, args.seconds))
+            runs["daemon"].append(run_daemon(f"daemon{round_number}", work, args.connections, args.seconds, False))
+            runs["capture"].append(run_daemon(f"capture{round_number}", work, args.connections, args.seconds, True))
+    echo, plain, captured = (_median(runs[name], name) for name in ("echo", "daemon", "capture"))
     print(
         f"# fencer daemon benchmark, {time.strftime('%Y-%m-%d')}, {machine()}, fsync on, {args.connections} connections"
     )

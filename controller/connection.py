@@ -2,8 +2,9 @@
 
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
-- Pipelined requests are decoded as they arrive and queued to the single writer in arrival
-  order; their responses go out in request order, each once the writer has made it durable.
+- One request at a time per connection, as Kafka does (it mutes a channel until the response
+  is sent): pipelined requests are read, handed to the single writer and answered strictly in
+  order, each once the writer has made it durable. Concurrency comes from connections.
 - ApiVersions at a version we do not speak is answered at once with a v0 body, error 35,
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -106,85 +106,72 @@ class Connection:
         except OSError:
             self.peer = "unknown"
         self.buffer = FrameBuffer(host.max_frame_bytes)
-        self._send, self._receive = trio.open_memory_channel[Pending](math.inf)
-        self._reader = trio.CancelScope()
 
     async def run(self) -> None:
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._respond)
-                try:
-                    await self._read()
-                finally:
-                    self._send.close()
+            await self._serve()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
         finally:
             await trio.aclose_forcefully(self.stream)
 
-    async def _read(self) -> None:
-        scope = self._reader
-        self.host.register_reader(scope)
-        try:
-            with scope:
-                while not self.host.draining:
-                    with trio.move_on_after(self.host.idle_timeout_s) as idle:
-                        data = await self.stream.receive_some(65536)
-                    if idle.cancelled_caught:
-                        log.info("closing idle connection %s from %s", self.id, self.peer)
+    async def _serve(self) -> None:
+        while not self.host.draining:
+            data = await self._receive()
+            if not data:
+                return
+            try:
+                self.buffer.receive_data(data)
+                while (payload := self.buffer.next_frame()) is not None:
+                    if not await self._request(payload):
                         return
-                    if not data:
-                        return
-                    if not await self._frames(data):
-                        return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
-        finally:
-            self.host.unregister_reader(scope)
+            except FrameTooLargeError as exc:
+                self.host.invalid_frame("frame_too_large", self.peer, None, str(exc))
+                return
 
-    async def _frames(self, data: bytes) -> bool:
-        """Take received bytes; False when the connection must close."""
+    async def _receive(self) -> bytes:
+        """The next bytes, or b"" at end of stream, after the idle timeout, or on shutdown.
+
+        Shutdown cancels only this wait (registered with the host), never a request in flight."""
+        waiting = trio.CancelScope(deadline=trio.current_time() + self.host.idle_timeout_s)
+        self.host.register_reader(waiting)
         try:
-            self.buffer.receive_data(data)
-            while (payload := self.buffer.next_frame()) is not None:
-                if not await self._request(payload):
-                    return False
-        except FrameTooLargeError as exc:
-            self.host.invalid_frame("frame_too_large", self.peer, None, str(exc))
-            return False
-        return True
+            with waiting:
+                return await self.stream.receive_some(65536)
+        finally:
+            self.host.unregister_reader(waiting)
+            if waiting.cancelled_caught and not self.host.draining:
+                log.info("closing idle connection %s from %s", self.id, self.peer)
+        return b""
 
     async def _request(self, payload: bytes) -> bool:
+        """Decode, hand to the writer, wait, answer; False when the connection must close."""
         now, wall = time.monotonic_ns(), time.time_ns()
         try:
             request = decode_request(payload, allowed=INBOUND_API_KEYS)
         except UnsupportedVersionError as exc:
-            if exc.api_key == API_VERSIONS_KEY and exc.correlation_id is not None:
-                pending = Pending(self.id, self.peer, payload, None, now, wall)
-                pending.frame = api_versions_fallback(exc.correlation_id)
-                pending.done.set()
-                await self._send.send(pending)
-                return True
-            self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
-            return False
+            if exc.api_key != API_VERSIONS_KEY or exc.correlation_id is None:
+                self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
+                return False
+            pending = Pending(self.id, self.peer, payload, None, now, wall)
+            pending.frame = api_versions_fallback(exc.correlation_id)
+            return await self._answer(pending)
         except DecodeError as exc:
             self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
             return False
         pending = Pending(self.id, self.peer, payload, request, now, wall)
-        await self._send.send(pending)
         await self.host.submit(pending)
-        return True
+        await pending.done.wait()
+        return await self._answer(pending)
 
-    async def _respond(self) -> None:
-        broken = False
-        async for pending in self._receive:
-            await pending.done.wait()
-            if not broken and pending.frame is not None:
-                try:
-                    await self.stream.send_all(pending.frame)
-                    self.host.answered(pending)
-                    continue
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-            # no answer (the writer failed, or the peer left): close, as Kafka does
-            broken = True
-            self._reader.cancel()
+    async def _answer(self, pending: Pending) -> bool:
+        if pending.frame is None:  # the writer could not answer it: close, as Kafka does
             self.host.unanswered(pending)
+            return False
+        try:
+            await self.stream.send_all(pending.frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.host.unanswered(pending)
+            return False
+        self.host.answered(pending)
+        return True

@@ -269,17 +269,30 @@ def response_error_code(response: Data) -> int:
 
 def _error_codes(message: Data) -> Iterator[int]:
     """Non-zero error codes of `message`: its own fields first, then its nested arrays'."""
-    fields = fields_of(type(message))
-    for info in fields:
-        if info.name == "error_code" or info.name.endswith("_error_code"):
-            code = getattr(message, info.name)
-            if code:
-                yield code
-    for info in fields:
-        wire = info.spec.wire
-        if isinstance(wire, Array) and isinstance(wire.element, type):
-            for element in getattr(message, info.name) or ():
-                yield from _error_codes(element)
+    own, nested = _error_plan(type(message))
+    for name in own:
+        code = getattr(message, name)
+        if code:
+            yield code
+    for name in nested:
+        for element in getattr(message, name) or ():
+            yield from _error_codes(element)
+
+
+_PLANS: dict[type[Data], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _error_plan(cls: type[Data]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(error code fields, nested struct array fields) of a class, worked out once per class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = fields_of(cls)
+        own = tuple(i.name for i in fields if i.name == "error_code" or i.name.endswith("_error_code"))
+        nested = tuple(
+            i.name for i in fields if isinstance(i.spec.wire, Array) and isinstance(i.spec.wire.element, type)
+        )
+        plan = _PLANS[cls] = (own, nested)
+    return plan
 
 
 # ---------------------------------------------------------------------------- /state

@@ -29,6 +29,7 @@ __all__ = [
     "_unpack_from",
     "_uuid_from",
     "_uvarint",
+    "_write_known_tags",
     "_write_tags",
 ]
 
@@ -87,4 +88,22 @@ def _write_tags(out: bytearray, known: list[tuple[int, bytes]], unknown: tuple[t
     for tag, data in tags:
         out += uvarint(tag)
         out += uvarint(len(data))
+        out += data
+
+
+def _write_known_tags(out: bytearray, known: list[tuple[int, bytes]]) -> None:
+    """Write a tag buffer of declared tags only, already ascending (the common case)."""
+    if len(known) < 0x80:
+        out.append(len(known))
+    else:
+        out += uvarint(len(known))
+    for tag, data in known:
+        if tag < 0x80:
+            out.append(tag)
+        else:
+            out += uvarint(tag)
+        if len(data) < 0x80:
+            out.append(len(data))
+        else:
+            out += uvarint(len(data))
         out += data

@@ -237,8 +237,10 @@ class KStruct(construct.Construct):  # type: ignore[misc]
                 member.emit_encode(em, var, f"{self.cls.__name__}.{info.name}")
                 em.line(f"{known}.append(({info.spec.tag}, bytes(out)))")
                 em.line(f"out = {saved}")
-        with em.block(f"if {known} or {value}.unknown_tags:"):
+        with em.block(f"if {value}.unknown_tags:"):
             em.line(f"_write_tags(out, {known}, {value}.unknown_tags)")
+        with em.block(f"elif {known}:"):  # already in tag order: no sorting, no duplicate check
+            em.line(f"_write_known_tags(out, {known})")
         with em.block("else:"):
             em.line("out.append(0)")
 
