@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             runs["capture"].append(run_daemon(f"capture{round_number}", work, args.connections, args.seconds, True))
     echo, plain, captured = (_median(runs[name], name) for name in ("echo", "daemon", "capture"))
     print(
-        f"# fencer daemon benchmark, {time.strftime('%Y-%m-%d')}, {machine()}, fsync on, {args.connections} connections"
+        f"# fencer daemon benchmark, {time.strftime('%Y-%m-%d')}, {machine()}, fsync on, "
+        f"{args.connections} connections, median of {args.rounds} interleaved rounds of {args.seconds:g} s"
     )
     print()
     print("| server | requests/s | p50 ms | p99 ms | mean group size | ratio |")
