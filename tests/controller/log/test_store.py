@@ -85,16 +85,6 @@ def test_a_file_or_a_path_under_a_file_is_not_a_data_dir(tmp_path: Path) -> None
         MetadataLog.open(a_file / "data")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
-def test_an_unwritable_directory_is_a_log_error(tmp_path: Path) -> None:
-    tmp_path.chmod(0o500)
-    try:
-        with pytest.raises(LogError):
-            MetadataLog.open(tmp_path / "data")
-    finally:
-        tmp_path.chmod(0o700)
-
-
 @pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs sysfs, where even root cannot create a directory")
 def test_a_path_nobody_can_create_is_a_log_error() -> None:
     with pytest.raises(LogError, match="cannot use data directory /sys/fencer-data"):
