@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import construct
@@ -97,21 +98,27 @@ class KStruct(construct.Construct):  # type: ignore[misc]
                 )
 
     # ------------------------------------------------------------------ compiled path
+    def _runs(self) -> Iterator[tuple[list[tuple[FieldInfo, KFixed]], tuple[FieldInfo, KMember | KStruct]]]:
+        """The members in order: each run of fixed-width ones together (read or written with one
+        struct call), then (with an empty run) each variable-width one on its own."""
+        run: list[tuple[FieldInfo, KFixed]] = []
+        for info, member in self.members:
+            if isinstance(member, KFixed):
+                run.append((info, member))
+                continue
+            if run:
+                yield run, run[-1]
+                run = []
+            yield [], (info, member)
+        if run:
+            yield run, run[-1]
+
     def emit_decode(self, em: Emitter, target: str) -> None:
         values: list[tuple[str, str]] = []
-        index = 0
-        while index < len(self.members):
-            run: list[tuple[FieldInfo, KFixed]] = []
-            while index < len(self.members) and isinstance(self.members[index][1], KFixed):
-                info, member = self.members[index]
-                assert isinstance(member, KFixed)
-                run.append((info, member))
-                index += 1
+        for run, (info, member) in self._runs():
             if run:
                 self._emit_fixed_run_decode(em, run, values)
                 continue
-            info, member = self.members[index]
-            index += 1
             var = em.name("v")
             member.emit_decode(em, var)
             values.append((info.name, var))
@@ -194,24 +201,15 @@ class KStruct(construct.Construct):  # type: ignore[misc]
                     f"if {value}.{info.name} != {default}: raise EncodeError("
                     f"'{self.cls.__name__}.{info.name} is not in version {self.version}')"
                 )
-        index = 0
-        while index < len(self.members):
-            run: list[tuple[FieldInfo, KFixed]] = []
-            while index < len(self.members) and isinstance(self.members[index][1], KFixed):
-                info, member = self.members[index]
-                assert isinstance(member, KFixed)
-                run.append((info, member))
-                index += 1
+        for run, (info, member) in self._runs():
             if run:
-                fmt = ">" + "".join(member.wire.fmt for _, member in run)
+                fmt = ">" + "".join(fixed.wire.fmt for _, fixed in run)
                 args = ", ".join(
-                    f"{value}.{info.name}.bytes" if member.wire is UUID else f"{value}.{info.name}"
-                    for info, member in run
+                    f"{value}.{field.name}.bytes" if fixed.wire is UUID else f"{value}.{field.name}"
+                    for field, fixed in run
                 )
                 em.line(f"out += {em.const(f'_Struct({fmt!r})')}.pack({args})")
                 continue
-            info, member = self.members[index]
-            index += 1
             var = em.name("f")
             em.line(f"{var} = {value}.{info.name}")
             member.emit_encode(em, var, f"{self.cls.__name__}.{info.name}")

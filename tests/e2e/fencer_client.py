@@ -3,31 +3,20 @@ scripts and benchmarks. The e2e tests use `KioClient` wherever kio has the API."
 
 from __future__ import annotations
 
-import itertools
-import socket
-import struct
 from typing import Any
 
 from protocol.registry import decode_response, encode_request
 from protocol.spec import Data
 
+from .framed_socket import FramedSocket
 
-class FencerClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self._ids = itertools.count(1)
 
-    def close(self) -> None:
-        self.sock.close()
-
+class FencerClient(FramedSocket):
     def __enter__(self) -> FencerClient:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def send(self, body: Data, version: int) -> int:
-        correlation_id = next(self._ids)
+        correlation_id = self.next_correlation_id()
         self.sock.sendall(encode_request(body, version, correlation_id, client_id="fencer-test"))
         return correlation_id
 
@@ -38,16 +27,3 @@ class FencerClient:
 
     def request(self, body: Data, version: int) -> Any:
         return self.receive(body.API.key, version, self.send(body, version))
-
-    def read_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self._read_exactly(4))
-        return self._read_exactly(size)
-
-    def _read_exactly(self, count: int) -> bytes:
-        data = bytearray()
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            if not chunk:
-                raise ConnectionError("connection closed by the daemon")
-            data += chunk
-        return bytes(data)

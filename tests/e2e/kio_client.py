@@ -7,31 +7,21 @@ versions follow kio's reading of Kafka's rules, not fencer's. Responses are read
 from __future__ import annotations
 
 import io
-import itertools
-import socket
 import struct
 from typing import Any
 
 from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from .framed_socket import FramedSocket
 
-class KioClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self._ids = itertools.count(1)
 
-    def close(self) -> None:
-        self.sock.close()
-
+class KioClient(FramedSocket):
     def __enter__(self) -> KioClient:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def send(self, request: Any) -> int:
-        correlation_id = next(self._ids)
+        correlation_id = self.next_correlation_id()
         header_cls = request.__header_schema__
         fields = {"request_api_key": request.__api_key__, "request_api_version": request.__version__}
         fields["correlation_id"] = correlation_id
@@ -55,19 +45,6 @@ class KioClient:
 
     def request(self, request: Any) -> Any:
         return self.receive(request, self.send(request))
-
-    def read_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self._read_exactly(4))
-        return self._read_exactly(size)
-
-    def _read_exactly(self, count: int) -> bytes:
-        data = bytearray()
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            if not chunk:
-                raise ConnectionError("connection closed by the daemon")
-            data += chunk
-        return bytes(data)
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
