@@ -230,7 +230,8 @@ class Daemon:
         try:
             if staged:
                 started = time.monotonic()
-                records = await trio.to_thread.run_sync(self.engine.append, staged)
+                prepared = self.engine.prepare(staged)  # encoding holds the GIL: do it here, not in the thread
+                records = await trio.to_thread.run_sync(self.engine.write, prepared)
                 self.metrics.group_commit(len(staged), records, time.monotonic() - started)
             for pending in answered:
                 assert pending.request is not None and pending.response is not None

@@ -25,6 +25,7 @@ from protocol.spec import Data
 
 from .core import ControllerCore
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
+from .log.store import PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
 from .state.controller_state import ControllerConfig, RecordAndVersion
 
@@ -176,15 +177,24 @@ class ControllerEngine:
         return groups
 
     def append(self, groups: list[list[RecordAndVersion]]) -> int:
-        """Make taken groups durable (may run in a worker thread: it touches only the log)."""
-        if not groups:
+        """Make taken groups durable (encode and write on this thread)."""
+        return self.write(self.prepare(groups))
+
+    def prepare(self, groups: list[list[RecordAndVersion]]) -> tuple[PreparedAppend, int]:
+        """Encode taken groups as batches (the deciding thread: this is CPU under the GIL)."""
+        return self.log.prepare(groups, self.controller_epoch, _wall_ms()), sum(len(group) for group in groups)
+
+    def write(self, prepared: tuple[PreparedAppend, int]) -> int:
+        """Write and fsync prepared batches; may run in a worker thread (the GIL is released)."""
+        batches, records = prepared
+        if not batches.batches:
             return 0
         try:
-            self.log.append(groups, self.controller_epoch, _wall_ms())
+            self.log.write_prepared(batches)
         except BaseException as exc:
             self._broken = f"append failed: {exc}"
             raise
-        return sum(len(group) for group in groups)
+        return records
 
     @property
     def settled(self) -> bool:

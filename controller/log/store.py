@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
@@ -42,9 +43,19 @@ from .recovery import RecoveredLog, gap_message, recover_from_snapshots
 from .segments import PARTITION_DIR, BadBatch, fsync_directory, scan_segment, segment_name
 from .snapshots import SnapshotError, list_snapshots, partial_snapshots, read_snapshot_file, write_snapshot_file
 
-__all__ = ["LogEntry", "LogError", "MetadataLog", "RecoveryReport", "SnapshotId"]
+__all__ = ["LogEntry", "LogError", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class PreparedAppend:
+    """Batches encoded by `MetadataLog.prepare`, waiting for `write_prepared`."""
+
+    start_offset: int
+    end_offset: int
+    offsets: list[int]
+    batches: list[tuple[int, bytes]]
 
 
 class MetadataLog:
@@ -142,6 +153,13 @@ class MetadataLog:
     # ------------------------------------------------------------------------ appending
     def append(self, groups: Sequence[Sequence[tuple[Data, int]]], epoch: int, timestamp_ms: int) -> list[int]:
         """Append each group as one batch, durably; return each group's base offset."""
+        return self.write_prepared(self.prepare(groups, epoch, timestamp_ms))
+
+    def prepare(self, groups: Sequence[Sequence[tuple[Data, int]]], epoch: int, timestamp_ms: int) -> PreparedAppend:
+        """Encode groups as batches, one per group, without touching the files or the log's state.
+
+        `write_prepared` then makes them durable. The split lets a caller encode (CPU, under the
+        GIL) on its own thread and leave only the write and fsync (which release it) to a worker."""
         self._check_epoch(epoch)
         offsets: list[int] = []
         batches: list[tuple[int, bytes]] = []
@@ -152,10 +170,17 @@ class MetadataLog:
                 values = [encode_metadata_value(record, version) for record, version in group]
                 batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
                 next_offset += len(values)
-        if batches:
-            self._write(batches)
-            self._next_offset = next_offset
-        return offsets
+        return PreparedAppend(self._next_offset, next_offset, offsets, batches)
+
+    def write_prepared(self, prepared: PreparedAppend) -> list[int]:
+        """Write and fsync what `prepare` encoded; it must be the next thing this log appends."""
+        self._check_open()
+        if prepared.start_offset != self._next_offset:
+            raise ValueError(f"prepared at offset {prepared.start_offset}, but the log is at {self._next_offset}")
+        if prepared.batches:
+            self._write(prepared.batches)
+            self._next_offset = prepared.end_offset
+        return prepared.offsets
 
     def append_leader_change(self, epoch: int, leader_id: int, timestamp_ms: int) -> int:
         """Start `epoch`: append a LeaderChange control batch at it, durably; return its offset."""
