@@ -1,0 +1,69 @@
+"""The daemon's command line: bad arguments, unusable data dirs, JSON logs, idle connections."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .daemon_process import ROOT, DaemonProcess
+from .kio_client import KioClient
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--listen", "nowhere", "--data-dir", "x"),
+        ("--listen", "127.0.0.1:70000", "--data-dir", "x"),
+        ("--session-timeout-ms", "-5", "--data-dir", "x"),
+        ("--log-format", "xml", "--data-dir", "x"),
+        ("--no-such-flag",),
+        (),  # no --data-dir
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_an_unusable_data_dir_exits_1_naming_the_problem(tmp_path: Path) -> None:
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("x")
+    result = run("--data-dir", str(a_file), "--listen", "127.0.0.1:0")
+    assert result.returncode == 1
+    assert "not-a-dir" in result.stderr and "not a directory" in result.stderr
+
+
+def test_a_cluster_id_mismatch_exits_1(tmp_path: Path) -> None:
+    DaemonProcess(tmp_path / "data", "--cluster-id", "first-cluster-id-0000").start().stop()
+    result = run(
+        "--data-dir", str(tmp_path / "data"), "--cluster-id", "other-cluster-id-0000", "--listen", "127.0.0.1:0"
+    )
+    assert result.returncode == 1
+    assert "first-cluster-id-0000" in result.stderr and "other-cluster-id-0000" in result.stderr
+
+
+def test_json_logs_and_idle_connections_are_closed(tmp_path: Path) -> None:
+    daemon = DaemonProcess(tmp_path / "data", "--log-format", "json", "--idle-timeout-ms", "300").start()
+    try:
+        with KioClient(daemon.port) as client:
+            started = time.monotonic()
+            assert client.closed_by_peer(timeout=5)
+            assert 0.25 < time.monotonic() - started < 4
+    finally:
+        assert daemon.stop() == 0
+    lines = [json.loads(line) for line in daemon.stderr().splitlines() if line.strip()]
+    assert {"time", "level", "logger", "message"} <= set(lines[0])
+    assert any("idle" in line["message"] for line in lines)
