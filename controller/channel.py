@@ -29,6 +29,7 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import itertools
 import logging
@@ -126,6 +127,21 @@ _CONNECTION_ERRORS = (
 )
 
 
+def _mergeable(earlier: ControlOrder, later: ControlOrder) -> bool:
+    return (
+        not earlier.stops
+        and not later.stops
+        and earlier.broker_epoch == later.broker_epoch
+        and earlier.controller_epoch == later.controller_epoch
+    )
+
+
+def _merged(earlier: ControlOrder, later: ControlOrder) -> ControlOrder:
+    states = {(state.topic_id, state.partition): state for state in earlier.partitions}
+    states.update({(state.topic_id, state.partition): state for state in later.partitions})
+    return dataclasses.replace(later, partitions=tuple(states.values()), full=earlier.full or later.full)
+
+
 @dataclass
 class _Link:
     broker_id: int
@@ -214,7 +230,14 @@ class ControlChannel:
         touched: dict[int, _Link] = {}
         for order in orders:
             link = self._links.setdefault(order.broker_id, _Link(order.broker_id))
-            link.queue.append(order)
+            queue = link.queue
+            # A broker that cannot keep up (or cannot be reached) must not make its queue grow
+            # without bound: a LeaderAndIsr behind the in-flight window merges into a LeaderAndIsr
+            # queued just before it (the later state of each partition wins).
+            if len(queue) > self._max_in_flight and _mergeable(queue[-1], order):
+                queue[-1] = _merged(queue[-1], order)
+            else:
+                queue.append(order)
             touched[link.broker_id] = link
         for link in touched.values():
             self._queue_changed(link)
