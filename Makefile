@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy protocol controller
+	$(BIN)/mypy protocol controller broker_sim analytics
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
