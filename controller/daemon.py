@@ -25,10 +25,12 @@ from typing import Any
 
 import trio
 
-from protocol.registry import api, encode_response
+from protocol.registry import api, encode_response, peek_request
 
+from .channel import ControlChannel
 from .connection import Connection, Pending
 from .engine import ControllerEngine
+from .metrics import ControllerMetrics, response_error_code
 from .outbound import ControlOrder, full_state_orders
 
 log = logging.getLogger("fencer.daemon")
@@ -277,8 +279,6 @@ class Daemon:
 
 
 def _error_code(response: Any) -> int:
-    from .metrics import response_error_code
-
     return response_error_code(response) if response is not None else 0
 
 
@@ -286,15 +286,11 @@ def _identity(pending: Pending) -> tuple[int, int, int]:
     if pending.request is not None:
         header = pending.request.header
         return header.request_api_key, header.request_api_version, header.correlation_id
-    from protocol.registry import peek_request
-
     key, version, correlation = peek_request(pending.payload)
     return key, version, correlation if correlation is not None else -1
 
 
-def _make_metrics(daemon: Daemon) -> Any:
-    from .metrics import ControllerMetrics
-
+def _make_metrics(daemon: Daemon) -> ControllerMetrics:
     return ControllerMetrics(lambda: daemon.engine.core)
 
 
@@ -306,9 +302,7 @@ def _make_capture(options: DaemonOptions) -> Any:
     return CaptureWriter(options.capture_dir, rotate_seconds=options.capture_rotate_s)
 
 
-def _make_channel(daemon: Daemon) -> Any:
-    from .channel import ControlChannel
-
+def _make_channel(daemon: Daemon) -> ControlChannel:
     def broker_address(broker_id: int) -> tuple[str, int, int] | None:
         broker = daemon.engine.core.state.cluster.get(broker_id)
         if broker is None or broker.fenced or not broker.listeners:
