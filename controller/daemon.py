@@ -197,6 +197,10 @@ class Daemon:
                         group.append(self._requests_rx.receive_nowait())
                     except trio.WouldBlock:
                         break
+                if previous is not None and self.engine.log.bytes_since_snapshot >= self.engine.snapshot_bytes:
+                    # a snapshot needs the state to equal the log: let the commit in flight land first
+                    await previous.wait()
+                    await self._snapshot()
                 answered = self._decide(group)
                 staged = self.engine.take_staged()
                 orders = self.engine.take_orders()
@@ -204,6 +208,12 @@ class Daemon:
                     await previous.wait()
                 previous = trio.Event()
                 nursery.start_soon(self._commit, staged, answered, orders, previous)
+
+    async def _snapshot(self) -> None:
+        if self.engine.snapshot_due():
+            taken = self.engine.snapshot_records()
+            path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
+            log.info("wrote snapshot %s", path)
 
     def _decide(self, group: list[Any]) -> list[Pending]:
         answered: list[Pending] = []
@@ -243,10 +253,6 @@ class Daemon:
             self._finished(len(answered))
             if orders:
                 self.channel.submit(orders)
-            if self.engine.snapshot_due():
-                taken = self.engine.snapshot_records()
-                path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
-                log.info("wrote snapshot %s", path)
         finally:
             done.set()
 

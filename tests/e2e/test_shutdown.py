@@ -3,6 +3,7 @@ half-applied, the daemon exits 0, and the log reopens cleanly (nothing to trunca
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -95,3 +96,25 @@ def test_sigterm_answers_or_closes_and_never_half_applies(tmp_path: Path) -> Non
         assert first == second, f"pair {pair}: {first} vs {second} changes: a request was half-applied"
         answered, _ = outcome[pair]
         assert first >= answered, f"pair {pair}: {answered} answered but only {first} in the log"
+
+
+def test_snapshots_are_taken_under_continuous_load(tmp_path: Path) -> None:
+    """The writer pauses its pipeline when a snapshot is due, so load never postpones it."""
+    args = ("--session-timeout-ms", "600000", "--snapshot-bytes", "4000")
+    daemon = DaemonProcess(tmp_path / "data", *args).start()
+    cluster = setup(daemon.port, 2 * PAIRS, rotation=lambda p: p // 2)
+    outcome: dict[int, tuple[int, str]] = {}
+    threads = [threading.Thread(target=_client, args=(daemon.port, cluster, pair, outcome)) for pair in range(PAIRS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    assert daemon.stop() == 0, daemon.stderr()
+    for thread in threads:
+        thread.join(20)
+    checkpoints = sorted((tmp_path / "data" / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert checkpoints, "no snapshot under load"
+    again = DaemonProcess(tmp_path / "data", *args).start()
+    assert again.stop() == 0
+    started = [line for line in again.stderr().splitlines() if "started:" in line][-1]
+    found = re.search(r"(\d+) snapshot \+ (\d+) log records replayed", started)
+    assert found is not None and int(found.group(1)) > 0, started
