@@ -29,27 +29,48 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import importlib
 import itertools
 import logging
 import random
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from collections import Counter
+from collections.abc import Sequence
 
 import trio
 
 from protocol.error_codes import ErrorCode
-from protocol.errors import EncodeError, ProtocolError
-from protocol.framing import FrameBuffer
+from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.registry import api, decode_response, encode_request
+from protocol.registry import api, decode_response
 from protocol.spec import Data
 from protocol.versions import Versions
 
+from .channel_links import (  # noqa: F401 - re-exported: the channel's public names
+    API_VERSIONS_KEY,
+    API_VERSIONS_VERSION,
+    CLIENT_SOFTWARE_NAME,
+    CLIENT_SOFTWARE_VERSION,
+    CONNECTION_ERRORS,
+    JITTER,
+    LOGGED_PARTITIONS,
+    MAX_RESPONSE_BYTES,
+    OUTBOUND_CONNECTION_IDS,
+    STALE_ERRORS,
+    BrokerAddress,
+    BrokerConnection,
+    CaptureSink,
+    ChannelMetrics,
+    Link,
+    OutboundExchange,
+    OutboundRequest,
+    PeerError,
+    SentRequest,
+    exchange_type,
+    log,
+    log_error,
+    mergeable,
+    merged,
+)
 from .control_requests import (
     LEADER_AND_ISR_KEY,
     STOP_REPLICA_KEY,
@@ -59,127 +80,6 @@ from .control_requests import (
     stop_replica_requests,
 )
 from .outbound import ControlOrder
-
-log = logging.getLogger("fencer.channel")
-
-API_VERSIONS_KEY = 18
-API_VERSIONS_VERSION = 3
-CLIENT_SOFTWARE_NAME = "fencer"
-CLIENT_SOFTWARE_VERSION = "0.1"
-STALE_ERRORS = frozenset(
-    {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH}
-)
-_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-_LOGGED_PARTITIONS = 20
-_JITTER = random.Random(0x5EED)
-OUTBOUND_CONNECTION_IDS = 1 << 40
-
-#: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
-BrokerAddress = Callable[[int], tuple[str, int, int] | None]
-
-
-class ChannelMetrics(Protocol):
-    def outbound_queue(self, broker_id: int, depth: int) -> None: ...
-    def outbound_response(self, broker_id: int, api_key: int, error_code: int) -> None: ...
-    def outbound_connection_failure(self, broker_id: int) -> None: ...
-
-
-class CaptureSink(Protocol):
-    def add(self, exchange: Any) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class OutboundExchange:
-    """Stand-in for `controller.capture.Exchange` (same fields) when that module is absent."""
-
-    request_time_ns: int
-    response_time_ns: int
-    direction: str
-    connection_id: int
-    peer: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    request: bytes
-    response: bytes
-
-
-class SentRequest(NamedTuple):
-    """One answered request: its outcome is the top-level error, else the first partition error, else 0."""
-
-    broker_id: int
-    api_key: int
-    api_version: int
-    error_code: int
-
-
-class _PeerError(Exception):
-    """The broker closed the connection or answered something unusable."""
-
-
-_CONNECTION_ERRORS = (
-    OSError,
-    trio.BrokenResourceError,
-    trio.ClosedResourceError,
-    trio.TooSlowError,
-    ProtocolError,
-    _PeerError,
-)
-
-
-def _mergeable(earlier: ControlOrder, later: ControlOrder) -> bool:
-    return (
-        not earlier.stops
-        and not later.stops
-        and earlier.broker_epoch == later.broker_epoch
-        and earlier.controller_epoch == later.controller_epoch
-    )
-
-
-def _merged(earlier: ControlOrder, later: ControlOrder) -> ControlOrder:
-    states = {(state.topic_id, state.partition): state for state in earlier.partitions}
-    states.update({(state.topic_id, state.partition): state for state in later.partitions})
-    return dataclasses.replace(later, partitions=tuple(states.values()), full=earlier.full or later.full)
-
-
-@dataclass
-class _Link:
-    broker_id: int
-    queue: deque[ControlOrder] = field(default_factory=deque)
-    wakeup: trio.Event | None = None
-    running: bool = False
-    failures: int = 0  # consecutive, for the backoff
-
-
-@dataclass
-class _Request:
-    api_key: int
-    version: int
-    correlation_id: int
-    frame: bytes
-    sent_ns: int = 0
-
-
-class _Connection:
-    def __init__(self, stream: trio.SocketStream, peer: str, connection_id: int) -> None:
-        self.stream = stream
-        self.peer = peer
-        self.connection_id = connection_id
-        self.frames = FrameBuffer(_MAX_RESPONSE_BYTES)
-        self._correlation = itertools.count(1)
-
-    def request(self, body: Data, version: int) -> _Request:
-        correlation_id = next(self._correlation)
-        frame = encode_request(body, version, correlation_id, client_id=CLIENT_SOFTWARE_NAME)
-        return _Request(body.API.key, version, correlation_id, frame)
-
-    async def receive_frame(self) -> bytes:
-        while (payload := self.frames.next_frame()) is None:
-            data = await self.stream.receive_some(65536)
-            if not data:
-                raise _PeerError("connection closed by the broker")
-            self.frames.receive_data(data)
-        return payload
 
 
 class ControlChannel:
@@ -204,7 +104,7 @@ class ControlChannel:
         self._broker_address = broker_address
         self._metrics = metrics
         self._capture = capture
-        self._exchange_type = _exchange_type() if capture is not None else OutboundExchange
+        self.exchange_type = exchange_type() if capture is not None else OutboundExchange
         self._backoff_initial_s = backoff_initial_s
         self._backoff_max_s = backoff_max_s
         self._request_timeout_s = request_timeout_s
@@ -212,8 +112,8 @@ class ControlChannel:
         self._max_in_flight = max(1, max_in_flight)
         # with several requests in flight, their responses must fit the socket buffers while we still send
         self._max_in_flight_bytes = max_in_flight_bytes
-        self._rng = rng if rng is not None else _JITTER
-        self._links: dict[int, _Link] = {}
+        self._rng = rng if rng is not None else JITTER
+        self._links: dict[int, Link] = {}
         self._nursery: trio.Nursery | None = None
         # a range of their own, so that captured outbound connections never share an id with inbound ones
         self._connection_ids = itertools.count(OUTBOUND_CONNECTION_IDS + 1)
@@ -227,15 +127,15 @@ class ControlChannel:
     # ------------------------------------------------------------------ public
     def submit(self, orders: Sequence[ControlOrder]) -> None:
         """Queue orders (non-blocking; call from the event loop). Each broker's orders keep their order."""
-        touched: dict[int, _Link] = {}
+        touched: dict[int, Link] = {}
         for order in orders:
-            link = self._links.setdefault(order.broker_id, _Link(order.broker_id))
+            link = self._links.setdefault(order.broker_id, Link(order.broker_id))
             queue = link.queue
             # A broker that cannot keep up (or cannot be reached) must not make its queue grow
             # without bound: a LeaderAndIsr behind the in-flight window merges into a LeaderAndIsr
             # queued just before it (the later state of each partition wins).
-            if len(queue) > self._max_in_flight and _mergeable(queue[-1], order):
-                queue[-1] = _merged(queue[-1], order)
+            if len(queue) > self._max_in_flight and mergeable(queue[-1], order):
+                queue[-1] = merged(queue[-1], order)
             else:
                 queue.append(order)
             touched[link.broker_id] = link
@@ -269,12 +169,12 @@ class ControlChannel:
                 self._nursery = None
 
     # ------------------------------------------------------------------ per-broker task
-    def _spawn(self, link: _Link) -> None:
+    def _spawn(self, link: Link) -> None:
         assert self._nursery is not None
         link.running = True
         self._nursery.start_soon(self._broker_task, link, name=f"control-channel-{link.broker_id}")
 
-    async def _broker_task(self, link: _Link) -> None:
+    async def _broker_task(self, link: Link) -> None:
         try:
             while True:
                 address = self._target(link)
@@ -282,7 +182,7 @@ class ControlChannel:
                     return
                 try:
                     await self._session(link, address)
-                except _CONNECTION_ERRORS as exc:
+                except CONNECTION_ERRORS as exc:
                     link.failures += 1
                     delay = self._backoff(link.failures)
                     self.connection_failures += 1
@@ -299,7 +199,7 @@ class ControlChannel:
             link.running = False
             link.wakeup = None
 
-    def _target(self, link: _Link) -> tuple[str, int, int] | None:
+    def _target(self, link: Link) -> tuple[str, int, int] | None:
         """The broker's address; drops its queue if it has none, and orders for older incarnations."""
         address = self._broker_address(link.broker_id)
         if address is None:
@@ -324,13 +224,13 @@ class ControlChannel:
         delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0 ** min(failures - 1, 30))
         return delay * (0.5 + 0.5 * self._rng.random())
 
-    async def _session(self, link: _Link, address: tuple[str, int, int]) -> None:
+    async def _session(self, link: Link, address: tuple[str, int, int]) -> None:
         """One connection: negotiate, then send until idle, gone or moved. Raises on connection errors."""
         host, port, _ = address
         with trio.fail_after(self._request_timeout_s):
             stream = await trio.open_tcp_stream(host, port)
         async with stream:
-            conn = _Connection(stream, f"{host}:{port}", next(self._connection_ids))
+            conn = BrokerConnection(stream, f"{host}:{port}", next(self._connection_ids))
             versions = await self._negotiate(link, conn)
             while True:
                 if not link.queue and not await self._idle(link, conn):
@@ -341,7 +241,7 @@ class ControlChannel:
                 if link.queue:
                     await self._send_batch(link, conn, versions)
 
-    async def _idle(self, link: _Link, conn: _Connection) -> bool:
+    async def _idle(self, link: Link, conn: BrokerConnection) -> bool:
         """Wait for orders; False when the idle timeout passes or the broker closes (or talks) first."""
         event = link.wakeup = trio.Event()
         woken = False
@@ -366,7 +266,7 @@ class ControlChannel:
         return woken
 
     # ------------------------------------------------------------------ exchanges
-    async def _negotiate(self, link: _Link, conn: _Connection) -> dict[int, Versions]:
+    async def _negotiate(self, link: Link, conn: BrokerConnection) -> dict[int, Versions]:
         """ApiVersions with the KIP-511 fallback: the broker's supported versions per api key."""
         version = API_VERSIONS_VERSION
         while True:
@@ -378,38 +278,38 @@ class ControlChannel:
             await self._send(conn, [request])
             response = await self._receive(conn, request)
             if not isinstance(response, ApiVersionsResponse):  # pragma: no cover - decode_response's type
-                raise _PeerError("not an ApiVersions response")
+                raise PeerError("not an ApiVersions response")
             self.sent.append(SentRequest(link.broker_id, API_VERSIONS_KEY, version, response.error_code))
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
                 fallback = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
                 if not 0 <= fallback < version:
-                    raise _PeerError(f"ApiVersions fallback to v{fallback} after v{version}")
+                    raise PeerError(f"ApiVersions fallback to v{fallback} after v{version}")
                 log.info(
                     "broker %d: ApiVersions v%d unsupported, falling back to v%d", link.broker_id, version, fallback
                 )
                 version = fallback
                 continue
             if response.error_code != ErrorCode.NONE:
-                raise _PeerError(f"ApiVersions v{version} failed with error {response.error_code}")
+                raise PeerError(f"ApiVersions v{version} failed with error {response.error_code}")
             return {k.api_key: Versions(k.min_version, k.max_version) for k in response.api_keys}
 
-    async def _send(self, conn: _Connection, requests: list[_Request]) -> None:
+    async def _send(self, conn: BrokerConnection, requests: list[OutboundRequest]) -> None:
         now = time.time_ns()
         for request in requests:
             request.sent_ns = now
         await conn.stream.send_all(b"".join(request.frame for request in requests))
 
-    async def _receive(self, conn: _Connection, request: _Request) -> Data:
+    async def _receive(self, conn: BrokerConnection, request: OutboundRequest) -> Data:
         """The response to `request` (the next one on the connection), recorded and captured."""
         with trio.fail_after(self._request_timeout_s):
             payload = await conn.receive_frame()
         header, response = decode_response(payload, request.api_key, request.version)
         if header.correlation_id != request.correlation_id:
-            raise _PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
+            raise PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
         self._record_capture(conn, request, payload)
         return response
 
-    async def _send_batch(self, link: _Link, conn: _Connection, versions: dict[int, Versions]) -> None:
+    async def _send_batch(self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]) -> None:
         """Send orders from the front of the queue (within the in-flight limits), then read their answers in order."""
         plans = self._plan_batch(link, conn, versions)
         await self._send(conn, [request for _, requests in plans for request in requests])
@@ -423,10 +323,10 @@ class ControlChannel:
             self._queue_changed(link)
 
     def _plan_batch(
-        self, link: _Link, conn: _Connection, versions: dict[int, Versions]
-    ) -> list[tuple[ControlOrder, list[_Request]]]:
+        self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]
+    ) -> list[tuple[ControlOrder, list[OutboundRequest]]]:
         """The first orders of the queue and their requests: at least one order, then within the limits."""
-        plans: list[tuple[ControlOrder, list[_Request]]] = []
+        plans: list[tuple[ControlOrder, list[OutboundRequest]]] = []
         budget = self._max_in_flight_bytes
         for order in itertools.islice(link.queue, self._max_in_flight):
             requests = self._requests_for(link, conn, order, versions)
@@ -438,8 +338,8 @@ class ControlChannel:
         return plans
 
     def _requests_for(
-        self, link: _Link, conn: _Connection, order: ControlOrder, versions: dict[int, Versions]
-    ) -> list[_Request]:
+        self, link: Link, conn: BrokerConnection, order: ControlOrder, versions: dict[int, Versions]
+    ) -> list[OutboundRequest]:
         """The order's requests at the best common version; [] (logged, counted) if it cannot be sent."""
         api_key = STOP_REPLICA_KEY if order.stops else LEADER_AND_ISR_KEY
         version = common_version(api(api_key).versions, versions.get(api_key))
@@ -468,7 +368,7 @@ class ControlChannel:
         return out
 
     # ------------------------------------------------------------------ outcomes
-    def _on_response(self, broker_id: int, order: ControlOrder, request: _Request, response: Data) -> None:
+    def _on_response(self, broker_id: int, order: ControlOrder, request: OutboundRequest, response: Data) -> None:
         top, partitions = response_errors(order, response)
         failed = tuple(entry for entry in partitions if entry[2] != ErrorCode.NONE and entry[2] != top)
         self._count(broker_id, request.api_key, request.version, top, failed)
@@ -490,23 +390,23 @@ class ControlChannel:
             if code in STALE_ERRORS:
                 self.stale_rejections += 1
         if top != ErrorCode.NONE:
-            _log_error(broker_id, api_key, version, top, "the whole request")
+            log_error(broker_id, api_key, version, top, "the whole request")
         by_code: dict[int, list[str]] = {}
         for topic, partition, code in failed:
             by_code.setdefault(code, []).append(f"{topic}-{partition}")
         for code, names in by_code.items():
-            shown = ", ".join(names[:_LOGGED_PARTITIONS]) + (" ..." if len(names) > _LOGGED_PARTITIONS else "")
-            _log_error(broker_id, api_key, version, code, f"{len(names)} partitions ({shown})")
+            shown = ", ".join(names[:LOGGED_PARTITIONS]) + (" ..." if len(names) > LOGGED_PARTITIONS else "")
+            log_error(broker_id, api_key, version, code, f"{len(names)} partitions ({shown})")
 
-    def _queue_changed(self, link: _Link) -> None:
+    def _queue_changed(self, link: Link) -> None:
         if self._metrics is not None:
             self._metrics.outbound_queue(link.broker_id, len(link.queue))
 
-    def _record_capture(self, conn: _Connection, request: _Request, response_payload: bytes) -> None:
+    def _record_capture(self, conn: BrokerConnection, request: OutboundRequest, response_payload: bytes) -> None:
         if self._capture is None:
             return
         try:
-            exchange = self._exchange_type(
+            exchange = self.exchange_type(
                 request_time_ns=request.sent_ns,
                 response_time_ns=time.time_ns(),
                 direction="outbound",
@@ -521,26 +421,3 @@ class ControlChannel:
             self._capture.add(exchange)
         except Exception:  # a capture problem must not stop delivery
             log.exception("capturing an outbound exchange failed")
-
-
-# ---------------------------------------------------------------------- helpers
-def _exchange_type() -> Callable[..., object]:
-    """`controller.capture.Exchange` when that module exists, else the stand-in with the same fields."""
-    try:
-        module = importlib.import_module("controller.capture")
-    except ImportError:
-        return OutboundExchange
-    found: Callable[..., object] = getattr(module, "Exchange", OutboundExchange)
-    return found
-
-
-def _log_error(broker_id: int, api_key: int, version: int, code: int, what: str) -> None:
-    name = api(api_key).name
-    try:
-        label = f"{ErrorCode(code).name} ({code})"
-    except ValueError:
-        label = str(code)
-    if code in STALE_ERRORS:
-        log.warning("broker %d rejected %s v%d as stale (%s) for %s; not resent", broker_id, name, version, label, what)
-    else:
-        log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)

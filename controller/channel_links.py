@@ -1,0 +1,173 @@
+"""The pieces of the outbound control channel (`controller.channel`): constants, the per-broker
+queue (`Link`) and connection (`BrokerConnection`), the stand-in capture row, and error logging.
+
+Rules: a LeaderAndIsr order queued behind the in-flight window merges into the LeaderAndIsr just
+before it (`mergeable`, `merged`: the later state of a partition wins), so that a slow or
+unreachable broker's queue stays bounded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import itertools
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import trio
+
+from protocol.error_codes import ErrorCode
+from protocol.errors import ProtocolError
+from protocol.framing import FrameBuffer
+from protocol.registry import api, encode_request
+from protocol.spec import Data
+
+from .outbound import ControlOrder
+
+log = logging.getLogger("fencer.channel")
+
+API_VERSIONS_KEY = 18
+API_VERSIONS_VERSION = 3
+CLIENT_SOFTWARE_NAME = "fencer"
+CLIENT_SOFTWARE_VERSION = "0.1"
+STALE_ERRORS = frozenset(
+    {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH}
+)
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+LOGGED_PARTITIONS = 20
+JITTER = random.Random(0x5EED)
+OUTBOUND_CONNECTION_IDS = 1 << 40
+
+#: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
+BrokerAddress = Callable[[int], tuple[str, int, int] | None]
+
+
+class ChannelMetrics(Protocol):
+    def outbound_queue(self, broker_id: int, depth: int) -> None: ...
+    def outbound_response(self, broker_id: int, api_key: int, error_code: int) -> None: ...
+    def outbound_connection_failure(self, broker_id: int) -> None: ...
+
+
+class CaptureSink(Protocol):
+    def add(self, exchange: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundExchange:
+    """Stand-in for `controller.capture.Exchange` (same fields) when that module is absent."""
+
+    request_time_ns: int
+    response_time_ns: int
+    direction: str
+    connection_id: int
+    peer: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    request: bytes
+    response: bytes
+
+
+class SentRequest(NamedTuple):
+    """One answered request: its outcome is the top-level error, else the first partition error, else 0."""
+
+    broker_id: int
+    api_key: int
+    api_version: int
+    error_code: int
+
+
+class PeerError(Exception):
+    """The broker closed the connection or answered something unusable."""
+
+
+CONNECTION_ERRORS = (
+    OSError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+    trio.TooSlowError,
+    ProtocolError,
+    PeerError,
+)
+
+
+def mergeable(earlier: ControlOrder, later: ControlOrder) -> bool:
+    return (
+        not earlier.stops
+        and not later.stops
+        and earlier.broker_epoch == later.broker_epoch
+        and earlier.controller_epoch == later.controller_epoch
+    )
+
+
+def merged(earlier: ControlOrder, later: ControlOrder) -> ControlOrder:
+    states = {(state.topic_id, state.partition): state for state in earlier.partitions}
+    states.update({(state.topic_id, state.partition): state for state in later.partitions})
+    return dataclasses.replace(later, partitions=tuple(states.values()), full=earlier.full or later.full)
+
+
+@dataclass
+class Link:
+    broker_id: int
+    queue: deque[ControlOrder] = field(default_factory=deque)
+    wakeup: trio.Event | None = None
+    running: bool = False
+    failures: int = 0  # consecutive, for the backoff
+
+
+@dataclass
+class OutboundRequest:
+    api_key: int
+    version: int
+    correlation_id: int
+    frame: bytes
+    sent_ns: int = 0
+
+
+class BrokerConnection:
+    def __init__(self, stream: trio.SocketStream, peer: str, connection_id: int) -> None:
+        self.stream = stream
+        self.peer = peer
+        self.connection_id = connection_id
+        self.frames = FrameBuffer(MAX_RESPONSE_BYTES)
+        self._correlation = itertools.count(1)
+
+    def request(self, body: Data, version: int) -> OutboundRequest:
+        correlation_id = next(self._correlation)
+        frame = encode_request(body, version, correlation_id, client_id=CLIENT_SOFTWARE_NAME)
+        return OutboundRequest(body.API.key, version, correlation_id, frame)
+
+    async def receive_frame(self) -> bytes:
+        while (payload := self.frames.next_frame()) is None:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise PeerError("connection closed by the broker")
+            self.frames.receive_data(data)
+        return payload
+
+
+# ---------------------------------------------------------------------- helpers
+def exchange_type() -> Callable[..., object]:
+    """`controller.capture.Exchange` when that module exists, else the stand-in with the same fields."""
+    try:
+        module = importlib.import_module("controller.capture")
+    except ImportError:
+        return OutboundExchange
+    found: Callable[..., object] = getattr(module, "Exchange", OutboundExchange)
+    return found
+
+
+def log_error(broker_id: int, api_key: int, version: int, code: int, what: str) -> None:
+    name = api(api_key).name
+    try:
+        label = f"{ErrorCode(code).name} ({code})"
+    except ValueError:
+        label = str(code)
+    if code in STALE_ERRORS:
+        log.warning("broker %d rejected %s v%d as stale (%s) for %s; not resent", broker_id, name, version, label, what)
+    else:
+        log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)
