@@ -1,0 +1,1 @@
+"""analytics: a PySpark job over captured traffic (arrives with its issue)."""

@@ -1,0 +1,1 @@
+"""protocol: the Kafka wire codec shared by every part of fencer (sans-IO: bytes in, messages out)."""
