@@ -9,7 +9,8 @@ Rules (docs/protocol.md, Kafka's SocketServer):
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
   without a response; it is logged with the peer and counted. Other connections never notice.
-- A connection idle for `idle_timeout_s` is closed.
+- A connection idle for `idle_timeout_s` is closed (by the daemon's sweeper, which cancels
+  `scope`; a connection in the middle of a request is never cancelled, only idle ones).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class Host(Protocol):
     def answered(self, pending: Pending) -> None: ...
     def unanswered(self, pending: Pending) -> None: ...
     def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None: ...
-    def register_reader(self, scope: trio.CancelScope) -> None: ...
-    def unregister_reader(self, scope: trio.CancelScope) -> None: ...
+    def register(self, connection: Connection) -> None: ...
+    def unregister(self, connection: Connection) -> None: ...
 
 
 def api_versions_fallback(correlation_id: int) -> bytes:
@@ -106,20 +107,34 @@ class Connection:
         except OSError:
             self.peer = "unknown"
         self.buffer = FrameBuffer(host.max_frame_bytes)
+        #: cancelled by the host (idle, or shutting down) only while `busy` is False
+        self.scope = trio.CancelScope()
+        self.busy = False
+        self.last_activity = trio.current_time()
 
     async def run(self) -> None:
+        self.host.register(self)
         try:
-            await self._serve()
+            with self.scope:
+                await self._serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
+            self.host.unregister(self)
             await trio.aclose_forcefully(self.stream)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the last bytes arrived, or 0 while a request is in hand."""
+        return 0.0 if self.busy else now - self.last_activity
 
     async def _serve(self) -> None:
         while not self.host.draining:
-            data = await self._receive()
+            # one scope per connection, not per read: the host's sweeper closes idle connections
+            data = await self.stream.receive_some(65536)
             if not data:
                 return
+            self.busy = True
+            self.last_activity = trio.current_time()
             try:
                 self.buffer.receive_data(data)
                 while (payload := self.buffer.next_frame()) is not None:
@@ -128,21 +143,8 @@ class Connection:
             except FrameTooLargeError as exc:
                 self.host.invalid_frame("frame_too_large", self.peer, None, str(exc))
                 return
-
-    async def _receive(self) -> bytes:
-        """The next bytes, or b"" at end of stream, after the idle timeout, or on shutdown.
-
-        Shutdown cancels only this wait (registered with the host), never a request in flight."""
-        waiting = trio.CancelScope(deadline=trio.current_time() + self.host.idle_timeout_s)
-        self.host.register_reader(waiting)
-        try:
-            with waiting:
-                return await self.stream.receive_some(65536)
-        finally:
-            self.host.unregister_reader(waiting)
-            if waiting.cancelled_caught and not self.host.draining:
-                log.info("closing idle connection %s from %s", self.id, self.peer)
-        return b""
+            finally:
+                self.busy = False
 
     async def _request(self, payload: bytes) -> bool:
         """Decode, hand to the writer, wait, answer; False when the connection must close."""

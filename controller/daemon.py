@@ -59,7 +59,7 @@ class Daemon:
         self.draining = False
         self.port: int | None = None
         self._requests_tx, self._requests_rx = trio.open_memory_channel[Any](math.inf)
-        self._readers: set[trio.CancelScope] = set()
+        self._connections: set[Connection] = set()
         self._listener_scope = trio.CancelScope()
         self._in_flight = 0
         self._idle = trio.Event()
@@ -78,6 +78,7 @@ class Daemon:
             nursery.start_soon(self._watch_signals, nursery.cancel_scope)
             nursery.start_soon(self._writer)
             nursery.start_soon(self._session_timer)
+            nursery.start_soon(self._sweep_idle)
             await nursery.start(self.channel.run)
             if self.capture is not None:
                 nursery.start_soon(self._capture_flusher)
@@ -116,8 +117,9 @@ class Daemon:
         """Stop accepting and reading; answer and commit what is in flight; flush and close."""
         self.draining = True
         self._listener_scope.cancel()
-        for scope in list(self._readers):
-            scope.cancel()
+        for connection in list(self._connections):
+            if not connection.busy:  # a connection with a request in hand answers it, then stops
+                connection.scope.cancel()
         with trio.move_on_after(self.options.drain_timeout_s):
             while self._in_flight:
                 self._idle = trio.Event()
@@ -154,13 +156,24 @@ class Daemon:
         log.warning("closing connection from %s: %s (%s)", peer, reason, detail)
         self.metrics.invalid_frame(reason)
 
-    def register_reader(self, scope: trio.CancelScope) -> None:
-        self._readers.add(scope)
+    def register(self, connection: Connection) -> None:
+        self._connections.add(connection)
         if self.draining:
-            scope.cancel()
+            connection.scope.cancel()
 
-    def unregister_reader(self, scope: trio.CancelScope) -> None:
-        self._readers.discard(scope)
+    def unregister(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+
+    async def _sweep_idle(self) -> None:
+        """Close connections idle for longer than the idle timeout (checked a few times per timeout)."""
+        interval = min(1.0, self.idle_timeout_s / 3)
+        while True:
+            await trio.sleep(interval)
+            now = trio.current_time()
+            for connection in list(self._connections):
+                if connection.idle_for(now) > self.idle_timeout_s:
+                    log.info("closing idle connection %s from %s", connection.id, connection.peer)
+                    connection.scope.cancel()
 
     def _capture(self, pending: Pending, frame: bytes | None) -> None:
         if self.capture is None or (pending.request is None and frame is None):
