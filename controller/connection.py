@@ -64,7 +64,7 @@ class Host(Protocol):
     idle_timeout_s: float
     draining: bool
 
-    async def submit(self, pending: Pending) -> None: ...
+    def submit(self, pending: Pending) -> None: ...
     def answered(self, pending: Pending) -> None: ...
     def unanswered(self, pending: Pending) -> None: ...
     def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None: ...
@@ -162,7 +162,7 @@ class Connection:
             self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
             return False
         pending = Pending(self.id, self.peer, payload, request, now, wall)
-        await self.host.submit(pending)
+        self.host.submit(pending)
         await pending.done.wait()
         return await self._answer(pending)
 

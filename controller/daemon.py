@@ -130,9 +130,9 @@ class Daemon:
         log.info("stopped")
 
     # ------------------------------------------------------------------ connections call these
-    async def submit(self, pending: Pending) -> None:
+    def submit(self, pending: Pending) -> None:
         self._in_flight += 1
-        await self._requests_tx.send(pending)
+        self._requests_tx.send_nowait(pending)  # unbounded: never blocks, and no extra checkpoint
 
     def answered(self, pending: Pending) -> None:
         assert pending.request is not None or pending.frame is not None
