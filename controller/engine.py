@@ -19,6 +19,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
@@ -42,8 +43,7 @@ class StartupReport:
     seconds: float
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """A decided request: its response (to send after the next commit) and the control orders."""
 
     response: Data | None

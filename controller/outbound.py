@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -30,8 +31,9 @@ from .state.model import PartitionRegistration, TopicPartition
 DELETE_EPOCH = -2
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionState:
+class PartitionState(NamedTuple):
+    """One partition's state in a LeaderAndIsr (a named tuple: one is built per replica per change)."""
+
     topic_name: str
     topic_id: uuid.UUID
     partition: int
@@ -44,8 +46,7 @@ class PartitionState:
     is_new: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class StopPartition:
+class StopPartition(NamedTuple):
     topic_name: str
     topic_id: uuid.UUID
     partition: int

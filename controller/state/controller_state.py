@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from protocol.spec import Data
 
@@ -29,8 +30,7 @@ class ControllerConfig:
     default_replication_factor: int = 1
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """What an operation decided: the records to append (atomically) and the response."""
 
     response: Data | None
