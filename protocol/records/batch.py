@@ -171,6 +171,8 @@ def metadata_batch(
         raise EncodeError("a metadata batch needs at least one record")
     if keys is not None and len(keys) != len(values):
         raise EncodeError(f"{len(keys)} keys for {len(values)} values")
+    if keys is None and not control:
+        return _plain_metadata_batch(base_offset, leader_epoch, timestamp_ms, values)
     record_keys = keys if keys is not None else [None] * len(values)
     batch = RecordBatch(
         base_offset=base_offset,
@@ -184,6 +186,33 @@ def metadata_batch(
         ),
     )
     return encode_batch(batch)
+
+
+def _plain_metadata_batch(base_offset: int, leader_epoch: int, timestamp_ms: int, values: Sequence[bytes]) -> bytes:
+    """`metadata_batch` for the controller's own appends (null keys, no headers), written directly.
+
+    Same bytes as the general path (the tests check it); each record is
+    length | attributes 0 | timestamp delta 0 | offset delta | key -1 | value | 0 headers.
+    """
+    body = bytearray(_CRC_COVERED_HEADER.pack(0, len(values) - 1, timestamp_ms, timestamp_ms, -1, -1, -1, len(values)))
+    try:
+        for index, value in enumerate(values):
+            delta = bytes((index << 1,)) if index < 64 else varint(index)
+            size = len(value)
+            size_bytes = bytes((size << 1,)) if size < 64 else varint(size)
+            record_size = 2 + len(delta) + 1 + len(size_bytes) + size + 1
+            body += bytes((record_size << 1,)) if record_size < 64 else varint(record_size)
+            body += b"\x00\x00"
+            body += delta
+            body += b"\x01"
+            body += size_bytes
+            body += value
+            body += b"\x00"
+        length = len(body) + CRC_START - LOG_OVERHEAD
+        prefix = _PREFIX.pack(base_offset, length, leader_epoch, MAGIC, crc32c(body))
+    except (struct.error, TypeError, ValueError, OverflowError) as exc:
+        raise EncodeError(f"cannot encode record batch: {type(exc).__name__}: {exc}") from None
+    return prefix + body
 
 
 # ---------------------------------------------------------------------------- decoding

@@ -334,3 +334,24 @@ def test_mutations_behind_a_valid_crc_raise_only_decode_errors(data: st.DataObje
 def test_arbitrary_bytes_raise_only_decode_errors(raw: bytes) -> None:
     with contextlib.suppress(DecodeError):
         list(iter_batches(raw))
+
+
+@given(
+    values=st.lists(st.binary(max_size=300), min_size=1, max_size=80),
+    base_offset=st.integers(0, 2**40),
+    epoch=st.integers(0, 2**31 - 1),
+)
+def test_plain_metadata_batches_are_the_general_encoding(values: list[bytes], base_offset: int, epoch: int) -> None:
+    """The direct path for the controller's appends writes exactly what `encode_batch` writes."""
+    general = encode_batch(
+        RecordBatch(
+            base_offset=base_offset,
+            partition_leader_epoch=epoch,
+            attributes=0,
+            last_offset_delta=len(values) - 1,
+            base_timestamp=1_700_000_000_000,
+            max_timestamp=1_700_000_000_000,
+            records=tuple(Record(index, 0, None, value) for index, value in enumerate(values)),
+        )
+    )
+    assert metadata_batch(base_offset, epoch, 1_700_000_000_000, values) == general
