@@ -215,6 +215,8 @@ METADATA_RECORD_TYPES: dict[int, type[Data]] = {
 
 # (record type, version) -> codec, filled on first use; the decode fast path is one dict lookup.
 _CODECS: dict[tuple[int, int], Codec[Any]] = {}
+# (record type, version) -> the value's framing prefix (frame version, type, version as uvarints)
+_PREFIXES: dict[tuple[int, int], bytes] = {}
 
 
 def latest_version(cls: type[Data]) -> int:
@@ -243,7 +245,12 @@ def encode_metadata_value(record: Data, version: int) -> bytes:
         record_codec = _CODECS.get((record_type, version)) or _codec_for(record_type, version)
     except DecodeError as exc:
         raise EncodeError(str(exc)) from None
-    return b"".join((uvarint(FRAME_VERSION), uvarint(record_type), uvarint(version), record_codec.encode(record)))
+    prefix = _PREFIXES.get((record_type, version))
+    if prefix is None:
+        prefix = _PREFIXES[(record_type, version)] = uvarint(FRAME_VERSION) + uvarint(record_type) + uvarint(version)
+    out = bytearray(prefix)
+    record_codec.encode_into(record, out)
+    return bytes(out)
 
 
 def decode_metadata_value(data: bytes | None) -> tuple[Data, int]:
