@@ -126,10 +126,26 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         trio.run(_serve, engine, options)
-    except LogError as exc:  # the state ran ahead of the disk: only a restart's recovery can reconcile
-        log.critical("stopping: %s", exc)
+    except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
+        failure = log_failure(exc)
+        if failure is None:
+            raise
+        # the state ran ahead of the disk: only a restart's recovery can reconcile them
+        log.critical("stopping: %s", failure)
         return 1
     return 0
+
+
+def log_failure(exc: BaseException) -> LogError | None:
+    """The LogError behind `exc` (itself, or inside nested exception groups), if any."""
+    if isinstance(exc, LogError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = log_failure(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _serve(engine: ControllerEngine, options: DaemonOptions) -> None:
