@@ -40,7 +40,7 @@ async def test_a_failed_commit_stops_the_daemon_with_the_log_error(tmp_path: Pat
     registration = BrokerRegistrationRequest(
         broker_id=1, cluster_id=engine.core.config.cluster_id, incarnation_id=uuid.uuid4(), listeners=(listener,)
     )
-    with pytest.raises(BaseException) as info:  # noqa: PT011 - trio wraps it in exception groups
+    with pytest.raises(BaseException) as info:  # trio wraps the failure in exception groups
         async with trio.open_nursery() as nursery:
             port = await nursery.start(Daemon(engine, DaemonOptions(port=0)).run)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
