@@ -238,14 +238,14 @@ class Daemon:
             assert pending.request is not None
             request = pending.request
             try:
-                decision = self.engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
+                response = self.engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
             except Exception:
                 log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
                 pending.done.set()  # no frame: the connection closes unanswered
                 self._finished(1)
                 continue
             pending.decided_ns = time.monotonic_ns()
-            pending.response = decision.response
+            pending.response = response
             answered.append(pending)
         return answered
 

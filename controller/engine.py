@@ -19,7 +19,6 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
@@ -41,14 +40,6 @@ class StartupReport:
     controller_epoch: int
     recovery: RecoveryReport
     seconds: float
-
-
-class Decision(NamedTuple):
-    """A decided request: its response (to send after the next commit) and the control orders."""
-
-    response: Data | None
-    orders: list[ControlOrder]
-    records: int
 
 
 class ControllerEngine:
@@ -129,19 +120,15 @@ class ControllerEngine:
     def controller_epoch(self) -> int:
         return self.core.state.controller_epoch
 
-    @property
-    def staged_requests(self) -> int:
-        return len(self._staged)
-
-    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Decision:
-        """Decide one request and stage its records; answer only after they are committed.
+    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Data | None:
+        """Decide one request, stage its records, return its response (send it only once committed).
 
         The control orders its records call for accumulate until `take_orders` (one batch per
         broker for everything decided since the last take)."""
         self._check_usable()
         result = self.core.handle(api_key, version, body, now_ns, self._next_offset)
         self._stage(list(result.records))
-        return Decision(result.response, [], len(result.records))
+        return result.response
 
     def expire_sessions(self, now_ns: int) -> None:
         """Fence every broker whose session ran out (each its own atomic group); stage the records."""

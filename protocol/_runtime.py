@@ -71,7 +71,9 @@ def _uuid_from(raw: bytes) -> _uuid.UUID:
 
 
 if _uuid_from(bytes(range(16))) != _UUID(bytes=bytes(range(16))):  # pragma: no cover - other Pythons
-    _uuid_from = _UUID.__call__
+
+    def _uuid_from(raw: bytes) -> _uuid.UUID:
+        return _uuid.UUID(bytes=raw)
 
 
 def _truncated(what: str, need: int, have: int) -> TruncatedError:

@@ -70,8 +70,8 @@ def workload(engine: ControllerEngine, rounds: int = 3) -> list[tuple[int, objec
                 broker_epoch=broker.epoch,
                 topics=(AlterPartitionRequestTopicData(topic_id=topic_id, partitions=(data,)),),
             )
-            decision = engine.decide(56, 2, request, 0)
-            assert decision.response.topics[0].partitions[0].error_code == 0  # type: ignore[union-attr]
+            response = engine.decide(56, 2, request, 0)
+            assert response.topics[0].partitions[0].error_code == 0  # type: ignore[union-attr]
         commit()
     return views
 
