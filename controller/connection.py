@@ -3,23 +3,32 @@
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
 - One request at a time per connection, as Kafka does (it mutes a channel until the response
-  is sent): pipelined requests are read, handed to the single writer and answered strictly in
-  order, each once the writer has made it durable. Concurrency comes from connections.
+  is sent): pipelined requests are answered strictly in order, the next one handed to the
+  single writer only once the previous answer is sent. Concurrency comes from connections.
+  While a frame waits behind the request in flight, nothing more is read (the socket's buffer
+  pushes back on the peer), so a connection holds at most one read beyond its request.
+- The writer answers: once a request's records are durable it sends the response frame straight
+  to the socket (one non-blocking write; a peer that does not read gets the rest from a task of
+  the connection's nursery). The reading task is woken once per request, by the bytes arriving.
 - ApiVersions at a version we do not speak is answered at once with a v0 body, error 35,
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
   without a response; it is logged with the peer and counted. Other connections never notice.
+- The end of the peer's stream, and a shutdown, still answer the request in flight before the
+  socket closes (after a shutdown, frames that wait behind it are dropped unanswered).
 - A connection idle for `idle_timeout_s` is closed (by the daemon's sweeper, which cancels
-  `scope`; a connection in the middle of a request is never cancelled, only idle ones).
+  `scope`; a connection with a request in hand is never idle).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections import deque
+from typing import Protocol
 
 import trio
 
@@ -39,29 +48,48 @@ from protocol.spec import Data
 
 log = logging.getLogger("fencer.connection")
 _IDS = itertools.count(1)
+_READ_BYTES = 65536
 
 
-@dataclass(eq=False)
 class Pending:
-    """A request between arrival and its response."""
+    """A request between arrival and its response (one per request: slotted, no event)."""
 
-    connection_id: int
-    peer: str
-    payload: bytes
-    request: Request | None
-    received_ns: int  # monotonic, for latency
-    received_wall_ns: int  # wall clock, for the capture
-    decided_ns: int = 0
-    response: Data | None = None
-    frame: bytes | None = None  # the encoded response frame, once ready
-    done: trio.Event = field(default_factory=trio.Event)
+    __slots__ = (
+        "connection",
+        "decided_ns",
+        "frame",
+        "payload",
+        "received_ns",
+        "received_wall_ns",
+        "request",
+        "response",
+    )
+
+    def __init__(
+        self, connection: Connection, payload: bytes, request: Request | None, received_ns: int, wall_ns: int
+    ) -> None:
+        self.connection = connection
+        self.payload = payload
+        self.request = request
+        self.received_ns = received_ns  # monotonic, for latency
+        self.received_wall_ns = wall_ns  # wall clock, for the capture
+        self.decided_ns = 0
+        self.response: Data | None = None
+        self.frame: bytes | None = None  # the encoded response frame, once ready
+
+    @property
+    def connection_id(self) -> int:
+        return self.connection.id
+
+    @property
+    def peer(self) -> str:
+        return self.connection.peer
 
 
 class Host(Protocol):
     """What a connection needs from the daemon."""
 
     max_frame_bytes: int
-    idle_timeout_s: float
     draining: bool
 
     def submit(self, pending: Pending) -> None: ...
@@ -80,6 +108,17 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     )
     body = ApiVersionsResponse(error_code=35, api_keys=(entry,))
     return encode_response(body, 0, correlation_id)
+
+
+def _peer_name(stream: trio.SocketStream) -> str:
+    """HOST:PORT of an IP peer; a Unix socket's path (or "local"); "unknown" once it is gone."""
+    try:
+        address = stream.socket.getpeername()
+    except OSError:
+        return "unknown"
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return str(address) or "local"
 
 
 def _reason(exc: DecodeError) -> str:
@@ -101,79 +140,169 @@ class Connection:
         self.host = host
         self.stream = stream
         self.id = next(_IDS)
-        try:
-            address: Any = stream.socket.getpeername()
-            self.peer = f"{address[0]}:{address[1]}"
-        except OSError:
-            self.peer = "unknown"
+        self.peer = _peer_name(stream)
+        self._fd = stream.socket.fileno()
         self.buffer = FrameBuffer(host.max_frame_bytes)
-        #: cancelled by the host (idle, or shutting down) only while `busy` is False
+        #: cancelled by the host (idle, or shutting down); the request in flight is still answered
         self.scope = trio.CancelScope()
-        self.busy = False
         self.last_activity = trio.current_time()
+        self.in_flight: Pending | None = None  # handed to the writer (or being sent), not yet answered
+        self.closed = False  # no more answers: the socket is closing or broken
+        #: frames read, waiting behind the request in flight (an oversized prefix waits its turn too)
+        self._held: deque[bytes | FrameTooLargeError] = deque()
+        self._resume: trio.Event | None = None  # the reader waits on it while frames are held
+        self._settled: trio.Event | None = None  # set once nothing is in flight or held
+        self._nursery: trio.Nursery | None = None
 
-    async def run(self) -> None:
-        self.host.register(self)
-        try:
-            with self.scope:
-                await self._serve()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.host.unregister(self)
-            await trio.aclose_forcefully(self.stream)
+    @property
+    def busy(self) -> bool:
+        """A request is in hand or waiting: the connection is not idle."""
+        return self.in_flight is not None or bool(self._held)
 
     def idle_for(self, now: float) -> float:
         """Seconds since the last bytes arrived, or 0 while a request is in hand."""
         return 0.0 if self.busy else now - self.last_activity
 
-    async def _serve(self) -> None:
-        while not self.host.draining:
-            # one scope per connection, not per read: the host's sweeper closes idle connections
-            data = await self.stream.receive_some(65536)
+    async def run(self) -> None:
+        self.host.register(self)
+        try:
+            async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender beside it
+                self._nursery = nursery
+                with self.scope:
+                    await self._read()
+                await self._settle()
+        finally:
+            self._close()
+            self.host.unregister(self)
+            await trio.aclose_forcefully(self.stream)
+
+    # ------------------------------------------------------------------ reading (the connection's task)
+    async def _read(self) -> None:
+        fd = self._fd
+        while not self.closed:
+            if self._held:  # one frame already waits behind the request in flight: read no further
+                self._resume = trio.Event()
+                await self._resume.wait()
+                continue
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                data = os.read(fd, _READ_BYTES)
+            except BlockingIOError:
+                continue
+            except OSError:  # reset by the peer
+                self._close()
+                return
             if not data:
                 return
-            self.busy = True
             self.last_activity = trio.current_time()
             try:
                 self.buffer.receive_data(data)
                 while (payload := self.buffer.next_frame()) is not None:
-                    if not await self._request(payload):
-                        return
-            except FrameTooLargeError as exc:
-                self.host.invalid_frame("frame_too_large", self.peer, None, str(exc))
-                return
-            finally:
-                self.busy = False
+                    self._held.append(payload)
+            except FrameTooLargeError as exc:  # refused in its turn: the frames before it are answered
+                self._held.append(exc)
+            self._pump()
 
-    async def _request(self, payload: bytes) -> bool:
-        """Decode, hand to the writer, wait, answer; False when the connection must close."""
+    async def _settle(self) -> None:
+        """The peer is done or the daemon is draining: answer what is in flight before closing."""
+        if self.host.draining:
+            self._held.clear()
+        if not self.closed and self.busy:
+            self._settled = trio.Event()
+            await self._settled.wait()
+
+    def _pump(self) -> None:
+        """Hand the next held frame to the writer once nothing is in flight (either task calls this)."""
+        held = self._held
+        while self.in_flight is None and held and not self.closed:
+            if self.host.draining:
+                held.clear()
+                break
+            self._start(held.popleft())
+        if not held and self._resume is not None:
+            self._resume.set()
+            self._resume = None
+        if self._settled is not None and (self.closed or not self.busy):
+            self._settled.set()
+
+    def _start(self, payload: bytes | FrameTooLargeError) -> None:
+        """Decode one frame and hand it to the writer (or answer or refuse it at once)."""
+        if isinstance(payload, FrameTooLargeError):
+            self.host.invalid_frame("frame_too_large", self.peer, None, str(payload))
+            self._close()
+            return
         now, wall = time.monotonic_ns(), time.time_ns()
         try:
             request = decode_request(payload, allowed=INBOUND_API_KEYS)
         except UnsupportedVersionError as exc:
             if exc.api_key != API_VERSIONS_KEY or exc.correlation_id is None:
-                self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
-                return False
-            pending = Pending(self.id, self.peer, payload, None, now, wall)
+                self._refuse(exc, payload)
+                return
+            pending = Pending(self, payload, None, now, wall)
             pending.frame = api_versions_fallback(exc.correlation_id)
-            return await self._answer(pending)
+            self.in_flight = pending
+            self.respond(pending)
+            return
         except DecodeError as exc:
-            self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
-            return False
-        pending = Pending(self.id, self.peer, payload, request, now, wall)
+            self._refuse(exc, payload)
+            return
+        pending = Pending(self, payload, request, now, wall)
+        self.in_flight = pending
         self.host.submit(pending)
-        await pending.done.wait()
-        return await self._answer(pending)
 
-    async def _answer(self, pending: Pending) -> bool:
-        if pending.frame is None:  # the writer could not answer it: close, as Kafka does
-            self.host.unanswered(pending)
-            return False
+    def _refuse(self, exc: DecodeError, payload: bytes) -> None:
+        self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
+        self._close()
+
+    # ------------------------------------------------------------------ answering (the writer calls these)
+    def respond(self, pending: Pending) -> None:
+        """Send `pending.frame` (the writer's task, once durable); then start the next held frame."""
+        frame = pending.frame
+        assert frame is not None and pending is self.in_flight
+        if self.closed:
+            self.abandon(pending)
+            return
         try:
-            await self.stream.send_all(pending.frame)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.host.unanswered(pending)
-            return False
+            sent = os.write(self._fd, frame)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.abandon(pending)
+            return
+        if sent < len(frame):
+            assert self._nursery is not None
+            self._nursery.start_soon(self._send_rest, pending, sent)
+            return
+        self._answered(pending)
+
+    def abandon(self, pending: Pending) -> None:
+        """No answer for `pending` (it could not be decided, or the peer is gone): close, as Kafka does."""
+        self.in_flight = None
+        self.host.unanswered(pending)
+        self._close()
+        self._pump()
+
+    async def _send_rest(self, pending: Pending, sent: int) -> None:
+        assert pending.frame is not None
+        rest = memoryview(pending.frame)[sent:]
+        try:
+            while rest:
+                await trio.lowlevel.wait_writable(self._fd)
+                with contextlib.suppress(BlockingIOError):
+                    rest = rest[os.write(self._fd, rest) :]
+        except (OSError, trio.ClosedResourceError):
+            self.abandon(pending)
+            return
+        self._answered(pending)
+
+    def _answered(self, pending: Pending) -> None:
+        self.in_flight = None
         self.host.answered(pending)
-        return True
+        self._pump()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.scope.cancel()
+            if self._resume is not None:
+                self._resume.set()

@@ -15,13 +15,15 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -34,6 +36,7 @@ from .metrics import ControllerMetrics, response_error_code
 from .outbound import ControlOrder, full_state_orders
 
 log = logging.getLogger("fencer.daemon")
+T = TypeVar("T")
 _TICK = object()  # a session-timer wake-up in the writer's queue
 
 
@@ -118,8 +121,7 @@ class Daemon:
         self.draining = True
         self._listener_scope.cancel()
         for connection in list(self._connections):
-            if not connection.busy:  # a connection with a request in hand answers it, then stops
-                connection.scope.cancel()
+            connection.scope.cancel()  # stops reading; a request in flight is still answered
         with trio.move_on_after(self.options.drain_timeout_s):
             while self._in_flight:
                 self._idle = trio.Event()
@@ -241,7 +243,7 @@ class Daemon:
                 response = self.engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
             except Exception:
                 log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
-                pending.done.set()  # no frame: the connection closes unanswered
+                pending.connection.abandon(pending)  # the connection closes unanswered
                 self._finished(1)
                 continue
             pending.decided_ns = time.monotonic_ns()
@@ -256,13 +258,13 @@ class Daemon:
             if staged:
                 started = time.monotonic()
                 prepared = self.engine.prepare(staged)  # encoding holds the GIL: do it here, not in the thread
-                records = await trio.to_thread.run_sync(self.engine.write, prepared)
+                records = await in_thread_now(self.engine.write, prepared)
                 self.metrics.group_commit(len(staged), records, time.monotonic() - started)
             for pending in answered:
                 assert pending.request is not None and pending.response is not None
                 request = pending.request
                 pending.frame = encode_response(pending.response, request.api_version, request.correlation_id)
-                pending.done.set()
+                pending.connection.respond(pending)
             self._finished(len(answered))
             if orders:
                 self.channel.submit(orders)
@@ -295,6 +297,22 @@ class Daemon:
                 except OSError as exc:  # a full disk must not stop the controller: capture is best effort
                     log.error("capture flush failed, %d rows dropped so far: %s", self.capture.rows_dropped, exc)
                 self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
+
+
+async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` in a worker thread that starts at once; its result or exception comes back here.
+
+    Unlike `trio.to_thread.run_sync` there is no capacity limiter, whose checkpoint would send
+    this task to the back of the run queue (behind a whole group's decisions) before the thread
+    even starts. The wait cannot be cancelled: a started write or fsync must finish."""
+    token = trio.lowlevel.current_trio_token()
+    task = trio.lowlevel.current_task()
+
+    def deliver(result: Any) -> None:  # an outcome.Outcome, which trio's reschedule unwraps
+        token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+    trio.lowlevel.start_thread_soon(functools.partial(fn, *args), deliver)
+    return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]
 
 
 def _error_code(response: Any) -> int:

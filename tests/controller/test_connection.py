@@ -1,0 +1,245 @@
+"""One client connection of the daemon, over a real socket pair, against a host that plays the writer.
+
+The host records what the connection hands over and answers when the test says so, which makes
+the orderings that are hard to hit through the whole daemon explicit: a frame pipelined behind a
+request in flight, bytes after the peer's end of stream, a response larger than the socket buffer,
+refusing a bad frame only once the request before it is answered, a peer gone before its answer,
+and a shutdown with a request in flight.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+import trio
+
+from controller.connection import Connection, Pending
+from protocol.framing import FrameBuffer, frame
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.registry import decode_response, encode_request, encode_response
+
+
+@dataclass
+class Host:
+    """The daemon's side of a connection: `submitted` is the writer's queue."""
+
+    max_frame_bytes: int = 1 << 20
+    draining: bool = False
+    submitted: list[Pending] = field(default_factory=list)
+    answers: list[Pending] = field(default_factory=list)
+    unanswered_: list[Pending] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    arrived: trio.Event = field(default_factory=trio.Event)
+
+    def submit(self, pending: Pending) -> None:
+        self.submitted.append(pending)
+        self.arrived.set()
+
+    def answered(self, pending: Pending) -> None:
+        self.answers.append(pending)
+
+    def unanswered(self, pending: Pending) -> None:
+        self.unanswered_.append(pending)
+
+    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
+        self.invalid.append(reason)
+
+    def register(self, connection: Connection) -> None:
+        pass
+
+    def unregister(self, connection: Connection) -> None:
+        pass
+
+    async def next_request(self, count: int) -> Pending:
+        """Wait until `count` requests have been handed over; return the last."""
+        with trio.fail_after(5):
+            while len(self.submitted) < count:
+                self.arrived = trio.Event()
+                await self.arrived.wait()
+        return self.submitted[count - 1]
+
+    def answer(self, pending: Pending, frame_bytes: bytes | None = None) -> None:
+        """What the writer does once the request is durable."""
+        assert pending.request is not None
+        header = pending.request.header
+        pending.frame = frame_bytes or encode_response(ApiVersionsResponse(), 0, header.correlation_id)
+        pending.connection.respond(pending)
+
+
+@dataclass
+class Pair:
+    host: Host
+    connection: Connection
+    peer: socket.socket
+    done: trio.Event
+
+
+@pytest.fixture
+async def pair(nursery: trio.Nursery) -> AsyncIterator[Pair]:
+    ours, theirs = socket.socketpair()
+    host = Host()
+    connection = Connection(host, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
+    done = trio.Event()
+
+    async def run() -> None:
+        await connection.run()
+        done.set()
+
+    nursery.start_soon(run)
+    theirs.setblocking(False)
+    yield Pair(host, connection, theirs, done)
+    theirs.close()
+
+
+def request(correlation_id: int) -> bytes:
+    return encode_request(ApiVersionsRequest(), 0, correlation_id)
+
+
+async def read_frames(peer: socket.socket, count: int) -> list[bytes]:
+    buffer = FrameBuffer()
+    frames: list[bytes] = []
+    with trio.fail_after(5):
+        while len(frames) < count:
+            await trio.lowlevel.wait_readable(peer)
+            data = peer.recv(1 << 20)
+            if not data:
+                break
+            buffer.receive_data(data)
+            frames.extend(buffer.frames())
+    return frames
+
+
+async def closed_by_daemon(pair: Pair) -> bool:
+    with trio.fail_after(5):
+        await pair.done.wait()
+    with trio.fail_after(5):
+        await trio.lowlevel.wait_readable(pair.peer)
+    try:
+        return pair.peer.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def correlation_of(payload: bytes) -> int:
+    return int.from_bytes(payload[:4], "big")
+
+
+async def test_pipelined_frames_wait_behind_the_request_in_flight(pair: Pair) -> None:
+    pair.peer.sendall(request(1) + request(2) + request(3))
+    first = await pair.host.next_request(1)
+    await trio.sleep(0.05)
+    assert len(pair.host.submitted) == 1, "a frame was handed over while the one before it was unanswered"
+    pair.host.answer(first)
+    second = await pair.host.next_request(2)
+    pair.host.answer(second)
+    third = await pair.host.next_request(3)
+    pair.host.answer(third)
+    answers = await read_frames(pair.peer, 3)
+    assert [correlation_of(answer) for answer in answers] == [1, 2, 3]
+    assert [p.request.header.correlation_id for p in pair.host.answers if p.request] == [1, 2, 3]
+    assert not pair.connection.busy
+
+
+async def test_the_end_of_the_peers_stream_still_gets_every_answer(pair: Pair) -> None:
+    pair.peer.sendall(request(1) + request(2))
+    pair.peer.shutdown(socket.SHUT_WR)
+    pair.host.answer(await pair.host.next_request(1))
+    pair.host.answer(await pair.host.next_request(2))
+    answers = await read_frames(pair.peer, 2)
+    assert [correlation_of(answer) for answer in answers] == [1, 2]
+    assert await closed_by_daemon(pair)
+    assert pair.host.unanswered_ == []
+
+
+async def test_a_bad_frame_behind_a_good_one_is_refused_after_its_answer(pair: Pair) -> None:
+    pair.peer.sendall(request(1) + frame(b"\x03\xe7\x00\x00garbage"))  # api key 999
+    first = await pair.host.next_request(1)
+    assert pair.host.invalid == []
+    pair.host.answer(first)
+    answers = await read_frames(pair.peer, 1)
+    assert [correlation_of(answer) for answer in answers] == [1]
+    assert await closed_by_daemon(pair)
+    assert pair.host.invalid == ["unknown_api"]
+    assert len(pair.host.submitted) == 1
+
+
+async def test_api_versions_at_an_unknown_version_is_answered_by_the_connection(pair: Pair) -> None:
+    pair.peer.sendall(frame(b"\x00\x12\x00\x63\x00\x00\x00\x2a\xff\xff"))  # ApiVersions v99, correlation 42
+    (payload,) = await read_frames(pair.peer, 1)
+    header, response = decode_response(payload, 18, 0)
+    assert header.correlation_id == 42
+    assert isinstance(response, ApiVersionsResponse) and response.error_code == 35
+    assert pair.host.submitted == []
+
+
+async def test_a_response_larger_than_the_socket_buffer_is_sent_whole(pair: Pair) -> None:
+    pair.peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    pair.peer.sendall(request(1) + request(2))
+    first = await pair.host.next_request(1)
+    big = (4_000_000).to_bytes(4, "big") + (1).to_bytes(4, "big") + bytes(range(256)) * 15_625
+    pair.host.answer(first, big)
+    assert pair.connection.in_flight is first, "the answer cannot have fit in the socket buffer"
+    await trio.sleep(0.05)
+    assert len(pair.host.submitted) == 1, "the next request started before the answer was sent"
+    received = bytearray()
+    with trio.fail_after(10):
+        while len(received) < len(big):
+            await trio.lowlevel.wait_readable(pair.peer)
+            received += pair.peer.recv(1 << 20)
+    assert bytes(received) == big
+    pair.host.answer(await pair.host.next_request(2))
+    (second,) = await read_frames(pair.peer, 1)
+    assert correlation_of(second) == 2
+    assert [p.request.header.correlation_id for p in pair.host.answers if p.request] == [1, 2]
+
+
+async def test_a_peer_gone_before_its_answer_leaves_it_unanswered(pair: Pair) -> None:
+    pair.peer.sendall(request(1))
+    pending = await pair.host.next_request(1)
+    pair.peer.close()
+    await trio.sleep(0.05)
+    assert not pair.done.is_set(), "an end of stream must still wait for the answer in flight"
+    pair.host.answer(pending)  # the write fails: the peer is gone
+    with trio.fail_after(5):
+        await pair.done.wait()
+    assert pair.host.unanswered_ == [pending]
+    assert pair.host.answers == []
+
+
+async def test_an_oversized_prefix_behind_a_request_is_refused_after_its_answer(pair: Pair) -> None:
+    pair.peer.sendall(request(1) + (2**31 - 1).to_bytes(4, "big") + b"x" * 100)
+    first = await pair.host.next_request(1)
+    await trio.sleep(0.05)
+    assert pair.host.invalid == [] and not pair.done.is_set()
+    pair.host.answer(first)
+    answers = await read_frames(pair.peer, 1)
+    assert [correlation_of(answer) for answer in answers] == [1]
+    assert await closed_by_daemon(pair)
+    assert pair.host.invalid == ["frame_too_large"]
+
+
+async def test_a_shutdown_answers_the_request_in_flight_and_drops_what_waits_behind_it(pair: Pair) -> None:
+    pair.peer.sendall(request(1) + request(2))
+    first = await pair.host.next_request(1)
+    await trio.sleep(0.05)  # the second frame is read and held
+    pair.host.draining = True
+    pair.connection.scope.cancel()
+    await trio.sleep(0.05)
+    assert not pair.done.is_set(), "closed with a request in flight"
+    pair.host.answer(first)
+    answers = await read_frames(pair.peer, 1)
+    assert [correlation_of(answer) for answer in answers] == [1]
+    assert await closed_by_daemon(pair)
+    assert len(pair.host.submitted) == 1
+
+
+async def test_an_idle_cancel_closes_a_connection_with_nothing_in_hand(pair: Pair) -> None:
+    pair.peer.sendall(request(1))
+    pair.host.answer(await pair.host.next_request(1))
+    await read_frames(pair.peer, 1)
+    assert pair.connection.idle_for(trio.current_time() + 100) >= 100
+    pair.connection.scope.cancel()
+    assert await closed_by_daemon(pair)
