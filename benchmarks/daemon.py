@@ -13,6 +13,7 @@ Targets (issue #4): >= 0.25x the echo server's rate, p99 <= 25 ms, capture costi
 from __future__ import annotations
 
 import argparse
+import gc
 import re
 import select
 import socket
@@ -89,8 +90,8 @@ class _Client:
         self.started = time.perf_counter()
         self.sock.sendall(_request(self.cluster, self.partition, self.done + 1))
 
-    def receive(self, latencies: list[float]) -> bool:
-        """Read what arrived; True once the answer in flight is complete (and checked)."""
+    def receive(self, polled: float, latencies: list[float]) -> bool:
+        """Read what arrived (reported by the poll at `polled`); True once the answer is complete and checked."""
         data = self.sock.recv(65536)
         if not data:
             raise ConnectionError(f"the server closed the connection of partition {self.partition}")
@@ -98,7 +99,7 @@ class _Client:
         payload = self.buffer.next_frame()
         if payload is None:
             return False
-        latencies.append(time.perf_counter() - self.started)
+        latencies.append(polled - self.started)
         self.done += 1
         if not self.echo:
             _, response = decode_response(payload, 56, 2)
@@ -115,7 +116,9 @@ def _load(port: int, cluster: Cluster, seconds: float, echo: bool) -> tuple[int,
 
     The load generator is one thread around epoll with blocking sockets (each send is one small
     frame): it costs a fraction of what an async framework would of the core it shares with the
-    kernel, so the figures are the server's and not the client's."""
+    kernel. A latency ends when the poll reports its answer readable, not when this loop gets to
+    it behind the other answers of the same poll, and the collector is paused during the run, so
+    that the figures are the server's and not the load generator's."""
     latencies: list[float] = []
     clients = {}
     poller = select.epoll()
@@ -124,21 +127,26 @@ def _load(port: int, cluster: Cluster, seconds: float, echo: bool) -> tuple[int,
             client = _Client(port, cluster, partition, echo)
             clients[client.sock.fileno()] = client
             poller.register(client.sock.fileno(), select.EPOLLIN)
+        gc.collect()
+        gc.disable()
         started = time.monotonic()
         until = started + seconds
         for client in clients.values():
             client.send()
         active = len(clients)
         while active:
-            for fd, _ in poller.poll(1.0):
+            events = poller.poll(1.0)
+            polled = time.perf_counter()
+            for fd, _ in events:
                 client = clients[fd]
-                if client.receive(latencies):
+                if client.receive(polled, latencies):
                     if time.monotonic() < until:
                         client.send()
                     else:
                         active -= 1
         return sum(client.done for client in clients.values()), time.monotonic() - started, latencies
     finally:
+        gc.enable()
         poller.close()
         for client in clients.values():
             client.sock.close()

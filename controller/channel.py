@@ -69,7 +69,6 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     log,
     log_error,
     mergeable,
-    merged,
 )
 from .control_requests import (
     LEADER_AND_ISR_KEY,
@@ -135,7 +134,7 @@ class ControlChannel:
             # without bound: a LeaderAndIsr behind the in-flight window merges into a LeaderAndIsr
             # queued just before it (the later state of each partition wins).
             if len(queue) > self._max_in_flight and mergeable(queue[-1], order):
-                queue[-1] = merged(queue[-1], order)
+                link.merge_into_tail(order)
             else:
                 queue.append(order)
             touched[link.broker_id] = link

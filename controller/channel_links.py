@@ -2,7 +2,7 @@
 queue (`Link`) and connection (`BrokerConnection`), the stand-in capture row, and error logging.
 
 Rules: a LeaderAndIsr order queued behind the in-flight window merges into the LeaderAndIsr just
-before it (`mergeable`, `merged`: the later state of a partition wins), so that a slow or
+before it (`mergeable`, `Link.merge_into_tail`: the later state of a partition wins), so that a slow or
 unreachable broker's queue stays bounded.
 """
 
@@ -104,12 +104,6 @@ def mergeable(earlier: ControlOrder, later: ControlOrder) -> bool:
     )
 
 
-def merged(earlier: ControlOrder, later: ControlOrder) -> ControlOrder:
-    states = {(state.topic_id, state.partition): state for state in earlier.partitions}
-    states.update({(state.topic_id, state.partition): state for state in later.partitions})
-    return dataclasses.replace(later, partitions=tuple(states.values()), full=earlier.full or later.full)
-
-
 @dataclass
 class Link:
     broker_id: int
@@ -117,6 +111,24 @@ class Link:
     wakeup: trio.Event | None = None
     running: bool = False
     failures: int = 0  # consecutive, for the backoff
+    #: the partitions of `merged_tail` by (topic id, partition), kept while later orders merge into it
+    tail_states: dict[tuple[Any, int], Any] = field(default_factory=dict)
+    merged_tail: ControlOrder | None = None
+
+    def merge_into_tail(self, later: ControlOrder) -> None:
+        """Replace the last queued order by it merged with `later` (the later state of a partition wins).
+
+        Merging one order after another into the same tail costs the size of each, not of the tail."""
+        earlier = self.queue[-1]
+        states = self.tail_states
+        if self.merged_tail is not earlier:
+            states.clear()
+            for state in earlier.partitions:
+                states[(state.topic_id, state.partition)] = state
+        for state in later.partitions:
+            states[(state.topic_id, state.partition)] = state
+        merged = dataclasses.replace(later, partitions=tuple(states.values()), full=earlier.full or later.full)
+        self.queue[-1] = self.merged_tail = merged
 
 
 @dataclass

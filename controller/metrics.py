@@ -22,11 +22,13 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from itertools import accumulate
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from protocol.error_codes import error_name
@@ -42,6 +44,8 @@ CoreProvider = Callable[[], ControllerCore | None]
 
 #: Request latencies: 0.1 ms .. 1 s (Prometheus adds +Inf).
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: The `le` labels of those buckets, as prometheus_client writes them.
+_LATENCY_LE = (*(repr(bound) for bound in LATENCY_BUCKETS), "+Inf")
 #: Requests in one group commit: 1, 2, 4, ..., 512.
 GROUP_REQUEST_BUCKETS = tuple(float(2**n) for n in range(10))
 #: Records in one group commit: 1, 2, 4, ..., 8192 (a CreateTopics alone may write hundreds).
@@ -70,7 +74,6 @@ class ControllerMetrics:
 
     def __init__(self, core_provider: CoreProvider) -> None:
         self.registry = CollectorRegistry()
-        self._request_children = {}
         self._define_request_metrics()
         self._define_log_metrics()
         self._define_outbound_metrics()
@@ -78,26 +81,8 @@ class ControllerMetrics:
 
     def _define_request_metrics(self) -> None:
         registry = self.registry
-        self._requests = Counter(
-            "fencer_requests",
-            "Requests answered, by API, version and error",
-            ["api", "version", "error"],
-            registry=registry,
-        )
-        self._latency = Histogram(
-            "fencer_request_latency_seconds",
-            "Time from a request's arrival to its response being sent",
-            ["api"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self._queue_time = Histogram(
-            "fencer_request_queue_time_seconds",
-            "Time from a request's arrival to the core's decision",
-            ["api"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
+        self._request_stats = RequestStats()
+        registry.register(self._request_stats)
         self._invalid_frames = Counter(
             "fencer_invalid_frames", "Frames refused (connection closed), by reason", ["reason"], registry=registry
         )
@@ -155,24 +140,10 @@ class ControllerMetrics:
             registry=registry,
         )
 
-    _request_children: dict[tuple[int, int, int], tuple[Any, Any, Any]]
-
     # ------------------------------------------------------------------ recording
     def request(self, api_key: int, api_version: int, error_code: int, latency_s: float, queue_s: float) -> None:
         """One answered request: its error, its latency (arrival -> sent) and queue time (arrival -> decided)."""
-        key = (api_key, api_version, error_code)
-        children = self._request_children.get(key)
-        if children is None:  # labels() costs a lock and a dict; the request path keeps the children
-            name = api_name(api_key)
-            children = self._request_children[key] = (
-                self._requests.labels(api=name, version=str(api_version), error=error_name(error_code)),
-                self._latency.labels(api=name),
-                self._queue_time.labels(api=name),
-            )
-        counter, latency, queue_time = children
-        counter.inc()
-        latency.observe(latency_s)
-        queue_time.observe(queue_s)
+        self._request_stats.observe(api_key, api_version, error_code, latency_s, queue_s)
 
     def invalid_frame(self, reason: str) -> None:
         """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""
@@ -214,6 +185,65 @@ class ControllerMetrics:
 def _growth(total: int, previous: int) -> int:
     """How much a running total grew since `previous` (all of it after a reset to a lower total)."""
     return total - previous if total >= previous else total
+
+
+class RequestStats(Collector):
+    """Requests by API, version and error, and latency and queue-time histograms by API.
+
+    Every request is recorded, so recording is plain arithmetic on ints and lists (the event loop
+    is the only thread that records or scrapes: no locks); the metric families, with their label
+    names and cumulative buckets, are built only when scraped."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[int, int, int], int] = {}
+        #: api key -> (latency bucket counts, [latency sum], queue-time bucket counts, [queue-time sum]);
+        #: the last bucket is +Inf, and a value goes to the first bucket whose bound is >= it
+        self._histograms: dict[int, tuple[list[int], list[float], list[int], list[float]]] = {}
+
+    def observe(self, api_key: int, api_version: int, error_code: int, latency_s: float, queue_s: float) -> None:
+        key = (api_key, api_version, error_code)
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
+        histograms = self._histograms.get(api_key)
+        if histograms is None:
+            empty = len(LATENCY_BUCKETS) + 1
+            histograms = self._histograms[api_key] = ([0] * empty, [0.0], [0] * empty, [0.0])
+        latency, latency_sum, queue, queue_sum = histograms
+        latency[bisect_left(LATENCY_BUCKETS, latency_s)] += 1
+        latency_sum[0] += latency_s
+        queue[bisect_left(LATENCY_BUCKETS, queue_s)] += 1
+        queue_sum[0] += queue_s
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families()
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families(record=True)
+
+    def _families(self, record: bool = False) -> list[Metric]:
+        requests = CounterMetricFamily(
+            "fencer_requests", "Requests answered, by API, version and error", labels=["api", "version", "error"]
+        )
+        latency = HistogramMetricFamily(
+            "fencer_request_latency_seconds",
+            "Time from a request's arrival to its response being sent",
+            labels=["api"],
+        )
+        queue = HistogramMetricFamily(
+            "fencer_request_queue_time_seconds", "Time from a request's arrival to the core's decision", labels=["api"]
+        )
+        if record:
+            for (api_key, version, error_code), count in sorted(self._counts.items()):
+                requests.add_metric([api_name(api_key), str(version), error_name(error_code)], count)
+            for api_key, (lat, lat_sum, que, que_sum) in sorted(self._histograms.items()):
+                name = api_name(api_key)
+                latency.add_metric([name], _cumulative(lat), lat_sum[0])
+                queue.add_metric([name], _cumulative(que), que_sum[0])
+        return [requests, latency, queue]
+
+
+def _cumulative(counts: list[int]) -> list[tuple[str, float]]:
+    return list(zip(_LATENCY_LE, accumulate(counts), strict=True))
 
 
 class ClusterCollector(Collector):
@@ -264,19 +294,32 @@ def cluster_gauges(core: ControllerCore) -> dict[str, float]:
 def response_error_code(response: Data) -> int:
     """The error a response reports: its own non-zero `error_code`, else the first non-zero one
     found in its nested structs (depth first, in field order), else 0."""
-    return next(_error_codes(response), 0)
+    finder = _FINDERS.get(type(response))
+    if finder is None:
+        finder = _FINDERS[type(response)] = _finder(type(response))
+    return finder(response)
 
 
-def _error_codes(message: Data) -> Iterator[int]:
-    """Non-zero error codes of `message`: its own fields first, then its nested arrays'."""
-    own, nested = _error_plan(type(message))
-    for name in own:
-        code = getattr(message, name)
-        if code:
-            yield code
-    for name in nested:
-        for element in getattr(message, name) or ():
-            yield from _error_codes(element)
+_FINDERS: dict[type[Data], Callable[[Data], int]] = {}
+
+
+def _finder(cls: type[Data]) -> Callable[[Data], int]:
+    """`response_error_code` for one class: its error fields, then its nested arrays, in order."""
+    own, nested = _error_plan(cls)
+
+    def find(message: Data) -> int:
+        for name in own:
+            code: int = getattr(message, name)
+            if code:
+                return code
+        for name in nested:
+            for element in getattr(message, name) or ():
+                code = response_error_code(element)
+                if code:
+                    return code
+        return 0
+
+    return find
 
 
 _PLANS: dict[type[Data], tuple[tuple[str, ...], tuple[str, ...]]] = {}

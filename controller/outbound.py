@@ -113,7 +113,10 @@ class OutboundCollector:
             self.request_full(record.broker_id)
 
     def _queue(self, broker_id: int) -> _Pending:
-        return self._pending.setdefault(broker_id, _Pending())
+        pending = self._pending.get(broker_id)
+        if pending is None:
+            pending = self._pending[broker_id] = _Pending()
+        return pending
 
     def _partition_changed(self, tp: TopicPartition, before: PartitionRegistration | None) -> None:
         state = self.state
@@ -123,11 +126,14 @@ class OutboundCollector:
         name = state.replication.topics[tp.topic_id].name
         stopped = set()
         if before is not None:
+            # the same directories object means no replica went offline (merge keeps it unless changed)
+            directories_changed = after.directories is not before.directories
             for broker_id in after.replicas:
-                left_isr = broker_id in before.isr and broker_id not in after.isr
-                shutting_down = (reg := state.cluster.get(broker_id)) is not None and reg.in_controlled_shutdown
-                newly_offline = after.is_offline(broker_id) and not before.is_offline(broker_id)
-                if newly_offline or (left_isr and shutting_down):
+                stop = broker_id in before.isr and broker_id not in after.isr  # left the ISR ...
+                if stop:  # ... while shutting down
+                    reg = state.cluster.get(broker_id)
+                    stop = reg is not None and reg.in_controlled_shutdown
+                if stop or (directories_changed and after.is_offline(broker_id) and not before.is_offline(broker_id)):
                     self._queue(broker_id).stops[tp] = StopPartition(
                         name, tp.topic_id, tp.partition, after.leader_epoch, delete=False
                     )

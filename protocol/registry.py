@@ -13,8 +13,9 @@ import importlib
 import struct
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from .compiler import codec
+from .compiler import Codec, codec
 from .errors import DecodeError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .framing import frame
 from .headers import (
@@ -122,15 +123,26 @@ def decode_request(payload: bytes, allowed: frozenset[int] | None = None) -> Req
     `UnknownApiError` as if the key did not exist.
     """
     key, version, correlation = peek_request(payload)
-    if key not in _API_MODULES or (allowed is not None and key not in allowed):
+    if allowed is not None and key not in allowed:
+        raise UnknownApiError(key, version, correlation)
+    codecs = _REQUEST_CODECS.get((key, version)) or _request_codecs(key, version, correlation)
+    header, pos = codecs[0].decode(payload, 0)
+    return Request(header, codecs[1].decode_exact(payload, pos))
+
+
+#: (api key, version) -> (header codec, body codec), for the pairs that exist
+_REQUEST_CODECS: dict[tuple[int, int], tuple[Codec[RequestHeader], Codec[Any]]] = {}
+
+
+def _request_codecs(key: int, version: int, correlation: int | None) -> tuple[Codec[RequestHeader], Codec[Any]]:
+    if key not in _API_MODULES:
         raise UnknownApiError(key, version, correlation)
     info = api(key)
     if version not in info.versions:
         raise UnsupportedVersionError(key, version, correlation)
-    header_codec = codec(RequestHeader, request_header_version(key, version, info.request_flexible(version)))
-    header, pos = header_codec.decode(payload, 0)
-    body = codec(info.request, version).decode_exact(payload, pos)
-    return Request(header, body)
+    header_version = request_header_version(key, version, info.request_flexible(version))
+    found = _REQUEST_CODECS[(key, version)] = (codec(RequestHeader, header_version), codec(info.request, version))
+    return found
 
 
 def encode_request(body: Data, version: int, correlation_id: int, client_id: str | None = "fencer") -> bytes:
@@ -152,13 +164,27 @@ def encode_request(body: Data, version: int, correlation_id: int, client_id: str
 
 def encode_response(body: Data, version: int, correlation_id: int) -> bytes:
     """A complete response frame (size prefix included)."""
-    key = body.API.key
-    info = api(key)
-    out = bytearray()
-    header_version = response_header_version(key, info.response_flexible(version))
-    codec(ResponseHeader, header_version).encode_into(ResponseHeader(correlation_id=correlation_id), out)
-    codec(info.response, version).encode_into(body, out)
-    return frame(out)
+    plan = _RESPONSE_PLANS.get((type(body), version)) or _response_plan(body, version)
+    out = bytearray(_SIZE_AND_CORRELATION.pack(0, correlation_id))
+    out += plan[0]
+    plan[1].encode_into(body, out)
+    _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+_SIZE = struct.Struct(">i")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+#: (response class, version) -> (what follows the correlation id in its header, body codec)
+_RESPONSE_PLANS: dict[tuple[type[Data], int], tuple[bytes, Codec[Any]]] = {}
+
+
+def _response_plan(body: Data, version: int) -> tuple[bytes, Codec[Any]]:
+    info = api(body.API.key)
+    header_version = response_header_version(info.key, info.response_flexible(version))
+    header = codec(ResponseHeader, header_version).encode(ResponseHeader(correlation_id=0))
+    assert header[:4] == bytes(4), "a response header starts with its correlation id"
+    found = _RESPONSE_PLANS[(type(body), version)] = (header[4:], codec(info.response, version))
+    return found
 
 
 def decode_response(payload: bytes, api_key: int, version: int) -> tuple[ResponseHeader, Data]:

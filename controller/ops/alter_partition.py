@@ -95,8 +95,12 @@ def _check_partition(
         return ErrorCode.INVALID_UPDATE_VERSION
     members = _new_isr(part_request, version)
     ids = [broker_id for broker_id, _ in members]
-    if len(set(ids)) != len(ids) or any(b < 0 or b not in part.replicas for b in ids) or part.leader not in ids:
+    replicas = part.replicas
+    if len(set(ids)) != len(ids) or part.leader not in ids:
         return ErrorCode.INVALID_REQUEST
+    for broker_id in ids:
+        if broker_id < 0 or broker_id not in replicas:
+            return ErrorCode.INVALID_REQUEST
     recovery = part_request.leader_recovery_state
     if recovery not in (RECOVERED, RECOVERING):
         return ErrorCode.INVALID_REQUEST
@@ -104,11 +108,13 @@ def _check_partition(
         part.leader_recovery_state == RECOVERED and recovery == RECOVERING
     ):
         return ErrorCode.INVALID_REQUEST
+    brokers = state.cluster.brokers
     for broker_id, broker_epoch in members:
-        broker = state.cluster.get(broker_id)
+        broker = brokers.get(broker_id)
         if (
             broker is None
-            or not broker.active
+            or broker.fenced
+            or broker.in_controlled_shutdown
             or part.is_offline(broker_id)
             or (broker_epoch != -1 and broker_epoch != broker.epoch)
         ):

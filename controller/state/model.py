@@ -25,6 +25,7 @@ from protocol.records.metadata import (
 
 RECOVERED = 0
 RECOVERING = 1
+_LOST_DIRECTORY_INT = LOST_DIRECTORY.int
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,8 @@ class PartitionRegistration(NamedTuple):
 
     def is_offline(self, broker_id: int) -> bool:
         """Is this broker's replica of the partition on a failed log dir?"""
-        try:
-            return self.directories[self.replicas.index(broker_id)] == LOST_DIRECTORY
+        try:  # compares the ints: UUID.__eq__ is a Python call, and this runs per replica per change
+            return self.directories[self.replicas.index(broker_id)].int == _LOST_DIRECTORY_INT
         except (ValueError, IndexError):
             return False
 
