@@ -155,6 +155,39 @@ class Data:
     API: ClassVar[Api]
     unknown_tags: UnknownTags = field(default=(), repr=False)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super(Data, cls).__init_subclass__(**kwargs)  # named: slots=True replaced the class super() knows
+        # `dataclass(slots=True)` builds a second class with the slots: that one is the message
+        if "__slots__" in cls.__dict__ and "__dataclass_fields__" in cls.__dict__:
+            cls.__init__ = _slot_init(cls)  # type: ignore[method-assign]
+
+
+def _slot_init(cls: type) -> Any:
+    """The constructor dataclass would write, setting each slot through its descriptor.
+
+    A frozen dataclass's `__init__` calls `object.__setattr__` for every field (its own
+    `__setattr__` refuses); calling the slot descriptors' setters directly does the same thing
+    in about half the time, and decisions and replay build many messages. Defaults, required
+    fields and keyword-only calls behave as dataclass's (messages have no default factories)."""
+    names: dict[str, Any] = {}
+    params, body = [], []
+    for i, info in enumerate(dataclasses.fields(cls)):
+        if info.default_factory is not dataclasses.MISSING or not info.init:
+            raise TypeError(f"{cls.__name__}.{info.name}: messages take plain defaults only")
+        if info.default is dataclasses.MISSING:
+            params.append(info.name)
+        else:
+            names[f"_default_{i}"] = info.default
+            params.append(f"{info.name}=_default_{i}")
+        slot = next(klass.__dict__[info.name] for klass in cls.__mro__ if info.name in klass.__dict__)
+        names[f"_set_{i}"] = slot.__set__
+        body.append(f"    _set_{i}(self, {info.name})")
+    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(source, names)  # generated from the class's own field names
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
 
 # ---------------------------------------------------------------------------- introspection
 @dataclass(frozen=True, slots=True)

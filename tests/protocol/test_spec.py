@@ -69,3 +69,38 @@ def test_array_names_read_like_kafka_types() -> None:
     assert ARRAY(INT32).name == "[]int32"
     assert Array(SampleLeaf).name == "[]SampleLeaf"
     assert ARRAY(STRING).name == "[]string"
+
+
+# ---------------------------------------------------------------------------- constructors
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constructed(Data):
+    API: ClassVar[Api] = Api.of(9995, "request", valid="0", flexible="none")
+    required: Annotated[int, F(INT32)]
+    name: Annotated[str, F(STRING)] = "default"
+
+
+def test_messages_are_built_like_the_dataclasses_they_are() -> None:
+    built = Constructed(required=7)
+    assert (built.required, built.name, built.unknown_tags) == (7, "default", ())
+    assert Constructed(required=7, name="x", unknown_tags=((3, b"\x01"),)).unknown_tags == ((3, b"\x01"),)
+    assert built == Constructed(required=7) and built != Constructed(required=8)
+    assert hash(built) == hash(Constructed(required=7))
+    assert repr(built) == "Constructed(required=7, name='default')"
+    with pytest.raises(TypeError, match="required"):
+        Constructed()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="positional"):
+        Constructed(7)  # type: ignore[arg-type,call-arg]
+    with pytest.raises(TypeError, match="unexpected"):
+        Constructed(required=1, other=2)  # type: ignore[call-arg]
+    with pytest.raises(AttributeError):
+        built.required = 8  # type: ignore[misc]
+
+
+def test_every_message_gets_the_slot_constructor() -> None:
+    from protocol.registry import all_apis
+
+    for info in all_apis():
+        for cls in (info.request, info.response):
+            for klass in (cls, *nested_classes(cls)):
+                assert klass.__init__.__qualname__ == f"{klass.__qualname__}.__init__"
+                assert "_set_0" in klass.__init__.__code__.co_names, klass  # slot setters, not object.__setattr__
