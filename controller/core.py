@@ -37,6 +37,7 @@ from .ops import brokers, cluster_info, elections, replica_state, topics
 from .outbound import ControlOrder, OutboundCollector
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, RecordAndVersion, Result
+from .state.replication import Replaced
 
 Handler = Callable[[ControllerState, Any, int, int, int], Result]
 
@@ -85,16 +86,19 @@ class ControllerCore:
         return self.state.heartbeats.next_deadline_ns(self.state.cluster.unfenced_ids())
 
     # ------------------------------------------------------------------ mutation
-    def replay(self, record: Data, offset: int, epoch: int = 0) -> None:
-        """Apply one committed record; `epoch` is its batch's leader epoch (the controller epoch)."""
+    def replay(self, record: Data, offset: int, epoch: int = 0) -> Replaced | None:
+        """Apply one committed record; `epoch` is its batch's leader epoch (the controller epoch).
+
+        A partition record returns what it replaced (for the outbound collector), others None."""
         replayer = self._replayers.get(type(record))
         if replayer is None:
             raise ReplayError(f"cannot replay {type(record).__name__}")
-        replayer(record, epoch)
+        replaced = replayer(record, epoch)
         if offset > self.state.last_offset:
             self.state.last_offset = offset
+        return replaced
 
-    def _make_replayers(self) -> dict[type, Callable[[Any, int], None]]:
+    def _make_replayers(self) -> dict[type, Callable[[Any, int], Replaced | None]]:
         state = self.state
         cluster, replication = state.cluster, state.replication
 
@@ -135,8 +139,7 @@ class ControllerCore:
         active = OutboundCollector(self.state) if collector is None else collector
         for record, offset in records:
             active.before(record)
-            self.replay(record, offset)
-            active.after(record)
+            active.after(record, self.replay(record, offset))
         return active.orders() if own else []
 
     # ------------------------------------------------------------------ snapshots

@@ -19,14 +19,13 @@ from typing import NamedTuple
 
 from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,
-    PartitionChangeRecord,
-    PartitionRecord,
     RemoveTopicRecord,
 )
 from protocol.spec import Data
 
 from .state.controller_state import ControllerState
 from .state.model import PartitionRegistration, TopicPartition
+from .state.replication import Replaced
 
 DELETE_EPOCH = -2
 
@@ -84,26 +83,22 @@ class OutboundCollector:
     def __init__(self, state: ControllerState) -> None:
         self.state = state
         self._pending: dict[int, _Pending] = {}
-        self._before: PartitionRegistration | None = None
         self._removed: list[tuple[TopicPartition, str, PartitionRegistration]] = []
 
     def before(self, record: Data) -> None:
-        replication = self.state.replication
-        if isinstance(record, PartitionChangeRecord):
-            self._before = replication.partition(TopicPartition(record.topic_id, record.partition_id))
-        elif isinstance(record, RemoveTopicRecord):
-            topic = replication.topics.get(record.topic_id)
+        """Called before `record` is replayed (a removed topic's partitions are gone afterwards)."""
+        if isinstance(record, RemoveTopicRecord):
+            topic = self.state.replication.topics.get(record.topic_id)
             self._removed = (
                 []
                 if topic is None
                 else [(TopicPartition(topic.topic_id, i), topic.name, p) for i, p in topic.partitions.items()]
             )
 
-    def after(self, record: Data) -> None:
-        if isinstance(record, PartitionRecord):
-            self._partition_changed(TopicPartition(record.topic_id, record.partition_id), None)
-        elif isinstance(record, PartitionChangeRecord):
-            self._partition_changed(TopicPartition(record.topic_id, record.partition_id), self._before)
+    def after(self, record: Data, replaced: Replaced | None) -> None:
+        """Called after `record` was replayed; a partition record's replay says what it replaced."""
+        if replaced is not None:
+            self._partition_changed(replaced)
         elif isinstance(record, RemoveTopicRecord):
             for tp, name, part in self._removed:
                 for broker_id in part.replicas:
@@ -118,12 +113,9 @@ class OutboundCollector:
             pending = self._pending[broker_id] = _Pending()
         return pending
 
-    def _partition_changed(self, tp: TopicPartition, before: PartitionRegistration | None) -> None:
+    def _partition_changed(self, replaced: Replaced) -> None:
         state = self.state
-        after = state.replication.partition(tp)
-        if after is None:
-            return
-        name = state.replication.topics[tp.topic_id].name
+        tp, name, before, after = replaced
         stopped = set()
         if before is not None:
             # the same directories object means no replica went offline (merge keeps it unless changed)

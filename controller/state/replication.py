@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from protocol.records.metadata import (
     LOST_DIRECTORY,
@@ -32,6 +33,15 @@ from .cluster import ReplayError
 from .model import PartitionRegistration, TopicPartition
 
 Eligible = Callable[[int], bool]
+
+
+class Replaced(NamedTuple):
+    """What replaying a partition record did: the partition, its topic's name, before (None when new) and after."""
+
+    tp: TopicPartition
+    topic_name: str
+    before: PartitionRegistration | None
+    after: PartitionRegistration
 
 
 @dataclass
@@ -85,7 +95,7 @@ class ReplicationState:
         self.topics[record.topic_id] = Topic(record.topic_id, record.name)
         self.names[record.name] = record.topic_id
 
-    def replay_partition(self, record: PartitionRecord) -> None:
+    def replay_partition(self, record: PartitionRecord) -> Replaced:
         topic = self.topics.get(record.topic_id)
         if topic is None:
             raise ReplayError(f"partition of unknown topic {record.topic_id}")
@@ -93,15 +103,18 @@ class ReplicationState:
         new = PartitionRegistration.from_record(record)
         self._reindex(tp, topic.partitions.get(record.partition_id), new)
         topic.partitions[record.partition_id] = new
+        return Replaced(tp, topic.name, None, new)
 
-    def replay_change(self, record: PartitionChangeRecord) -> None:
-        tp = TopicPartition(record.topic_id, record.partition_id)
-        current = self.partition(tp)
-        if current is None:
+    def replay_change(self, record: PartitionChangeRecord) -> Replaced:
+        topic = self.topics.get(record.topic_id)
+        current = None if topic is None else topic.partitions.get(record.partition_id)
+        if topic is None or current is None:
             raise ReplayError(f"change to unknown partition {record.topic_id}-{record.partition_id}")
+        tp = TopicPartition(topic.topic_id, record.partition_id)
         new = current.merge(record)
         self._reindex(tp, current, new)
-        self.topics[record.topic_id].partitions[record.partition_id] = new
+        topic.partitions[record.partition_id] = new
+        return Replaced(tp, topic.name, current, new)
 
     def replay_remove(self, record: RemoveTopicRecord) -> None:
         topic = self.topics.pop(record.topic_id, None)
