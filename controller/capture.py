@@ -9,6 +9,9 @@ Rules:
   `deque.append` and `deque.popleft` are atomic, so `flush` (in a worker thread) takes exactly the
   rows that were buffered when it started, one `popleft` each, while `add` keeps appending: nothing
   is lost or written twice, and `add` never waits for a flush.
+- The daemon converts a part's rows on its event loop in slices (`take`, `to_batch`) and only
+  writes it from a worker thread (`write`): pyarrow's conversion holds the GIL in C loops for as
+  long as it runs, which would stall the event loop from a thread. `flush` does all of it at once.
 - `due()` is true when `rotate_rows` rows are buffered, or when rows are buffered and
   `rotate_seconds` have passed since the last part was taken (so a crash loses at most about
   `rotate_seconds` of rows, plus the time the daemon takes to notice). The daemon polls it and runs
@@ -60,6 +63,14 @@ class Exchange(NamedTuple):
     response: bytes | None  # None if the connection closed without a response
 
 
+class Part(NamedTuple):
+    """The rows of one part file, with the start of its collection window and its sequence number."""
+
+    rows: list[Exchange]
+    started_ns: int
+    sequence: int
+
+
 CAPTURE_SCHEMA: pa.Schema = pa.schema(
     [
         pa.field("request_time_ns", pa.int64(), nullable=False),
@@ -78,21 +89,28 @@ CAPTURE_SCHEMA: pa.Schema = pa.schema(
 _ENVELOPE = [name for name in CAPTURE_SCHEMA.names if name not in ("request", "response")]
 _DICTIONARY = ["direction", "peer", "api_key", "api_version"]
 SUFFIX = ".parquet"
-CHUNK_ROWS = 4096
+CHUNK_ROWS = 256  # about a quarter of a millisecond of conversion
 _TYPES = [field.type for field in CAPTURE_SCHEMA]
 
 
 def to_table(exchanges: Sequence[Exchange]) -> pa.Table:
-    """The exchanges as a table of `CAPTURE_SCHEMA` (raises pyarrow errors on out-of-type values).
+    """The exchanges as a table of `CAPTURE_SCHEMA` (raises pyarrow errors on out-of-type values)."""
+    return from_batches(
+        [to_batch(exchanges[start : start + CHUNK_ROWS]) for start in range(0, len(exchanges), CHUNK_ROWS)]
+    )
 
-    Built in batches of `CHUNK_ROWS`: converting Python objects holds the GIL, and no single call
-    should hold it for long while the event loop waits (a batch takes well under a millisecond).
-    """
-    batches = [_to_batch(exchanges[start : start + CHUNK_ROWS]) for start in range(0, len(exchanges), CHUNK_ROWS)]
+
+def from_batches(batches: Sequence[pa.RecordBatch]) -> pa.Table:
     return pa.Table.from_batches(batches, schema=CAPTURE_SCHEMA)
 
 
-def _to_batch(exchanges: Sequence[Exchange]) -> pa.RecordBatch:
+def to_batch(exchanges: Sequence[Exchange]) -> pa.RecordBatch:
+    """Up to `CHUNK_ROWS` exchanges as one record batch.
+
+    Converting Python objects holds the GIL in pyarrow's C loops, which a worker thread does not
+    give up at the interpreter's switch interval: the daemon converts a part in these slices on
+    its own event loop, between requests, and leaves only the Parquet encoding (which releases
+    the GIL) to a worker thread."""
     columns = zip(*exchanges, strict=True)  # per row, zip over 4,096 rows is twice as fast as over 10,000
     arrays = [pa.array(column, type=kind) for column, kind in zip(columns, _TYPES, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=CAPTURE_SCHEMA)
@@ -188,31 +206,54 @@ class CaptureWriter:
     def flush(self) -> Path | None:
         """Write up to `rotate_rows` buffered rows as one part (blocking); its path, or None if none."""
         with self._flush_lock:
-            rows, started_ns, sequence = self._take()
-            if not rows:
+            part = self._take()
+            if part is None:
                 return None
-            name = f"{self.prefix}-{started_ns:019d}-{sequence:06d}{SUFFIX}"
             try:
-                size = write_part(to_table(rows), self.directory, name)
+                table = to_table(part.rows)
             except BaseException:
-                self.rows_dropped += len(rows)
+                self.rows_dropped += len(part.rows)
                 raise
-            self.rows_written += len(rows)
-            self.parts_written += 1
-            self.bytes_written += size
-            return self.directory / name
+            return self._write(part, table)
 
-    def _take(self) -> tuple[list[Exchange], int, int]:
+    def take(self) -> Part | None:
+        """The rows of the next part (and open the next window), to convert and `write` in steps."""
+        with self._flush_lock:
+            return self._take()
+
+    def write(self, part: Part, table: pa.Table) -> Path:
+        """Publish a `take`n part, converted to `table` (blocking: Parquet encoding, fsync, rename)."""
+        with self._flush_lock:
+            return self._write(part, table)
+
+    def dropped(self, part: Part) -> None:
+        """Count a `take`n part that could not be converted."""
+        with self._flush_lock:
+            self.rows_dropped += len(part.rows)
+
+    def _write(self, part: Part, table: pa.Table) -> Path:
+        name = f"{self.prefix}-{part.started_ns:019d}-{part.sequence:06d}{SUFFIX}"
+        try:
+            size = write_part(table, self.directory, name)
+        except BaseException:
+            self.rows_dropped += len(part.rows)
+            raise
+        self.rows_written += len(part.rows)
+        self.parts_written += 1
+        self.bytes_written += size
+        return self.directory / name
+
+    def _take(self) -> Part | None:
         """Pop the rows of the next part and, if any, open the next window (under the flush lock)."""
         count = min(len(self._buffer), self.rotate_rows)
+        if not count:
+            return None
         popleft = self._buffer.popleft
-        rows = [popleft() for _ in range(count)]
-        started_ns, sequence = self._window_started_ns, self._sequence
-        if rows:
-            self._window_started = self._clock()
-            self._window_started_ns = max(time.time_ns(), started_ns + 1)  # names stay unique and sorted
-            self._sequence += 1
-        return rows, started_ns, sequence
+        part = Part([popleft() for _ in range(count)], self._window_started_ns, self._sequence)
+        self._window_started = self._clock()
+        self._window_started_ns = max(time.time_ns(), part.started_ns + 1)  # names stay unique and sorted
+        self._sequence += 1
+        return part
 
     def close(self) -> Path | None:
         """Flush the rows buffered now (several parts if over `rotate_rows`); the last part's path.

@@ -287,14 +287,32 @@ class Daemon:
             wait = 0.25 if deadline is None else min(0.25, (deadline - now) / 1e9 + 0.001)
             await trio.sleep(max(wait, 0.001))
 
+    async def _flush_capture(self) -> None:
+        """One part: its rows converted here in slices between requests, then written from a thread."""
+        from .capture import CHUNK_ROWS, from_batches, to_batch
+
+        assert self.capture is not None
+        part = self.capture.take()
+        if part is None:
+            return
+        batches = []
+        try:
+            for start in range(0, len(part.rows), CHUNK_ROWS):
+                batches.append(to_batch(part.rows[start : start + CHUNK_ROWS]))
+                await trio.sleep(0)
+        except Exception:
+            self.capture.dropped(part)
+            raise
+        await trio.to_thread.run_sync(self.capture.write, part, from_batches(batches))
+
     async def _capture_flusher(self) -> None:
         assert self.capture is not None
         while True:
             await trio.sleep(min(0.5, self.options.capture_rotate_s))
             if self.capture.due():
                 try:
-                    await trio.to_thread.run_sync(self.capture.flush)
-                except OSError as exc:  # a full disk must not stop the controller: capture is best effort
+                    await self._flush_capture()
+                except Exception as exc:  # a full disk must not stop the controller: capture is best effort
                     log.error("capture flush failed, %d rows dropped so far: %s", self.capture.rows_dropped, exc)
                 self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
 
