@@ -213,7 +213,7 @@ def run_echo(connections: int, seconds: float) -> Run:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median round is reported")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median round is reported")
     parser.add_argument("--connections", type=int, default=100)
     args = parser.parse_args(argv)
     runs: dict[str, list[Run]] = {"echo": [], "daemon": [], "capture": []}
