@@ -188,10 +188,12 @@ def test_kio_reads_our_batches(items: list[tuple[bytes | None, bytes | None]], c
 
 @given(batches)
 def test_kio_reads_arbitrary_batches(batch: RecordBatch) -> None:
-    # Timestamps kio can turn into datetimes, and a max timestamp it accepts.
+    # Timestamps kio can turn into datetimes, a max timestamp it accepts, and record offsets
+    # (base offset + offset delta) that fit its int64.
     batch = RecordBatch(
         **{
             **{name: getattr(batch, name) for name in RecordBatch.__dataclass_fields__},
+            "base_offset": min(batch.base_offset, (1 << 63) - 1 - (1 << 31)),
             "base_timestamp": NOW_MS,
             "max_timestamp": NOW_MS + 10**6,
             "records": tuple(r._replace(timestamp_delta=abs(r.timestamp_delta) % 1000) for r in batch.records),
