@@ -168,11 +168,13 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender beside it
                 self._nursery = nursery
-                with self.scope:
-                    await self._read()
-                await self._settle()
+                try:
+                    with self.scope:
+                        await self._read()
+                    await self._settle()
+                finally:
+                    self._close()  # from here on an answer is dropped, never handed to a closing nursery
         finally:
-            self._close()
             self.host.unregister(self)
             await trio.aclose_forcefully(self.stream)
 
