@@ -1,6 +1,6 @@
 """Daemon benchmark: 100 connections sending AlterPartition ISR changes through the real daemon.
 
-Run: `make bench-daemon` (or `.venv/bin/python benchmarks/daemon.py [--seconds S] [--connections N]`).
+Run: `make bench-daemon` (or `.venv/bin/python benchmarks/daemon.py [--seconds S] [--rounds R] [--connections N]`).
 
 Each connection owns one partition and alternates shrinking and expanding its ISR, waiting for
 each answer (the daemon fsyncs every group commit). Measured in one run, on this machine:
@@ -8,6 +8,7 @@ each answer (the daemon fsyncs every group commit). Measured in one run, on this
 - a minimal trio echo server (framing only) under the same load: the ratio daemon / echo;
 - the daemon with traffic capture on: its cost relative to the daemon without it.
 Targets (issue #4): >= 0.25x the echo server's rate, p99 <= 25 ms, capture costing <= 15%.
+The load (`_load`) comes from one epoll loop in this process, the same for all three servers.
 """
 
 from __future__ import annotations
