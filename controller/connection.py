@@ -153,6 +153,7 @@ class Connection:
         self._resume: trio.Event | None = None  # the reader waits on it while frames are held
         self._settled: trio.Event | None = None  # set once nothing is in flight or held
         self._nursery: trio.Nursery | None = None
+        self._pumping = False
 
     @property
     def busy(self) -> bool:
@@ -214,13 +215,22 @@ class Connection:
             await self._settled.wait()
 
     def _pump(self) -> None:
-        """Hand the next held frame to the writer once nothing is in flight (either task calls this)."""
+        """Hand the next held frame to the writer once nothing is in flight (either task calls this).
+
+        Not reentrant: a frame answered at once (the KIP-511 fallback) calls back in here through
+        `respond`, and the loop already running takes the next frame instead of nesting deeper."""
+        if self._pumping:
+            return
         held = self._held
-        while self.in_flight is None and held and not self.closed:
-            if self.host.draining:
-                held.clear()
-                break
-            self._start(held.popleft())
+        self._pumping = True
+        try:
+            while self.in_flight is None and held and not self.closed:
+                if self.host.draining:
+                    held.clear()
+                    break
+                self._start(held.popleft())
+        finally:
+            self._pumping = False
         if not held and self._resume is not None:
             self._resume.set()
             self._resume = None

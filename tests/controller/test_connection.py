@@ -243,3 +243,15 @@ async def test_an_idle_cancel_closes_a_connection_with_nothing_in_hand(pair: Pai
     assert pair.connection.idle_for(trio.current_time() + 100) >= 100
     pair.connection.scope.cancel()
     assert await closed_by_daemon(pair)
+
+
+async def test_thousands_of_pipelined_frames_answered_at_once_do_not_nest(pair: Pair) -> None:
+    count = 3000  # each answered by the connection itself (KIP-511 fallback), one after another
+    fallback = b"".join(frame(b"\x00\x12\x00\x63" + i.to_bytes(4, "big") + b"\xff\xff") for i in range(count))
+    with trio.fail_after(10):
+        await trio.to_thread.run_sync(pair.peer.setblocking, True)
+        await trio.to_thread.run_sync(pair.peer.sendall, fallback)
+        pair.peer.setblocking(False)
+    answers = await read_frames(pair.peer, count)
+    assert [correlation_of(answer) for answer in answers] == list(range(count))
+    assert not pair.done.is_set()

@@ -93,6 +93,24 @@ def test_api_versions_v99_gets_the_kip511_fallback(daemon: DaemonProcess) -> Non
         assert client.request(m.api_versions(4)).error_code == 0
 
 
+def test_a_flood_of_pipelined_frames_is_answered_in_order(daemon: DaemonProcess) -> None:
+    """Thousands of frames in one write, each answered by the connection itself (KIP-511
+    fallback) or by the writer, strictly in order; the daemon neither nests nor falls over."""
+    count = 3000
+    frames = [
+        framed(struct.pack(">hhih", 18, 99, i, 3) + b"kio" + b"\x00" + b"\x00\x00")
+        if i % 1000
+        else encode_request(ApiVersionsRequest(), 0, i)
+        for i in range(count)
+    ]
+    with KioClient(daemon.port) as flooder, KioClient(daemon.port) as bystander:
+        flooder.send_raw(b"".join(frames))
+        correlations = [struct.unpack_from(">i", flooder.read_frame())[0] for _ in range(count)]
+        assert correlations == list(range(count))
+        assert bystander.request(m.api_versions(3)).error_code == 0
+        assert flooder.request(m.describe_cluster(1)).error_code == 0
+
+
 def test_invalid_frames_are_counted(tmp_path: Path) -> None:
     from .daemon_process import free_port
 
