@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +61,9 @@ class Daemon:
         self.idle_timeout_s = options.idle_timeout_s
         self.draining = False
         self.port: int | None = None
-        self._requests_tx, self._requests_rx = trio.open_memory_channel[Any](math.inf)
+        #: requests (and timer ticks) waiting for the writer, in arrival order; `_arrived` wakes it
+        self._queue: deque[Any] = deque()
+        self._arrived: trio.Event | None = None
         self._connections: set[Connection] = set()
         self._listener_scope = trio.CancelScope()
         self._in_flight = 0
@@ -134,7 +136,7 @@ class Daemon:
     # ------------------------------------------------------------------ connections call these
     def submit(self, pending: Pending) -> None:
         self._in_flight += 1
-        self._requests_tx.send_nowait(pending)  # unbounded: never blocks, and no extra checkpoint
+        self._enqueue(pending)
 
     def answered(self, pending: Pending) -> None:
         assert pending.request is not None or pending.frame is not None
@@ -206,12 +208,7 @@ class Daemon:
         async with trio.open_nursery() as nursery:
             previous: trio.Event | None = None
             while True:
-                group = [await self._requests_rx.receive()]
-                while True:
-                    try:
-                        group.append(self._requests_rx.receive_nowait())
-                    except trio.WouldBlock:
-                        break
+                group = await self._take_group()
                 if previous is not None and self.engine.log.bytes_since_snapshot >= self.engine.snapshot_bytes:
                     # a snapshot needs the state to equal the log: let the commit in flight land first
                     await previous.wait()
@@ -229,6 +226,24 @@ class Daemon:
             taken = self.engine.snapshot_records()
             path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
             log.info("wrote snapshot %s", path)
+
+    def _enqueue(self, item: Any) -> None:
+        """Queue for the writer (unbounded: never blocks, no checkpoint); wake it if it waits."""
+        self._queue.append(item)
+        if self._arrived is not None:
+            self._arrived.set()
+            self._arrived = None
+
+    async def _take_group(self) -> list[Any]:
+        """Everything queued, in arrival order, once there is something (a plain deque and one
+        event per wait: a memory channel costs more per item than the rest of the hand-over)."""
+        while not self._queue:
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        await trio.lowlevel.checkpoint()  # a group is a scheduling point, as a channel receive was
+        group = list(self._queue)
+        self._queue.clear()
+        return group
 
     def _decide(self, group: list[Any]) -> list[Pending]:
         answered: list[Pending] = []
@@ -281,7 +296,7 @@ class Daemon:
             deadline = self.engine.core.next_session_deadline_ns()
             now = time.monotonic_ns()
             if deadline is not None and deadline < now:
-                self._requests_tx.send_nowait(_TICK)
+                self._enqueue(_TICK)
                 await trio.sleep(0.05)
                 continue
             wait = 0.25 if deadline is None else min(0.25, (deadline - now) / 1e9 + 0.001)
