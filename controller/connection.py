@@ -198,12 +198,10 @@ class Connection:
             if not data:
                 return
             self.last_activity = trio.current_time()
-            try:
-                self.buffer.receive_data(data)
-                while (payload := self.buffer.next_frame()) is not None:
-                    self._held.append(payload)
-            except FrameTooLargeError as exc:  # refused in its turn: the frames before it are answered
-                self._held.append(exc)
+            frames, refused = self.buffer.receive_frames(data)
+            self._held.extend(frames)
+            if refused is not None:  # refused in its turn: the frames before it are answered
+                self._held.append(refused)
             self._pump()
 
     async def _settle(self) -> None:

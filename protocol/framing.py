@@ -75,6 +75,25 @@ class FrameBuffer:
             self._start = 0
         return payload
 
+    def receive_frames(self, data: bytes) -> tuple[list[bytes], FrameTooLargeError | None]:
+        """`receive_data(data)`, then every complete frame, and the error of a bad size prefix
+        met after them (None if none; once there is one the buffer stays broken).
+
+        The common case of a request-response peer, nothing buffered and `data` exactly one
+        frame, costs one slice instead of buffering and copying the payload out again."""
+        if self._error is None and self._start == len(self._data) and len(data) >= 4:
+            (size,) = _SIZE.unpack_from(data, 0)
+            if 0 <= size <= self.max_frame_bytes and len(data) == 4 + size:
+                return [data[4:]], None
+        out: list[bytes] = []
+        try:
+            self.receive_data(data)
+            while (payload := self.next_frame()) is not None:
+                out.append(payload)
+        except FrameTooLargeError as exc:
+            return out, exc
+        return out, None
+
     def frames(self) -> list[bytes]:
         """Every complete frame currently buffered."""
         out = []

@@ -67,3 +67,37 @@ def test_exactly_the_limit_is_allowed() -> None:
 
 def test_default_limit_is_100_mib() -> None:
     assert FrameBuffer().max_frame_bytes == 100 * 1024 * 1024
+
+
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=8),
+    cuts=st.lists(st.integers(1, 400), max_size=40),
+    bad_tail=st.booleans(),
+)
+def test_receive_frames_is_receive_data_then_frames(payloads: list[bytes], cuts: list[int], bad_tail: bool) -> None:
+    """Whatever the chunking (whole frames included, the fast path), the same frames in order; a bad
+    prefix after good frames comes back as the error, after them."""
+    stream = b"".join(frame(p) for p in payloads) + (struct.pack(">i", 2000) if bad_tail else b"")
+    buffer = FrameBuffer(max_frame_bytes=1000)
+    got: list[bytes] = []
+    error = None
+    position = 0
+    for cut in [*cuts, len(stream)]:
+        chunk = stream[position : position + cut]
+        position += cut
+        if not chunk:
+            continue
+        frames, error = buffer.receive_frames(chunk)
+        got.extend(frames)
+        if error is not None:
+            break
+    assert got == payloads
+    assert (error is not None) == bad_tail
+
+
+def test_receive_frames_takes_a_whole_frame_as_it_is() -> None:
+    buffer = FrameBuffer()
+    assert buffer.receive_frames(frame(b"abc")) == ([b"abc"], None)
+    assert buffer.receive_frames(frame(b"de")[:3]) == ([], None)  # partial: buffered, then completed
+    assert buffer.receive_frames(frame(b"de")[3:] + frame(b"f")) == ([b"de", b"f"], None)
+    assert buffer.buffered == 0
