@@ -205,9 +205,8 @@ class Connection:
             self._pump()
 
     async def _settle(self) -> None:
-        """The peer is done or the daemon is draining: answer what is in flight before closing."""
-        if self.host.draining:
-            self._held.clear()
+        """The peer is done or the daemon is draining: answer what is in flight before closing
+        (`_pump` drops what waits behind it when draining)."""
         if not self.closed and self.busy:
             self._settled = trio.Event()
             await self._settled.wait()
@@ -238,8 +237,7 @@ class Connection:
     def _start(self, payload: bytes | FrameTooLargeError) -> None:
         """Decode one frame and hand it to the writer (or answer or refuse it at once)."""
         if isinstance(payload, FrameTooLargeError):
-            self.host.invalid_frame("frame_too_large", self.peer, None, str(payload))
-            self._close()
+            self._refuse(payload, None)
             return
         now, wall = time.monotonic_ns(), time.time_ns()
         try:
@@ -260,7 +258,7 @@ class Connection:
         self.in_flight = pending
         self.host.submit(pending)
 
-    def _refuse(self, exc: DecodeError, payload: bytes) -> None:
+    def _refuse(self, exc: DecodeError, payload: bytes | None) -> None:
         self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
         self._close()
 

@@ -304,7 +304,7 @@ class Daemon:
 
     async def _flush_capture(self) -> None:
         """One part: its rows converted here in slices between requests, then written from a thread."""
-        from .capture import CHUNK_ROWS, from_batches, to_batch
+        from .capture import from_batches, to_batches
 
         assert self.capture is not None
         part = self.capture.take()
@@ -312,8 +312,8 @@ class Daemon:
             return
         batches = []
         try:
-            for start in range(0, len(part.rows), CHUNK_ROWS):
-                batches.append(to_batch(part.rows[start : start + CHUNK_ROWS]))
+            for batch in to_batches(part.rows):
+                batches.append(batch)
                 await trio.sleep(0)
         except Exception:
             self.capture.dropped(part)

@@ -196,9 +196,8 @@ class RequestStats(Collector):
 
     def __init__(self) -> None:
         self._counts: dict[tuple[int, int, int], int] = {}
-        #: api key -> (latency bucket counts, [latency sum], queue-time bucket counts, [queue-time sum]);
-        #: the last bucket is +Inf, and a value goes to the first bucket whose bound is >= it
-        self._histograms: dict[int, tuple[list[int], list[float], list[int], list[float]]] = {}
+        #: api key -> (latency, queue time)
+        self._histograms: dict[int, tuple[_LatencyHistogram, _LatencyHistogram]] = {}
 
     def observe(self, api_key: int, api_version: int, error_code: int, latency_s: float, queue_s: float) -> None:
         key = (api_key, api_version, error_code)
@@ -206,13 +205,9 @@ class RequestStats(Collector):
         counts[key] = counts.get(key, 0) + 1
         histograms = self._histograms.get(api_key)
         if histograms is None:
-            empty = len(LATENCY_BUCKETS) + 1
-            histograms = self._histograms[api_key] = ([0] * empty, [0.0], [0] * empty, [0.0])
-        latency, latency_sum, queue, queue_sum = histograms
-        latency[bisect_left(LATENCY_BUCKETS, latency_s)] += 1
-        latency_sum[0] += latency_s
-        queue[bisect_left(LATENCY_BUCKETS, queue_s)] += 1
-        queue_sum[0] += queue_s
+            histograms = self._histograms[api_key] = (_LatencyHistogram(), _LatencyHistogram())
+        histograms[0].add(latency_s)
+        histograms[1].add(queue_s)
 
     def describe(self) -> Iterable[Metric]:
         return self._families()
@@ -235,15 +230,29 @@ class RequestStats(Collector):
         if record:
             for (api_key, version, error_code), count in sorted(self._counts.items()):
                 requests.add_metric([api_name(api_key), str(version), error_name(error_code)], count)
-            for api_key, (lat, lat_sum, que, que_sum) in sorted(self._histograms.items()):
+            for api_key, (latencies, queue_times) in sorted(self._histograms.items()):
                 name = api_name(api_key)
-                latency.add_metric([name], _cumulative(lat), lat_sum[0])
-                queue.add_metric([name], _cumulative(que), que_sum[0])
+                latency.add_metric([name], latencies.cumulative(), latencies.total)
+                queue.add_metric([name], queue_times.cumulative(), queue_times.total)
         return [requests, latency, queue]
 
 
-def _cumulative(counts: list[int]) -> list[tuple[str, float]]:
-    return list(zip(_LATENCY_LE, accumulate(counts), strict=True))
+class _LatencyHistogram:
+    """Counts per `LATENCY_BUCKETS` bucket (the last is +Inf; a value goes to the first bucket
+    whose bound is >= it, as Prometheus' `le`) and their sum."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0
+
+    def add(self, value: float) -> None:
+        self.counts[bisect_left(LATENCY_BUCKETS, value)] += 1
+        self.total += value
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        return list(zip(_LATENCY_LE, accumulate(self.counts), strict=True))
 
 
 class ClusterCollector(Collector):
