@@ -37,11 +37,10 @@ from .ops import brokers, cluster_info, elections, replica_state, topics
 from .outbound import ControlOrder, OutboundCollector
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, RecordAndVersion, Result
+from .state.frozen import FrozenState, freeze, snapshot_records
 from .state.replication import Replaced
 
 Handler = Callable[[ControllerState, Any, int, int, int], Result]
-
-REGISTER_BROKER_VERSION = brokers.REGISTER_BROKER_VERSION
 
 
 class ControllerCore:
@@ -143,12 +142,13 @@ class ControllerCore:
         return active.orders() if own else []
 
     # ------------------------------------------------------------------ snapshots
+    def freeze(self) -> FrozenState:
+        """A consistent copy of the durable state, for work done off the event loop (see `state.frozen`)."""
+        return freeze(self.state)
+
     def snapshot_records(self) -> list[RecordAndVersion]:
         """Records that rebuild the durable state: brokers, then topics with their partitions."""
-        out: list[RecordAndVersion] = [(r, REGISTER_BROKER_VERSION) for r in self.state.cluster.snapshot_records()]
-        for record in self.state.replication.snapshot_records():
-            out.append((record, 1 if isinstance(record, PartitionRecord) else 0))
-        return out
+        return snapshot_records(self.freeze())
 
     def durable_view(self) -> tuple[object, ...]:
         """The durable state as comparable values (replay equivalence is checked on this)."""

@@ -37,8 +37,8 @@ from protocol.spec import Array, Data, fields_of
 
 from .core import ControllerCore
 from .log.ids import uuid_string
+from .state.frozen import FrozenState, FrozenTopic
 from .state.model import BrokerRegistration, PartitionRegistration
-from .state.replication import Topic
 
 CoreProvider = Callable[[], ControllerCore | None]
 
@@ -348,17 +348,19 @@ def _error_plan(cls: type[Data]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 # ---------------------------------------------------------------------------- /state
-def state_json(core: ControllerCore) -> dict[str, object]:
-    """The controller's state as JSON-ready values, sorted by broker id, topic name and partition."""
-    state = core.state
-    topics = sorted(state.replication.topics.values(), key=lambda topic: topic.name)
+def state_json(state: ControllerCore | FrozenState) -> dict[str, object]:
+    """The controller's state as JSON-ready values, sorted by broker id, topic name and partition.
+
+    Given a core, it is frozen first; given a frozen state (`ControllerCore.freeze()`), this may
+    run in a worker thread while the core goes on replaying."""
+    frozen = state.freeze() if isinstance(state, ControllerCore) else state
     return {
-        "cluster_id": state.config.cluster_id,
-        "controller_id": state.config.node_id,
-        "controller_epoch": state.controller_epoch,
-        "last_applied_offset": state.last_offset,
-        "brokers": [_broker_json(state.cluster.brokers[b]) for b in sorted(state.cluster.brokers)],
-        "topics": [_topic_json(topic) for topic in topics],
+        "cluster_id": frozen.config.cluster_id,
+        "controller_id": frozen.config.node_id,
+        "controller_epoch": frozen.controller_epoch,
+        "last_applied_offset": frozen.last_offset,
+        "brokers": [_broker_json(frozen.brokers[b]) for b in sorted(frozen.brokers)],
+        "topics": [_topic_json(topic) for topic in frozen.sorted_topics()],
     }
 
 
@@ -374,7 +376,7 @@ def _broker_json(broker: BrokerRegistration) -> dict[str, Any]:
     }
 
 
-def _topic_json(topic: Topic) -> dict[str, Any]:
+def _topic_json(topic: FrozenTopic) -> dict[str, Any]:
     return {
         "name": topic.name,
         "topic_id": str(topic.topic_id),

@@ -33,12 +33,12 @@ from protocol.records.metadata import (
 )
 
 from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from ..state.frozen import REGISTER_BROKER_VERSION
 from ..state.model import BrokerRegistration, TopicPartition
 from ..state.replication import change_record, change_version, removal
 from .eligibility import others_eligible
 from .replica_state import bring_online
 
-REGISTER_BROKER_VERSION = 3
 FENCE = 1
 UNFENCE = -1
 

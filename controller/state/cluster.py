@@ -17,7 +17,6 @@ from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,
     FenceBrokerRecord,
     RegisterBrokerRecord,
-    RegisterBrokerRecordBrokerEndpoint,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
@@ -90,24 +89,3 @@ class ClusterState:
         if broker is None or broker.epoch != epoch:
             raise ReplayError(f"no registration of broker {broker_id} with epoch {epoch}")
         return broker
-
-    # ------------------------------------------------------------------ snapshot
-    def snapshot_records(self) -> list[RegisterBrokerRecord]:
-        return [
-            RegisterBrokerRecord(
-                broker_id=reg.broker_id,
-                incarnation_id=reg.incarnation_id,
-                broker_epoch=reg.epoch,
-                end_points=tuple(
-                    RegisterBrokerRecordBrokerEndpoint(
-                        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-                    )
-                    for e in reg.listeners
-                ),
-                rack=reg.rack,
-                fenced=reg.fenced,
-                in_controlled_shutdown=reg.in_controlled_shutdown,
-                log_dirs=reg.log_dirs,
-            )
-            for reg in (self.brokers[b] for b in sorted(self.brokers))
-        ]

@@ -28,6 +28,10 @@ class ControllerConfig:
     port: int = 9093
     default_partitions: int = 1
     default_replication_factor: int = 1
+    #: Kafka's MAX_RECORDS_PER_USER_OP (KAFKA-14996, KAFKA-17870): the most records one operation
+    #: may write in one atomic batch; larger user operations are refused, larger broker-driven
+    #: ones are written as several batches.
+    max_records_per_operation: int = 10_000
 
 
 class Result(NamedTuple):

@@ -143,14 +143,6 @@ class ReplicationState:
             if new_leader != NO_LEADER:
                 self.leader_of.setdefault(new_leader, set()).add(tp)
 
-    # ------------------------------------------------------------------ snapshot
-    def snapshot_records(self) -> list[TopicRecord | PartitionRecord]:
-        records: list[TopicRecord | PartitionRecord] = []
-        for topic in sorted(self.topics.values(), key=lambda t: t.name):
-            records.append(TopicRecord(name=topic.name, topic_id=topic.topic_id))
-            records.extend(part.to_record(topic.topic_id, index) for index, part in sorted(topic.partitions.items()))
-        return records
-
 
 def _move(
     index: dict[int, set[TopicPartition]], tp: TopicPartition, before: tuple[int, ...], after: tuple[int, ...]

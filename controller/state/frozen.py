@@ -1,0 +1,101 @@
+"""A frozen copy of the durable state: taken on the event loop in milliseconds, read anywhere.
+
+Snapshots and `/state` must describe one consistent state, yet building their records or JSON
+for a large cluster takes far longer than the event loop may be held. So the shell freezes the
+state (cheap) and does the slow part in a worker thread while replay goes on.
+
+Rules:
+- Registrations (`BrokerRegistration`, `PartitionRegistration`) are immutable values that replay
+  replaces, never edits, so freezing copies only the containers: the broker dict and each
+  topic's partition dict (C-speed copies, a few milliseconds for 100,000 partitions).
+- A frozen state is never mutated and shares nothing mutable with the live state.
+- `snapshot_records` is the one definition of what a snapshot holds: every broker registration
+  (by id), then every topic (by name) followed by its partitions (by index).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protocol.records.metadata import (
+    RegisterBrokerRecord,
+    RegisterBrokerRecordBrokerEndpoint,
+    TopicRecord,
+)
+from protocol.spec import Data
+
+from .model import BrokerRegistration, PartitionRegistration
+
+if TYPE_CHECKING:
+    from .controller_state import ControllerConfig, ControllerState
+
+#: Record versions a snapshot writes (RegisterBrokerRecord v3 carries InControlledShutdown and log dirs).
+REGISTER_BROKER_VERSION = 3
+PARTITION_RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenTopic:
+    topic_id: uuid.UUID
+    name: str
+    partitions: dict[int, PartitionRegistration]  # a private copy: never mutated
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenState:
+    config: ControllerConfig
+    controller_epoch: int
+    last_offset: int
+    brokers: dict[int, BrokerRegistration]  # a private copy: never mutated
+    topics: tuple[FrozenTopic, ...]  # in no particular order
+
+    def sorted_topics(self) -> list[FrozenTopic]:
+        return sorted(self.topics, key=lambda topic: topic.name)
+
+
+def freeze(state: ControllerState) -> FrozenState:
+    """A consistent copy of `state`'s durable part (call on the thread that replays)."""
+    return FrozenState(
+        config=state.config,
+        controller_epoch=state.controller_epoch,
+        last_offset=state.last_offset,
+        brokers=dict(state.cluster.brokers),
+        topics=tuple(
+            FrozenTopic(topic.topic_id, topic.name, dict(topic.partitions))
+            for topic in state.replication.topics.values()
+        ),
+    )
+
+
+def snapshot_records(frozen: FrozenState) -> list[tuple[Data, int]]:
+    """Records that rebuild the durable state: brokers, then topics with their partitions."""
+    records: list[tuple[Data, int]] = [
+        (_register_record(frozen.brokers[broker_id]), REGISTER_BROKER_VERSION) for broker_id in sorted(frozen.brokers)
+    ]
+    for topic in frozen.sorted_topics():
+        records.append((TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
+        records.extend(
+            (part.to_record(topic.topic_id, index), PARTITION_RECORD_VERSION)
+            for index, part in sorted(topic.partitions.items())
+        )
+    return records
+
+
+def _register_record(broker: BrokerRegistration) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(
+        broker_id=broker.broker_id,
+        incarnation_id=broker.incarnation_id,
+        broker_epoch=broker.epoch,
+        end_points=tuple(
+            RegisterBrokerRecordBrokerEndpoint(
+                name=endpoint.name, host=endpoint.host, port=endpoint.port, security_protocol=endpoint.security_protocol
+            )
+            for endpoint in broker.listeners
+        ),
+        rack=broker.rack,
+        fenced=broker.fenced,
+        in_controlled_shutdown=broker.in_controlled_shutdown,
+        log_dirs=broker.log_dirs,
+    )
