@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import gc
 import logging
+import resource
 import sys
 from pathlib import Path
 
@@ -68,6 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frame-bytes", type=positive_int, default=104_857_600, help="largest accepted frame")
     parser.add_argument("--idle-timeout-ms", type=positive_int, default=600_000, help="close idle connections")
     parser.add_argument(
+        "--max-connections",
+        type=positive_int,
+        metavar="N",
+        help="inbound connections open at once; more are closed at accept "
+        "(default: half of the descriptor limit left after 256)",
+    )
+    parser.add_argument(
         "--snapshot-bytes",
         type=positive_int,
         default=DEFAULT_SNAPSHOT_BYTES,
@@ -120,12 +128,14 @@ def run(args: argparse.Namespace) -> int:
     # with CPython's default 5 ms switch interval it waits for the busy event loop that long each
     # time, and every group commit (and its requests' latency) with it.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    raise_descriptor_limit()
     metrics_host, metrics_port = args.metrics_listen if args.metrics_listen else (None, 0)
     options = DaemonOptions(
         host=host,
         port=port,
         max_frame_bytes=args.max_frame_bytes,
         idle_timeout_s=args.idle_timeout_ms / 1000,
+        max_connections=args.max_connections,
         capture_dir=args.capture_dir,
         metrics_host=metrics_host,
         metrics_port=metrics_port,
@@ -140,6 +150,17 @@ def run(args: argparse.Namespace) -> int:
         log.critical("stopping: %s", failure)
         return 1
     return 0
+
+
+def raise_descriptor_limit() -> None:
+    """Raise the soft limit on open descriptors to the hard limit, as servers do: every connection
+    (inbound, and outbound to each broker) is one; `--max-connections` defaults from it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the descriptor limit from %d to %d: %s", soft, hard, exc)
 
 
 def log_failure(exc: BaseException) -> LogError | None:

@@ -49,6 +49,8 @@ from protocol.spec import Data
 log = logging.getLogger("fencer.connection")
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
+#: Frames above this many bytes are decoded, and answered, off the event loop.
+LARGE_FRAME_BYTES = 1 << 20
 
 
 class Pending:

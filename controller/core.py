@@ -36,11 +36,22 @@ from .ops import alter_partition as alter_partition_op
 from .ops import brokers, cluster_info, elections, replica_state, topics
 from .outbound import ControlOrder, OutboundCollector
 from .state.cluster import ReplayError
-from .state.controller_state import ControllerConfig, ControllerState, RecordAndVersion, Result
+from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, freeze, snapshot_records
 from .state.replication import Replaced
 
-Handler = Callable[[ControllerState, Any, int, int, int], Result]
+Handler = Callable[[ControllerState, Any, int, int, int], Outcome]
+
+
+def batches(outcome: Outcome) -> Steps:
+    """Every batch of an operation's outcome, in order, then its response: a `Result` is one
+    batch (none without records). The caller appends and replays each batch before the next."""
+    if type(outcome) is Result:
+        if outcome.records:
+            yield outcome.records
+        return outcome.response
+    assert not isinstance(outcome, Result)
+    return (yield from outcome)
 
 
 class ControllerCore:
@@ -66,14 +77,15 @@ class ControllerCore:
         return self.state.config
 
     # ------------------------------------------------------------------ decisions
-    def handle(self, api_key: int, version: int, request: Data, now_ns: int, next_offset: int) -> Result:
-        """Decide one request. `next_offset` is the offset its first record would get."""
+    def handle(self, api_key: int, version: int, request: Data, now_ns: int, next_offset: int) -> Outcome:
+        """Decide one request: a `Result`, or `Steps` (see `Steps` and `batches`). `next_offset` is
+        the offset its first record would get."""
         handler = self._handlers.get(api_key)
         if handler is None:
             raise ValueError(f"the controller does not serve api key {api_key}")
         return handler(self.state, request, version, now_ns, next_offset)
 
-    def expire_sessions(self, now_ns: int) -> Result | None:
+    def expire_sessions(self, now_ns: int) -> Outcome | None:
         """Fence the broker whose session expired first, if any (call again after applying)."""
         return brokers.expired_session(self.state, now_ns)
 
@@ -148,7 +160,7 @@ class ControllerCore:
 
     def snapshot_records(self) -> list[RecordAndVersion]:
         """Records that rebuild the durable state: brokers, then topics with their partitions."""
-        return snapshot_records(self.freeze())
+        return list(snapshot_records(self.freeze()))
 
     def durable_view(self) -> tuple[object, ...]:
         """The durable state as comparable values (replay equivalence is checked on this)."""

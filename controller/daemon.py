@@ -1,43 +1,61 @@
-"""The controller daemon: a trio TCP server around the engine, with group commit, timers and shutdown.
+"""The controller daemon: a trio TCP server around the engine: wiring, accepting, timers, shutdown.
 
 Rules:
-- One writer task applies every request, from all connections, in arrival order. It takes the
-  first waiting request and everything that queued behind it, decides them in order (each sees
-  the ones before), then commits them with one write and one fsync (in a worker thread, so
-  requests keep arriving meanwhile: they form the next group), and only then answers them.
+- Requests go to the group-commit writer (`controller.writer`), which decides them in arrival
+  order and answers each once its records are durable.
+- Connections: at most `max_connections` at once (Kafka's max.connections); past it a new one
+  is closed at once and counted. When accept fails for lack of descriptors or memory it is
+  retried every 100 ms, logged at most once per interval. Handlers run in a nursery of their
+  own, outside the accepting scope (hypercorn's trio worker), so that stopping to accept never
+  cancels a request in flight.
 - Session-timeout fencing runs on a timer that wakes the writer; fencing is a write like any other.
-- Control orders the core derives from committed records go to the outbound control channel
-  (LeaderAndIsr / StopReplica to brokers); at start every live broker gets a full LeaderAndIsr
-  in the new controller epoch.
-- SIGTERM / SIGINT: stop accepting and reading, answer what is in flight, commit, flush the
-  capture, close, return (exit 0). A failed commit is fatal: the state is ahead of the disk.
+- Control orders derived from committed records go to the outbound control channel
+  (LeaderAndIsr / StopReplica); at start every live broker gets a full LeaderAndIsr in the
+  new controller epoch.
+- SIGTERM / SIGINT: stop accepting and reading, answer what was read (up to a deadline), let
+  every commit and snapshot in progress finish, flush the capture (a failure there is logged,
+  never fatal: capture is best effort), close the log, exit 0. A failed commit is fatal.
 """
 
 from __future__ import annotations
 
-import functools
+import errno
 import logging
+import resource
 import signal
 import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
-from protocol.registry import api, encode_response, peek_request
+from protocol.registry import peek_request
 
 from .channel import ControlChannel
 from .connection import Connection, Pending
 from .engine import ControllerEngine
+from .logs import RateLimitedLogger
 from .metrics import ControllerMetrics, response_error_code
-from .outbound import ControlOrder, full_state_orders
+from .outbound import full_state_orders
+from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
-T = TypeVar("T")
-_TICK = object()  # a session-timer wake-up in the writer's queue
+#: accept() errors that mean "no resources right now": retried, never fatal (trio's own list)
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY_S = 0.1
+#: Descriptors kept for everything but inbound connections: log segments, snapshots, capture,
+#: the metrics listener, worker threads' files; the rest is shared with outbound connections.
+RESERVED_DESCRIPTORS = 256
+
+
+def default_max_connections() -> int:
+    """Half of what the descriptor limit leaves after `RESERVED_DESCRIPTORS` (the other half is
+    for the control channel's connections, one per broker), at least 16."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(16, (soft - RESERVED_DESCRIPTORS) // 2)
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,7 @@ class DaemonOptions:
     port: int = 9093
     max_frame_bytes: int = 104_857_600
     idle_timeout_s: float = 600.0
+    max_connections: int | None = None  # None: `default_max_connections()`
     capture_dir: Path | None = None
     capture_rotate_s: float = 2.0
     metrics_host: str | None = None
@@ -59,15 +78,13 @@ class Daemon:
         self.options = options
         self.max_frame_bytes = options.max_frame_bytes
         self.idle_timeout_s = options.idle_timeout_s
+        self.max_connections = options.max_connections or default_max_connections()
         self.draining = False
         self.port: int | None = None
-        #: requests (and timer ticks) waiting for the writer, in arrival order; `_arrived` wakes it
-        self._queue: deque[Any] = deque()
-        self._arrived: trio.Event | None = None
         self._connections: set[Connection] = set()
-        self._listener_scope = trio.CancelScope()
-        self._in_flight = 0
-        self._idle = trio.Event()
+        self._open = 0  # accepted connections whose handler has not ended (registered or about to be)
+        self._accepting = trio.CancelScope()
+        self._accept_log = RateLimitedLogger(log)
         self.metrics = _make_metrics(self)
         self.capture = _make_capture(options)
         self._exchange: Any = None
@@ -76,12 +93,13 @@ class Daemon:
 
             self._exchange = Exchange
         self.channel = _make_channel(self)
+        self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic)
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_signals, nursery.cancel_scope)
-            nursery.start_soon(self._writer)
+            await nursery.start(self.writer.run)
             nursery.start_soon(self._session_timer)
             nursery.start_soon(self._sweep_idle)
             await nursery.start(self.channel.run)
@@ -100,15 +118,49 @@ class Daemon:
             self.channel.submit(full_state_orders(self.engine.core.state))
             listeners = await trio.open_tcp_listeners(self.options.port, host=self.options.host)
             self.port = listeners[0].socket.getsockname()[1]
-            nursery.start_soon(self._serve, listeners)
+            handlers: trio.Nursery = await nursery.start(_nursery_task)
+            nursery.start_soon(self._accept, listeners, handlers)
             task_status.started(self.port)
 
-    async def _serve(self, listeners: list[trio.SocketListener]) -> None:
-        with self._listener_scope:
-            await trio.serve_listeners(self._connection, listeners)
+    async def _accept(self, listeners: list[trio.SocketListener], handlers: trio.Nursery) -> None:
+        """Accept until shutdown; then close the listeners (the handlers run on in `handlers`)."""
+        try:
+            with self._accepting:
+                async with trio.open_nursery() as acceptors:
+                    for listener in listeners:
+                        acceptors.start_soon(self._accept_from, listener, handlers)
+        finally:
+            for listener in listeners:
+                await trio.aclose_forcefully(listener)
+
+    async def _accept_from(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                self.metrics.connection_refused("descriptors")
+                self._accept_log.log(
+                    logging.ERROR, "accept", "cannot accept connections (%s) with %d open; retrying", exc, self._open
+                )
+                await trio.sleep(_ACCEPT_RETRY_S)
+                continue
+            if self._open >= self.max_connections:
+                self.metrics.connection_refused("max_connections")
+                self._accept_log.log(
+                    logging.WARNING, "max", "refusing connections: %d open (--max-connections)", self._open
+                )
+                await trio.aclose_forcefully(stream)
+                continue
+            self._open += 1
+            handlers.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        await Connection(self, stream).run()
+        try:
+            await Connection(self, stream).run()
+        finally:
+            self._open -= 1
 
     async def _watch_signals(self, main_scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -119,24 +171,27 @@ class Daemon:
                 return
 
     async def shutdown(self) -> None:
-        """Stop accepting and reading; answer and commit what is in flight; flush and close."""
+        """Stop accepting and reading; answer and commit what was read; let every commit and
+        snapshot finish; flush the capture; close the log."""
         self.draining = True
-        self._listener_scope.cancel()
+        self._accepting.cancel()
         for connection in list(self._connections):
             connection.scope.cancel()  # stops reading; a request in flight is still answered
-        with trio.move_on_after(self.options.drain_timeout_s):
-            while self._in_flight:
-                self._idle = trio.Event()
-                await self._idle.wait()
+        await self.writer.drain(self.options.drain_timeout_s)
         if self.capture is not None:
-            await trio.to_thread.run_sync(self.capture.close)
+            try:
+                await trio.to_thread.run_sync(self.capture.close)
+            except Exception as exc:  # best effort: a full capture disk must not keep the log open
+                self.metrics.capture_failure()
+                log.error(
+                    "capture: the last part could not be written (%s); %d rows dropped", exc, self.capture.rows_dropped
+                )
         self.engine.close()
         log.info("stopped")
 
     # ------------------------------------------------------------------ connections call these
     def submit(self, pending: Pending) -> None:
-        self._in_flight += 1
-        self._enqueue(pending)
+        self.writer.submit(pending)
 
     def answered(self, pending: Pending) -> None:
         assert pending.request is not None or pending.frame is not None
@@ -198,105 +253,12 @@ class Daemon:
             )
         )
 
-    # ------------------------------------------------------------------ the writer
-    async def _writer(self) -> None:
-        """Decide groups in arrival order; commit each while the next is being decided.
-
-        At most one commit is in flight: group N+1 is decided (and its records staged and
-        replayed) while group N's write and fsync run in a worker thread; N+1's commit starts
-        once N's has finished, so the log order is the decision order."""
-        async with trio.open_nursery() as nursery:
-            previous: trio.Event | None = None
-            while True:
-                group = await self._take_group()
-                if previous is not None and self.engine.log.bytes_since_snapshot >= self.engine.snapshot_bytes:
-                    # a snapshot needs the state to equal the log: let the commit in flight land first
-                    await previous.wait()
-                    await self._snapshot()
-                answered = self._decide(group)
-                staged = self.engine.take_staged()
-                orders = self.engine.take_orders()
-                if previous is not None:
-                    await previous.wait()
-                previous = trio.Event()
-                nursery.start_soon(self._commit, staged, answered, orders, previous)
-
-    async def _snapshot(self) -> None:
-        if self.engine.snapshot_due():
-            taken = self.engine.snapshot_records()
-            path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
-            log.info("wrote snapshot %s", path)
-
-    def _enqueue(self, item: Any) -> None:
-        """Queue for the writer (unbounded: never blocks, no checkpoint); wake it if it waits."""
-        self._queue.append(item)
-        if self._arrived is not None:
-            self._arrived.set()
-            self._arrived = None
-
-    async def _take_group(self) -> list[Any]:
-        """Everything queued, in arrival order, once there is something (a plain deque and one
-        event per wait: a memory channel costs more per item than the rest of the hand-over)."""
-        while not self._queue:
-            self._arrived = trio.Event()
-            await self._arrived.wait()
-        await trio.lowlevel.checkpoint()  # a group is a scheduling point, as a channel receive was
-        group = list(self._queue)
-        self._queue.clear()
-        return group
-
-    def _decide(self, group: list[Any]) -> list[Pending]:
-        answered: list[Pending] = []
-        for item in group:
-            if item is _TICK:
-                self.engine.expire_sessions(time.monotonic_ns())
-                continue
-            pending: Pending = item
-            assert pending.request is not None
-            request = pending.request
-            try:
-                response = self.engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
-            except Exception:
-                log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
-                pending.connection.abandon(pending)  # the connection closes unanswered
-                self._finished(1)
-                continue
-            pending.decided_ns = time.monotonic_ns()
-            pending.response = response
-            answered.append(pending)
-        return answered
-
-    async def _commit(
-        self, staged: list[Any], answered: list[Pending], orders: list[ControlOrder], done: trio.Event
-    ) -> None:
-        try:
-            if staged:
-                started = time.monotonic()
-                prepared = self.engine.prepare(staged)  # encoding holds the GIL: do it here, not in the thread
-                records = await in_thread_now(self.engine.write, prepared)
-                self.metrics.group_commit(len(staged), records, time.monotonic() - started)
-            for pending in answered:
-                assert pending.request is not None and pending.response is not None
-                request = pending.request
-                pending.frame = encode_response(pending.response, request.api_version, request.correlation_id)
-                pending.connection.respond(pending)
-            self._finished(len(answered))
-            if orders:
-                self.channel.submit(orders)
-        finally:
-            done.set()
-
-    def _finished(self, count: int) -> None:
-        self._in_flight -= count
-        if self._in_flight <= 0:
-            self._idle.set()
-
     async def _session_timer(self) -> None:
         while True:
             deadline = self.engine.core.next_session_deadline_ns()
             now = time.monotonic_ns()
             if deadline is not None and deadline < now:
-                self._enqueue(_TICK)
+                self.writer.tick()
                 await trio.sleep(0.05)
                 continue
             wait = 0.25 if deadline is None else min(0.25, (deadline - now) / 1e9 + 0.001)
@@ -332,20 +294,11 @@ class Daemon:
                 self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
 
 
-async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` in a worker thread that starts at once; its result or exception comes back here.
-
-    Unlike `trio.to_thread.run_sync` there is no capacity limiter, whose checkpoint would send
-    this task to the back of the run queue (behind a whole group's decisions) before the thread
-    even starts. The wait cannot be cancelled: a started write or fsync must finish."""
-    token = trio.lowlevel.current_trio_token()
-    task = trio.lowlevel.current_task()
-
-    def deliver(result: Any) -> None:  # an outcome.Outcome, which trio's reschedule unwraps
-        token.run_sync_soon(trio.lowlevel.reschedule, task, result)
-
-    trio.lowlevel.start_thread_soon(functools.partial(fn, *args), deliver)
-    return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]
+async def _nursery_task(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:
+    """A nursery that lives until cancelled, for tasks started from elsewhere (connection handlers)."""
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
 
 
 def _error_code(response: Any) -> int:

@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
 
-from .core import ControllerCore
+from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.store import PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
-from .state.controller_state import ControllerConfig, RecordAndVersion
+from .slices import Slices, finish, paced
+from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion
+from .state.frozen import FrozenState, snapshot_records
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
+#: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
+REPLAY_SLICE_RECORDS = 256
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,9 @@ class ControllerEngine:
         self.log = log
         self.snapshot_bytes = snapshot_bytes
         self.startup = report
-        self._staged: list[list[RecordAndVersion]] = []
+        self._staged: list[Sequence[RecordAndVersion]] = []
         self._next_offset = log.next_offset
+        self._taken_offset = log.next_offset  # where the staged batches not yet taken begin
         self._broken: str | None = None
         self._orders = OutboundCollector(core.state)
 
@@ -120,21 +126,35 @@ class ControllerEngine:
     def controller_epoch(self) -> int:
         return self.core.state.controller_epoch
 
-    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Data | None:
-        """Decide one request, stage its records, return its response (send it only once committed).
+    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Slices[Data | None]:
+        """Decide one request and stage its records; the work's result is the response (send it
+        only once committed).
 
-        The control orders its records call for accumulate until `take_orders` (one batch per
-        broker for everything decided since the last take)."""
+        The decision is taken at once; staging (and the further steps of an operation decided in
+        steps) happens as the returned work runs, paced (see `controller.slices`): a caller on an
+        event loop lets other tasks run whenever it yields; `finish` runs it to the end. The
+        control orders its records call for accumulate until `take_orders`."""
         self._check_usable()
-        result = self.core.handle(api_key, version, body, now_ns, self._next_offset)
-        self._stage(list(result.records))
-        return result.response
+        return paced(self._run(self.core.handle(api_key, version, body, now_ns, self._next_offset)))
 
-    def expire_sessions(self, now_ns: int) -> None:
-        """Fence every broker whose session ran out (each its own atomic group); stage the records."""
+    def expire_sessions(self, now_ns: int) -> Slices[None]:
+        """Fence every broker whose session ran out (each in its own batches); stage the records."""
         self._check_usable()
-        while (result := self.core.expire_sessions(now_ns)) is not None:
-            self._stage(list(result.records))
+        return paced(self._expire(now_ns))
+
+    def _expire(self, now_ns: int) -> Slices[None]:
+        while (outcome := self.core.expire_sessions(now_ns)) is not None:
+            yield from self._run(outcome)
+            yield
+
+    def _run(self, outcome: Outcome) -> Slices[Data | None]:
+        steps = batches(outcome)
+        while True:
+            try:
+                batch = next(steps)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            yield from self._stage(batch)
 
     def take_orders(self) -> list[ControlOrder]:
         """The control orders of everything decided since the last call, batched per broker."""
@@ -142,13 +162,33 @@ class ControllerEngine:
         self._orders = OutboundCollector(self.core.state)
         return orders
 
-    def _stage(self, records: list[RecordAndVersion]) -> None:
+    @property
+    def staged_records(self) -> int:
+        """Records staged and not yet taken by `take_staged`."""
+        return self._next_offset - self._taken_offset
+
+    @property
+    def between_batches(self) -> bool:
+        """No batch is half replayed: `take_staged` and `take_orders` may run now (while a batch
+        is being staged, its first records' control orders are collected but not yet durable)."""
+        return self._next_offset - self._taken_offset == sum(len(group) for group in self._staged)
+
+    def _stage(self, records: Sequence[RecordAndVersion]) -> Slices[None]:
+        """Give one batch its offsets and replay it (yielding every `REPLAY_SLICE_RECORDS`).
+
+        The batch is handed to `take_staged` only once wholly replayed, so whatever runs while
+        this pauses may take the batches before it, never part of this one."""
         if not records:
             return
-        placed = [(record, self._next_offset + i) for i, (record, _) in enumerate(records)]
-        self.core.apply(placed, self._orders)
-        self._staged.append(records)
+        base = self._next_offset
         self._next_offset += len(records)
+        apply = self.core.apply
+        for start in range(0, len(records), REPLAY_SLICE_RECORDS):
+            if start:
+                yield
+            chunk = records[start : start + REPLAY_SLICE_RECORDS]
+            apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
+        self._staged.append(records)
 
     # ------------------------------------------------------------------ durability
     def commit(self) -> int:
@@ -157,19 +197,22 @@ class ControllerEngine:
         self.maybe_snapshot()
         return records
 
-    def take_staged(self) -> list[list[RecordAndVersion]]:
-        """The staged requests' records, handed over for `append` (call from the deciding thread)."""
+    def take_staged(self) -> list[Sequence[RecordAndVersion]]:
+        """The staged batches, handed over for `append` (call from the deciding thread, between
+        steps: a batch still being staged is not among them)."""
         self._check_usable()
         groups, self._staged = self._staged, []
+        self._taken_offset += sum(len(group) for group in groups)
         return groups
 
-    def append(self, groups: list[list[RecordAndVersion]]) -> int:
+    def append(self, groups: list[Sequence[RecordAndVersion]]) -> int:
         """Make taken groups durable (encode and write on this thread)."""
-        return self.write(self.prepare(groups))
+        return self.write(finish(self.prepare(groups)))
 
-    def prepare(self, groups: list[list[RecordAndVersion]]) -> tuple[PreparedAppend, int]:
-        """Encode taken groups as batches (the deciding thread: this is CPU under the GIL)."""
-        return self.log.prepare(groups, self.controller_epoch, _wall_ms()), sum(len(group) for group in groups)
+    def prepare(self, groups: list[Sequence[RecordAndVersion]]) -> Slices[tuple[PreparedAppend, int]]:
+        """Encode taken groups as batches (the deciding thread: this is CPU under the GIL), paced."""
+        prepared = yield from paced(self.log.prepare_steps(groups, self.controller_epoch, _wall_ms()))
+        return prepared, sum(len(group) for group in groups)
 
     def write(self, prepared: tuple[PreparedAppend, int]) -> int:
         """Write and fsync prepared batches; may run in a worker thread (the GIL is released)."""
@@ -196,18 +239,19 @@ class ControllerEngine:
 
     def snapshot(self) -> Path:
         """Write the committed state as a snapshot now, and drop the segments it covers."""
-        return self.write_snapshot(self.snapshot_records())
+        return self.write_snapshot(self.freeze())
 
-    def snapshot_records(self) -> tuple[int, list[RecordAndVersion]]:
-        """(end offset, records) of the settled state, for `write_snapshot` (deciding thread)."""
+    def freeze(self) -> tuple[int, FrozenState]:
+        """(end offset, frozen state) of the settled state, for `write_snapshot` (deciding thread)."""
         if not self.settled:
             raise RuntimeError("cannot snapshot while decided records are not yet durable")
-        return self.log.next_offset, self.core.snapshot_records()
+        return self.log.next_offset, self.core.freeze()
 
-    def write_snapshot(self, taken: tuple[int, list[RecordAndVersion]]) -> Path:
-        """Write a snapshot taken with `snapshot_records` (may run in a worker thread)."""
-        end, records = taken
-        path = self.log.write_snapshot(end, self.controller_epoch, records, _wall_ms())
+    def write_snapshot(self, taken: tuple[int, FrozenState]) -> Path:
+        """Write a snapshot of a state taken with `freeze`: may run in a worker thread while
+        decisions and commits go on (the frozen state shares nothing mutable with the live one)."""
+        end, frozen = taken
+        path = self.log.write_snapshot(end, self.controller_epoch, snapshot_records(frozen), _wall_ms())
         self.log.delete_segments_below(end)
         return path
 

@@ -50,6 +50,10 @@ _LATENCY_LE = (*(repr(bound) for bound in LATENCY_BUCKETS), "+Inf")
 GROUP_REQUEST_BUCKETS = tuple(float(2**n) for n in range(10))
 #: Records in one group commit: 1, 2, 4, ..., 8192 (a CreateTopics alone may write hundreds).
 GROUP_RECORD_BUCKETS = tuple(float(2**n) for n in range(14))
+#: Snapshot write times: 10 ms .. 5 min.
+SNAPSHOT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: Why a connection was closed at accept.
+CONNECTION_REFUSAL_REASONS = ("max_connections", "descriptors")
 #: Why a frame was refused (the connection is closed without a response).
 INVALID_FRAME_REASONS = (
     "unknown_api",
@@ -77,6 +81,7 @@ class ControllerMetrics:
         self._define_request_metrics()
         self._define_log_metrics()
         self._define_outbound_metrics()
+        self._define_server_metrics()
         self.registry.register(ClusterCollector(core_provider))
 
     def _define_request_metrics(self) -> None:
@@ -99,7 +104,7 @@ class ControllerMetrics:
         )
         self._group_requests = Histogram(
             "fencer_group_commit_requests",
-            "Requests made durable by one group commit",
+            "Record batches (one per request that wrote records) made durable by one group commit",
             buckets=GROUP_REQUEST_BUCKETS,
             registry=registry,
         )
@@ -112,6 +117,26 @@ class ControllerMetrics:
         self._capture_rows = Counter("fencer_capture_rows", "Frames written to capture files", registry=registry)
         self._capture_parts = Counter("fencer_capture_parts", "Capture files (Parquet parts) closed", registry=registry)
         self._capture_totals = (0, 0)
+
+    def _define_server_metrics(self) -> None:
+        registry = self.registry
+        self._connections_refused = Counter(
+            "fencer_connections_refused",
+            "Connections closed at accept (max_connections) or not accepted for lack of descriptors",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in CONNECTION_REFUSAL_REASONS:
+            self._connections_refused.labels(reason=reason)
+        self._snapshots = Counter("fencer_snapshots", "Snapshots attempted, by outcome", ["outcome"], registry=registry)
+        for outcome in ("written", "failed"):
+            self._snapshots.labels(outcome=outcome)
+        self._snapshot_seconds = Histogram(
+            "fencer_snapshot_write_seconds", "Time to write one snapshot", buckets=SNAPSHOT_BUCKETS, registry=registry
+        )
+        self._capture_failures = Counter(
+            "fencer_capture_failures", "Capture parts that could not be written (rows dropped)", registry=registry
+        )
 
     def _define_outbound_metrics(self) -> None:
         registry = self.registry
@@ -149,11 +174,24 @@ class ControllerMetrics:
         """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""
         self._invalid_frames.labels(reason=reason).inc()
 
-    def group_commit(self, requests: int, records: int, append_seconds: float) -> None:
-        """One group commit: how many requests and records it made durable, and its write + fsync time."""
-        self._group_requests.observe(requests)
+    def group_commit(self, batches: int, records: int, append_seconds: float) -> None:
+        """One group commit: how many batches (one per request that wrote records, several for a
+        large operation) and records it made durable, and its encode + write + fsync time."""
+        self._group_requests.observe(batches)
         self._group_records.observe(records)
         self._append_latency.observe(append_seconds)
+
+    def connection_refused(self, reason: str) -> None:
+        """A connection closed at accept; `reason` is one of `CONNECTION_REFUSAL_REASONS`."""
+        self._connections_refused.labels(reason=reason).inc()
+
+    def snapshot(self, ok: bool, seconds: float) -> None:
+        """A snapshot written (`ok`) or failed, and how long it took."""
+        self._snapshots.labels(outcome="written" if ok else "failed").inc()
+        self._snapshot_seconds.observe(seconds)
+
+    def capture_failure(self) -> None:
+        self._capture_failures.inc()
 
     def outbound_queue(self, broker_id: int, depth: int) -> None:
         self._outbound_depth.labels(broker=str(broker_id)).set(depth)

@@ -37,6 +37,7 @@ from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVot
 from protocol.records.metadata import decode_metadata_value, encode_metadata_value
 from protocol.spec import Data
 
+from ..slices import Slices, finish
 from .model import LogEntry, LogError, RecoveryReport, SnapshotId
 from .properties import MetaProperties, load_or_format
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
@@ -45,6 +46,8 @@ from .snapshots import SnapshotError, list_snapshots, partial_snapshots, read_sn
 
 __all__ = ["LogEntry", "LogError", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
+#: Records encoded between two pauses of `prepare_steps` (about 2-4 ms of work here).
+ENCODE_SLICE_RECORDS = 256
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
@@ -160,6 +163,12 @@ class MetadataLog:
 
         `write_prepared` then makes them durable. The split lets a caller encode (CPU, under the
         GIL) on its own thread and leave only the write and fsync (which release it) to a worker."""
+        return finish(self.prepare_steps(groups, epoch, timestamp_ms))
+
+    def prepare_steps(
+        self, groups: Sequence[Sequence[tuple[Data, int]]], epoch: int, timestamp_ms: int
+    ) -> Slices[PreparedAppend]:
+        """`prepare` in slices: yields after every `ENCODE_SLICE_RECORDS` records encoded."""
         self._check_epoch(epoch)
         offsets: list[int] = []
         batches: list[tuple[int, bytes]] = []
@@ -167,9 +176,17 @@ class MetadataLog:
         for group in groups:
             offsets.append(next_offset)
             if group:
-                values = [encode_metadata_value(record, version) for record, version in group]
+                values: list[bytes] = []
+                for start in range(0, len(group), ENCODE_SLICE_RECORDS):
+                    if start:
+                        yield
+                    values.extend(
+                        encode_metadata_value(record, version)
+                        for record, version in group[start : start + ENCODE_SLICE_RECORDS]
+                    )
                 batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
                 next_offset += len(values)
+                yield
         return PreparedAppend(self._next_offset, next_offset, offsets, batches)
 
     def write_prepared(self, prepared: PreparedAppend) -> list[int]:

@@ -5,6 +5,8 @@ rows a-h in order, first failure wins, and a failed partition carries only its i
 a change bumps the partition epoch and keeps the leader epoch; a no-op writes nothing and
 answers the current state. A partition named twice in one request is answered
 INVALID_REQUEST the second time (its change would otherwise be computed twice from one state).
+The partitions are decided in order, in bounded batches (`ops.batches`), each on the state the
+previous batches left.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from protocol.messages.alter_partition import (
 from protocol.records.metadata import NO_LEADER_CHANGE, PartitionChangeRecord
 from protocol.spec import ZERO_UUID
 
-from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
 from ..state.model import RECOVERED, RECOVERING, PartitionRegistration, TopicPartition
 from ..state.replication import Topic, change_record, change_version
+from .batches import batches
 
 
 def find_topic(state: ControllerState, name: str, topic_id: uuid.UUID, by_id: bool) -> Topic | None:
@@ -39,36 +42,48 @@ def records_of(changes: Sequence[PartitionChangeRecord]) -> tuple[RecordAndVersi
 
 
 # ---------------------------------------------------------------------- AlterPartition
-def alter_partition(state: ControllerState, request: AlterPartitionRequest, version: int) -> Result:
+def alter_partition(state: ControllerState, request: AlterPartitionRequest, version: int) -> Outcome:
     if not request.topics:
         return Result(AlterPartitionResponse())
     if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
         return Result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
-    changes: list[PartitionChangeRecord] = []
+    return _alter_partitions(state, request, version)
+
+
+def _alter_partitions(state: ControllerState, request: AlterPartitionRequest, version: int) -> Steps:
+    """Every partition of the request, in order, in bounded batches (a leader may name thousands)."""
     seen: set[TopicPartition] = set()
-    topics_out = []
-    for topic_request in request.topics:
-        topic = find_topic(state, topic_request.topic_name, topic_request.topic_id, by_id=version >= 2)
-        results = []
-        for part_request in topic_request.partitions:
-            if topic is None:
-                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                results.append(
-                    AlterPartitionResponsePartitionData(partition_index=part_request.partition_index, error_code=code)
-                )
-                continue
-            tp = TopicPartition(topic.topic_id, part_request.partition_index)
-            result, change = _alter_one(state, request.broker_id, tp, part_request, version, tp in seen)
-            seen.add(tp)
-            results.append(result)
-            if change is not None:
-                changes.append(change)
-        topics_out.append(
-            AlterPartitionResponseTopicData(
-                topic_name=topic_request.topic_name, topic_id=topic_request.topic_id, partitions=tuple(results)
+    results: list[list[AlterPartitionResponsePartitionData]] = [[] for _ in request.topics]
+    by_id = version >= 2
+
+    def decide(item: tuple[int, Topic | None, AlterPartitionRequestPartitionData]) -> PartitionChangeRecord | None:
+        position, topic, part_request = item
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results[position].append(
+                AlterPartitionResponsePartitionData(partition_index=part_request.partition_index, error_code=code)
             )
+            return None
+        tp = TopicPartition(topic.topic_id, part_request.partition_index)
+        result, change = _alter_one(state, request.broker_id, tp, part_request, version, tp in seen)
+        seen.add(tp)
+        results[position].append(result)
+        return change
+
+    items = (
+        (position, find_topic(state, topic_request.topic_name, topic_request.topic_id, by_id), part_request)
+        for position, topic_request in enumerate(request.topics)
+        for part_request in topic_request.partitions
+    )
+    yield from batches(state, items, decide)
+    return AlterPartitionResponse(
+        topics=tuple(
+            AlterPartitionResponseTopicData(
+                topic_name=topic_request.topic_name, topic_id=topic_request.topic_id, partitions=tuple(answers)
+            )
+            for topic_request, answers in zip(request.topics, results, strict=True)
         )
-    return Result(AlterPartitionResponse(topics=tuple(topics_out)), records_of(changes))
+    )
 
 
 def _new_isr(part_request: AlterPartitionRequestPartitionData, version: int) -> list[tuple[int, int]]:

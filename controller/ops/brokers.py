@@ -13,9 +13,17 @@ Rules (docs/semantics.md "Brokers" and "ControlledShutdown"):
   `RemainingPartitions` / `ShouldShutDown` report what it still leads.
 - Fencing (session expiry, WantFence, the end of a controlled shutdown) removes the broker from
   every ISR and leadership, one broker at a time.
+- Operations over a broker's partitions are written in bounded batches (`ops.batches`), each
+  decided on the state the previous ones left. The broker's own record leads (registration,
+  the InControlledShutdown flag, unfencing) or closes (fencing) the sequence: a crash between
+  batches leaves a broker flagged but not yet moved off every partition (a retry finishes it),
+  or moved off some partitions but not yet fenced (it rejoins through its leaders); never a
+  fenced broker still in an ISR or leading.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
 
 from protocol.error_codes import ErrorCode
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -32,10 +40,11 @@ from protocol.records.metadata import (
     RegisterBrokerRecordBrokerEndpoint,
 )
 
-from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
 from ..state.frozen import REGISTER_BROKER_VERSION
-from ..state.model import BrokerRegistration, TopicPartition
-from ..state.replication import change_record, change_version, removal
+from ..state.model import BrokerRegistration, PartitionRegistration, TopicPartition
+from ..state.replication import change_record, removal
+from .batches import answered_after, partition_batches
 from .eligibility import others_eligible
 from .replica_state import bring_online
 
@@ -43,12 +52,8 @@ FENCE = 1
 UNFENCE = -1
 
 
-def _changes(records: list[PartitionChangeRecord]) -> list[RecordAndVersion]:
-    return [(record, change_version(record)) for record in records]
-
-
 # ---------------------------------------------------------------------- registration
-def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns: int, next_offset: int) -> Result:
+def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns: int, next_offset: int) -> Outcome:
     def fail(code: ErrorCode) -> Result:
         return Result(BrokerRegistrationResponse(error_code=code))
 
@@ -81,92 +86,91 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
         in_controlled_shutdown=existing.in_controlled_shutdown if same and existing is not None else False,
         log_dirs=request.log_dirs,
     )
-    records: list[RecordAndVersion] = [(record, REGISTER_BROKER_VERSION)]
-    if not same:
-        records.extend(_changes(_bring_replicas_online(state, request.broker_id)))
-        state.heartbeats.forget(request.broker_id)
+    response = BrokerRegistrationResponse(broker_epoch=epoch)
+    registered: list[RecordAndVersion] = [(record, REGISTER_BROKER_VERSION)]
+    if same:
+        state.heartbeats.touch(request.broker_id, now_ns)
+        return Result(response, tuple(registered))
+    state.heartbeats.forget(request.broker_id)
     state.heartbeats.touch(request.broker_id, now_ns)
-    return Result(BrokerRegistrationResponse(broker_epoch=epoch), tuple(records))
+    # a new incarnation starts with every replica online (after the registration, in steps)
+    return answered_after(response, _bring_replicas_online(state, request.broker_id, registered))
 
 
-def _bring_replicas_online(state: ControllerState, broker_id: int) -> list[PartitionChangeRecord]:
-    changes = []
-    for tp in state.replication.hosted_by(broker_id):
-        part = state.replication.partition(tp)
-        if part is not None and part.is_offline(broker_id):
-            change = bring_online(state, tp, part, broker_id, may_lead=False)
-            if change is not None:
-                changes.append(change)
-    return changes
+def _bring_replicas_online(
+    state: ControllerState, broker_id: int, first: list[RecordAndVersion]
+) -> Iterator[list[RecordAndVersion]]:
+    def online(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
+        return bring_online(state, tp, part, broker_id, may_lead=False) if part.is_offline(broker_id) else None
+
+    return partition_batches(state, state.replication.hosted_by(broker_id), online, first=first)
 
 
 # ---------------------------------------------------------------------- fencing
-def fence(state: ControllerState, broker: BrokerRegistration) -> list[RecordAndVersion]:
-    """Records that fence a broker: out of every ISR and leadership, then the flag."""
-    changes = []
-    for tp in state.replication.sorted_tps(
-        state.replication.in_isr_of.get(broker.broker_id, set())
-        | state.replication.leader_of.get(broker.broker_id, set())
-    ):
-        part = state.replication.partition(tp)
-        assert part is not None
-        change = removal(tp, part, broker.broker_id, others_eligible(state, part, broker.broker_id))
-        if change is not None:
-            changes.append(change)
-    flag = BrokerRegistrationChangeRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=FENCE)
-    return [*_changes(changes), (flag, 0)]
+def fence(
+    state: ControllerState, broker: BrokerRegistration, first: Sequence[RecordAndVersion] = ()
+) -> Iterator[list[RecordAndVersion]]:
+    """Batches that fence a broker: out of every ISR and leadership, then the flag."""
+    broker_id = broker.broker_id
+
+    def remove(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
+        return removal(tp, part, broker_id, others_eligible(state, part, broker_id))
+
+    tps = state.replication.sorted_tps(
+        state.replication.in_isr_of.get(broker_id, set()) | state.replication.leader_of.get(broker_id, set())
+    )
+    flag = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=FENCE)
+    return partition_batches(state, tps, remove, first=first, last=[(flag, 0)])
 
 
-def unfence(state: ControllerState, broker: BrokerRegistration) -> list[RecordAndVersion]:
-    """Records that unfence a broker, and elect it where a partition has no leader and its ISR holds it."""
-    flag = BrokerRegistrationChangeRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=UNFENCE)
-    changes = []
-    if not broker.in_controlled_shutdown:
-        for tp in state.replication.isrs_with(broker.broker_id):
-            part = state.replication.partition(tp)
-            if part is None or part.has_leader or part.is_offline(broker.broker_id):
-                continue
-            candidates = [r for r in part.replicas if r in part.isr]
-            leader = next(
-                (r for r in candidates if r == broker.broker_id or state.eligible(part, r)),
-                None,
-            )
-            change = None if leader is None else change_record(tp, part, leader=leader)
-            if change is not None:
-                changes.append(change)
-    return [(flag, 0), *_changes(changes)]
+def unfence(state: ControllerState, broker: BrokerRegistration) -> Iterator[list[RecordAndVersion]]:
+    """Batches that unfence a broker, and elect it where a partition has no leader and its ISR holds it."""
+    broker_id = broker.broker_id
+    flag: list[RecordAndVersion] = [
+        (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=UNFENCE), 0)
+    ]
+
+    def elect(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
+        if part.has_leader or part.is_offline(broker_id):
+            return None
+        candidates = [r for r in part.replicas if r in part.isr]
+        leader = next((r for r in candidates if r == broker_id or state.eligible(part, r)), None)
+        return None if leader is None else change_record(tp, part, leader=leader)
+
+    tps = [] if broker.in_controlled_shutdown else state.replication.isrs_with(broker_id)
+    return partition_batches(state, tps, elect, first=flag)
 
 
-def expired_session(state: ControllerState, now_ns: int) -> Result | None:
+def expired_session(state: ControllerState, now_ns: int) -> Outcome | None:
     """Fence the unfenced broker whose session ran out first (one per call, as Kafka does)."""
     expired = state.heartbeats.expired(state.cluster.unfenced_ids(), now_ns)
     if not expired:
         return None
     broker = state.cluster.get(expired[0])
     assert broker is not None
-    return Result(None, tuple(fence(state, broker)))
+    return answered_after(None, fence(state, broker))
 
 
 # ---------------------------------------------------------------------- controlled shutdown
-def _shutdown_changes(state: ControllerState, broker_id: int) -> list[PartitionChangeRecord]:
-    changes = []
-    for tp in state.replication.isrs_with(broker_id):
-        part = state.replication.partition(tp)
-        assert part is not None
+def _shutdown_batches(state: ControllerState, broker: BrokerRegistration) -> Iterator[list[RecordAndVersion]]:
+    """The InControlledShutdown flag, then the broker out of the ISRs of partitions with more
+    than one replica, its leaderships handed to the first eligible ISR member (or kept)."""
+    broker_id = broker.broker_id
+
+    def leave(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
         if len(part.replicas) <= 1:
-            continue
-        change = removal(tp, part, broker_id, others_eligible(state, part, broker_id), keep_stuck_leader=True)
-        if change is not None:
-            changes.append(change)
-    return changes
+            return None
+        return removal(tp, part, broker_id, others_eligible(state, part, broker_id), keep_stuck_leader=True)
+
+    return partition_batches(state, state.replication.isrs_with(broker_id), leave, first=_shutdown_flag(broker))
 
 
-def _remaining(state: ControllerState, broker_id: int, changes: list[PartitionChangeRecord]) -> list[TopicPartition]:
-    moved = {TopicPartition(c.topic_id, c.partition_id) for c in changes if c.leader not in (-2, broker_id)}
+def _remaining(state: ControllerState, broker_id: int) -> list[TopicPartition]:
+    """Partitions with more than one replica the broker still leads."""
     remaining = []
     for tp in state.replication.led_by(broker_id):
         part = state.replication.partition(tp)
-        if part is not None and len(part.replicas) > 1 and tp not in moved:
+        if part is not None and len(part.replicas) > 1:
             remaining.append(tp)
     return remaining
 
@@ -181,44 +185,38 @@ def _shutdown_flag(broker: BrokerRegistration) -> list[RecordAndVersion]:
     return [(flag, 1)]
 
 
-def _enter_shutdown(
-    state: ControllerState, broker: BrokerRegistration
-) -> tuple[list[RecordAndVersion], list[TopicPartition]]:
-    records = _shutdown_flag(broker)
-    changes = _shutdown_changes(state, broker.broker_id)
-    records.extend(_changes(changes))
-    return records, _remaining(state, broker.broker_id, changes)
-
-
-def controlled_shutdown(state: ControllerState, request: ControlledShutdownRequest, version: int) -> Result:
+def controlled_shutdown(state: ControllerState, request: ControlledShutdownRequest, version: int) -> Outcome:
     broker = state.cluster.get(request.broker_id)
     if broker is None:
         return Result(ControlledShutdownResponse(error_code=ErrorCode.BROKER_NOT_AVAILABLE))
     if version >= 2 and request.broker_epoch not in (-1, broker.epoch):
         return Result(ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
-    records, remaining = _enter_shutdown(state, broker)
-    response = ControlledShutdownResponse(
+    return _shut_down(state, broker)
+
+
+def _shut_down(state: ControllerState, broker: BrokerRegistration) -> Steps:
+    yield from _shutdown_batches(state, broker)
+    return ControlledShutdownResponse(
         remaining_partitions=tuple(
             ControlledShutdownResponseRemainingPartition(
                 topic_name=state.replication.topics[tp.topic_id].name, partition_index=tp.partition
             )
-            for tp in remaining
+            for tp in _remaining(state, broker.broker_id)
         )
     )
-    return Result(response, tuple(records))
 
 
 # ---------------------------------------------------------------------- heartbeat
-def heartbeat(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: int) -> Result:
+def heartbeat(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: int) -> Outcome:
     broker = state.cluster.get(request.broker_id)
     if broker is None or broker.epoch != request.broker_epoch:
         return Result(BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
     state.heartbeats.touch(broker.broker_id, now_ns, request.current_metadata_offset)
     caught_up = request.current_metadata_offset >= broker.epoch
 
-    def answer(fenced: bool, shut_down: bool, records: list[RecordAndVersion] | None = None) -> Result:
+    def answer(fenced: bool, shut_down: bool, batches: Iterator[list[RecordAndVersion]] | None = None) -> Outcome:
         response = BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=fenced, should_shut_down=shut_down)
-        return Result(response, tuple(records or ()))
+        return Result(response) if batches is None else answered_after(response, batches)
 
     if broker.fenced:
         if request.want_shut_down or broker.in_controlled_shutdown:
@@ -230,9 +228,8 @@ def heartbeat(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: i
     if request.want_fence:
         return answer(True, request.want_shut_down, fence(state, broker))
     if broker.in_controlled_shutdown or request.want_shut_down:
-        if not _remaining(state, broker.broker_id, []):
+        if not _remaining(state, broker.broker_id):
             # leads nothing it could hand over: shut down now (Kafka's SHUTDOWN_NOW fences it)
-            return answer(True, True, [*_shutdown_flag(broker), *fence(state, broker)])
-        records, _ = _enter_shutdown(state, broker)
-        return answer(False, False, records)
+            return answer(True, True, fence(state, broker, first=_shutdown_flag(broker)))
+        return answer(False, False, _shutdown_batches(state, broker))
     return answer(False, False)

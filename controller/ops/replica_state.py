@@ -6,7 +6,8 @@ replica of is UNKNOWN_TOPIC_OR_PARTITION (v1: UNKNOWN_TOPIC_ID for an unknown to
 Already in the requested state: NONE, nothing written. OFFLINE records the replica's directory
 as LOST and takes it out of the ISR and leadership in the same record. ONLINE records it
 unassigned again (the leader may add it back with AlterPartition); a leaderless partition whose
-ISR holds it, on an active broker, elects it at once.
+ISR holds it, on an active broker, elects it at once. The partitions are decided in order, in
+bounded batches (`ops.batches`).
 """
 
 from __future__ import annotations
@@ -22,40 +23,53 @@ from protocol.messages.alter_replica_state import (
 )
 from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionChangeRecord
 
-from ..state.controller_state import ControllerState, Result
+from ..state.controller_state import ControllerState, Outcome, Result, Steps
 from ..state.model import PartitionRegistration, TopicPartition
-from ..state.replication import change_record, removal
-from .alter_partition import find_topic, records_of
+from ..state.replication import Topic, change_record, removal
+from .alter_partition import find_topic
+from .batches import batches
 from .eligibility import others_eligible
 
 
-def alter_replica_state(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Result:
+def alter_replica_state(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Outcome:
     if request.new_state not in (OFFLINE, ONLINE):
         return Result(AlterReplicaStateResponse(error_code=ErrorCode.UNKNOWN_REPLICA_STATE))
     if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
         return Result(AlterReplicaStateResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
-    changes: list[PartitionChangeRecord] = []
+    return _alter_replicas(state, request, version)
+
+
+def _alter_replicas(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Steps:
+    """Every partition of the request, in order, in bounded batches (a failed disk may hold thousands)."""
     seen: set[TopicPartition] = set()
-    topics_out = []
-    for topic_request in request.topics:
-        topic = find_topic(state, topic_request.name, topic_request.topic_id, by_id=version >= 1)
-        results = []
-        for index in topic_request.partitions:
-            if topic is None:
-                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                tp = TopicPartition(topic.topic_id, index)
-                code, change = _one(state, tp, request.broker_id, request.new_state, tp in seen)
-                seen.add(tp)
-                if change is not None:
-                    changes.append(change)
-            results.append(AlterReplicaStateResponsePartitionResult(partition_index=index, error_code=code))
-        topics_out.append(
+    results: list[list[AlterReplicaStateResponsePartitionResult]] = [[] for _ in request.topics]
+
+    def decide(item: tuple[int, Topic | None, int]) -> PartitionChangeRecord | None:
+        position, topic, index = item
+        change = None
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            tp = TopicPartition(topic.topic_id, index)
+            code, change = _one(state, tp, request.broker_id, request.new_state, tp in seen)
+            seen.add(tp)
+        results[position].append(AlterReplicaStateResponsePartitionResult(partition_index=index, error_code=code))
+        return change
+
+    items = (
+        (position, find_topic(state, topic_request.name, topic_request.topic_id, by_id=version >= 1), index)
+        for position, topic_request in enumerate(request.topics)
+        for index in topic_request.partitions
+    )
+    yield from batches(state, items, decide)
+    return AlterReplicaStateResponse(
+        topics=tuple(
             AlterReplicaStateResponseTopicResult(
-                name=topic_request.name, topic_id=topic_request.topic_id, partitions=tuple(results)
+                name=topic_request.name, topic_id=topic_request.topic_id, partitions=tuple(answers)
             )
+            for topic_request, answers in zip(request.topics, results, strict=True)
         )
-    return Result(AlterReplicaStateResponse(topics=tuple(topics_out)), records_of(changes))
+    )
 
 
 def _one(

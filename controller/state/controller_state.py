@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from protocol.spec import Data
 
@@ -39,6 +40,16 @@ class Result(NamedTuple):
 
     response: Data | None
     records: tuple[RecordAndVersion, ...] = ()
+
+
+#: An operation decided in steps (Kafka's non-atomic ControllerResult): it yields the records of
+#: each atomic batch, which the caller appends and replays before asking for the next one (so
+#: every step decides on the state the previous ones left), and returns its response. A batch
+#: may be empty: a step that decided nothing, where the caller may let other work run.
+Steps: TypeAlias = Generator[Sequence[RecordAndVersion], None, Data | None]
+
+#: What an operation returns: everything at once, or in steps.
+Outcome: TypeAlias = Result | Steps
 
 
 @dataclass

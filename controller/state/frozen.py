@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,18 +70,15 @@ def freeze(state: ControllerState) -> FrozenState:
     )
 
 
-def snapshot_records(frozen: FrozenState) -> list[tuple[Data, int]]:
-    """Records that rebuild the durable state: brokers, then topics with their partitions."""
-    records: list[tuple[Data, int]] = [
-        (_register_record(frozen.brokers[broker_id]), REGISTER_BROKER_VERSION) for broker_id in sorted(frozen.brokers)
-    ]
+def snapshot_records(frozen: FrozenState) -> Iterator[tuple[Data, int]]:
+    """Records that rebuild the durable state: brokers, then topics with their partitions (built
+    as they are consumed, so a snapshot of a large state never holds all of them at once)."""
+    for broker_id in sorted(frozen.brokers):
+        yield _register_record(frozen.brokers[broker_id]), REGISTER_BROKER_VERSION
     for topic in frozen.sorted_topics():
-        records.append((TopicRecord(name=topic.name, topic_id=topic.topic_id), 0))
-        records.extend(
-            (part.to_record(topic.topic_id, index), PARTITION_RECORD_VERSION)
-            for index, part in sorted(topic.partitions.items())
-        )
-    return records
+        yield TopicRecord(name=topic.name, topic_id=topic.topic_id), 0
+        for index, part in sorted(topic.partitions.items()):
+            yield part.to_record(topic.topic_id, index), PARTITION_RECORD_VERSION
 
 
 def _register_record(broker: BrokerRegistration) -> RegisterBrokerRecord:

@@ -11,9 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core import ControllerCore
+from controller.core import ControllerCore, batches
 from controller.outbound import ControlOrder
-from controller.state.controller_state import ControllerConfig
+from controller.state.controller_state import ControllerConfig, Outcome
 from controller.state.model import PartitionRegistration
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
@@ -56,6 +56,7 @@ class Harness:
     core: ControllerCore = field(init=False)
     log: list[tuple[Data, int, int]] = field(default_factory=list)  # (record, version, offset)
     orders: list[ControlOrder] = field(default_factory=list)
+    batches: list[list[Data]] = field(default_factory=list)  # every committed batch, in order
     now_ns: int = 1_000_000_000
 
     def __post_init__(self) -> None:
@@ -68,9 +69,26 @@ class Harness:
         return len(self.log)
 
     def send(self, body: Data, version: int) -> tuple[Any, list[Data]]:
-        result = self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset)
-        self.commit(list(result.records))
-        return result.response, [record for record, _ in result.records]
+        """Decide a request, committing each of its batches in turn; (response, every record)."""
+        records: list[Data] = []
+        response = self.run(self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset), records)
+        return response, records
+
+    def run(self, outcome: Outcome, records: list[Data] | None = None) -> Data | None:
+        """Commit an operation's batches one by one (as the daemon does); its response.
+
+        Each batch is also kept in `self.batches`, so tests can see how an operation was split."""
+        steps = batches(outcome)
+        while True:
+            try:
+                batch = next(steps)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if batch:
+                self.batches.append([record for record, _ in batch])
+                self.commit(list(batch))
+            if records is not None:
+                records.extend(record for record, _ in batch)
 
     def commit(self, records: list[tuple[Data, int]]) -> None:
         base = self.next_offset
@@ -85,9 +103,10 @@ class Harness:
         fenced: list[list[Data]] = []
         if not expire:
             return fenced
-        while (result := self.core.expire_sessions(self.now_ns)) is not None:
-            self.commit(list(result.records))
-            fenced.append([record for record, _ in result.records])
+        while (outcome := self.core.expire_sessions(self.now_ns)) is not None:
+            records: list[Data] = []
+            self.run(outcome, records)
+            fenced.append(records)
         return fenced
 
     def take_orders(self) -> list[ControlOrder]:

@@ -16,6 +16,7 @@ import pytest
 
 from controller.engine import ControllerEngine
 from controller.log import LogError
+from controller.slices import finish
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,
@@ -46,16 +47,15 @@ def workload(engine: ControllerEngine, rounds: int = 3) -> list[tuple[int, objec
         request = BrokerRegistrationRequest(
             broker_id=broker, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker), listeners=(listener,)
         )
-        engine.decide(62, 3, request, 0)
+        finish(engine.decide(62, 3, request, 0))
     commit()
     for broker in (1, 2, 3):
         epoch = engine.core.state.cluster.brokers[broker].epoch
-        engine.decide(
-            63, 1, BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, current_metadata_offset=99), 0
-        )
+        heartbeat = BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, current_metadata_offset=99)
+        finish(engine.decide(63, 1, heartbeat, 0))
     commit()
     topic = CreateTopicsRequestCreatableTopic(name="orders", num_partitions=4, replication_factor=3)
-    engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0)
+    finish(engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0))
     commit()
     topic_id = engine.core.state.replication.names["orders"]
     for _ in range(rounds):
@@ -70,7 +70,7 @@ def workload(engine: ControllerEngine, rounds: int = 3) -> list[tuple[int, objec
                 broker_epoch=broker.epoch,
                 topics=(AlterPartitionRequestTopicData(topic_id=topic_id, partitions=(data,)),),
             )
-            response = engine.decide(56, 2, request, 0)
+            response = finish(engine.decide(56, 2, request, 0))
             assert response.topics[0].partitions[0].error_code == 0  # type: ignore[union-attr]
         commit()
     return views
@@ -80,7 +80,7 @@ def one_more_request(engine: ControllerEngine) -> object:
     """Commit exactly one more request (one batch); return the durable view from before it."""
     before = engine.core.durable_view()
     topic = CreateTopicsRequestCreatableTopic(name="last", num_partitions=1, replication_factor=2)
-    engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0)
+    finish(engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0))
     engine.commit()
     assert engine.core.durable_view() != before
     return before

@@ -104,8 +104,8 @@ def test_invalid_frames_are_counted_by_reason_and_every_reason_starts_at_zero() 
 
 def test_group_commits_observe_requests_records_and_append_time() -> None:
     metrics = ControllerMetrics(lambda: None)
-    metrics.group_commit(requests=3, records=40, append_seconds=0.0008)
-    metrics.group_commit(requests=1, records=1, append_seconds=0.0002)
+    metrics.group_commit(batches=3, records=40, append_seconds=0.0008)
+    metrics.group_commit(batches=1, records=1, append_seconds=0.0002)
 
     assert value(metrics, "fencer_group_commit_requests_bucket", le="1.0") == 1
     assert value(metrics, "fencer_group_commit_requests_bucket", le="2.0") == 1

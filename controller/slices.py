@@ -1,0 +1,50 @@
+"""Long work in slices: generators that yield wherever their caller may let other work run.
+
+The controller's core and log are synchronous, and the daemon runs them on its event loop.
+Work whose size a peer controls (a 10,000-partition topic, a broker hosting 100,000 replicas,
+a large snapshot) is written as a generator: it yields at natural boundaries (a batch decided,
+a few hundred records replayed or encoded) and returns its result. The shell resumes it after
+letting other tasks run; a test or a tool simply `finish`es it.
+
+Rules:
+- A yield is only an opportunity: the work must be correct whether or not anything runs in
+  between, and nothing else may mutate the state it works on meanwhile (the daemon has one writer).
+- `paced` turns fine-grained yields into yields at most every `SLICE_SECONDS`, so that small
+  work never yields at all and large work yields a few times per `SLICE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import TypeAlias, TypeVar
+
+T = TypeVar("T")
+
+#: Work that may pause: yields None where the caller may run other work, returns a T.
+Slices: TypeAlias = Generator[None, None, T]
+
+#: The longest paced work runs before it yields (the event loop's other tasks wait this long).
+SLICE_SECONDS = 0.02
+
+
+def finish(work: Slices[T]) -> T:
+    """Run `work` to its end without pausing; its result."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+def paced(work: Slices[T], slice_seconds: float = SLICE_SECONDS) -> Slices[T]:
+    """`work`, yielding only once at least `slice_seconds` passed since it started or last yielded."""
+    deadline = time.perf_counter() + slice_seconds
+    while True:
+        try:
+            next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if time.perf_counter() >= deadline:
+            yield
+            deadline = time.perf_counter() + slice_seconds

@@ -1,0 +1,286 @@
+"""The group-commit writer: every request, from every connection, decided in arrival order and
+answered only once its records are durable.
+
+Rules:
+- One writer task decides. It takes the first waiting request and everything queued behind it
+  (a group), decides them in order (each sees the ones before), then commits them: the batches
+  are encoded on the event loop, then written and fsync'd with one write and one fsync in a
+  worker thread while the next group is decided. Only then are the group's requests answered
+  and the control orders their records call for handed to the channel. At most one commit is
+  in flight, so the log order is the decision order.
+- No step holds the event loop for long: a decision's replay, the further steps of an operation
+  decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
+  writer lets other tasks run between slices. Once an operation in steps has staged
+  `FLUSH_RECORDS` records, what is decided so far is committed while the operation goes on, so
+  memory stays bounded; its request is answered with the commit of its last batch.
+- A failed commit is fatal (`LogError` escapes): the state is ahead of the disk.
+- A request whose decision raises is logged and its connection closed unanswered.
+- Snapshots: once `snapshot_bytes` of log were appended since the last one, the writer lets the
+  commit in flight land (the state then equals the log), freezes the state (milliseconds) and
+  writes the snapshot in a worker thread while it goes on deciding. A failed snapshot leaves the
+  log as it was: it is logged, counted, and retried after a growing delay.
+- `drain` (shutdown) answers what is queued and in flight, up to a deadline, then stops
+  deciding and waits for the commit in flight and the snapshot being written to finish: the
+  log may be closed only after `drain` returns.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+import trio
+
+from protocol.registry import api, encode_response
+
+from .connection import LARGE_FRAME_BYTES, Pending
+from .engine import ControllerEngine
+from .log import LogError
+from .outbound import ControlOrder
+from .slices import Slices
+
+log = logging.getLogger("fencer.writer")
+T = TypeVar("T")
+
+#: Records an operation in steps may stage before what it decided so far is committed.
+FLUSH_RECORDS = 10_000
+#: The first retry delay after a failed snapshot; it doubles up to `SNAPSHOT_RETRY_MAX_S`.
+SNAPSHOT_RETRY_S = 5.0
+SNAPSHOT_RETRY_MAX_S = 300.0
+_TICK = object()  # a session-timer wake-up in the queue
+
+
+class WriterMetrics(Protocol):
+    def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
+    def snapshot(self, ok: bool, seconds: float) -> None: ...
+
+
+class OrderSink(Protocol):
+    def submit(self, orders: Sequence[ControlOrder]) -> None: ...
+
+
+class Writer:
+    def __init__(
+        self, engine: ControllerEngine, channel: OrderSink, metrics: WriterMetrics, *, clock: Callable[[], float]
+    ) -> None:
+        self.engine = engine
+        self._channel = channel
+        self._metrics = metrics
+        self._clock = clock  # monotonic seconds, for the snapshot retry delay
+        #: requests (and timer ticks) waiting for the writer, in arrival order; `_arrived` wakes it
+        self._queue: deque[Any] = deque()
+        self._arrived: trio.Event | None = None
+        self._in_flight = 0  # submitted, not yet answered
+        self._idle = trio.Event()
+        self._answered: list[Pending] = []  # decided since the last flush
+        self._previous: trio.Event | None = None  # set when the commit in flight has finished
+        self._nursery: trio.Nursery | None = None
+        self._deciding = trio.CancelScope()
+        self._stopped = trio.Event()
+        self.draining = False
+        self._snapshotting = False
+        self._snapshot_retry_s = SNAPSHOT_RETRY_S
+        self._snapshot_not_before = 0.0
+
+    # ------------------------------------------------------------------ what others call
+    def submit(self, pending: Pending) -> None:
+        """Queue a request (never blocks, no checkpoint)."""
+        self._in_flight += 1
+        self._enqueue(pending)
+
+    def tick(self) -> None:
+        """A session may have expired: fence whoever is due, as the next write."""
+        if not self.draining:
+            self._enqueue(_TICK)
+
+    @property
+    def snapshotting(self) -> bool:
+        return self._snapshotting
+
+    async def drain(self, timeout_s: float) -> None:
+        """Answer what was submitted (up to `timeout_s`), then stop; returns once no commit or
+        snapshot is in progress (those cannot be cut short: their threads must finish)."""
+        self.draining = True
+        with trio.move_on_after(timeout_s):
+            while self._in_flight > 0:
+                self._idle = trio.Event()
+                await self._idle.wait()
+        if self._in_flight:
+            log.warning("stopping with %d requests unanswered after %.1f s", self._in_flight, timeout_s)
+        self._deciding.cancel()
+        await self._stopped.wait()
+
+    # ------------------------------------------------------------------ the writer task
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with trio.open_nursery() as nursery:  # commits and the snapshot run here
+                self._nursery = nursery
+                task_status.started()
+                with self._deciding:
+                    while True:
+                        group = await self._take_group()
+                        await self._maybe_snapshot()
+                        await self._decide(group)
+                        await self._flush()
+        finally:
+            self._stopped.set()
+
+    def _enqueue(self, item: Any) -> None:
+        self._queue.append(item)
+        if self._arrived is not None:
+            self._arrived.set()
+            self._arrived = None
+
+    async def _take_group(self) -> list[Any]:
+        """Everything queued, in arrival order, once there is something (a plain deque and one
+        event per wait: a memory channel costs more per item than the rest of the hand-over)."""
+        while not self._queue:
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        await trio.lowlevel.checkpoint()  # a group is a scheduling point
+        group = list(self._queue)
+        self._queue.clear()
+        return group
+
+    async def _decide(self, group: list[Any]) -> None:
+        engine = self.engine
+        for item in group:
+            if item is _TICK:
+                await self._complete(engine.expire_sessions(time.monotonic_ns()))
+                continue
+            pending: Pending = item
+            request = pending.request
+            assert request is not None
+            try:
+                work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
+                try:  # the common case: decided and staged at once, nothing to pace
+                    next(work)
+                except StopIteration as stop:
+                    response = stop.value
+                else:
+                    response = await self._complete(work)
+            except LogError:
+                raise
+            except Exception:
+                log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
+                pending.connection.abandon(pending)  # the connection closes unanswered
+                self._finished(1)
+                continue
+            pending.decided_ns = time.monotonic_ns()
+            pending.response = response
+            self._answered.append(pending)
+
+    async def _complete(self, work: Slices[T]) -> T:
+        """Run paced work to its end, letting other tasks run between slices and committing
+        what is decided so far whenever an operation in steps has staged a lot."""
+        while True:
+            try:
+                next(work)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if self.engine.staged_records >= FLUSH_RECORDS and self.engine.between_batches:
+                await self._flush()
+            await trio.sleep(0)
+
+    async def _flush(self) -> None:
+        """Commit what is decided so far, after the commit in flight (so in decision order)."""
+        staged = self.engine.take_staged()
+        orders = self.engine.take_orders()
+        answered, self._answered = self._answered, []
+        if not (staged or orders or answered):
+            return
+        if self._previous is not None:
+            await self._previous.wait()
+        done = self._previous = trio.Event()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._commit, staged, answered, orders, done)
+
+    async def _commit(
+        self, staged: list[Sequence[Any]], answered: list[Pending], orders: list[ControlOrder], done: trio.Event
+    ) -> None:
+        try:
+            if staged:
+                started = time.monotonic()
+                prepared = await _paced(self.engine.prepare(staged))  # encoding holds the GIL: here, in slices
+                records = await in_thread_now(self.engine.write, prepared)
+                self._metrics.group_commit(len(staged), records, time.monotonic() - started)
+            for pending in answered:
+                await self._answer(pending)
+            self._finished(len(answered))
+            if orders:
+                self._channel.submit(orders)
+        finally:
+            done.set()
+
+    async def _answer(self, pending: Pending) -> None:
+        request = pending.request
+        assert request is not None and pending.response is not None
+        encode = functools.partial(encode_response, pending.response, request.api_version, request.correlation_id)
+        # a response is about as large as its request: a large one is encoded off the event loop
+        pending.frame = await trio.to_thread.run_sync(encode) if len(pending.payload) > LARGE_FRAME_BYTES else encode()
+        pending.connection.respond(pending)
+
+    def _finished(self, count: int) -> None:
+        self._in_flight -= count
+        if self._in_flight <= 0:
+            self._idle.set()
+
+    # ------------------------------------------------------------------ snapshots
+    async def _maybe_snapshot(self) -> None:
+        engine = self.engine
+        if self._snapshotting or engine.log.bytes_since_snapshot < engine.snapshot_bytes:
+            return
+        if self._clock() < self._snapshot_not_before:
+            return
+        if self._previous is not None:
+            await self._previous.wait()  # the state must equal the log: let the commit in flight land
+        taken = engine.freeze()
+        self._snapshotting = True
+        assert self._nursery is not None
+        self._nursery.start_soon(self._snapshot, taken)
+
+    async def _snapshot(self, taken: Any) -> None:
+        started = self._clock()
+        try:
+            path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
+        except Exception as exc:  # the log is intact: a snapshot is retried, never fatal
+            self._snapshot_not_before = self._clock() + self._snapshot_retry_s
+            log.error("snapshot failed (%s); the log is intact, retrying in %.0f s", exc, self._snapshot_retry_s)
+            self._snapshot_retry_s = min(self._snapshot_retry_s * 2, SNAPSHOT_RETRY_MAX_S)
+            self._metrics.snapshot(False, self._clock() - started)
+        else:
+            self._snapshot_retry_s = SNAPSHOT_RETRY_S
+            log.info("wrote snapshot %s", path)
+            self._metrics.snapshot(True, self._clock() - started)
+        finally:
+            self._snapshotting = False
+
+
+async def _paced(work: Slices[T]) -> T:
+    """Run paced work to its end, letting other tasks run between its slices."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        await trio.sleep(0)
+
+
+async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` in a worker thread that starts at once; its result or exception comes back here.
+
+    Unlike `trio.to_thread.run_sync` there is no capacity limiter, whose checkpoint would send
+    this task to the back of the run queue (behind a whole group's decisions) before the thread
+    even starts. The wait cannot be cancelled: a started write or fsync must finish."""
+    token = trio.lowlevel.current_trio_token()
+    task = trio.lowlevel.current_task()
+
+    def deliver(result: Any) -> None:  # an outcome.Outcome, which trio's reschedule unwraps
+        token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+    trio.lowlevel.start_thread_soon(functools.partial(fn, *args), deliver)
+    return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]
