@@ -251,7 +251,7 @@ def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version:
             DeleteTopicsResponseDeletableTopicResult(
                 name=name, topic_id=topic_id, error_code=ErrorCode.POLICY_VIOLATION, error_message=TOO_MANY_RECORDS
             )
-            for name, topic_id, _ in wanted
+            for name, topic_id in wanted
         )
         return Result(DeleteTopicsResponse(responses=refused))
     results = []
