@@ -70,7 +70,7 @@ def new_topic_id(rng: random.Random) -> uuid.UUID:
             return topic_id
 
 
-def requested_partitions(request: CreateTopicsRequest, default_partitions: int) -> int:
+def _requested_partitions(request: CreateTopicsRequest, default_partitions: int) -> int:
     """Kafka's upper bound of the partitions a CreateTopics asks for, from its numbers alone.
 
     Manual assignments count as listed, -1 as the default count, other non-positive counts as
@@ -88,7 +88,7 @@ def requested_partitions(request: CreateTopicsRequest, default_partitions: int) 
 
 def create_topics(state: ControllerState, request: CreateTopicsRequest, version: int, rng: random.Random) -> Result:
     limit = state.config.max_records_per_operation
-    if requested_partitions(request, state.config.default_partitions) > limit:
+    if _requested_partitions(request, state.config.default_partitions) > limit:
         return _refuse_creation(request, TOO_MANY_PARTITIONS)
     created: list[tuple[str, uuid.UUID, list[tuple[int, tuple[int, ...]]]]] = []
     results = []
