@@ -205,6 +205,9 @@ def _replica_list_problem(state: ControllerState, replicas: tuple[int, ...], fac
         return "has an empty replica list"
     if len(replicas) != factor:
         return f"has {len(replicas)} replica(s), unlike partition 0's {factor}"
+    if len(replicas) > len(state.cluster.brokers):
+        # checked before anything per replica: a list of millions costs nothing to refuse
+        return f"has {len(replicas)} replicas, more than the {len(state.cluster.brokers)} registered brokers"
     if len(set(replicas)) != len(replicas):
         return "lists a broker twice"
     # a log written before negative broker ids were refused may hold one: never assign it

@@ -189,6 +189,16 @@ def test_replica_lists_of_unequal_length_are_invalid_replica_assignment() -> Non
     )
 
 
+def test_more_replicas_than_registered_brokers_is_invalid_replica_assignment() -> None:
+    h = cluster(0, 1, 2)
+    assert_rejected(
+        h,
+        manual("t", list(range(100_000))),
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "Partition 0 has 100000 replicas, more than the 3 registered brokers.",
+    )
+
+
 def test_a_negative_replica_id_is_invalid_replica_assignment_even_if_a_log_registered_it() -> None:
     """A log written before negative broker ids were refused may hold one, active: still never assigned."""
     h = cluster(0)
