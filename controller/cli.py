@@ -21,6 +21,7 @@ from . import logs
 from .daemon import Daemon, DaemonOptions
 from .engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
 from .log import LogError
+from .state.controller_state import ControllerConfig
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -82,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log bytes between snapshots (default 20 MiB)",
     )
     parser.add_argument(
+        "--max-records-per-operation",
+        type=positive_int,
+        default=ControllerConfig.max_records_per_operation,
+        help="the most records one user operation may write (default 10000, Kafka's MAX_RECORDS_PER_USER_OP)",
+    )
+    parser.add_argument(
         "--repair-log",
         action="store_true",
         help="truncate a corrupt metadata log at its first bad batch instead of refusing to start",
@@ -103,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             port=port,
             repair=args.repair_log,
             snapshot_bytes=args.snapshot_bytes,
+            max_records_per_operation=args.max_records_per_operation,
         )
     except LogError as exc:
         print(f"fencer-controller: {exc}", file=sys.stderr)

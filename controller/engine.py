@@ -74,6 +74,7 @@ class ControllerEngine:
         fsync: bool = True,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         segment_bytes: int = 1 << 30,
+        max_records_per_operation: int = ControllerConfig.max_records_per_operation,
         now_ns: int | None = None,
         rng: random.Random | None = None,
     ) -> ControllerEngine:
@@ -90,7 +91,12 @@ class ControllerEngine:
         )
         if config is None:
             config = ControllerConfig(
-                cluster_id=log.cluster_id, node_id=node_id, session_timeout_ms=session_timeout_ms, host=host, port=port
+                cluster_id=log.cluster_id,
+                node_id=node_id,
+                session_timeout_ms=session_timeout_ms,
+                host=host,
+                port=port,
+                max_records_per_operation=max_records_per_operation,
             )
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")

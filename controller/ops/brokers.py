@@ -57,6 +57,10 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
     def fail(code: ErrorCode) -> Result:
         return Result(BrokerRegistrationResponse(error_code=code))
 
+    if request.broker_id < 0:
+        # Kafka's brokers enforce node.id >= 0 and -1 means "no leader" on the wire; refused
+        # here, a negative id is an unknown broker to every other request
+        return fail(ErrorCode.INVALID_REQUEST)
     if request.cluster_id != state.config.cluster_id:
         return fail(ErrorCode.INCONSISTENT_CLUSTER_ID)
     existing = state.cluster.get(request.broker_id)

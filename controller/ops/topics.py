@@ -1,11 +1,19 @@
 """CreateTopics and DeleteTopics, with Kafka's striped, rack-aware replica placement.
 
-Rules (docs/semantics.md): a taken name is TOPIC_ALREADY_EXISTS; too few active brokers for the
-replication factor is INVALID_REPLICATION_FACTOR; a manual assignment naming an unregistered
-broker, a duplicate, an empty list, or no active broker is INVALID_REPLICA_ASSIGNMENT. A new
+Rules (docs/semantics.md): a taken name is TOPIC_ALREADY_EXISTS; a replication factor or
+partition count <= 0 other than -1 (the default) is INVALID_REPLICATION_FACTOR / INVALID_PARTITIONS;
+too few active brokers for the replication factor is INVALID_REPLICATION_FACTOR; a manual
+assignment naming a negative or unregistered broker, a duplicate, an empty list, no active
+broker, or a replica count unlike the other partitions' is INVALID_REPLICA_ASSIGNMENT. A new
 partition's ISR is its active replicas, its leader the first active replica, leader and
 partition epochs 0. Placement uses only active brokers and spreads replicas and leaders evenly.
 Deletion writes RemoveTopicRecord. Topic ids come from the caller's seeded random source.
+
+Bounds (Kafka's MAX_RECORDS_PER_USER_OP, `config.max_records_per_operation`): a CreateTopics whose
+partitions add up to more than it (counted as Kafka's validateTotalNumberOfPartitions does, from
+the request's numbers alone, before anything is looked up or allocated per partition), or whose
+records would, and a DeleteTopics that would write more RemoveTopicRecords, are refused as a
+whole: POLICY_VIOLATION for every topic of the request, nothing written (validate_only too).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import random
 import re
 import uuid
+from collections import Counter
 
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
@@ -36,10 +45,15 @@ from protocol.records.metadata import (
 from protocol.spec import ZERO_UUID
 
 from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from .alter_partition import find_topic
 from .placement import place_replicas
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
+#: Kafka's messages: validateTotalNumberOfPartitions's, and the PolicyViolationException its
+#: controller makes of a BoundedList overflow (more records than MAX_RECORDS_PER_USER_OP).
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 
 class _Rejected(Exception):
@@ -56,13 +70,32 @@ def new_topic_id(rng: random.Random) -> uuid.UUID:
             return topic_id
 
 
+def _requested_partitions(request: CreateTopicsRequest, default_partitions: int) -> int:
+    """Kafka's upper bound of the partitions a CreateTopics asks for, from its numbers alone.
+
+    Manual assignments count as listed, -1 as the default count, other non-positive counts as
+    nothing (they are refused later). Python ints: no overflow, unlike Kafka's int sum."""
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += default_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
 def create_topics(state: ControllerState, request: CreateTopicsRequest, version: int, rng: random.Random) -> Result:
-    records: list[RecordAndVersion] = []
+    limit = state.config.max_records_per_operation
+    if _requested_partitions(request, state.config.default_partitions) > limit:
+        return _refuse_creation(request, TOO_MANY_PARTITIONS)
+    created: list[tuple[str, uuid.UUID, list[tuple[int, tuple[int, ...]]]]] = []
     results = []
-    names = [topic.name for topic in request.topics]
+    named = Counter(topic.name for topic in request.topics)
     for topic in request.topics:
         try:
-            if names.count(topic.name) > 1:
+            if named[topic.name] > 1:
                 raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{topic.name}' is named more than once.")
             assignments = _assignments(state, topic, rng)
         except _Rejected as rejected:
@@ -73,9 +106,7 @@ def create_topics(state: ControllerState, request: CreateTopicsRequest, version:
             )
             continue
         topic_id = new_topic_id(rng)
-        if not request.validate_only:
-            records.append((TopicRecord(name=topic.name, topic_id=topic_id), 0))
-            records.extend((_partition_record(state, topic_id, index, replicas), 1) for index, replicas in assignments)
+        created.append((topic.name, topic_id, assignments))
         results.append(
             CreateTopicsResponseCreatableTopicResult(
                 name=topic.name,
@@ -85,7 +116,29 @@ def create_topics(state: ControllerState, request: CreateTopicsRequest, version:
                 replication_factor=len(assignments[0][1]),
             )
         )
+    # one TopicRecord per topic and one PartitionRecord per partition, validate_only or not (as Kafka)
+    if sum(1 + len(assignments) for _, _, assignments in created) > limit:
+        return _refuse_creation(request, TOO_MANY_RECORDS)
+    records: list[RecordAndVersion] = []
+    if not request.validate_only:
+        for name, topic_id, assignments in created:
+            records.append((TopicRecord(name=name, topic_id=topic_id), 0))
+            records.extend((_partition_record(state, topic_id, index, replicas), 1) for index, replicas in assignments)
     return Result(CreateTopicsResponse(topics=tuple(results)), tuple(records))
+
+
+def _refuse_creation(request: CreateTopicsRequest, message: str) -> Result:
+    """The whole request refused: POLICY_VIOLATION for each of its topics, nothing written."""
+    return Result(
+        CreateTopicsResponse(
+            topics=tuple(
+                CreateTopicsResponseCreatableTopicResult(
+                    name=topic.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
+                )
+                for topic in request.topics
+            )
+        )
+    )
 
 
 def _assignments(
@@ -97,12 +150,16 @@ def _assignments(
         raise _Rejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
     if topic.assignments:
         return _manual(state, topic)
+    # Kafka's order: the replication factor first; -1 asks for the default
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise _Rejected(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise _Rejected(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     partitions = state.config.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     factor = state.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
-    if partitions <= 0:
-        raise _Rejected(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    if factor <= 0:
-        raise _Rejected(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
     active = [state.cluster.brokers[b] for b in state.cluster.active_ids()]
     if len(active) < factor:
         raise _Rejected(ErrorCode.INVALID_REPLICATION_FACTOR, _not_enough(state, factor, len(active)))
@@ -136,20 +193,33 @@ def _manual(state: ControllerState, topic: CreateTopicsRequestCreatableTopic) ->
     if [index for index, _ in assignments] != list(range(len(assignments))):
         raise _Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0 to N-1, each once.")
     for index, replicas in assignments:
-        if not replicas:
-            raise _Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {index} has an empty replica list.")
-        if len(set(replicas)) != len(replicas):
-            raise _Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {index} lists a broker twice.")
-        unknown = [b for b in replicas if state.cluster.get(b) is None]
-        if unknown:
-            raise _Rejected(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {index} names unregistered broker(s) {unknown}."
-            )
-        if not any(state.cluster.is_active(b) for b in replicas):
-            raise _Rejected(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers of partition {index} are fenced or shutting down."
-            )
+        problem = _replica_list_problem(state, replicas, len(assignments[0][1]))
+        if problem is not None:
+            raise _Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {index} {problem}.")
     return assignments
+
+
+def _replica_list_problem(state: ControllerState, replicas: tuple[int, ...], factor: int) -> str | None:
+    """What is wrong with one manually assigned replica list, if anything (Kafka's checks)."""
+    if not replicas:
+        return "has an empty replica list"
+    if len(replicas) != factor:
+        return f"has {len(replicas)} replica(s), unlike partition 0's {factor}"
+    if len(replicas) > len(state.cluster.brokers):
+        # checked before anything per replica: a list of millions costs nothing to refuse
+        return f"has {len(replicas)} replicas, more than the {len(state.cluster.brokers)} registered brokers"
+    if len(set(replicas)) != len(replicas):
+        return "lists a broker twice"
+    # a log written before negative broker ids were refused may hold one: never assign it
+    negative = [b for b in replicas if b < 0]
+    if negative:
+        return f"names negative broker id(s) {negative}"
+    unknown = [b for b in replicas if state.cluster.get(b) is None]
+    if unknown:
+        return f"names unregistered broker(s) {unknown}"
+    if not any(state.cluster.is_active(b) for b in replicas):
+        return "has only fenced brokers or brokers in controlled shutdown"
+    return None
 
 
 def _partition_record(
@@ -173,22 +243,30 @@ def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version:
         wanted = [(entry.name, entry.topic_id) for entry in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    records: list[RecordAndVersion] = []
-    removed: set[uuid.UUID] = set()
+    found = [
+        (name, topic_id, find_topic(state, name or "", topic_id, by_id=topic_id != ZERO_UUID))
+        for name, topic_id in wanted
+    ]
+    # one RemoveTopicRecord per distinct topic: more than the bound refuses the whole request
+    removed = list(dict.fromkeys(topic.topic_id for _, _, topic in found if topic is not None))
+    if len(removed) > state.config.max_records_per_operation:
+        refused = tuple(
+            DeleteTopicsResponseDeletableTopicResult(
+                name=name, topic_id=topic_id, error_code=ErrorCode.POLICY_VIOLATION, error_message=TOO_MANY_RECORDS
+            )
+            for name, topic_id in wanted
+        )
+        return Result(DeleteTopicsResponse(responses=refused))
     results = []
-    for name, topic_id in wanted:
-        by_id = topic_id != ZERO_UUID
-        topic = state.replication.topics.get(topic_id) if by_id else state.replication.topic_by_name(name or "")
+    for name, topic_id, topic in found:
         if topic is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             results.append(
                 DeleteTopicsResponseDeletableTopicResult(
                     name=name, topic_id=topic_id, error_code=code, error_message=code.name
                 )
             )
-            continue
-        if topic.topic_id not in removed:
-            removed.add(topic.topic_id)
-            records.append((RemoveTopicRecord(topic_id=topic.topic_id), 0))
-        results.append(DeleteTopicsResponseDeletableTopicResult(name=topic.name, topic_id=topic.topic_id))
-    return Result(DeleteTopicsResponse(responses=tuple(results)), tuple(records))
+        else:
+            results.append(DeleteTopicsResponseDeletableTopicResult(name=topic.name, topic_id=topic.topic_id))
+    records = tuple((RemoveTopicRecord(topic_id=topic_id), 0) for topic_id in removed)
+    return Result(DeleteTopicsResponse(responses=tuple(results)), records)

@@ -84,6 +84,35 @@ def test_cluster_id_mismatch_is_inconsistent_cluster_id(version: int) -> None:
     assert h.core.state.cluster.get(1) is None
 
 
+@pytest.mark.parametrize("broker_id", [-1, -2, -(2**31)])
+@pytest.mark.parametrize("version", REGISTRATION_VERSIONS)
+def test_a_negative_broker_id_is_invalid_request(version: int, broker_id: int) -> None:
+    h = cluster(0)
+    log_length = len(h.log)
+    response, records = h.send(dataclasses.replace(h.registration(5), broker_id=broker_id), version)
+    assert response == BrokerRegistrationResponse(error_code=ErrorCode.INVALID_REQUEST)
+    assert records == [] and len(h.log) == log_length
+    assert h.core.state.cluster.get(broker_id) is None
+
+
+def test_a_refused_negative_id_is_an_unknown_broker_to_every_other_request() -> None:
+    h = cluster(0, 1, 2)
+    h.create_topic("t", assignments=[[0, 1, 2]])
+    epoch = h.next_offset  # what the registration would have been given
+    h.send(dataclasses.replace(h.registration(5), broker_id=-1), 3)
+    log_length = len(h.log)
+    heartbeat, _ = h.send(BrokerHeartbeatRequest(broker_id=-1, broker_epoch=epoch, current_metadata_offset=epoch), 1)
+    assert heartbeat.error_code == ErrorCode.STALE_BROKER_EPOCH
+    shutdown, _ = h.controlled_shutdown(-1, broker_epoch=epoch)
+    assert shutdown.error_code == ErrorCode.BROKER_NOT_AVAILABLE
+    alter, _ = h.alter_isr("t", 0, [0, 1], broker_id=-1, broker_epoch=epoch)
+    assert (alter.error_code, alter.topics) == (ErrorCode.STALE_BROKER_EPOCH, ())
+    replica_state, _ = h.alter_replica_state(-1, "t", [0], OFFLINE, broker_epoch=epoch)
+    assert (replica_state.error_code, replica_state.topics) == (ErrorCode.STALE_BROKER_EPOCH, ())
+    assert len(h.log) == log_length
+    assert (h.partition("t").leader, h.partition("t").isr) == (0, (0, 1, 2))
+
+
 def test_new_incarnation_while_the_old_one_has_a_live_session_is_duplicate() -> None:
     h = cluster(0, 1)
     h.advance(9000)  # still within the session (last contact + timeout >= now)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from controller.ops import elections
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_replica_state import OFFLINE
 from protocol.messages.elect_leaders import (
@@ -16,6 +19,7 @@ from protocol.messages.elect_leaders import (
     ElectLeadersResponseReplicaElectionResult,
 )
 from protocol.records.metadata import PartitionChangeRecord
+from protocol.registry import encode_response
 from protocol.spec import Data
 
 from ..harness import Harness
@@ -235,3 +239,75 @@ def test_unclean_null_partition_list_elects_every_leaderless_partition(h: Harnes
     assert outcome(response) == [("t", 0, ErrorCode.NONE)]
     assert [type(r) for r in records] == [PartitionChangeRecord]
     assert h.partition("t").leader == 1
+
+
+# ---------------------------------------------------------------------- the bound on user operations
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+@pytest.fixture
+def bounded() -> Harness:
+    """Three partitions whose preferred replica (0) is back in the ISR but does not lead, and a bound of 2."""
+    harness = Harness()
+    harness.start_brokers(0, 1, 2)
+    harness.create_topic("a", assignments=[[0, 1, 2], [0, 1, 2]])
+    harness.create_topic("b", assignments=[[0, 1, 2]])
+    harness.heartbeat(0, want_fence=True)
+    harness.heartbeat(0)
+    for name, index in (("a", 0), ("a", 1), ("b", 0)):
+        harness.alter_isr(name, index, [1, 2, 0])
+    harness.core.state.config = dataclasses.replace(harness.core.state.config, max_records_per_operation=2)
+    return harness
+
+
+def refuse_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
+    def evaluated(*args: object) -> None:
+        raise AssertionError("a partition was evaluated for a refused request")
+
+    monkeypatch.setattr(elections, "_elect", evaluated)
+
+
+def leaders(h: Harness) -> list[int]:
+    return [h.partition(name, index).leader for name, index in (("a", 0), ("a", 1), ("b", 0))]
+
+
+@pytest.mark.parametrize("wanted", [{"a": [0, 1], "b": [0]}, {"a": [0, 0, 0]}], ids=["three", "one-named-thrice"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_naming_more_partitions_than_the_bound_is_refused_before_any_is_evaluated(
+    bounded: Harness, monkeypatch: pytest.MonkeyPatch, version: int, wanted: dict[str, list[int]]
+) -> None:
+    refuse_evaluation(monkeypatch)
+    log_length = len(bounded.log)
+    response, records = elect(bounded, version, PREFERRED, wanted)
+    assert response.error_code == (ErrorCode.POLICY_VIOLATION if version >= 1 else 0)  # v0 has no top-level code
+    assert outcome(response) == [
+        (name, index, ErrorCode.POLICY_VIOLATION) for name, indexes in wanted.items() for index in indexes
+    ]
+    assert {p.error_message for t in response.replica_election_results for p in t.partition_result} == {
+        TOO_MANY_RECORDS
+    }
+    assert records == [] and len(bounded.log) == log_length and leaders(bounded) == [1, 1, 1]
+    encode_response(response, version, 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_null_list_over_a_cluster_larger_than_the_bound_is_refused(
+    bounded: Harness, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    refuse_evaluation(monkeypatch)
+    response, records = elect(bounded, version, PREFERRED, None)
+    if version == 0:  # no top-level code: every partition of the cluster carries the error
+        assert response.error_code == 0
+        assert outcome(response) == [("a", 0, 44), ("a", 1, 44), ("b", 0, 44)]
+    else:  # Kafka's error response: the top-level code, and no partition named
+        assert (response.error_code, response.replica_election_results) == (ErrorCode.POLICY_VIOLATION, ())
+    assert records == [] and leaders(bounded) == [1, 1, 1]
+    encode_response(response, version, 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_naming_as_many_partitions_as_the_bound_elects_them(bounded: Harness, version: int) -> None:
+    response, records = elect(bounded, version, PREFERRED, {"a": [0], "b": [0]})
+    assert response.error_code == 0
+    assert outcome(response) == [("a", 0, ErrorCode.NONE), ("b", 0, ErrorCode.NONE)]
+    assert len(records) == 2 and leaders(bounded) == [0, 1, 0]

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from controller.state.frozen import REGISTER_BROKER_VERSION
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -21,7 +22,14 @@ from protocol.messages.delete_topics import (
     DeleteTopicsResponse,
     DeleteTopicsResponseDeletableTopicResult,
 )
-from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionRecord, RemoveTopicRecord, TopicRecord
+from protocol.records.metadata import (
+    UNASSIGNED_DIRECTORY,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RegisterBrokerRecordBrokerEndpoint,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from protocol.spec import Data
 
 from ..harness import Harness
@@ -171,11 +179,90 @@ def test_bad_manual_assignment_is_invalid_replica_assignment(assignments: list[l
     assert_rejected(h, manual("t", *assignments), ErrorCode.INVALID_REPLICA_ASSIGNMENT)
 
 
+def test_replica_lists_of_unequal_length_are_invalid_replica_assignment() -> None:
+    h = cluster(0, 1, 2)
+    assert_rejected(
+        h,
+        manual("t", [0, 1], [1]),
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "Partition 1 has 1 replica(s), unlike partition 0's 2.",
+    )
+
+
+def test_more_replicas_than_registered_brokers_is_invalid_replica_assignment() -> None:
+    h = cluster(0, 1, 2)
+    assert_rejected(
+        h,
+        manual("t", list(range(100_000))),
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "Partition 0 has 100000 replicas, more than the 3 registered brokers.",
+    )
+
+
+def test_a_negative_replica_id_is_invalid_replica_assignment_even_if_a_log_registered_it() -> None:
+    """A log written before negative broker ids were refused may hold one, active: still never assigned."""
+    h = cluster(0)
+    endpoint = RegisterBrokerRecordBrokerEndpoint(name="PLAINTEXT", host="localhost", port=9999)
+    old = RegisterBrokerRecord(
+        broker_id=-1, incarnation_id=uuid.uuid4(), broker_epoch=h.next_offset, end_points=(endpoint,), fenced=False
+    )
+    h.commit([(old, REGISTER_BROKER_VERSION)])
+    assert h.core.state.cluster.is_active(-1)
+    assert_rejected(
+        h, manual("t", [0, -1]), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partition 0 names negative broker id(s) [-1]."
+    )
+
+
 def test_manual_assignment_with_no_active_broker_is_invalid_replica_assignment() -> None:
     h = cluster(0, 1, 2)
     h.heartbeat(1, want_fence=True)
     h.heartbeat(2, want_fence=True)
     assert_rejected(h, manual("t", [1, 2]), ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+
+
+@pytest.mark.parametrize(
+    ("partitions", "factor", "code", "message"),
+    [
+        (0, 1, ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."),
+        (-2, 1, ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."),
+        (
+            1,
+            0,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ),
+        (
+            1,
+            -2,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ),
+        (
+            0,
+            0,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ),
+    ],
+    ids=["zero-partitions", "negative-partitions", "zero-factor", "negative-factor", "factor-checked-first"],
+)
+def test_non_positive_counts_other_than_the_default_are_refused_like_kafka(
+    partitions: int, factor: int, code: ErrorCode, message: str
+) -> None:
+    h = cluster(0, 1, 2)
+    topic = CreateTopicsRequestCreatableTopic(name="t", num_partitions=partitions, replication_factor=factor)
+    assert_rejected(h, topic, code, message)
+
+
+@pytest.mark.parametrize("version", CREATE_VERSIONS)
+def test_minus_one_asks_for_the_default_counts(version: int) -> None:
+    h = cluster(0, 1, 2)
+    response, records = create(
+        h, CreateTopicsRequestCreatableTopic(name="t", num_partitions=-1, replication_factor=-1), version=version
+    )
+    [result] = response.topics
+    assert (result.error_code, result.num_partitions, result.replication_factor) == (0, 1, 1)
+    assert [type(r) for r in records] == [TopicRecord, PartitionRecord]
 
 
 @pytest.mark.parametrize("version", CREATE_VERSIONS)
