@@ -28,11 +28,13 @@ from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.store import PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
-from .slices import Slices, finish, paced
+from .slices import COMMIT_POINT, SLICE_SECONDS, Slices, finish, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion
 from .state.frozen import FrozenState, snapshot_records
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
+#: Staged records past which a long operation yields a commit point (see `controller.slices`).
+COMMIT_RECORDS = 10_000
 #: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
 REPLAY_SLICE_RECORDS = 256
 
@@ -56,6 +58,10 @@ class ControllerEngine:
         self._staged: list[Sequence[RecordAndVersion]] = []
         self._next_offset = log.next_offset
         self._taken_offset = log.next_offset  # where the staged batches not yet taken begin
+        #: how long paced work runs before it yields (0: at every boundary, as tests want)
+        self.slice_seconds = SLICE_SECONDS
+        #: staged records past which an operation in steps asks, between batches, to be committed
+        self.commit_records = COMMIT_RECORDS
         self._broken: str | None = None
         self._orders = OutboundCollector(core.state)
 
@@ -141,17 +147,17 @@ class ControllerEngine:
         event loop lets other tasks run whenever it yields; `finish` runs it to the end. The
         control orders its records call for accumulate until `take_orders`."""
         self._check_usable()
-        return paced(self._run(self.core.handle(api_key, version, body, now_ns, self._next_offset)))
+        outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset)
+        return paced(self._run(outcome), self.slice_seconds)
 
     def expire_sessions(self, now_ns: int) -> Slices[None]:
         """Fence every broker whose session ran out (each in its own batches); stage the records."""
         self._check_usable()
-        return paced(self._expire(now_ns))
+        return paced(self._expire(now_ns), self.slice_seconds)
 
     def _expire(self, now_ns: int) -> Slices[None]:
         while (outcome := self.core.expire_sessions(now_ns)) is not None:
             yield from self._run(outcome)
-            yield
 
     def _run(self, outcome: Outcome) -> Slices[Data | None]:
         steps = batches(outcome)
@@ -161,6 +167,8 @@ class ControllerEngine:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
             yield from self._stage(batch)
+            # a batch boundary: the caller commits here once many records are staged
+            yield COMMIT_POINT if self.staged_records >= self.commit_records else None
 
     def take_orders(self) -> list[ControlOrder]:
         """The control orders of everything decided since the last call, batched per broker."""
@@ -172,12 +180,6 @@ class ControllerEngine:
     def staged_records(self) -> int:
         """Records staged and not yet taken by `take_staged`."""
         return self._next_offset - self._taken_offset
-
-    @property
-    def between_batches(self) -> bool:
-        """No batch is half replayed: `take_staged` and `take_orders` may run now (while a batch
-        is being staged, its first records' control orders are collected but not yet durable)."""
-        return self._next_offset - self._taken_offset == sum(len(group) for group in self._staged)
 
     def _stage(self, records: Sequence[RecordAndVersion]) -> Slices[None]:
         """Give one batch its offsets and replay it (yielding every `REPLAY_SLICE_RECORDS`).
@@ -191,7 +193,7 @@ class ControllerEngine:
         apply = self.core.apply
         for start in range(0, len(records), REPLAY_SLICE_RECORDS):
             if start:
-                yield
+                yield None
             chunk = records[start : start + REPLAY_SLICE_RECORDS]
             apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
         self._staged.append(records)
@@ -217,7 +219,9 @@ class ControllerEngine:
 
     def prepare(self, groups: list[Sequence[RecordAndVersion]]) -> Slices[tuple[PreparedAppend, int]]:
         """Encode taken groups as batches (the deciding thread: this is CPU under the GIL), paced."""
-        prepared = yield from paced(self.log.prepare_steps(groups, self.controller_epoch, _wall_ms()))
+        prepared = yield from paced(
+            self.log.prepare_steps(groups, self.controller_epoch, _wall_ms()), self.slice_seconds
+        )
         return prepared, sum(len(group) for group in groups)
 
     def write(self, prepared: tuple[PreparedAppend, int]) -> int:

@@ -9,8 +9,12 @@ letting other tasks run; a test or a tool simply `finish`es it.
 Rules:
 - A yield is only an opportunity: the work must be correct whether or not anything runs in
   between, and nothing else may mutate the state it works on meanwhile (the daemon has one writer).
+- A yield is None, or `COMMIT_POINT`: the work reached a point where what it did so far should
+  be committed before it goes on (the engine yields it at a batch boundary once many records
+  are staged), so that memory stays bounded whatever the work's size.
 - `paced` turns fine-grained yields into yields at most every `SLICE_SECONDS`, so that small
-  work never yields at all and large work yields a few times per `SLICE_SECONDS`.
+  work never yields at all and large work yields a few times per `SLICE_SECONDS`; it always
+  passes a `COMMIT_POINT` on.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from typing import TypeAlias, TypeVar
 
 T = TypeVar("T")
 
-#: Work that may pause: yields None where the caller may run other work, returns a T.
-Slices: TypeAlias = Generator[None, None, T]
+#: Work that may pause: yields None (or `COMMIT_POINT`) where the caller may run other work,
+#: returns a T.
+Slices: TypeAlias = Generator[bool | None, None, T]
+#: Yielded where the caller should commit what the work staged so far.
+COMMIT_POINT = True
 
 #: The longest paced work runs before it yields (the event loop's other tasks wait this long).
 SLICE_SECONDS = 0.02
@@ -38,13 +45,14 @@ def finish(work: Slices[T]) -> T:
 
 
 def paced(work: Slices[T], slice_seconds: float = SLICE_SECONDS) -> Slices[T]:
-    """`work`, yielding only once at least `slice_seconds` passed since it started or last yielded."""
+    """`work`, yielding only once at least `slice_seconds` passed since it started or last yielded
+    (or at a `COMMIT_POINT`)."""
     deadline = time.perf_counter() + slice_seconds
     while True:
         try:
-            next(work)
+            signal = next(work)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if time.perf_counter() >= deadline:
-            yield
+        if signal is COMMIT_POINT or time.perf_counter() >= deadline:
+            yield signal
             deadline = time.perf_counter() + slice_seconds

@@ -11,8 +11,9 @@ Rules:
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
   decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
   writer lets other tasks run between slices. Once an operation in steps has staged
-  `FLUSH_RECORDS` records, what is decided so far is committed while the operation goes on, so
-  memory stays bounded; its request is answered with the commit of its last batch.
+  `engine.commit_records` records, what is decided so far is committed while the operation goes
+  on (at the `COMMIT_POINT` the engine yields between batches), so memory stays bounded; its
+  request is answered with the commit of its last batch.
 - A failed commit is fatal (`LogError` escapes): the state is ahead of the disk.
 - A request whose decision raises is logged and its connection closed unanswered.
 - Snapshots: once `snapshot_bytes` of log were appended since the last one, the writer lets the
@@ -41,13 +42,11 @@ from .connection import LARGE_FRAME_BYTES, Pending
 from .engine import ControllerEngine
 from .log import LogError
 from .outbound import ControlOrder
-from .slices import Slices
+from .slices import COMMIT_POINT, Slices
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
 
-#: Records an operation in steps may stage before what it decided so far is committed.
-FLUSH_RECORDS = 10_000
 #: The first retry delay after a failed snapshot; it doubles up to `SNAPSHOT_RETRY_MAX_S`.
 SNAPSHOT_RETRY_S = 5.0
 SNAPSHOT_RETRY_MAX_S = 300.0
@@ -158,11 +157,11 @@ class Writer:
             try:
                 work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
                 try:  # the common case: decided and staged at once, nothing to pace
-                    next(work)
+                    signal = next(work)
                 except StopIteration as stop:
                     response = stop.value
                 else:
-                    response = await self._complete(work)
+                    response = await self._rest(work, signal)
             except LogError:
                 raise
             except Exception:
@@ -175,16 +174,24 @@ class Writer:
             self._answered.append(pending)
 
     async def _complete(self, work: Slices[T]) -> T:
-        """Run paced work to its end, letting other tasks run between slices and committing
-        what is decided so far whenever an operation in steps has staged a lot."""
+        """Run paced work to its end (see `_rest`)."""
+        try:
+            signal = next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        return await self._rest(work, signal)
+
+    async def _rest(self, work: Slices[T], signal: bool | None) -> T:
+        """Run paced work that has just yielded `signal` to its end: at each yield, commit what it
+        staged so far if it asks to (`COMMIT_POINT`), and let other tasks run."""
         while True:
-            try:
-                next(work)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            if self.engine.staged_records >= FLUSH_RECORDS and self.engine.between_batches:
+            if signal is COMMIT_POINT:
                 await self._flush()
             await trio.sleep(0)
+            try:
+                signal = next(work)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
 
     async def _flush(self) -> None:
         """Commit what is decided so far, after the commit in flight (so in decision order)."""

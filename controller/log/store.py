@@ -179,14 +179,14 @@ class MetadataLog:
                 values: list[bytes] = []
                 for start in range(0, len(group), ENCODE_SLICE_RECORDS):
                     if start:
-                        yield
+                        yield None
                     values.extend(
                         encode_metadata_value(record, version)
                         for record, version in group[start : start + ENCODE_SLICE_RECORDS]
                     )
                 batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
                 next_offset += len(values)
-                yield
+                yield None
         return PreparedAppend(self._next_offset, next_offset, offsets, batches)
 
     def write_prepared(self, prepared: PreparedAppend) -> list[int]:

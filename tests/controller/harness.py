@@ -53,6 +53,7 @@ def incarnation(broker_id: int, generation: int = 0) -> uuid.UUID:
 class Harness:
     session_timeout_ms: int = 9000
     seed: int = 0
+    max_records_per_operation: int = ControllerConfig.max_records_per_operation
     core: ControllerCore = field(init=False)
     log: list[tuple[Data, int, int]] = field(default_factory=list)  # (record, version, offset)
     orders: list[ControlOrder] = field(default_factory=list)
@@ -60,7 +61,12 @@ class Harness:
     now_ns: int = 1_000_000_000
 
     def __post_init__(self) -> None:
-        config = ControllerConfig(cluster_id=CLUSTER_ID, node_id=3000, session_timeout_ms=self.session_timeout_ms)
+        config = ControllerConfig(
+            cluster_id=CLUSTER_ID,
+            node_id=3000,
+            session_timeout_ms=self.session_timeout_ms,
+            max_records_per_operation=self.max_records_per_operation,
+        )
         self.core = ControllerCore(config, random.Random(self.seed))
 
     # ------------------------------------------------------------------ plumbing

@@ -1,0 +1,314 @@
+"""The group-commit writer (controller.writer) around a real engine and log, in one trio run.
+
+Connections are recorders (the writer only calls `respond` and `abandon` on them), the channel a
+list. Blocking a worker thread on a `threading.Event` makes the orderings explicit: a snapshot or
+a commit that is still being written while the writer goes on, or while it drains. trio's
+instrumentation shows what one step of the writer task does.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from controller.connection import Pending
+from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
+from controller.metrics import ControllerMetrics
+from controller.outbound import ControlOrder
+from controller.slices import finish
+from controller.writer import SNAPSHOT_RETRY_S, Writer
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
+from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
+from protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableReplicaAssignment,
+    CreateTopicsRequestCreatableTopic,
+)
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.registry import decode_request, encode_request
+from protocol.spec import Data
+
+from .test_metrics import value
+
+
+@dataclass
+class Recorder:
+    """A connection as the writer sees it."""
+
+    peer: str = "127.0.0.1:1"
+    id: int = 1
+    answers: list[Pending] = field(default_factory=list)
+    abandoned: list[Pending] = field(default_factory=list)
+    answered: trio.Event = field(default_factory=trio.Event)
+
+    def respond(self, pending: Pending) -> None:
+        self.answers.append(pending)
+        self.answered.set()
+        self.answered = trio.Event()
+
+    def abandon(self, pending: Pending) -> None:
+        self.abandoned.append(pending)
+
+
+@dataclass
+class Channel:
+    orders: list[ControlOrder] = field(default_factory=list)
+
+    def submit(self, orders: Sequence[ControlOrder]) -> None:
+        self.orders.extend(orders)
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Setup:
+    engine: ControllerEngine
+    writer: Writer
+    metrics: ControllerMetrics
+    clock: Clock
+    connection: Recorder = field(default_factory=Recorder)
+    correlation: int = 0
+
+    def pending(self, body: Data, version: int) -> Pending:
+        self.correlation += 1
+        payload = encode_request(body, version, self.correlation)[4:]
+        return Pending(self.connection, payload, decode_request(payload), 0, 0)  # type: ignore[arg-type]
+
+    async def request(self, body: Data, version: int) -> Any:
+        """Submit and wait for the answer; the response."""
+        pending = self.pending(body, version)
+        self.writer.submit(pending)
+        while pending not in self.connection.answers:
+            await self.connection.answered.wait()
+        return pending.response
+
+
+@pytest.fixture
+async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
+    engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
+    metrics = ControllerMetrics(lambda: engine.core)
+    clock = Clock()
+    writer = Writer(engine, Channel(), metrics, clock=clock)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        yield Setup(engine, writer, metrics, clock)
+        nursery.cancel_scope.cancel()
+    engine.close()
+
+
+async def brokers(s: Setup, *broker_ids: int) -> None:
+    cluster_id = s.engine.core.config.cluster_id
+    for broker in broker_ids:
+        listener = BrokerRegistrationRequestListener(name="PLAINTEXT", host="localhost", port=9000 + broker)
+        registration = BrokerRegistrationRequest(
+            broker_id=broker, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker), listeners=(listener,)
+        )
+        epoch = (await s.request(registration, 3)).broker_epoch
+        heartbeat = BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, current_metadata_offset=1 << 40)
+        await s.request(heartbeat, 1)
+
+
+def topic(name: str, partitions: int, replicas: list[int] | None = None) -> CreateTopicsRequest:
+    if replicas is None:
+        entry = CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=3)
+    else:
+        assignments = tuple(
+            CreateTopicsRequestCreatableReplicaAssignment(partition_index=i, broker_ids=tuple(replicas))
+            for i in range(partitions)
+        )
+        entry = CreateTopicsRequestCreatableTopic(
+            name=name, num_partitions=-1, replication_factor=-1, assignments=assignments
+        )
+    return CreateTopicsRequest(topics=(entry,))
+
+
+class WriterSteps(trio.abc.Instrument):
+    """Records how far the state's last offset moved during each step of the writer task."""
+
+    def __init__(self, engine: ControllerEngine) -> None:
+        self.engine = engine
+        self.moves: list[int] = []
+        self._before = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("Writer.run"):
+            self._before = self.engine.core.state.last_offset
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("Writer.run"):
+            self.moves.append(self.engine.core.state.last_offset - self._before)
+
+
+async def test_requests_are_answered_in_order_once_committed(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    first, second = setup.pending(topic("a", 3), 7), setup.pending(DescribeClusterRequest(), 0)
+    setup.writer.submit(first)
+    setup.writer.submit(second)
+    while len(setup.connection.answers) < 8:
+        await setup.connection.answered.wait()
+    assert setup.connection.answers[-2:] == [first, second]
+    assert setup.engine.log.next_offset == setup.engine.core.state.last_offset + 1  # durable before answered
+
+
+async def test_a_large_decision_never_replays_more_than_a_slice_in_one_step_of_the_writer(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    setup.engine.slice_seconds = 0.0
+    steps = WriterSteps(setup.engine)
+    trio.lowlevel.add_instrument(steps)
+    try:
+        response = await setup.request(topic("big", 9_999), 7)
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert response.topics[0].error_code == 0
+    assert sum(steps.moves) == 10_000
+    assert max(steps.moves) <= REPLAY_SLICE_RECORDS
+
+
+async def test_the_writer_goes_on_deciding_while_a_snapshot_is_written(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    release = threading.Event()
+    written = block(setup.engine, "write_snapshot", release)
+    setup.engine.snapshot_bytes = 1  # due at the next group
+    await setup.request(topic("a", 3), 7)
+    assert setup.writer.snapshotting
+    for index in range(5):  # answered while the snapshot thread is blocked
+        await setup.request(topic(f"b{index}", 1), 7)
+    assert setup.writer.snapshotting and not written
+    release.set()
+    while setup.writer.snapshotting:
+        await trio.sleep(0.01)
+    assert written and setup.engine.log.snapshots()
+    assert value(setup.metrics, "fencer_snapshots_total", outcome="written") == 1
+
+
+async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    await brokers(setup, 1, 2, 3)
+    write = setup.engine.write_snapshot
+    failures = [OSError(24, "Too many open files")]
+
+    def flaky(taken: Any) -> Path:
+        if failures:
+            raise failures.pop()
+        return write(taken)
+
+    setup.engine.write_snapshot = flaky  # type: ignore[method-assign]
+    setup.engine.snapshot_bytes = 1
+    await setup.request(topic("a", 3), 7)
+    await settled(setup)
+    assert value(setup.metrics, "fencer_snapshots_total", outcome="failed") == 1
+    assert "snapshot failed" in caplog.text and not setup.engine.log.snapshots()
+    await setup.request(topic("b", 3), 7)  # not yet: the retry waits
+    await settled(setup)
+    assert not setup.engine.log.snapshots()
+    setup.clock.now += SNAPSHOT_RETRY_S
+    await setup.request(topic("c", 3), 7)
+    await settled(setup)
+    assert setup.engine.log.snapshots()
+    assert value(setup.metrics, "fencer_snapshots_total", outcome="written") == 1
+
+
+async def test_drain_waits_for_the_commit_in_flight(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    release = threading.Event()
+    written = block(setup.engine, "write", release)
+    pending = setup.pending(topic("a", 3), 7)
+    setup.writer.submit(pending)
+    drained = trio.Event()
+
+    async def drain() -> None:
+        await setup.writer.drain(0.05)  # the deadline passes with the commit still blocked
+        drained.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        await trio.sleep(0.2)
+        assert not drained.is_set() and not written
+        release.set()
+    assert written and pending in setup.connection.answers
+    assert setup.engine.log.next_offset == setup.engine.core.state.last_offset + 1
+
+
+async def test_drain_waits_for_the_snapshot_being_written(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    release = threading.Event()
+    written = block(setup.engine, "write_snapshot", release)
+    setup.engine.snapshot_bytes = 1
+    await setup.request(topic("a", 3), 7)
+    assert setup.writer.snapshotting
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(setup.writer.drain, 1.0)
+        await trio.sleep(0.2)
+        assert setup.writer.snapshotting and not written
+        release.set()
+    assert written and not setup.writer.snapshotting
+
+
+async def test_a_long_fencing_is_committed_as_it_goes(setup: Setup) -> None:
+    await brokers(setup, 1, 2, 3)
+    for index in range(3):
+        await setup.request(topic(f"t{index}", 2_000, replicas=[1, 2, 3]), 7)
+    setup.engine.commit_records = 2_000
+    commits_before = value(setup.metrics, "fencer_log_append_latency_seconds_count")
+    for broker in (1, 2, 3):  # every session expired long ago
+        setup.engine.core.state.heartbeats.last_contact_ns[broker] = 0
+    setup.writer.tick()
+    with trio.fail_after(60):
+        while any(not broker.fenced for broker in setup.engine.core.state.cluster.brokers.values()):
+            await trio.sleep(0.01)
+    await settled(setup)
+    commits = value(setup.metrics, "fencer_log_append_latency_seconds_count") - commits_before
+    assert commits >= 6_000 * 2 // 2_000  # leaders move, then ISRs shrink: committed in pieces
+    assert setup.engine.settled
+    fresh = ControllerEngine.start(setup.engine.log.data_dir, fsync=False, now_ns=0)
+    try:
+        assert fresh.core.durable_view() == setup.engine.core.durable_view()
+    finally:
+        fresh.close()
+
+
+async def settled(s: Setup) -> None:
+    """Until nothing is queued, in flight or being snapshotted."""
+    with trio.fail_after(30):
+        while not s.engine.settled or s.writer.snapshotting:
+            await trio.sleep(0.01)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def block(engine: ControllerEngine, method: str, release: threading.Event) -> list[object]:
+    """Make `engine.<method>` wait for `release` (in its worker thread); returns what it wrote."""
+    original: Callable[..., object] = getattr(engine, method)
+    done: list[object] = []
+
+    def blocked(*args: object) -> object:
+        release.wait(10)
+        result = original(*args)
+        done.append(result)
+        return result
+
+    setattr(engine, method, blocked)
+    return done
+
+
+def test_finish_is_how_tools_run_an_engine_decision(tmp_path: Path) -> None:
+    engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
+    try:
+        response = finish(engine.decide(60, 0, DescribeClusterRequest(), 0))
+        assert response is not None and response.cluster_id == engine.core.config.cluster_id  # type: ignore[attr-defined]
+    finally:
+        engine.close()
