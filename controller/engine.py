@@ -10,7 +10,12 @@ Rules:
   request (atomic), in one write and one fsync. A failed append leaves the engine unusable: the
   in-memory state is ahead of the disk, and only a restart's recovery can reconcile them.
 - After a commit, once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since
-  the last snapshot, the state is written as a snapshot and segments wholly below it deleted.
+  the last snapshot, the state is written as a snapshot; then retention runs as in Kafka's
+  metadata log: nothing is deleted until the segments and snapshots together pass
+  `metadata_retention_bytes` (default 100 MiB); then the oldest snapshots go, with the segments
+  wholly below the oldest snapshot kept. The newest snapshot and the active segment always stay.
+- A snapshot that cannot be written (or files retention cannot delete) is a `SnapshotWriteError`:
+  the log and the engine stay usable, and `snapshot_due` stays true: the caller picks the retry.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from protocol.spec import Data
 
 from .core import ControllerCore
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
-from .log.store import PreparedAppend
+from .log.retention import DEFAULT_RETENTION_BYTES
+from .log.store import DEFAULT_SEGMENT_BYTES, PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
 from .state.controller_state import ControllerConfig, RecordAndVersion
 
@@ -43,10 +49,19 @@ class StartupReport:
 
 
 class ControllerEngine:
-    def __init__(self, core: ControllerCore, log: MetadataLog, *, snapshot_bytes: int, report: StartupReport) -> None:
+    def __init__(
+        self,
+        core: ControllerCore,
+        log: MetadataLog,
+        *,
+        snapshot_bytes: int,
+        metadata_retention_bytes: int,
+        report: StartupReport,
+    ) -> None:
         self.core = core
         self.log = log
         self.snapshot_bytes = snapshot_bytes
+        self.metadata_retention_bytes = metadata_retention_bytes
         self.startup = report
         self._staged: list[list[RecordAndVersion]] = []
         self._next_offset = log.next_offset
@@ -67,11 +82,17 @@ class ControllerEngine:
         repair: bool = False,
         fsync: bool = True,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
-        segment_bytes: int = 1 << 30,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        metadata_retention_bytes: int = DEFAULT_RETENTION_BYTES,
         now_ns: int | None = None,
         rng: random.Random | None = None,
     ) -> ControllerEngine:
-        """Open (or format) the data dir, rebuild the state, and open a new controller epoch."""
+        """Open (or format) the data dir, rebuild the state, and open a new controller epoch.
+
+        Segments roll at `segment_bytes` (Kafka's metadata.log.segment.bytes); retention keeps
+        the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes)."""
+        if metadata_retention_bytes < 0:
+            raise ValueError(f"metadata_retention_bytes must not be negative, not {metadata_retention_bytes}")
         started = time.perf_counter()
         wanted_cluster = config.cluster_id if config is not None else cluster_id
         log = MetadataLog.open(
@@ -113,7 +134,9 @@ class ControllerEngine:
             recovery=log.recovery,
             seconds=time.perf_counter() - started,
         )
-        return cls(core, log, snapshot_bytes=snapshot_bytes, report=report)
+        return cls(
+            core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
+        )
 
     # ------------------------------------------------------------------ decisions
     @property
@@ -195,7 +218,7 @@ class ControllerEngine:
         return self.snapshot() if self.snapshot_due() else None
 
     def snapshot(self) -> Path:
-        """Write the committed state as a snapshot now, and drop the segments it covers."""
+        """Write the committed state as a snapshot now, then apply retention."""
         return self.write_snapshot(self.snapshot_records())
 
     def snapshot_records(self) -> tuple[int, list[RecordAndVersion]]:
@@ -205,10 +228,15 @@ class ControllerEngine:
         return self.log.next_offset, self.core.snapshot_records()
 
     def write_snapshot(self, taken: tuple[int, list[RecordAndVersion]]) -> Path:
-        """Write a snapshot taken with `snapshot_records` (may run in a worker thread)."""
+        """Write a snapshot taken with `snapshot_records`, then apply retention; return its path.
+
+        May run in a worker thread while commits go on in another. Segments are not deleted
+        because a snapshot covers them, only once retention needs the space (as in Kafka).
+        Raises `SnapshotWriteError` (the log and the engine stay usable) if the snapshot cannot
+        be written or retention cannot delete a file; `LogError` only if the log itself failed."""
         end, records = taken
         path = self.log.write_snapshot(end, self.controller_epoch, records, _wall_ms())
-        self.log.delete_segments_below(end)
+        self.log.apply_retention(self.metadata_retention_bytes)
         return path
 
     def close(self) -> None:
