@@ -26,9 +26,11 @@ class LogError(Exception):
 
 
 class SnapshotWriteError(Exception):
-    """A snapshot, or the retention after it, failed on an OS error; the log is unchanged and usable.
+    """A snapshot, or the retention after it, failed on an OS error; the log stays usable.
 
-    The message names the file and the OS error; `__cause__` is the `OSError`."""
+    A failed write leaves nothing behind; a failed deletion leaves the files it had not yet
+    deleted, to be retained a while longer. The message names the file and the OS error;
+    `__cause__` is the `OSError`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,12 +22,13 @@ Rules:
   `apply_retention` deletes the oldest snapshots, and the segments wholly below the oldest
   snapshot kept, once the segments and snapshots together pass a size (`retention`).
 - A snapshot or retention that fails on an OSError is a `SnapshotWriteError`, never a
-  `LogError`: nothing of the attempt is left, counters are unchanged, appends go on.
+  `LogError`: a failed snapshot leaves nothing behind and no counter changed, a failed deletion
+  leaves the files it had not reached; appends go on either way.
 - Two threads may share a log: one appending (`write_prepared`, `append_leader_change`), one
-  snapshotting (`write_snapshot`, then `apply_retention` or `delete_segments_below`). One lock
-  guards what both touch (segment list and sizes, snapshot list, appended bytes, next offset,
-  epoch), held only to read or update them: never across a write, an fsync, a file's writing
-  or deletion. `open`, `read`, `batches` and `close` expect no other thread at work.
+  snapshotting (`write_snapshot`, then `apply_retention` or `delete_segments_below`). What both
+  touch is in a `LogCatalog`, whose one lock is held only to read or update it: never across a
+  write, an fsync, a file's writing or deletion. `open`, `read`, `batches` and `close` expect
+  no other thread at work.
 """
 
 from __future__ import annotations
