@@ -21,6 +21,8 @@ from . import logs
 from .daemon import Daemon, DaemonOptions
 from .engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
 from .log import LogError
+from .log.retention import DEFAULT_RETENTION_BYTES
+from .log.store import DEFAULT_SEGMENT_BYTES
 from .state.controller_state import ControllerConfig
 
 log = logging.getLogger("fencer.cli")
@@ -89,6 +91,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the most records one user operation may write (default 10000, Kafka's MAX_RECORDS_PER_USER_OP)",
     )
     parser.add_argument(
+        "--segment-bytes",
+        type=positive_int,
+        default=DEFAULT_SEGMENT_BYTES,
+        help="metadata log segments roll at this size (default 1 GiB, Kafka's metadata.log.segment.bytes)",
+    )
+    parser.add_argument(
+        "--metadata-retention-bytes",
+        type=positive_int,
+        default=DEFAULT_RETENTION_BYTES,
+        help="past this total of segments and snapshots, the oldest snapshots and the segments below the "
+        "oldest kept are deleted (default 100 MiB, Kafka's metadata.max.retention.bytes)",
+    )
+    parser.add_argument(
         "--repair-log",
         action="store_true",
         help="truncate a corrupt metadata log at its first bad batch instead of refusing to start",
@@ -111,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
             repair=args.repair_log,
             snapshot_bytes=args.snapshot_bytes,
             max_records_per_operation=args.max_records_per_operation,
+            segment_bytes=args.segment_bytes,
+            metadata_retention_bytes=args.metadata_retention_bytes,
         )
     except LogError as exc:
         print(f"fencer-controller: {exc}", file=sys.stderr)

@@ -10,7 +10,12 @@ Rules:
   request (atomic), in one write and one fsync. A failed append leaves the engine unusable: the
   in-memory state is ahead of the disk, and only a restart's recovery can reconcile them.
 - After a commit, once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since
-  the last snapshot, the state is written as a snapshot and segments wholly below it deleted.
+  the last snapshot, the state is written as a snapshot; then retention runs as in Kafka's
+  metadata log: nothing is deleted until the segments and snapshots together pass
+  `metadata_retention_bytes` (default 100 MiB); then the oldest snapshots go, with the segments
+  wholly below the oldest snapshot kept. The newest snapshot and the active segment always stay.
+- A snapshot that cannot be written (or files retention cannot delete) is a `SnapshotWriteError`:
+  the log and the engine stay usable, and `snapshot_due` stays true: the caller picks the retry.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from protocol.spec import Data
 
 from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
-from .log.store import PreparedAppend
+from .log.retention import DEFAULT_RETENTION_BYTES
+from .log.store import DEFAULT_SEGMENT_BYTES, PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
 from .slices import COMMIT_POINT, SLICE_SECONDS, Slices, finish, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion
@@ -50,10 +56,19 @@ class StartupReport:
 
 
 class ControllerEngine:
-    def __init__(self, core: ControllerCore, log: MetadataLog, *, snapshot_bytes: int, report: StartupReport) -> None:
+    def __init__(
+        self,
+        core: ControllerCore,
+        log: MetadataLog,
+        *,
+        snapshot_bytes: int,
+        metadata_retention_bytes: int,
+        report: StartupReport,
+    ) -> None:
         self.core = core
         self.log = log
         self.snapshot_bytes = snapshot_bytes
+        self.metadata_retention_bytes = metadata_retention_bytes
         self.startup = report
         self._staged: list[Sequence[RecordAndVersion]] = []
         self._next_offset = log.next_offset
@@ -79,12 +94,18 @@ class ControllerEngine:
         repair: bool = False,
         fsync: bool = True,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
-        segment_bytes: int = 1 << 30,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        metadata_retention_bytes: int = DEFAULT_RETENTION_BYTES,
         max_records_per_operation: int = ControllerConfig.max_records_per_operation,
         now_ns: int | None = None,
         rng: random.Random | None = None,
     ) -> ControllerEngine:
-        """Open (or format) the data dir, rebuild the state, and open a new controller epoch."""
+        """Open (or format) the data dir, rebuild the state, and open a new controller epoch.
+
+        Segments roll at `segment_bytes` (Kafka's metadata.log.segment.bytes); retention keeps
+        the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes)."""
+        if metadata_retention_bytes < 0:
+            raise ValueError(f"metadata_retention_bytes must not be negative, not {metadata_retention_bytes}")
         started = time.perf_counter()
         wanted_cluster = config.cluster_id if config is not None else cluster_id
         log = MetadataLog.open(
@@ -131,7 +152,9 @@ class ControllerEngine:
             recovery=log.recovery,
             seconds=time.perf_counter() - started,
         )
-        return cls(core, log, snapshot_bytes=snapshot_bytes, report=report)
+        return cls(
+            core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
+        )
 
     # ------------------------------------------------------------------ decisions
     @property
@@ -248,7 +271,7 @@ class ControllerEngine:
         return self.snapshot() if self.snapshot_due() else None
 
     def snapshot(self) -> Path:
-        """Write the committed state as a snapshot now, and drop the segments it covers."""
+        """Write the committed state as a snapshot now, then apply retention."""
         return self.write_snapshot(self.freeze())
 
     def freeze(self) -> tuple[int, FrozenState]:
@@ -258,11 +281,17 @@ class ControllerEngine:
         return self.log.next_offset, self.core.freeze()
 
     def write_snapshot(self, taken: tuple[int, FrozenState]) -> Path:
-        """Write a snapshot of a state taken with `freeze`: may run in a worker thread while
-        decisions and commits go on (the frozen state shares nothing mutable with the live one)."""
+        """Write a snapshot of a state taken with `freeze`, then apply retention; return its path.
+
+        May run in a worker thread while decisions and commits go on (the frozen state shares
+        nothing mutable with the live one, and the log guards what both threads touch).
+        Segments are not deleted because a snapshot covers them, only once retention needs the
+        space (as in Kafka). Raises `SnapshotWriteError` (the log and the engine stay usable) if
+        the snapshot cannot be written or retention cannot delete a file; `LogError` only if the
+        log itself failed."""
         end, frozen = taken
         path = self.log.write_snapshot(end, self.controller_epoch, snapshot_records(frozen), _wall_ms())
-        self.log.delete_segments_below(end)
+        self.log.apply_retention(self.metadata_retention_bytes)
         return path
 
     def close(self) -> None:

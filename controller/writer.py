@@ -254,7 +254,9 @@ class Writer:
         started = self._clock()
         try:
             path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
-        except Exception as exc:  # the log is intact: a snapshot is retried, never fatal
+        except LogError:
+            raise  # the log itself failed: as fatal as a failed commit
+        except Exception as exc:  # SnapshotWriteError and the like: the log is intact, retry later
             self._snapshot_not_before = self._clock() + self._snapshot_retry_s
             log.error("snapshot failed (%s); the log is intact, retrying in %.0f s", exc, self._snapshot_retry_s)
             self._snapshot_retry_s = min(self._snapshot_retry_s * 2, SNAPSHOT_RETRY_MAX_S)

@@ -5,6 +5,9 @@ Rules:
   directory (unusable path, cluster id mismatch, mid-log corruption, a gap the snapshots do
   not cover). Its message names the file, and for corruption the byte position and offset.
   Misuse by the caller (an epoch going backwards, a snapshot of the future) is a `ValueError`.
+- `SnapshotWriteError` is deliberately not a `LogError`: a snapshot that could not be written
+  (or the files it made redundant that could not be deleted) leaves the log intact and usable,
+  so the caller logs it and tries again later, where a `LogError` stops the controller.
 - Everything here is immutable, except `RecoveryReport.messages`, a list that later steps of
   the same start-up (loading a snapshot) append to.
 """
@@ -20,6 +23,14 @@ from protocol.spec import Data
 
 class LogError(Exception):
     """The data directory cannot be used as it is: the message says why and where."""
+
+
+class SnapshotWriteError(Exception):
+    """A snapshot, or the retention after it, failed on an OS error; the log stays usable.
+
+    A failed write leaves nothing behind; a failed deletion leaves the files it had not yet
+    deleted, to be retained a while longer. The message names the file and the OS error;
+    `__cause__` is the `OSError`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ Rules:
 - After a cut the segments are scanned again from the start: the state (next offset, epoch,
   bytes since the snapshot) is always that of a log that validated completely, whatever the
   fault was. Each cut shrinks the log, so this ends.
-- `bytes_since` counts the bytes of the batches at or after `count_from` (the latest
-  snapshot's end offset), for the controller's snapshot trigger.
+- `appended` remembers the batches at or after `count_from` (the latest snapshot's end
+  offset) and their bytes, for the controller's snapshot trigger.
 - `recover_from_snapshots` adds the snapshots: the epoch is the highest of log and snapshots; a
   log ending below the newest snapshot restarts at its end offset (Kafka does the same); a log
   whose first segment starts above 0 needs a snapshot reaching its start, else `LogError`.
@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .appended import AppendedBytes
 from .model import LogError, RecoveryReport
 from .segments import (
     BadBatch,
@@ -54,7 +55,7 @@ class RecoveredLog:
     segments: list[tuple[int, Path]]
     next_offset: int
     last_epoch: int
-    bytes_since: int
+    appended: AppendedBytes
     truncated_bytes: int = 0
     truncated_file: Path | None = None
     first_lost_offset: int | None = None
@@ -99,7 +100,7 @@ def _scan(directory: Path, count_from: int) -> RecoveredLog | tuple[int, Fault]:
     """The validated log, or the index of the segment holding the first fault and the fault."""
     segments = list_segments(directory)
     continuity = Continuity()
-    bytes_since = 0
+    appended = AppendedBytes()
     for index, (base_offset, path) in enumerate(segments):
         fault = continuity.start_segment(base_offset)
         if fault is not None:
@@ -110,12 +111,12 @@ def _scan(directory: Path, count_from: int) -> RecoveredLog | tuple[int, Fault]:
                 if fault is not None:
                     return index, fault
                 if scanned.batch.base_offset >= count_from:
-                    bytes_since += scanned.size
+                    appended.add(scanned.batch.base_offset, scanned.size)
         except BadBatch as bad:
             expected = continuity.next_offset if continuity.next_offset is not None else base_offset
             return index, Fault(bad.position, expected, bad.reason)
     next_offset = continuity.next_offset if continuity.next_offset is not None else 0
-    return RecoveredLog(segments, next_offset, max(continuity.epoch or 0, 0), bytes_since)
+    return RecoveredLog(segments, next_offset, max(continuity.epoch or 0, 0), appended)
 
 
 def _cut(segments: list[tuple[int, Path]], index: int, fault: Fault, *, repair: bool, fsync: bool) -> _Cut:
@@ -172,7 +173,7 @@ def recover_from_snapshots(partition: Path, *, repair: bool, fsync: bool) -> Rec
                 path.unlink()
             if recovered.segments and fsync:
                 fsync_directory(partition)
-            recovered.segments, recovered.next_offset, recovered.bytes_since = [], latest.end_offset, 0
+            recovered.segments, recovered.next_offset, recovered.appended = [], latest.end_offset, AppendedBytes()
     start = recovered.segments[0][0] if recovered.segments else 0
     if start > 0 and (latest is None or latest.end_offset < start):
         raise LogError(gap_message(partition, start, "no snapshot covers the offsets below it"))

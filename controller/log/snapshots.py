@@ -7,8 +7,8 @@ then a control batch holding one SnapshotFooterRecord.
 
 Rules:
 - Written to `<name>.part`, fsync'd, renamed to `<name>`, then the directory fsync'd: a snapshot
-  file exists completely or not at all. A `.part` file is the leftover of an interrupted write;
-  it is never read, and the log deletes it at open.
+  file exists completely or not at all. A write that fails removes what it wrote; a `.part`
+  file is the leftover of a write interrupted by a crash: never read, deleted at open.
 - A snapshot is valid only if every batch decodes (CRC-32C), offsets are contiguous from 0, the
   header is alone in the first batch, the footer alone in the last, nothing follows the footer,
   no other control batch appears and every record value decodes. Anything else is a
@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -75,10 +76,14 @@ def write_snapshot_file(
     timestamp_ms: int,
     *,
     fsync: bool,
-) -> Path:
-    """Write a snapshot atomically into `directory`; return its final path."""
+) -> tuple[Path, int]:
+    """Write a snapshot atomically into `directory`; return its final path and size in bytes.
+
+    On any failure nothing of this write is left: neither the `.part` nor, if the rename
+    happened but the directory could not be fsync'd, the new file."""
     final = directory / snapshot_name(snapshot_id)
     part = directory / (final.name + ".part")
+    renamed = False
     try:
         with open(part, "wb") as out:
             for chunk in _snapshot_batches(snapshot_id.epoch, records, timestamp_ms):
@@ -86,13 +91,20 @@ def write_snapshot_file(
             out.flush()
             if fsync:
                 os.fsync(out.fileno())
+            size = out.tell()
         os.replace(part, final)
+        renamed = True
+        if fsync:
+            fsync_directory(directory)
     except BaseException:
-        part.unlink(missing_ok=True)
+        _remove_quietly(final if renamed else part)
         raise
-    if fsync:
-        fsync_directory(directory)
-    return final
+    return final, size
+
+
+def _remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):  # the original error is the one to report; open() deletes a .part left
+        path.unlink(missing_ok=True)
 
 
 def _snapshot_batches(epoch: int, records: Iterable[tuple[Data, int]], timestamp_ms: int) -> Iterator[bytes]:

@@ -18,12 +18,21 @@ Rules:
   relies on it to catch flipped epoch bits, which the CRC does not cover.
 - A failed write or fsync leaves the log unusable (`LogError` on every later append): after
   fsync fails, what reached the disk is unknown, and only a restart's recovery can tell.
-- Not thread-safe: one caller at a time (the shell may run `append` in a worker thread).
+- Snapshots and retention follow Kafka's metadata log: a snapshot deletes nothing by itself;
+  `apply_retention` deletes the oldest snapshots, and the segments wholly below the oldest
+  snapshot kept, once the segments and snapshots together pass a size (`retention`).
+- A snapshot or retention that fails on an OSError is a `SnapshotWriteError`, never a
+  `LogError`: a failed snapshot leaves nothing behind and no counter changed, a failed deletion
+  leaves the files it had not reached; appends go on either way.
+- Two threads may share a log: one appending (`write_prepared`, `append_leader_change`), one
+  snapshotting (`write_snapshot`, then `apply_retention` or `delete_segments_below`). What both
+  touch is in a `LogCatalog`, whose one lock is held only to read or update it: never across a
+  write, an fsync, a file's writing or deletion. `open`, `read`, `batches` and `close` expect
+  no other thread at work.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,23 +40,34 @@ from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
-from protocol.errors import DecodeError
 from protocol.records.batch import RecordBatch, metadata_batch
-from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch, decode_control_record
-from protocol.records.metadata import decode_metadata_value, encode_metadata_value
+from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
+from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
 
 from ..slices import Slices, finish
-from .model import LogEntry, LogError, RecoveryReport, SnapshotId
+from .catalog import LogCatalog, Segment, SnapshotFile
+from .model import LogEntry, LogError, RecoveryReport, SnapshotId, SnapshotWriteError
 from .properties import MetaProperties, load_or_format
+from .reading import read_entries, segment_batches
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
-from .segments import PARTITION_DIR, BadBatch, fsync_directory, scan_segment, segment_name
-from .snapshots import SnapshotError, list_snapshots, partial_snapshots, read_snapshot_file, write_snapshot_file
+from .retention import delete_file, sync_deletions
+from .segments import PARTITION_DIR, fsync_directory, segment_name
+from .snapshots import (
+    SnapshotError,
+    list_snapshots,
+    partial_snapshots,
+    read_snapshot_file,
+    snapshot_name,
+    write_snapshot_file,
+)
 
 __all__ = ["LogEntry", "LogError", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
 #: Records encoded between two pauses of `prepare_steps` (about 2-4 ms of work here).
 ENCODE_SLICE_RECORDS = 256
+#: Kafka's `metadata.log.segment.bytes` default (1 GiB).
+DEFAULT_SEGMENT_BYTES = 1 << 30
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
@@ -62,7 +82,7 @@ class PreparedAppend:
 
 
 class MetadataLog:
-    """An open metadata log: append, read, snapshot. Build it with `MetadataLog.open`."""
+    """An open metadata log: append, read, snapshot, retain. Build it with `MetadataLog.open`."""
 
     cluster_id: str
     node_id: int
@@ -79,13 +99,13 @@ class MetadataLog:
         self._partition = data_dir / PARTITION_DIR
         self._segment_bytes = segment_bytes
         self._fsync = fsync
-        self._segments = recovered.segments
-        self._next_offset = recovered.next_offset
-        self._last_epoch = recovered.last_epoch
-        self._bytes_since_snapshot = recovered.bytes_since
         self._failure: str | None = None
         self._fd: int | None = None
-        self._active_size = 0
+        segments = [Segment(base, path, path.stat().st_size) for base, path in recovered.segments]
+        if not segments:
+            segments.append(Segment(recovered.next_offset, self._partition / segment_name(recovered.next_offset), 0))
+        snapshots = [SnapshotFile(sid, path, path.stat().st_size) for sid, path in list_snapshots(self._partition)]
+        self._catalog = LogCatalog(segments, snapshots, recovered.next_offset, recovered.last_epoch, recovered.appended)
 
     # ------------------------------------------------------------------------ opening
     @classmethod
@@ -96,7 +116,7 @@ class MetadataLog:
         cluster_id: str | None = None,
         node_id: int = 1,
         repair: bool = False,
-        segment_bytes: int = 1 << 30,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         fsync: bool = True,
     ) -> MetadataLog:
         """Format (first use) or validate `data_dir`, recover its log and open it for appending."""
@@ -123,12 +143,10 @@ class MetadataLog:
         return log
 
     def _open_active(self) -> None:
-        if not self._segments:
-            self._segments.append((self._next_offset, self._partition / segment_name(self._next_offset)))
-        path = self._segments[-1][1]
-        created = not path.exists()
-        self._fd = os.open(path, _APPEND_FLAGS, 0o644)
-        self._active_size = os.fstat(self._fd).st_size
+        active = self._catalog.active
+        created = not active.path.exists()
+        self._fd = os.open(active.path, _APPEND_FLAGS, 0o644)
+        active.size = os.fstat(self._fd).st_size  # no other thread yet
         if created and self._fsync:
             fsync_directory(self._partition)
 
@@ -136,22 +154,29 @@ class MetadataLog:
     @property
     def next_offset(self) -> int:
         """The offset the next appended record gets."""
-        return self._next_offset
+        return self._catalog.next_offset
 
     @property
     def last_epoch(self) -> int:
         """The highest epoch of the log and its snapshots (0 for an empty log): the controller epoch."""
-        return self._last_epoch
+        return self._catalog.last_epoch
 
     @property
     def bytes_since_snapshot(self) -> int:
-        """Bytes of batches appended since the latest snapshot (the snapshot trigger's input)."""
-        return self._bytes_since_snapshot
+        """Bytes of the batches at or after the newest snapshot's end offset (the snapshot trigger's input).
+
+        Batches appended while that snapshot was being written count: they are after its end."""
+        return self._catalog.bytes_since_snapshot
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of every segment and snapshot: the size `apply_retention` bounds."""
+        return self._catalog.total_bytes
 
     @property
     def log_start_offset(self) -> int:
-        """The first offset still in the segments (0 until segments are deleted below a snapshot)."""
-        return self._segments[0][0]
+        """The first offset still in the segments (0 until retention deletes segments)."""
+        return self._catalog.log_start_offset
 
     # ------------------------------------------------------------------------ appending
     def append(self, groups: Sequence[Sequence[tuple[Data, int]]], epoch: int, timestamp_ms: int) -> list[int]:
@@ -172,7 +197,7 @@ class MetadataLog:
         self._check_epoch(epoch)
         offsets: list[int] = []
         batches: list[tuple[int, bytes]] = []
-        next_offset = self._next_offset
+        start_offset = next_offset = self._catalog.next_offset
         for group in groups:
             offsets.append(next_offset)
             if group:
@@ -187,29 +212,27 @@ class MetadataLog:
                 batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
                 next_offset += len(values)
                 yield None
-        return PreparedAppend(self._next_offset, next_offset, offsets, batches)
+        return PreparedAppend(start_offset, next_offset, offsets, batches)
 
     def write_prepared(self, prepared: PreparedAppend) -> list[int]:
         """Write and fsync what `prepare` encoded; it must be the next thing this log appends."""
         self._check_open()
-        if prepared.start_offset != self._next_offset:
-            raise ValueError(f"prepared at offset {prepared.start_offset}, but the log is at {self._next_offset}")
+        next_offset = self._catalog.next_offset
+        if prepared.start_offset != next_offset:
+            raise ValueError(f"prepared at offset {prepared.start_offset}, but the log is at {next_offset}")
         if prepared.batches:
-            self._write(prepared.batches)
-            self._next_offset = prepared.end_offset
+            self._write(prepared.batches, prepared.end_offset)
         return prepared.offsets
 
     def append_leader_change(self, epoch: int, leader_id: int, timestamp_ms: int) -> int:
         """Start `epoch`: append a LeaderChange control batch at it, durably; return its offset."""
         self._check_open()
-        if epoch <= self._last_epoch:
-            raise ValueError(f"a leader change must raise the epoch: {epoch} <= the log's {self._last_epoch}")
+        if epoch <= self._catalog.last_epoch:
+            raise ValueError(f"a leader change must raise the epoch: {epoch} <= the log's {self._catalog.last_epoch}")
         voter = LeaderChangeMessageVoter(voter_id=leader_id)
         message = LeaderChangeMessage(version=0, leader_id=leader_id, voters=(voter,), granting_voters=(voter,))
-        offset = self._next_offset
-        self._write([(offset, control_batch(offset, epoch, timestamp_ms, [(message, 0)]))])
-        self._next_offset = offset + 1
-        self._last_epoch = epoch
+        offset = self._catalog.next_offset
+        self._write([(offset, control_batch(offset, epoch, timestamp_ms, [(message, 0)]))], offset + 1, epoch)
         return offset
 
     def _check_open(self) -> None:
@@ -220,20 +243,20 @@ class MetadataLog:
 
     def _check_epoch(self, epoch: int) -> None:
         self._check_open()
-        if epoch < self._last_epoch:
-            raise ValueError(f"stale epoch {epoch}: the log is at epoch {self._last_epoch}")
-        if epoch > self._last_epoch:
+        if epoch < self._catalog.last_epoch:
+            raise ValueError(f"stale epoch {epoch}: the log is at epoch {self._catalog.last_epoch}")
+        if epoch > self._catalog.last_epoch:
             raise ValueError(
-                f"epoch {epoch} is ahead of the log's {self._last_epoch}: "
+                f"epoch {epoch} is ahead of the log's {self._catalog.last_epoch}: "
                 f"a new epoch starts with append_leader_change({epoch}, ...)"
             )
 
-    def _write(self, batches: list[tuple[int, bytes]]) -> None:
-        """Write batches in order: one write and one fsync per segment touched."""
+    def _write(self, batches: list[tuple[int, bytes]], next_offset: int, epoch: int | None = None) -> None:
+        """Write batches in order: one write and one fsync per segment touched; then count them."""
         pending: list[bytes] = []
         pending_size = 0
         for base_offset, batch in batches:
-            size = self._active_size + pending_size
+            size = self._catalog.active.size + pending_size  # only this thread changes it
             if size > 0 and size + len(batch) > self._segment_bytes:
                 if pending:
                     self._write_active(b"".join(pending))
@@ -242,7 +265,7 @@ class MetadataLog:
             pending.append(batch)
             pending_size += len(batch)
         self._write_active(b"".join(pending))
-        self._bytes_since_snapshot += sum(len(batch) for _, batch in batches)
+        self._catalog.appended(batches, next_offset, epoch)
 
     def _write_active(self, data: bytes) -> None:
         assert self._fd is not None
@@ -254,16 +277,16 @@ class MetadataLog:
                 os.fsync(self._fd)
         except OSError as exc:
             self._fail(exc)
-        self._active_size += len(data)
+        self._catalog.grow_active(len(data))
 
     def _fail(self, exc: OSError) -> NoReturn:
         self._failure = f"{type(exc).__name__}: {exc}"
         try:  # best effort: leave no partial batch for the next reader of this process's files
             assert self._fd is not None
-            os.ftruncate(self._fd, self._active_size)
+            os.ftruncate(self._fd, self._catalog.active.size)
         except OSError:
             pass
-        raise LogError(f"cannot append to {self._segments[-1][1]}: {self._failure}") from exc
+        raise LogError(f"cannot append to {self._catalog.active.path}: {self._failure}") from exc
 
     def _roll(self, base_offset: int) -> None:
         assert self._fd is not None
@@ -273,8 +296,8 @@ class MetadataLog:
         except OSError as exc:
             self._fail(exc)
         os.close(self._fd)
-        self._fd, self._active_size = fd, 0
-        self._segments.append((base_offset, path))
+        self._fd = fd
+        self._catalog.add_segment(Segment(base_offset, path, 0))
         try:
             if self._fsync:
                 fsync_directory(self._partition)
@@ -293,54 +316,44 @@ class MetadataLog:
                 f"offsets below {self.log_start_offset} were deleted from {self._partition}; "
                 f"read from a snapshot's end offset instead of {start_offset}"
             )
-        segments = list(self._segments)
-        first = max(bisect.bisect_right([base for base, _ in segments], start_offset) - 1, 0)
-        return self._read(segments[first:], start_offset)
-
-    def _read(self, segments: list[tuple[int, Path]], start_offset: int) -> Iterator[LogEntry]:
-        for _, path in segments:
-            for _, _, batch in self._batches_of(path):
-                if batch.base_offset + batch.last_offset_delta >= start_offset:
-                    yield from _entries(path, batch, start_offset)
+        return read_entries(self._catalog.segments(), start_offset)
 
     def batches(self) -> Iterator[tuple[Path, int, RecordBatch]]:
         """Every batch as (segment, byte position, batch), for the dump tool and tests."""
-        for _, path in list(self._segments):
-            yield from self._batches_of(path)
-
-    def _batches_of(self, path: Path) -> Iterator[tuple[Path, int, RecordBatch]]:
-        try:
-            for scanned in scan_segment(path):
-                yield path, scanned.position, scanned.batch
-        except (BadBatch, OSError) as exc:
-            raise LogError(f"{path} changed since it was recovered: {exc}") from None
+        for _, path in self._catalog.segments():
+            yield from segment_batches(path)
 
     # ------------------------------------------------------------------------ snapshots
     def snapshots(self) -> list[SnapshotId]:
-        """The validly named snapshot files, ascending (contents are checked on load)."""
-        return [snapshot_id for snapshot_id, _ in list_snapshots(self._partition)]
+        """The log's snapshots (validly named files at open, then those written), ascending."""
+        return [snapshot.snapshot_id for snapshot in self._catalog.snapshots()]
 
     def write_snapshot(
         self, end_offset: int, epoch: int, records: Iterable[tuple[Data, int]], timestamp_ms: int
     ) -> Path:
-        """Write the state below `end_offset` as a snapshot, atomically; return its path."""
+        """Write the state below `end_offset` as a snapshot, atomically; return its path.
+
+        Deletes nothing: `apply_retention` decides when older files go. Appends may go on in
+        another thread meanwhile. An OSError is a `SnapshotWriteError`, after which nothing
+        of the attempt is left and the log is as it was."""
         self._check_open()
-        if not 0 <= end_offset <= self._next_offset:
-            raise ValueError(f"snapshot end offset {end_offset} is outside 0..{self._next_offset}")
-        if not 0 <= epoch <= self._last_epoch:
-            raise ValueError(f"snapshot epoch {epoch} is outside 0..{self._last_epoch}")
+        next_offset, last_epoch = self._catalog.next_offset, self._catalog.last_epoch
+        if not 0 <= end_offset <= next_offset:
+            raise ValueError(f"snapshot end offset {end_offset} is outside 0..{next_offset}")
+        if not 0 <= epoch <= last_epoch:
+            raise ValueError(f"snapshot epoch {epoch} is outside 0..{last_epoch}")
+        snapshot_id = SnapshotId(end_offset, epoch)
         try:
-            path = write_snapshot_file(
-                self._partition, SnapshotId(end_offset, epoch), records, timestamp_ms, fsync=self._fsync
-            )
+            path, size = write_snapshot_file(self._partition, snapshot_id, records, timestamp_ms, fsync=self._fsync)
         except OSError as exc:
-            raise LogError(f"cannot write a snapshot in {self._partition}: {exc}") from None
-        self._bytes_since_snapshot = 0
+            where = self._partition / snapshot_name(snapshot_id)
+            raise SnapshotWriteError(f"cannot write snapshot {where}: {exc}") from exc
+        self._catalog.add_snapshot(SnapshotFile(snapshot_id, path, size))
         return path
 
     def load_latest_snapshot(self) -> tuple[SnapshotId, list[tuple[Data, int]]] | None:
         """The newest snapshot that validates completely and its records; None if there is none."""
-        for snapshot_id, path in reversed(list_snapshots(self._partition)):
+        for snapshot_id, path, _ in reversed(self._catalog.snapshots()):
             try:
                 records = read_snapshot_file(path)
             except (SnapshotError, OSError) as exc:
@@ -354,6 +367,31 @@ class MetadataLog:
             raise LogError(gap_message(self._partition, self.log_start_offset, "no valid snapshot exists"))
         return None
 
+    # ------------------------------------------------------------------------ retention
+    def apply_retention(self, max_bytes: int) -> list[Path]:
+        """Kafka's size retention: while `total_bytes` passes `max_bytes` and more than one
+        snapshot is left, delete the oldest snapshot, then every segment wholly below the oldest
+        snapshot kept. Returns the deleted files, oldest first; the directory is fsync'd after.
+
+        Until retention needs the space, segments stay (as in Kafka, where a snapshot alone
+        deletes nothing). The newest snapshot and the active segment are never deleted. An
+        OSError is a `SnapshotWriteError`; what was deleted before it stays deleted, and every
+        snapshot left still covers the start of the log."""
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must not be negative, not {max_bytes}")
+        self._check_open()
+        doomed = self._catalog.retention_victims(max_bytes)
+        deleted: list[Path] = []
+        for snapshot in doomed:  # snapshots first (see `retention`)
+            delete_file(snapshot.path)
+            self._catalog.forget_snapshot(snapshot)
+            deleted.append(snapshot.path)
+        if doomed:
+            oldest_kept = self._catalog.snapshots()[0].snapshot_id.end_offset
+            deleted += self._unlink_segments_below(oldest_kept)
+        sync_deletions(self._partition, deleted, fsync=self._fsync)
+        return deleted
+
     def delete_segments_below(self, offset: int) -> list[Path]:
         """Delete the segments whose every record is below `offset` (never the active one).
 
@@ -363,13 +401,16 @@ class MetadataLog:
         covered = max((snapshot_id.end_offset for snapshot_id in self.snapshots()), default=0)
         if offset > covered:
             raise ValueError(f"no snapshot covers the offsets below {offset} (the newest ends at {covered})")
+        deleted = self._unlink_segments_below(offset)
+        sync_deletions(self._partition, deleted, fsync=self._fsync)
+        return deleted
+
+    def _unlink_segments_below(self, offset: int) -> list[Path]:
         deleted: list[Path] = []
-        while len(self._segments) > 1 and self._segments[1][0] <= offset:
-            _, path = self._segments.pop(0)
-            path.unlink()
-            deleted.append(path)
-        if deleted and self._fsync:
-            fsync_directory(self._partition)
+        while (oldest := self._catalog.oldest_segment_below(offset)) is not None:
+            delete_file(oldest.path)
+            self._catalog.forget_segment(oldest)
+            deleted.append(oldest.path)
         return deleted
 
     # ------------------------------------------------------------------------ closing
@@ -386,25 +427,3 @@ class MetadataLog:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _entries(path: Path, batch: RecordBatch, start_offset: int) -> Iterator[LogEntry]:
-    base, epoch, timestamp, control = (
-        batch.base_offset,
-        batch.partition_leader_epoch,
-        batch.base_timestamp,
-        batch.is_control,
-    )
-    for record in batch.records:
-        offset = base + record.offset_delta
-        if offset < start_offset:
-            continue
-        message: Data
-        try:
-            if control:
-                message, version = decode_control_record(record.key, record.value)
-            else:
-                message, version = decode_metadata_value(record.value)
-        except DecodeError as exc:
-            raise LogError(f"{path}: the record at offset {offset} cannot be decoded: {exc}") from None
-        yield LogEntry(offset, epoch, timestamp + record.timestamp_delta, message, version, control)

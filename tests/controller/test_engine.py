@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.engine import ControllerEngine
-from controller.log import LogError
+from controller.log import LogError, SnapshotId, SnapshotWriteError
 from controller.slices import finish
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
@@ -26,7 +26,8 @@ from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
 
-SEGMENT = "__cluster_metadata-0/00000000000000000000.log"
+PARTITION = "__cluster_metadata-0"
+SEGMENT = f"{PARTITION}/00000000000000000000.log"
 
 
 def start(data_dir: Path, **kwargs: object) -> ControllerEngine:
@@ -116,6 +117,60 @@ def test_snapshots_are_taken_by_size_and_start_up_uses_them(tmp_path: Path) -> N
     assert again.startup.snapshot is not None
     assert again.startup.snapshot_records > 0
     assert again.core.durable_view() == views[-1][1]
+
+
+def test_a_snapshot_keeps_the_segments_it_covers_until_retention_needs_the_space(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)  # retention: 100 MiB
+    views = workload(engine, rounds=12)
+    assert len(engine.log.snapshots()) >= 2 and len(segment_files(tmp_path / "data")) >= 3
+    assert engine.log.log_start_offset == 0  # as in Kafka: no segment goes because a snapshot covers it
+    assert [entry.offset for entry in engine.log.read(0)] == list(range(engine.log.next_offset))
+    engine.close()
+    again = start(tmp_path / "data")
+    assert again.core.durable_view() == views[-1][1]
+
+
+def test_retention_bounds_the_log_and_start_up_uses_what_it_kept(tmp_path: Path) -> None:
+    retention = 6000
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500, metadata_retention_bytes=retention)
+    views = workload(engine, rounds=12)
+    log = engine.log
+    assert log.log_start_offset > 0 and len(log.snapshots()) >= 2
+    assert log.total_bytes == sum(path.stat().st_size for path in (tmp_path / "data" / PARTITION).iterdir())
+    newest = log.snapshots()[-1]
+    # what the last retention pass left is within the limit; only the log since the newest snapshot came after it
+    assert log.total_bytes - log.bytes_since_snapshot <= retention
+    assert all(snapshot.end_offset >= log.log_start_offset for snapshot in log.snapshots())
+    engine.close()
+    again = start(tmp_path / "data", metadata_retention_bytes=retention)
+    assert again.startup.snapshot == newest
+    assert again.core.durable_view() == views[-1][1]
+
+
+def test_a_failed_snapshot_leaves_the_engine_usable(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)
+    workload(engine, rounds=1)
+    taken = engine.freeze()
+    name = f"{taken[0]:020d}-{engine.controller_epoch:010d}.checkpoint.part"
+    obstacle = tmp_path / "data" / PARTITION / name
+    obstacle.mkdir()  # a real OS error as root: the .part cannot be opened for writing (EISDIR)
+    before = (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes)
+    with pytest.raises(SnapshotWriteError, match=f"{name[: -len('.part')]}: .*Is a directory"):
+        engine.write_snapshot(taken)
+    assert (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes) == before
+    obstacle.rmdir()
+    expected = one_more_request(engine)  # commits still work
+    assert engine.core.durable_view() != expected
+    path = engine.snapshot()
+    assert path.exists() and engine.log.bytes_since_snapshot == 0
+    written = SnapshotId(engine.log.next_offset, engine.controller_epoch)
+    assert engine.log.snapshots()[-1] == written
+    engine.close()
+    assert start(tmp_path / "data").startup.snapshot == written
+
+
+def segment_files(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / PARTITION).glob("*.log"))
 
 
 def test_truncation_anywhere_inside_the_last_batch_recovers_the_state_before_it(tmp_path: Path) -> None:

@@ -126,6 +126,26 @@ def test_dump_never_modifies_the_data_dir_and_reports_a_torn_tail(
     assert lines[7].startswith("Dumping ") and lines[7].endswith(".checkpoint")
 
 
+def test_dump_of_a_retained_log_starts_at_its_first_kept_segment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with build_log(tmp_path, [[topic(str(i))] for i in range(20)], segment_bytes=300) as log:
+        for end in (7, 14, 21):
+            log.write_snapshot(end, 1, [topic("a")], 0)
+        log.apply_retention(log.total_bytes - 1)
+        start = log.log_start_offset
+        kept = log.snapshots()
+    assert start > 0 and len(kept) == 2
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 0
+    assert lines[1] == f"Log starting offset: {start}"
+    assert lines[2].startswith(f"baseOffset: {start} ")
+    offsets = [int(line.split()[2]) for line in lines if line.startswith("| offset: ") and "payload" in line]
+    assert offsets[: 21 - start] == list(range(start, 21))  # the segments, contiguous from the log start
+    headers = [line for line in lines if line.startswith("Snapshot end offset: ")]
+    assert headers == [f"Snapshot end offset: {s.end_offset}, epoch: {s.epoch}" for s in kept]
+
+
 def test_dump_of_a_corrupt_middle_batch_prints_what_was_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,7 +1,11 @@
-"""Snapshots: Kafka's names and layout, atomic writes, fallback past corrupt ones, segment deletion."""
+"""Snapshots: Kafka's names and layout, atomic writes, failures that leave the log as it was,
+fallback past corrupt ones, segment deletion."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +89,29 @@ def test_part_leftovers_are_ignored_and_deleted(tmp_path: Path) -> None:
         assert not leftover.exists()
         assert any("interrupted snapshot" in message for message in log.recovery.messages)
         assert log.snapshots() == [SnapshotId(2, 1)]
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_failed_snapshot_leaves_the_log_as_it_was_and_usable(tmp_path: Path) -> None:
+    """Real failures (RLIMIT_FSIZE: EFBIG, as a full disk; RLIMIT_NOFILE: EMFILE) in a subprocess."""
+    child = [sys.executable, "-m", "tests.controller.log.failing_snapshots", str(tmp_path / "data")]
+    result = subprocess.run(child, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for case, errno_name in (("file_too_large", "EFBIG"), ("descriptors_exhausted", "EMFILE")):
+        failure = report[case]
+        error = failure["error"]
+        assert (error["type"], error["errno"]) == ("SnapshotWriteError", errno_name), error
+        snapshot_name = f"{failure['before']['next_offset']:020d}-0000000001.checkpoint"
+        assert snapshot_name in error["message"] and "cannot write snapshot" in error["message"]
+        assert failure["after"] == failure["before"]  # no .part, no new file, counters unchanged
+        assert not any(name.endswith(".part") for name, _ in failure["after"]["files"])
+    assert report["appended_under_the_file_size_limit"] == [report["file_too_large"]["before"]["next_offset"]]
+    assert report["appended_after"] == [report["descriptors_exhausted"]["before"]["next_offset"]]
+    assert report["snapshot_after"] in [name for name, _ in report["final"]["files"]]
+    assert report["final"]["bytes_since_snapshot"] == 0
 
 
 def test_snapshot_arguments_are_checked(tmp_path: Path) -> None:

@@ -1,0 +1,62 @@
+"""Reading a recovered log back: its records in offset order, or its batches where they lie.
+
+Rules:
+- The segments were validated at open; a segment that no longer scans (changed or deleted
+  since) is a `LogError` naming it, as is a record that does not decode.
+- A batch straddling the start offset yields only its records at or after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from protocol.errors import DecodeError
+from protocol.records.batch import RecordBatch
+from protocol.records.control import decode_control_record
+from protocol.records.metadata import decode_metadata_value
+from protocol.spec import Data
+
+from .model import LogEntry, LogError
+from .segments import BadBatch, scan_segment
+
+
+def read_entries(segments: Sequence[tuple[int, Path]], start_offset: int) -> Iterator[LogEntry]:
+    """Every record of `segments` (base offset, path; ascending) from `start_offset` on."""
+    first = max(bisect.bisect_right([base for base, _ in segments], start_offset) - 1, 0)
+    for _, path in segments[first:]:
+        for _, _, batch in segment_batches(path):
+            if batch.base_offset + batch.last_offset_delta >= start_offset:
+                yield from _entries(path, batch, start_offset)
+
+
+def segment_batches(path: Path) -> Iterator[tuple[Path, int, RecordBatch]]:
+    """Every batch of one segment as (segment, byte position, batch)."""
+    try:
+        for scanned in scan_segment(path):
+            yield path, scanned.position, scanned.batch
+    except (BadBatch, OSError) as exc:
+        raise LogError(f"{path} changed since it was recovered: {exc}") from None
+
+
+def _entries(path: Path, batch: RecordBatch, start_offset: int) -> Iterator[LogEntry]:
+    base, epoch, timestamp, control = (
+        batch.base_offset,
+        batch.partition_leader_epoch,
+        batch.base_timestamp,
+        batch.is_control,
+    )
+    for record in batch.records:
+        offset = base + record.offset_delta
+        if offset < start_offset:
+            continue
+        message: Data
+        try:
+            if control:
+                message, version = decode_control_record(record.key, record.value)
+            else:
+                message, version = decode_metadata_value(record.value)
+        except DecodeError as exc:
+            raise LogError(f"{path}: the record at offset {offset} cannot be decoded: {exc}") from None
+        yield LogEntry(offset, epoch, timestamp + record.timestamp_delta, message, version, control)
