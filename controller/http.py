@@ -23,7 +23,7 @@ Rules:
   when its build starts, so at most one frozen copy is alive). The body is the state at that
   freeze, whatever the loop replays meanwhile. On cancellation (shutdown) the build is abandoned:
   it reads only its own frozen copy.
-- A body is sent as the blocks it was built in (`BODY_BLOCK_BYTES` each), never joined into one
+- A body is sent as the blocks it was built in (about `BODY_BLOCK_BYTES` each), never joined into one
   giant bytes object. A client that has not taken a whole block after `idle_timeout_s` is closed.
 - After a response the write side is shut and what the client still sends is drained briefly,
   so that closing does not reset the connection before the client has read the response.
