@@ -21,6 +21,9 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
 - An idle connection is kept for `idle_timeout_s` (new orders reuse it), and closed earlier if the
   broker closes it.
 - Nothing a broker sends can crash the channel.
+- Nothing grows with the number of requests sent: `recent_answers` keeps the last
+  `RECENT_ANSWERS` outcomes only; the totals are counters (`error_counts`, `stale_rejections`, ...)
+  and the metrics.
 - Metrics (optional): the queue depth at every change, one `outbound_response` per answer with its
   outcome (top-level error, else the first partition error), one `outbound_connection_failure` per
   failed connection. Capture (optional): every exchange, as `controller.capture.Exchange`.
@@ -33,7 +36,7 @@ import itertools
 import logging
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 
 import trio
@@ -55,6 +58,7 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     LOGGED_PARTITIONS,
     MAX_RESPONSE_BYTES,
     OUTBOUND_CONNECTION_IDS,
+    RECENT_ANSWERS,
     STALE_ERRORS,
     BrokerAddress,
     BrokerConnection,
@@ -116,7 +120,8 @@ class ControlChannel:
         self._nursery: trio.Nursery | None = None
         # a range of their own, so that captured outbound connections never share an id with inbound ones
         self._connection_ids = itertools.count(OUTBOUND_CONNECTION_IDS + 1)
-        self.sent: list[SentRequest] = []
+        #: the outcomes of the last `RECENT_ANSWERS` requests answered (or dropped as unsendable), oldest first
+        self.recent_answers: deque[SentRequest] = deque(maxlen=RECENT_ANSWERS)
         #: (api key, error code) -> count, top-level and per partition
         self.error_counts: Counter[tuple[int, int]] = Counter()
         self.stale_rejections = 0
@@ -278,7 +283,7 @@ class ControlChannel:
             response = await self._receive(conn, request)
             if not isinstance(response, ApiVersionsResponse):  # pragma: no cover - decode_response's type
                 raise PeerError("not an ApiVersions response")
-            self.sent.append(SentRequest(link.broker_id, API_VERSIONS_KEY, version, response.error_code))
+            self.recent_answers.append(SentRequest(link.broker_id, API_VERSIONS_KEY, version, response.error_code))
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
                 fallback = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
                 if not 0 <= fallback < version:
@@ -375,12 +380,12 @@ class ControlChannel:
     def _count(
         self, broker_id: int, api_key: int, version: int, top: int, failed: tuple[tuple[str, int, int], ...]
     ) -> None:
-        """Record one answer: `sent`, counters and logs of its top-level and partition errors.
+        """Record one answer: `recent_answers`, counters and logs of its top-level and partition errors.
 
         The metric counts the answer once, with its outcome (the top-level error, else the first
         partition error); `error_counts` counts every failed partition."""
         outcome = top or (failed[0][2] if failed else ErrorCode.NONE)
-        self.sent.append(SentRequest(broker_id, api_key, version, outcome))
+        self.recent_answers.append(SentRequest(broker_id, api_key, version, outcome))
         if self._metrics is not None:
             self._metrics.outbound_response(broker_id, api_key, outcome)
         for code in (top, *(code for _, _, code in failed)):

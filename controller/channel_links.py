@@ -41,6 +41,8 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 LOGGED_PARTITIONS = 20
 JITTER = random.Random(0x5EED)
 OUTBOUND_CONNECTION_IDS = 1 << 40
+#: Answers kept in `ControlChannel.recent_answers` (for tests and debugging; the totals are counters).
+RECENT_ANSWERS = 256
 
 #: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
 BrokerAddress = Callable[[int], tuple[str, int, int] | None]

@@ -2,7 +2,8 @@
 
 Routes (GET only):
 - `/metrics`: `ControllerMetrics.render()`, Prometheus' text format 0.0.4;
-- `/state`: `state_json(core)` as JSON (503 "starting" while the core does not exist yet);
+- `/state`: `controller.state_view.state_json` of the core as JSON (503 "starting" while the
+  core does not exist yet);
 - `/healthz`: 200 "ok" once the core exists, 503 "starting" before.
 A query string is ignored. Another path is 404; another method on a route is 405.
 
@@ -15,22 +16,32 @@ Rules:
 - Each connection runs in its own task of the listener's connection nursery, with its own
   cancel scopes for the timeouts; nothing a client sends (or fails to send) may escape it: I/O
   errors close the connection quietly, a bug while answering is logged and answered 500.
+- `/state` never holds the event loop for long (at 400,000 partitions its body is ~65 MB of
+  JSON built in seconds): the core is frozen on the loop (`ControllerCore.freeze()`, copies of
+  containers only, milliseconds), then the body is built from the frozen copy in a worker thread,
+  one build at a time (concurrent requests wait their turn, asynchronously; each is frozen only
+  when its build starts, so at most one frozen copy is alive). The body is the state at that
+  freeze, whatever the loop replays meanwhile. On cancellation (shutdown) the build is abandoned:
+  it reads only its own frozen copy.
+- A body is sent as the blocks it was built in (about `BODY_BLOCK_BYTES` each), never joined into one
+  giant bytes object. A client that has not taken a whole block after `idle_timeout_s` is closed.
 - After a response the write side is shut and what the client still sends is drained briefly,
   so that closing does not reset the connection before the client has read the response.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import trio
 
 from .core import ControllerCore
-from .metrics import ControllerMetrics, state_json
+from .metrics import ControllerMetrics
+from .state.frozen import FrozenState
+from .state_view import state_json_pieces
 
 log = logging.getLogger("fencer.http")
 
@@ -38,6 +49,7 @@ MAX_HEAD_BYTES = 16 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 10.0
 LINGER_S = 1.0  # how long to drain a client's unread bytes after answering
 LINGER_BYTES = 256 * 1024
+BODY_BLOCK_BYTES = 256 * 1024  # a block of a large body: one send, one piece of memory
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
@@ -56,6 +68,8 @@ _HEADER_LINE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*"
 _ROUTES = ("/metrics", "/state", "/healthz")
 
 CoreProvider = Callable[[], ControllerCore | None]
+#: The /state body of a frozen state, as blocks of bytes; runs in a worker thread.
+StateBody = Callable[[FrozenState], list[bytes]]
 
 
 class BadRequest(Exception):
@@ -66,24 +80,47 @@ class BadRequest(Exception):
 class Response:
     status: int
     content_type: str
-    body: bytes
+    body: Sequence[bytes]  # its blocks, sent one after the other
     allow: str | None = None
 
-    def encode(self, include_body: bool = True) -> bytes:
+    def encode(self, include_body: bool = True) -> list[bytes]:
+        """The blocks to send: the head joined to the first block of the body, then the others."""
         lines = [
             f"HTTP/1.1 {self.status} {_REASONS[self.status]}",
             f"Content-Type: {self.content_type}",
-            f"Content-Length: {len(self.body)}",
+            f"Content-Length: {sum(len(block) for block in self.body)}",
             "Connection: close",
         ]
         if self.allow is not None:
             lines.append(f"Allow: {self.allow}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
-        return head + self.body if include_body else head
+        if not include_body or not self.body:
+            return [head]
+        return [head + self.body[0], *self.body[1:]]
 
 
 def text(status: int, body: str) -> Response:
-    return Response(status, TEXT_CONTENT_TYPE, body.encode())
+    return Response(status, TEXT_CONTENT_TYPE, (body.encode(),))
+
+
+def build_state_body(frozen: FrozenState) -> list[bytes]:
+    """The /state body: `state_json_pieces` gathered into blocks of about `BODY_BLOCK_BYTES`."""
+    return list(blocks(state_json_pieces(frozen), BODY_BLOCK_BYTES))
+
+
+def blocks(pieces: Iterable[str], block_size: int) -> Iterator[bytes]:
+    """ASCII `pieces` joined into blocks of at least `block_size` bytes (the last may be shorter)."""
+    pending: list[str] = []
+    size = 0
+    for piece in pieces:
+        pending.append(piece)
+        size += len(piece)
+        if size >= block_size:
+            yield "".join(pending).encode()
+            pending.clear()
+            size = 0
+    if pending:
+        yield "".join(pending).encode()
 
 
 async def serve_http(
@@ -93,11 +130,14 @@ async def serve_http(
     core_provider: CoreProvider,
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    state_body: StateBody = build_state_body,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until cancelled; `task_status.started(port)` reports the bound port (useful with port 0)."""
+    """Serve until cancelled; `task_status.started(port)` reports the bound port (useful with port 0).
+
+    `state_body` builds the /state body in a worker thread (tests pass one that waits on a signal)."""
     listeners = await trio.open_tcp_listeners(port, host=host)
-    server = HttpServer(metrics, core_provider, idle_timeout_s)
+    server = HttpServer(metrics, core_provider, idle_timeout_s, state_body)
     bound_port: int = listeners[0].socket.getsockname()[1]
     log.info("metrics listener on %s:%d", host, bound_port)
     async with trio.open_nursery() as connection_nursery:
@@ -110,6 +150,9 @@ class HttpServer:
     metrics: ControllerMetrics
     core_provider: CoreProvider
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    state_body: StateBody = build_state_body
+    #: one /state build at a time: each holds a frozen copy and its body in memory
+    state_builds: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """One connection: read one request head, answer it, close. Never raises (but Cancelled)."""
@@ -130,33 +173,35 @@ class HttpServer:
             method, path = parse_head(head)
         except BadRequest as exc:
             log.debug("http bad request: %s", exc)
-            await send_and_linger(stream, text(400, f"bad request: {exc}\n").encode())
+            await send_and_linger(stream, text(400, f"bad request: {exc}\n").encode(), self.idle_timeout_s)
             return
-        response = self.respond(method, path)
-        await send_and_linger(stream, response.encode(include_body=method != "HEAD"))
+        response = await self.respond(method, path)
+        await send_and_linger(stream, response.encode(include_body=method != "HEAD"), self.idle_timeout_s)
 
-    def respond(self, method: str, path: str) -> Response:
+    async def respond(self, method: str, path: str) -> Response:
         """The response to `method path` (the query string already removed)."""
         if path not in _ROUTES:
             return text(404, "not found\n")
         if method != "GET":
-            return Response(405, TEXT_CONTENT_TYPE, b"method not allowed\n", allow="GET")
+            return Response(405, TEXT_CONTENT_TYPE, (b"method not allowed\n",), allow="GET")
         try:
-            return self._route(path)
+            return await self._route(path)
         except Exception:
             log.exception("http %s failed", path)
             return text(500, "internal error\n")
 
-    def _route(self, path: str) -> Response:
+    async def _route(self, path: str) -> Response:
         if path == "/metrics":
-            return Response(200, METRICS_CONTENT_TYPE, self.metrics.render())
+            return Response(200, METRICS_CONTENT_TYPE, (self.metrics.render(),))
         core = self.core_provider()
         if core is None:
             return text(503, "starting")
         if path == "/healthz":
             return text(200, "ok")
-        body = json.dumps(state_json(core), indent=2) + "\n"
-        return Response(200, JSON_CONTENT_TYPE, body.encode())
+        async with self.state_builds:
+            frozen = core.freeze()  # on the loop, so that the copy is one consistent state
+            body = await trio.to_thread.run_sync(self.state_body, frozen, abandon_on_cancel=True)
+        return Response(200, JSON_CONTENT_TYPE, body)
 
 
 async def read_head(stream: trio.abc.ReceiveStream, idle_timeout_s: float) -> bytes | None:
@@ -194,9 +239,15 @@ def parse_head(head: bytes) -> tuple[str, str]:
     return method, target.partition("?")[0]
 
 
-async def send_and_linger(stream: trio.SocketStream, data: bytes) -> None:
-    """Send `data`, shut the write side, and drain what the client still sends for a moment."""
-    await stream.send_all(data)
+async def send_and_linger(stream: trio.SocketStream, data: Sequence[bytes], stall_timeout_s: float) -> None:
+    """Send the blocks of `data`, shut the write side, and drain what the client still sends for a
+    moment. A block the client has not taken whole after `stall_timeout_s` ends the exchange there."""
+    for block in data:
+        with trio.move_on_after(stall_timeout_s) as stalled:
+            await stream.send_all(block)
+        if stalled.cancelled_caught:
+            log.debug("http client read nothing for %.1fs: closing", stall_timeout_s)
+            return
     await stream.send_eof()
     drained = 0
     with trio.move_on_after(LINGER_S):

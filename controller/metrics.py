@@ -3,14 +3,15 @@
 Names carry the `fencer_` prefix and follow Kafka's MBeans where one exists:
 `kafka.controller:type=KafkaController,name=ActiveBrokerCount` becomes
 `fencer_controller_active_broker_count`, kafka.network's RequestMetrics become
-`fencer_requests_total` and the latency histograms. `/state` (see `controller.http`) serves
-`state_json`.
+`fencer_requests_total` and the latency histograms.
 
 Rules:
 - Each `ControllerMetrics` owns a private `CollectorRegistry` (tests and embedded daemons make
   several); nothing is registered in prometheus_client's global registry.
-- The cluster gauges are computed at scrape time from the core that `core_provider` returns, so
+- The cluster gauges are read at scrape time from the core that `core_provider` returns, so
   they can never drift from the state; while the daemon starts (no core yet) they have no sample.
+  A scrape costs O(brokers): partition counts are the ones replay keeps (`ReplicationState`),
+  never a walk over every partition on the event loop.
 - As in Kafka, a broker counts as active when it is not fenced (one in controlled shutdown is
   still active); a partition is offline when it has no leader (-1).
 - APIs and errors are labelled by name, never by number: the API's name ("AlterPartition") and
@@ -25,7 +26,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import accumulate
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -36,9 +36,6 @@ from protocol.registry import api
 from protocol.spec import Array, Data, fields_of
 
 from .core import ControllerCore
-from .log.ids import uuid_string
-from .state.frozen import FrozenState, FrozenTopic
-from .state.model import BrokerRegistration, PartitionRegistration
 
 CoreProvider = Callable[[], ControllerCore | None]
 
@@ -323,15 +320,15 @@ class ClusterCollector(Collector):
 def cluster_gauges(core: ControllerCore) -> dict[str, float]:
     """The values of `ClusterCollector.GAUGES` for this core."""
     state = core.state
+    replication = state.replication
     brokers = state.cluster.brokers.values()
     fenced = sum(1 for broker in brokers if broker.fenced)
-    partitions = [part for _, part in state.replication.partitions()]
     return {
         "fencer_controller_active_broker_count": len(brokers) - fenced,
         "fencer_controller_fenced_broker_count": fenced,
-        "fencer_controller_global_topic_count": len(state.replication.topics),
-        "fencer_controller_global_partition_count": len(partitions),
-        "fencer_controller_offline_partitions_count": sum(1 for part in partitions if not part.has_leader),
+        "fencer_controller_global_topic_count": len(replication.topics),
+        "fencer_controller_global_partition_count": replication.partition_count,
+        "fencer_controller_offline_partitions_count": replication.leaderless_count,
         "fencer_controller_last_applied_record_offset": state.last_offset,
         "fencer_controller_epoch": state.controller_epoch,
     }
@@ -383,54 +380,3 @@ def _error_plan(cls: type[Data]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         )
         plan = _PLANS[cls] = (own, nested)
     return plan
-
-
-# ---------------------------------------------------------------------------- /state
-def state_json(state: ControllerCore | FrozenState) -> dict[str, object]:
-    """The controller's state as JSON-ready values, sorted by broker id, topic name and partition.
-
-    Given a core, it is frozen first; given a frozen state (`ControllerCore.freeze()`), this may
-    run in a worker thread while the core goes on replaying."""
-    frozen = state.freeze() if isinstance(state, ControllerCore) else state
-    return {
-        "cluster_id": frozen.config.cluster_id,
-        "controller_id": frozen.config.node_id,
-        "controller_epoch": frozen.controller_epoch,
-        "last_applied_offset": frozen.last_offset,
-        "brokers": [_broker_json(frozen.brokers[b]) for b in sorted(frozen.brokers)],
-        "topics": [_topic_json(topic) for topic in frozen.sorted_topics()],
-    }
-
-
-def _broker_json(broker: BrokerRegistration) -> dict[str, Any]:
-    return {
-        "id": broker.broker_id,
-        "epoch": broker.epoch,
-        "incarnation_id": str(broker.incarnation_id),
-        "fenced": broker.fenced,
-        "in_controlled_shutdown": broker.in_controlled_shutdown,
-        "rack": broker.rack,
-        "listeners": [{"name": e.name, "host": e.host, "port": e.port} for e in broker.listeners],
-    }
-
-
-def _topic_json(topic: FrozenTopic) -> dict[str, Any]:
-    return {
-        "name": topic.name,
-        "topic_id": str(topic.topic_id),
-        "topic_id_base64": uuid_string(topic.topic_id),
-        "partitions": [_partition_json(index, part) for index, part in sorted(topic.partitions.items())],
-    }
-
-
-def _partition_json(index: int, part: PartitionRegistration) -> dict[str, Any]:
-    return {
-        "partition": index,
-        "leader": part.leader,
-        "leader_epoch": part.leader_epoch,
-        "partition_epoch": part.partition_epoch,
-        "isr": list(part.isr),
-        "replicas": list(part.replicas),
-        "offline_replicas": [replica for replica in part.replicas if part.is_offline(replica)],
-        "leader_recovery_state": part.leader_recovery_state,
-    }

@@ -3,7 +3,8 @@
 Rules:
 - `replay_*` are the only mutations; they keep three indexes per broker (partitions it is a
   replica of, in the ISR of, and leads) so that fencing or shutting down a broker touches only
-  its own partitions.
+  its own partitions, and two counts (`partition_count`, `leaderless_count`) so that the
+  metrics never walk every partition.
 - `change_record` builds the PartitionChangeRecord that moves a partition to a target, or
   None when nothing would change (Kafka writes no record for a no-op).
 - `removal` is the one rule for taking a broker out of a partition (fencing, offline replica,
@@ -58,6 +59,9 @@ class ReplicationState:
     replica_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
     in_isr_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
     leader_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    #: partitions of every topic, and those of them without a leader (-1), kept by `_reindex`
+    partition_count: int = 0
+    leaderless_count: int = 0
 
     # ------------------------------------------------------------------ queries
     def topic_by_name(self, name: str) -> Topic | None:
@@ -127,7 +131,13 @@ class ReplicationState:
     def _reindex(
         self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
-        """Move `tp` between the per-broker indexes; only members that changed are touched."""
+        """Move `tp` between the per-broker indexes and the counts; only members that changed are touched."""
+        if old is None or new is None:
+            self.partition_count += 1 if old is None else -1
+        was_leaderless = old is not None and old.leader == NO_LEADER
+        is_leaderless = new is not None and new.leader == NO_LEADER
+        if was_leaderless != is_leaderless:
+            self.leaderless_count += 1 if is_leaderless else -1
         empty: tuple[int, ...] = ()
         old_replicas, new_replicas = (old.replicas if old else empty), (new.replicas if new else empty)
         if old_replicas != new_replicas:

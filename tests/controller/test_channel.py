@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from broker_sim.listener import BrokerControlListener
-from controller.channel import OUTBOUND_CONNECTION_IDS, ControlChannel, SentRequest
+from controller.channel import OUTBOUND_CONNECTION_IDS, RECENT_ANSWERS, ControlChannel, SentRequest
 from controller.outbound import ControlOrder, PartitionState, StopPartition
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
@@ -152,8 +152,8 @@ async def test_orders_arrive_in_order_with_epochs_at_the_highest_versions(
     assert leader_epochs(one) == [3, 4]
     assert one.partitions[("foo", 0)].leader_epoch == 4
     assert not one.partitions[("foo", 0)].stopped  # the later LeaderAndIsr made it a replica again
-    assert SentRequest(1, 18, 3, 0) in channel.sent
-    assert [s for s in channel.sent if s.broker_id == 1 and s.api_key != 18] == [
+    assert SentRequest(1, 18, 3, 0) in channel.recent_answers
+    assert [s for s in channel.recent_answers if s.broker_id == 1 and s.api_key != 18] == [
         SentRequest(1, 4, 7, 0),
         SentRequest(1, 5, 4, 0),
         SentRequest(1, 4, 7, 0),
@@ -184,7 +184,7 @@ async def test_a_broker_with_older_versions_gets_those_versions(cluster: Cluster
     channel.submit([lai(1), stops(1, stop(0), stop(1, delete=True))])
     await until(lambda: channel.queue_depth(1) == 0)
     # ApiVersions v3 is refused with the KIP-511 v0 body; v2 (its key-18 max) follows
-    assert [s for s in channel.sent if s.api_key == 18] == [
+    assert [s for s in channel.recent_answers if s.api_key == 18] == [
         SentRequest(1, 18, 3, ErrorCode.UNSUPPORTED_VERSION),
         SentRequest(1, 18, 2, 0),
     ]
@@ -201,7 +201,7 @@ async def test_an_order_the_broker_cannot_take_is_dropped_and_counted(cluster: C
     await nursery.start(channel.run)
     channel.submit([lai(1), stops(1, stop())])
     await until(lambda: channel.queue_depth(1) == 0)
-    assert [s for s in channel.sent if s.api_key != 18] == [
+    assert [s for s in channel.recent_answers if s.api_key != 18] == [
         SentRequest(1, 4, -1, ErrorCode.UNSUPPORTED_VERSION),
         SentRequest(1, 5, 4, 0),
     ]
@@ -226,7 +226,7 @@ async def test_a_stale_order_is_rejected_logged_counted_and_not_resent(
         channel.submit([lai(1, pstate(leader_epoch=4), epoch=150, controller_epoch=6)])
         await until(lambda: channel.queue_depth(1) == 0)
         await trio.sleep(0.05)
-    rejected = [s.error_code for s in channel.sent if s.api_key == 4]
+    rejected = [s.error_code for s in channel.recent_answers if s.api_key == 4]
     assert rejected == [ErrorCode.STALE_BROKER_EPOCH, 0, 0]
     assert len(control(one)) == 3  # nothing was resent
     assert channel.stale_rejections == 1
@@ -252,7 +252,7 @@ async def test_stale_controller_and_leader_epochs_are_counted_not_resent(
         )
         await until(lambda: channel.queue_depth(1) == 0)
         await trio.sleep(0.05)
-    assert [s.error_code for s in channel.sent if s.api_key != 18] == [
+    assert [s.error_code for s in channel.recent_answers if s.api_key != 18] == [
         0,
         ErrorCode.STALE_CONTROLLER_EPOCH,
         ErrorCode.FENCED_LEADER_EPOCH,
@@ -444,6 +444,21 @@ async def test_exchanges_are_captured_and_metrics_reported(cluster: Cluster, nur
     header, response = decode_response(getattr(exchange, "response", b""), 4, 7)
     assert header.correlation_id == 2
     assert isinstance(response, LeaderAndIsrResponse) and response.error_code == 0
+
+
+async def test_only_the_recent_answers_are_kept_however_many_requests_are_sent(
+    cluster: Cluster, nursery: trio.Nursery
+) -> None:
+    one = await cluster.add(1)
+    metrics = RecordingMetrics()
+    channel = cluster.channel(metrics=metrics)
+    await nursery.start(channel.run)
+    total = RECENT_ANSWERS * 3
+    channel.submit([stops(1, stop(partition)) for partition in range(total)])  # StopReplica orders never merge
+    await until(lambda: channel.queue_depth(1) == 0)
+    assert len(control(one)) == total  # every request was sent
+    assert len(metrics.responses) == total  # and every answer counted
+    assert list(channel.recent_answers) == [SentRequest(1, 5, 4, 0)] * RECENT_ANSWERS  # the latest only
 
 
 async def test_an_unreachable_brokers_queue_stays_bounded() -> None:

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
+import socket
+import threading
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import pytest
 import trio
 
 from controller.core import ControllerCore
-from controller.http import MAX_HEAD_BYTES, serve_http
-from controller.metrics import ControllerMetrics, state_json
+from controller.http import BODY_BLOCK_BYTES, MAX_HEAD_BYTES, build_state_body, serve_http
+from controller.metrics import ControllerMetrics
+from controller.state.frozen import FrozenState
+from controller.state_view import PARTITIONS_PER_PIECE, state_json
 
 from .harness import Harness
 
 IDLE_TIMEOUT_S = 0.2
+GATE_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -32,12 +39,34 @@ class Reply:
     body: bytes
 
 
-@pytest.fixture
-async def server(nursery: trio.Nursery) -> Server:
+@dataclass
+class Gate:
+    """A /state body builder that, in its worker thread, waits until the test opens the gate."""
+
+    entered: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+    timed_out: bool = False  # the gate was never opened: whoever waited for the build, waited in vain
+
+    def __call__(self, frozen: FrozenState) -> list[bytes]:
+        self.entered.set()
+        if not self.opened.wait(GATE_TIMEOUT_S):
+            self.timed_out = True
+        return build_state_body(frozen)
+
+    async def wait_entered(self) -> None:
+        assert await trio.to_thread.run_sync(self.entered.wait, GATE_TIMEOUT_S), "the build never started"
+
+
+async def start_server(nursery: trio.Nursery, **options: Any) -> Server:
     box = Server(port=0, metrics=ControllerMetrics(lambda: box.core))
-    serve = partial(serve_http, "127.0.0.1", 0, box.metrics, lambda: box.core, idle_timeout_s=IDLE_TIMEOUT_S)
+    serve = partial(serve_http, "127.0.0.1", 0, box.metrics, lambda: box.core, idle_timeout_s=IDLE_TIMEOUT_S, **options)
     box.port = await nursery.start(serve)
     return box
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> Server:
+    return await start_server(nursery)
 
 
 async def exchange(port: int, raw: bytes) -> bytes:
@@ -110,6 +139,102 @@ async def test_state_serves_state_json(server: Server) -> None:
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
     assert json.loads(reply.body) == state_json(server.core)
+
+
+async def test_state_of_many_partitions_is_state_json_of_that_state(server: Server) -> None:
+    h = Harness()
+    h.start_brokers(1, 2, 3)
+    for name in ("big", "small", "another"):  # "big" spans several pieces and the body several blocks
+        h.create_topic(name, partitions=PARTITIONS_PER_PIECE * 4 + 7 if name == "big" else 3, replication_factor=3)
+    server.core = h.core
+    reply = await get(server.port, "/state")
+    assert reply.status == 200
+    assert len(reply.body) > 2 * BODY_BLOCK_BYTES
+    assert json.loads(reply.body) == state_json(h.core)
+
+
+async def test_the_server_answers_healthz_and_metrics_while_state_is_being_built(nursery: trio.Nursery) -> None:
+    gate = Gate()
+    server = await start_server(nursery, state_body=gate)
+    server.core = cluster()
+    replies: dict[str, Reply] = {}
+
+    async def fetch_state() -> None:
+        replies["state"] = await get(server.port, "/state")
+
+    async with trio.open_nursery() as requests:
+        requests.start_soon(fetch_state)
+        await gate.wait_entered()
+        # the build is held in its worker thread; the same server still answers
+        assert (await get(server.port, "/healthz")).status == 200
+        assert (await get(server.port, "/metrics")).status == 200
+        assert "state" not in replies
+        gate.opened.set()
+    assert not gate.timed_out
+    assert json.loads(replies["state"].body) == state_json(server.core)
+
+
+async def test_state_is_the_state_frozen_when_its_build_started(nursery: trio.Nursery) -> None:
+    """The state is frozen on the event loop; changes replayed while the body is being built are
+    not in it: no mix of two states."""
+    gate = Gate()
+    server = await start_server(nursery, state_body=gate)
+    h = Harness()
+    h.start_brokers(1, 2, 3)
+    h.create_topic("orders", partitions=2, replication_factor=3)
+    server.core = h.core
+    before = state_json(h.core)
+    replies: dict[str, Reply] = {}
+    frozen_on: list[threading.Thread] = []
+    freeze = h.core.freeze
+
+    def recorded_freeze() -> FrozenState:
+        frozen_on.append(threading.current_thread())
+        return freeze()
+
+    h.core.freeze = recorded_freeze  # type: ignore[method-assign]
+
+    async def fetch_state() -> None:
+        replies["state"] = await get(server.port, "/state")
+
+    async with trio.open_nursery() as requests:
+        requests.start_soon(fetch_state)
+        await gate.wait_entered()
+        h.create_topic("later", partitions=2, replication_factor=3)
+        h.alter_isr("orders", 0, [h.partition("orders", 0).leader])
+        h.register(4)
+        assert state_json(freeze()) != before
+        gate.opened.set()
+    assert json.loads(replies["state"].body) == before
+    assert frozen_on == [threading.current_thread()]  # frozen on the event loop's thread, the test's
+
+
+async def test_a_client_that_reads_nothing_of_a_large_body_is_closed(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    block = b" " * BODY_BLOCK_BYTES
+    server = await start_server(nursery, state_body=lambda frozen: [block] * 64)  # 16 MiB, far over the buffers
+    server.core = cluster()
+    client = trio.socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    await client.connect(("127.0.0.1", server.port))
+    async with trio.SocketStream(client) as stream:
+        with caplog.at_level(logging.DEBUG, logger="fencer.http"):
+            await stream.send_all(b"GET /state HTTP/1.1\r\n\r\n")
+            with trio.fail_after(GATE_TIMEOUT_S):
+                while "read nothing" not in caplog.text:
+                    await trio.sleep(0.02)
+        received = bytearray()
+        with trio.fail_after(GATE_TIMEOUT_S):
+            try:
+                while chunk := await stream.receive_some(1 << 20):
+                    received += chunk
+            except trio.BrokenResourceError:
+                pass  # reset: also closed
+    assert received.startswith(b"HTTP/1.1 200 OK")
+    assert f"Content-Length: {64 * BODY_BLOCK_BYTES}".encode() in received
+    assert len(received) < 64 * BODY_BLOCK_BYTES
+    assert (await get(server.port, "/healthz")).status == 200
 
 
 async def test_unknown_path_is_404_and_other_methods_405(server: Server) -> None:

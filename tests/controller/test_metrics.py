@@ -1,16 +1,12 @@
-"""Prometheus metrics, `response_error_code` and `state_json` (controller.metrics)."""
+"""Prometheus metrics and `response_error_code` (controller.metrics)."""
 
 from __future__ import annotations
-
-import json
-import uuid
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.core import ControllerCore
-from controller.log.ids import uuid_string
-from controller.metrics import ControllerMetrics, response_error_code, state_json
+from controller.metrics import ControllerMetrics, response_error_code
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import (
     AlterPartitionResponse,
@@ -35,7 +31,7 @@ from protocol.messages.leader_and_isr import LeaderAndIsrResponse, LeaderAndIsrR
 from protocol.records.control import LeaderChangeMessage
 from protocol.spec import Data
 
-from .harness import CLUSTER_ID, Harness, incarnation
+from .harness import Harness
 
 Labels = dict[str, str]
 
@@ -307,66 +303,3 @@ def test_response_error_code_of_real_responses_from_the_core() -> None:
     assert response_error_code(stale) == ErrorCode.STALE_BROKER_EPOCH
     accepted, _ = h.alter_isr("t", 0, [1, 2])
     assert response_error_code(accepted) == 0
-
-
-# ---------------------------------------------------------------------------- state_json
-def test_state_json_describes_brokers_topics_and_partitions_sorted() -> None:
-    h = fenced_cluster()
-    h.alter_replica_state(2, "spread", [0], OFFLINE)
-    state = state_json(h.core)
-
-    assert json.loads(json.dumps(state)) == state  # JSON-ready as it is
-    assert state["cluster_id"] == CLUSTER_ID
-    assert state["controller_id"] == 3000
-    assert state["controller_epoch"] == 0
-    assert state["last_applied_offset"] == h.core.state.last_offset
-    brokers = state["brokers"]
-    assert isinstance(brokers, list)
-    assert [b["id"] for b in brokers] == [1, 2, 3]
-    assert brokers[2] == {
-        "id": 3,
-        "epoch": h.epoch(3),
-        "incarnation_id": str(incarnation(3)),
-        "fenced": True,
-        "in_controlled_shutdown": False,
-        "rack": None,
-        "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9003}],
-    }
-    topics = state["topics"]
-    assert isinstance(topics, list)
-    assert [t["name"] for t in topics] == ["solo", "spread"]
-    solo, spread = topics
-    assert solo["topic_id"] == str(h.topic_id("solo"))
-    assert uuid.UUID(solo["topic_id"]) == h.topic_id("solo")
-    assert solo["topic_id_base64"] == uuid_string(h.topic_id("solo"))
-    assert solo["partitions"] == [
-        {
-            "partition": 0,
-            "leader": -1,
-            "leader_epoch": 1,
-            "partition_epoch": 1,
-            "isr": [3],
-            "replicas": [3],
-            "offline_replicas": [],
-            "leader_recovery_state": 0,
-        }
-    ]
-    assert [p["partition"] for p in spread["partitions"]] == [0, 1]
-    first = spread["partitions"][0]
-    assert first["replicas"] == [1, 2, 3]
-    assert first["offline_replicas"] == [2]
-    assert first["isr"] == [1]
-    assert first["leader"] == 1
-
-
-def test_state_json_of_an_empty_controller() -> None:
-    h = Harness()
-    state = state_json(h.core)
-    assert state == {
-        "cluster_id": CLUSTER_ID,
-        "controller_id": 3000,
-        "controller_epoch": 0,
-        "last_applied_offset": -1,
-        "brokers": [],
-        "topics": [],
-    }

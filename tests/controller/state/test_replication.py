@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller.state.cluster import ReplayError
 from controller.state.model import RECOVERING, PartitionRegistration, TopicPartition
@@ -146,3 +148,55 @@ def test_replay_refuses_records_that_do_not_apply(record: object) -> None:
             state.replay_change(record)
         elif isinstance(record, RemoveTopicRecord):
             state.replay_remove(record)
+
+
+# ---------------------------------------------------------------------- counts
+#: (what, topic slot, partition index, leader): one replay, or nothing when it would not apply
+Step = tuple[str, int, int, int]
+STEPS = st.tuples(
+    st.sampled_from(["topic", "partition", "leader", "isr", "remove"]),
+    st.integers(0, 2),
+    st.integers(0, 3),
+    st.integers(NO_LEADER, 3),
+)
+
+
+def _replay_step(state: ReplicationState, step: Step) -> None:
+    what, slot, index, leader = step
+    topic_id = uuid.UUID(int=100 + slot)
+    topic = state.topics.get(topic_id)
+    if what == "topic" and topic is None:
+        state.replay_topic(TopicRecord(name=f"t{slot}", topic_id=topic_id))
+    elif what == "partition" and topic is not None:  # a new partition, or one replaced as a whole
+        isr = (0, 1, 2, 3) if leader == NO_LEADER else (leader,)
+        state.replay_partition(
+            PartitionRecord(partition_id=index, topic_id=topic_id, replicas=(0, 1, 2, 3), isr=isr, leader=leader)
+        )
+    elif what in ("leader", "isr") and topic is not None and index in topic.partitions:
+        fields = {"leader": leader} if what == "leader" else {"isr": (index, leader % 4)}
+        state.replay_change(PartitionChangeRecord(partition_id=index, topic_id=topic_id, **fields))
+    elif what == "remove" and topic is not None:
+        state.replay_remove(RemoveTopicRecord(topic_id=topic_id))
+
+
+@given(st.lists(STEPS, max_size=80))
+def test_the_partition_counts_equal_a_recount_after_any_replays(steps: list[Step]) -> None:
+    state = ReplicationState()
+    for step in steps:
+        _replay_step(state, step)
+        partitions = [part for _, part in state.partitions()]
+        assert state.partition_count == len(partitions)
+        assert state.leaderless_count == sum(1 for part in partitions if part.leader == NO_LEADER)
+
+
+def test_the_partition_counts_follow_creation_leader_changes_and_removal() -> None:
+    state = _state()
+    assert (state.partition_count, state.leaderless_count) == (1, 0)
+    state.replay_change(change(leader=NO_LEADER))
+    assert (state.partition_count, state.leaderless_count) == (1, 1)
+    state.replay_partition(PartitionRecord(partition_id=1, topic_id=TOPIC, replicas=(1,), isr=(1,), leader=NO_LEADER))
+    assert (state.partition_count, state.leaderless_count) == (2, 2)
+    state.replay_change(change(leader=2))
+    assert (state.partition_count, state.leaderless_count) == (2, 1)
+    state.replay_remove(RemoveTopicRecord(topic_id=TOPIC))
+    assert (state.partition_count, state.leaderless_count) == (0, 0)
