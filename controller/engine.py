@@ -144,6 +144,7 @@ class ControllerEngine:
         offset = log.append_leader_change(epoch, config.node_id, _wall_ms())
         core.replay(_leader_change(config.node_id), offset, epoch)
         core.start_sessions(time.monotonic_ns() if now_ns is None else now_ns)
+        core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
         report = StartupReport(
             snapshot=snapshot_id,
             snapshot_records=snapshot_count,

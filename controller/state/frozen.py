@@ -7,7 +7,9 @@ state (cheap) and does the slow part in a worker thread while replay goes on.
 Rules:
 - Registrations (`BrokerRegistration`, `PartitionRegistration`) are immutable values that replay
   replaces, never edits, so freezing copies only the containers: the broker dict and each
-  topic's partition dict (C-speed copies, a few milliseconds for 100,000 partitions).
+  topic's partition dict (C-speed copies, a few milliseconds for 100,000 partitions). A topic's
+  frozen copy is kept on the topic until a replay changes it, so a freeze copies only the topics
+  changed since the last one (100,000 one-partition topics would otherwise take ~150 ms).
 - A frozen state is never mutated and shares nothing mutable with the live state.
 - `snapshot_records` is the one definition of what a snapshot holds: every broker registration
   (by id), then every topic (by name) followed by its partitions (by index).
@@ -18,7 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from protocol.records.metadata import (
     RegisterBrokerRecord,
@@ -31,14 +33,16 @@ from .model import BrokerRegistration, PartitionRegistration
 
 if TYPE_CHECKING:
     from .controller_state import ControllerConfig, ControllerState
+    from .replication import Topic
 
 #: Record versions a snapshot writes (RegisterBrokerRecord v3 carries InControlledShutdown and log dirs).
 REGISTER_BROKER_VERSION = 3
 PARTITION_RECORD_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class FrozenTopic:
+class FrozenTopic(NamedTuple):
+    """A topic as frozen (a named tuple: a freeze builds one per topic, on the event loop)."""
+
     topic_id: uuid.UUID
     name: str
     partitions: dict[int, PartitionRegistration]  # a private copy: never mutated
@@ -63,11 +67,16 @@ def freeze(state: ControllerState) -> FrozenState:
         controller_epoch=state.controller_epoch,
         last_offset=state.last_offset,
         brokers=dict(state.cluster.brokers),
-        topics=tuple(
-            FrozenTopic(topic.topic_id, topic.name, dict(topic.partitions))
-            for topic in state.replication.topics.values()
-        ),
+        topics=tuple(_frozen_topic(topic) for topic in state.replication.topics.values()),
     )
+
+
+def _frozen_topic(topic: Topic) -> FrozenTopic:
+    """The topic's frozen copy: the one kept from the last freeze if no replay changed it since."""
+    frozen: FrozenTopic | None = topic.frozen
+    if frozen is None:
+        frozen = topic.frozen = FrozenTopic(topic.topic_id, topic.name, dict(topic.partitions))
+    return frozen
 
 
 def snapshot_records(frozen: FrozenState) -> Iterator[tuple[Data, int]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from protocol.records.metadata import (
     LOST_DIRECTORY,
@@ -50,6 +50,9 @@ class Topic:
     topic_id: uuid.UUID
     name: str
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+    #: this topic's last frozen copy (`state.frozen`), dropped by every replay that changes it, so
+    #: that freezing a state copies only the topics changed since the previous freeze
+    frozen: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -107,6 +110,7 @@ class ReplicationState:
         new = PartitionRegistration.from_record(record)
         self._reindex(tp, topic.partitions.get(record.partition_id), new)
         topic.partitions[record.partition_id] = new
+        topic.frozen = None
         return Replaced(tp, topic.name, None, new)
 
     def replay_change(self, record: PartitionChangeRecord) -> Replaced:
@@ -118,6 +122,7 @@ class ReplicationState:
         new = current.merge(record)
         self._reindex(tp, current, new)
         topic.partitions[record.partition_id] = new
+        topic.frozen = None
         return Replaced(tp, topic.name, current, new)
 
     def replay_remove(self, record: RemoveTopicRecord) -> None:
