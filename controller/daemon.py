@@ -29,9 +29,11 @@ import trio
 
 from protocol.registry import api, encode_response, peek_request
 
+from .budget import MemoryBudget
 from .channel import ControlChannel
 from .connection import Connection, Pending
 from .engine import ControllerEngine
+from .logs import RateLimitedLogger
 from .metrics import ControllerMetrics, response_error_code
 from .outbound import ControlOrder, full_state_orders
 
@@ -45,6 +47,7 @@ class DaemonOptions:
     host: str = "127.0.0.1"
     port: int = 9093
     max_frame_bytes: int = 104_857_600
+    max_queued_bytes: int = 268_435_456
     idle_timeout_s: float = 600.0
     capture_dir: Path | None = None
     capture_rotate_s: float = 2.0
@@ -59,6 +62,9 @@ class Daemon:
         self.options = options
         self.max_frame_bytes = options.max_frame_bytes
         self.idle_timeout_s = options.idle_timeout_s
+        #: memory for requests across connections (`used` is what they hold now)
+        self.budget = MemoryBudget(options.max_queued_bytes, largest_frame=options.max_frame_bytes)
+        self._refusals = RateLimitedLogger(log)  # a flood of bad frames must not flood the log
         self.draining = False
         self.port: int | None = None
         #: requests (and timer ticks) waiting for the writer, in arrival order; `_arrived` wakes it
@@ -157,7 +163,7 @@ class Daemon:
         self._capture(pending, None)
 
     def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
-        log.warning("closing connection from %s: %s (%s)", peer, reason, detail)
+        self._refusals.log(logging.WARNING, reason, "closing connection from %s: %s (%s)", peer, reason, detail)
         self.metrics.invalid_frame(reason)
 
     def register(self, connection: Connection) -> None:

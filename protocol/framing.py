@@ -4,6 +4,8 @@ A frame is an INT32 size followed by that many bytes (request or response header
 The size is checked against the limit as soon as its 4 bytes arrive, before any of the payload
 is kept, so a peer cannot make us buffer an oversized frame. After an error the buffer stays
 broken: the connection must be closed.
+`announced_size` tells the caller how much memory the frame being received will need as soon as
+its prefix is known, so that it can reserve it before reading on (Kafka's memory pool).
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ class FrameBuffer:
     def buffered(self) -> int:
         """Bytes received and not yet returned as frames."""
         return len(self._data) - self._start
+
+    @property
+    def announced_size(self) -> int:
+        """The payload size of the frame at the head of the buffer, from its size prefix (a valid
+        one); 0 until its whole prefix has arrived, or when the buffer is broken."""
+        data = self._data
+        if len(data) - self._start < 4 or self._error is not None:
+            return 0
+        (size,) = _SIZE.unpack_from(data, self._start)
+        return size if 0 <= size <= self.max_frame_bytes else 0
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Take bytes from the peer. Raises `FrameTooLargeError` once a bad size prefix is seen."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
+from controller.budget import MemoryBudget
 from controller.connection import Connection, Pending
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -28,6 +29,7 @@ class Host:
 
     max_frame_bytes: int = 1 << 20
     draining: bool = False
+    budget: MemoryBudget = field(default_factory=lambda: MemoryBudget(1 << 30))
     submitted: list[Pending] = field(default_factory=list)
     answers: list[Pending] = field(default_factory=list)
     unanswered_: list[Pending] = field(default_factory=list)
