@@ -181,6 +181,11 @@ class Connection:
         self._waiting_for_memory = False
 
     @property
+    def reserved(self) -> int:
+        """Bytes of the budget this connection holds now."""
+        return self._reserved
+
+    @property
     def busy(self) -> bool:
         """A request is in hand or waiting, or the daemon makes us wait for memory: not idle."""
         return self.in_flight is not None or bool(self._held) or self._waiting_for_memory
