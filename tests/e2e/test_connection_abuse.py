@@ -68,34 +68,40 @@ def test_big_frames_wait_for_memory_while_small_requests_flow(tmp_path: Path) ->
         tmp_path / "data", "--max-frame-bytes", str(2 << 20), "--max-queued-bytes", str(4 << 20)
     ).start()
     try:
-        with KioClient(daemon.port) as bystander, KioClient(daemon.port) as big:
+        with KioClient(daemon.port) as bystander, KioClient(daemon.port) as client:
             epoch = register_broker(bystander)
-            request = alter_partition(epoch, 60_000)  # about 1.1 MB: decoded in a worker thread
+            waiting = alter_partition(epoch, 5_000)  # about 95 KB: more than one read
+            correlation, data = client.encode(waiting)
             holders = [FramedSocket(daemon.port) for _ in range(2)]
-            for holder in holders:  # two frames of 2,000,000 bytes begun: the 4 MiB budget is taken
-                holder.sock.sendall(struct.pack(">i", 2_000_000) + bytes(100))
+            for holder in holders:  # two largest frames begun: they take the whole budget
+                holder.sock.sendall(struct.pack(">i", 2 << 20) + bytes(100))
             time.sleep(0.2)
-            sent: list[int] = []
-            sender = threading.Thread(target=lambda: sent.append(big.send(request)))
+            sender = threading.Thread(target=client.sock.sendall, args=(data,))
             sender.start()
             assert bystander.request(m.api_versions(3)).error_code == 0, "a small request must still flow"
-            big.sock.settimeout(1.0)
+            client.sock.settimeout(2.0)
             try:
-                early = big.sock.recv(1, socket.MSG_PEEK)
+                early = client.sock.recv(1, socket.MSG_PEEK)
             except TimeoutError:
                 early = None
-            assert early is None, "a big frame was read and answered while the budget was taken"
-            holders[0].close()  # its memory is released: the big frame is read on
+            assert early is None, "a frame was read and answered while the budget was taken"
+            holders[0].close()  # its memory is released: the waiting frame is read on
             sender.join(30)
-            big.sock.settimeout(30)
-            response = big.receive(request, sent[0])
+            client.sock.settimeout(30)
+            assert_unknown_topic(client.receive(waiting, correlation), 5_000)
             holders[1].close()
-        assert response.error_code == 0
-        (topic,) = response.topics
-        assert [p.partition_index for p in topic.partitions] == list(range(60_000))
-        assert {p.error_code for p in topic.partitions} == {UNKNOWN_TOPIC_ID}
+            large = alter_partition(epoch, 60_000)  # about 1.1 MB: decoded in a worker thread
+            assert_unknown_topic(client.request(large), 60_000)
     finally:
         assert daemon.stop() == 0, daemon.stderr()
+
+
+def assert_unknown_topic(response: Any, partitions: int) -> None:
+    """Every partition named, in order, answered UNKNOWN_TOPIC_ID."""
+    assert response.error_code == 0
+    (topic,) = response.topics
+    assert [p.partition_index for p in topic.partitions] == list(range(partitions))
+    assert {p.error_code for p in topic.partitions} == {UNKNOWN_TOPIC_ID}
 
 
 def test_a_trickled_frame_is_closed_after_the_idle_timeout_and_a_steady_client_is_not(tmp_path: Path) -> None:
