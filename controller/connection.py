@@ -3,13 +3,11 @@
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
 - Memory for requests is bounded across connections by the host's `MemoryBudget` (Kafka's
-  `queued.max.request.bytes` and memory pool): once a frame's size prefix has arrived, its whole
-  size is reserved before anything more is read; a connection that cannot reserve it waits in
-  line without reading. A frame held or in flight keeps its reservation until it is answered or
-  dropped; whatever a connection still holds is released when it closes, whatever the reason.
-  Frames that one read brought in whole were never checked against their prefix: they are
-  counted anyway (`force`), so the budget can be exceeded by at most one read (64 KiB) per
-  connection, and a connection buffers at most one read beyond what it has reserved.
+  `queued.max.request.bytes`): once a frame's size prefix has arrived its whole size is
+  reserved, or the connection reads nothing more until it can be. A frame keeps its reservation
+  until answered or dropped; closing releases whatever the connection still holds. Frames that a
+  single read brought in whole are counted as they are (`force`): the budget may be passed by at
+  most one read (64 KiB) per connection.
 - One request at a time per connection, as Kafka does (it mutes a channel until the response
   is sent): pipelined requests are answered strictly in order, the next one handed to the
   single writer only once the previous answer is sent. Concurrency comes from connections.
@@ -18,11 +16,9 @@ Rules (docs/protocol.md, Kafka's SocketServer):
 - The writer answers: once a request's records are durable it sends the response frame straight
   to the socket (one non-blocking write; a peer that does not read gets the rest from a task of
   the connection's nursery). The reading task is woken once per request, by the bytes arriving.
-- A frame larger than `LARGE_FRAME_BYTES` is decoded in a worker thread, so that a 100 MiB
-  frame never holds the event loop; the connection waits for it (the request is in flight
-  meanwhile). If the connection closed, or the daemon began draining, before the decode ended,
-  the request is dropped unanswered: it was never handed to the writer. Smaller frames are
-  decoded at once, on the loop (the hot path).
+- A frame over `LARGE_FRAME_BYTES` is decoded in a worker thread, in flight meanwhile, so that
+  a 100 MiB frame never holds the event loop; it is dropped unanswered if the connection closed
+  or the daemon began draining before the decode ended (it never reached the writer).
 - ApiVersions at a version we do not speak is answered at once with a v0 body, error 35,
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
@@ -40,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import logging
 import os
 import time
 from collections import deque
@@ -64,7 +59,6 @@ from protocol.spec import Data
 
 from .budget import MemoryBudget
 
-log = logging.getLogger("fencer.connection")
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
 #: Frames larger than this are decoded in a worker thread instead of on the event loop.
@@ -243,7 +237,8 @@ class Connection:
         """Whole frames received: they are activity, and they count against the budget (the
         first may be the frame reserved at its prefix; the others came whole in this read)."""
         self.last_activity = trio.current_time()
-        unreserved = sum(map(len, frames)) - self._frame_reserved
+        size = len(frames[0]) if len(frames) == 1 else sum(map(len, frames))
+        unreserved = size - self._frame_reserved
         self._frame_reserved = 0
         self._reserved += unreserved
         self.budget.force(unreserved)

@@ -30,6 +30,10 @@ class FrameBuffer:
         if max_frame_bytes < 0:
             raise ValueError("max_frame_bytes must be >= 0")
         self.max_frame_bytes = max_frame_bytes
+        #: the payload size the prefix of the frame at the head of the buffer announces: 0 until
+        #: that prefix has arrived whole (and valid); kept current by every method (an attribute,
+        #: not a property: the reader consults it after every read)
+        self.announced_size = 0
         self._data = bytearray()
         self._start = 0
         self._error: FrameTooLargeError | None = None
@@ -39,16 +43,6 @@ class FrameBuffer:
         """Bytes received and not yet returned as frames."""
         return len(self._data) - self._start
 
-    @property
-    def announced_size(self) -> int:
-        """The payload size of the frame at the head of the buffer, from its size prefix (a valid
-        one); 0 until its whole prefix has arrived, or when the buffer is broken."""
-        data = self._data
-        if len(data) - self._start < 4 or self._error is not None:
-            return 0
-        (size,) = _SIZE.unpack_from(data, self._start)
-        return size if 0 <= size <= self.max_frame_bytes else 0
-
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Take bytes from the peer. Raises `FrameTooLargeError` once a bad size prefix is seen."""
         if self._error is not None:
@@ -56,25 +50,31 @@ class FrameBuffer:
         self._data += data
         self._check_prefix()
 
+    def _announce(self) -> bool:
+        """Note the head frame's size in `announced_size`; False if its prefix is out of bounds."""
+        if len(self._data) - self._start < 4:
+            self.announced_size = 0
+            return True
+        size: int = _SIZE.unpack_from(self._data, self._start)[0]
+        valid = 0 <= size <= self.max_frame_bytes
+        self.announced_size = size if valid else 0
+        return valid
+
     def _check_prefix(self) -> None:
-        if len(self._data) - self._start >= 4:
+        if not self._announce():
             (size,) = _SIZE.unpack_from(self._data, self._start)
-            if size < 0 or size > self.max_frame_bytes:
-                self._error = FrameTooLargeError(size, self.max_frame_bytes)
-                self._data = bytearray()
-                self._start = 0
-                raise self._error
+            self._error = FrameTooLargeError(size, self.max_frame_bytes)
+            self._data = bytearray()
+            self._start = 0
+            raise self._error
 
     def next_frame(self) -> bytes | None:
         """The next complete frame's payload, or None until one has fully arrived."""
         if self._error is not None:
             raise self._error
-        available = len(self._data) - self._start
-        if available < 4:
-            return None
         self._check_prefix()
-        (size,) = _SIZE.unpack_from(self._data, self._start)
-        if available < 4 + size:
+        size = self.announced_size
+        if len(self._data) - self._start < 4 + size:  # (with fewer than 4 bytes, size is 0)
             return None
         begin = self._start + 4
         payload = bytes(self._data[begin : begin + size])
@@ -85,6 +85,7 @@ class FrameBuffer:
         elif self._start > 65536 and self._start * 2 > len(self._data):
             del self._data[: self._start]
             self._start = 0
+        self._announce()  # the next frame's prefix: refused when that frame is reached
         return payload
 
     def receive_frames(self, data: bytes) -> tuple[list[bytes], FrameTooLargeError | None]:
