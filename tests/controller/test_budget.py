@@ -43,7 +43,10 @@ async def test_waiters_are_granted_in_line_as_memory_is_released() -> None:
         # 10 bytes are free, but the small one queues behind the big one: no starvation
         assert (granted, budget.waiting, budget.used) == ([], 2, 90)
         assert not budget.try_reserve(5), "a newcomer must not jump the line"
-        budget.release(90)
+        budget.release(70)  # 80 free: the big one fits, and then the small one no longer does
+        await trio.testing.wait_all_tasks_blocked()
+        assert (granted, budget.waiting, budget.used) == (["big"], 1, 100)
+        budget.release(20)
         await trio.testing.wait_all_tasks_blocked()
     assert granted == ["big", "small"]
     assert budget.used == 90 and budget.waiting == 0
