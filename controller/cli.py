@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve /metrics, /state and /healthz over HTTP here",
     )
     parser.add_argument("--max-frame-bytes", type=positive_int, default=104_857_600, help="largest accepted frame")
+    parser.add_argument(
+        "--max-queued-bytes",
+        type=positive_int,
+        default=268_435_456,
+        help="memory for requests across all connections; past it the daemon stops reading (default 256 MiB)",
+    )
     parser.add_argument("--idle-timeout-ms", type=positive_int, default=600_000, help="close idle connections")
     parser.add_argument(
         "--max-connections",
@@ -113,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.max_queued_bytes < args.max_frame_bytes:  # a frame that large could never be read
+        print(
+            f"fencer-controller: error: --max-queued-bytes {args.max_queued_bytes} is below "
+            f"--max-frame-bytes {args.max_frame_bytes}",
+            file=sys.stderr,
+        )
+        return 2
     logs.configure(args.log_level, args.log_format)
     host, port = args.listen
     try:
@@ -159,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         host=host,
         port=port,
         max_frame_bytes=args.max_frame_bytes,
+        max_queued_bytes=args.max_queued_bytes,
         idle_timeout_s=args.idle_timeout_ms / 1000,
         max_connections=args.max_connections,
         capture_dir=args.capture_dir,

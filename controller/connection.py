@@ -2,6 +2,12 @@
 
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
+- Memory for requests is bounded across connections by the host's `MemoryBudget` (Kafka's
+  `queued.max.request.bytes`): once a frame's size prefix has arrived its whole size is
+  reserved, or the connection reads nothing more until it can be. A frame keeps its reservation
+  until answered or dropped; closing releases whatever the connection still holds. Frames that a
+  single read brought in whole are counted as they are (`force`): the budget may be passed by at
+  most one read (64 KiB) per connection.
 - One request at a time per connection, as Kafka does (it mutes a channel until the response
   is sent): pipelined requests are answered strictly in order, the next one handed to the
   single writer only once the previous answer is sent. Concurrency comes from connections.
@@ -10,6 +16,9 @@ Rules (docs/protocol.md, Kafka's SocketServer):
 - The writer answers: once a request's records are durable it sends the response frame straight
   to the socket (one non-blocking write; a peer that does not read gets the rest from a task of
   the connection's nursery). The reading task is woken once per request, by the bytes arriving.
+- A frame over `LARGE_FRAME_BYTES` is decoded in a worker thread, in flight meanwhile, so that
+  a 100 MiB frame never holds the event loop; it is dropped unanswered if the connection closed
+  or the daemon began draining before the decode ended (it never reached the writer).
 - ApiVersions at a version we do not speak is answered at once with a v0 body, error 35,
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
@@ -17,14 +26,16 @@ Rules (docs/protocol.md, Kafka's SocketServer):
 - The end of the peer's stream, and a shutdown, still answer the request in flight before the
   socket closes (after a shutdown, frames that wait behind it are dropped unanswered).
 - A connection idle for `idle_timeout_s` is closed (by the daemon's sweeper, which cancels
-  `scope`; a connection with a request in hand is never idle).
+  `scope`). Only whole frames are activity: bytes of an unfinished frame are not, so a frame
+  trickled a byte at a time cannot hold a connection open. A connection with a request in hand,
+  or waiting for memory (the daemon makes it wait, not the peer), is never idle.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
-import logging
 import os
 import time
 from collections import deque
@@ -46,7 +57,8 @@ from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsRespo
 from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
 from protocol.spec import Data
 
-log = logging.getLogger("fencer.connection")
+from .budget import MemoryBudget
+
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
 #: Frames above this many bytes are decoded, and answered, off the event loop.
@@ -93,6 +105,7 @@ class Host(Protocol):
 
     max_frame_bytes: int
     draining: bool
+    budget: MemoryBudget
 
     def submit(self, pending: Pending) -> None: ...
     def answered(self, pending: Pending) -> None: ...
@@ -145,9 +158,10 @@ class Connection:
         self.peer = _peer_name(stream)
         self._fd = stream.socket.fileno()
         self.buffer = FrameBuffer(host.max_frame_bytes)
+        self.budget = host.budget
         #: cancelled by the host (idle, or shutting down); the request in flight is still answered
         self.scope = trio.CancelScope()
-        self.last_activity = trio.current_time()
+        self.last_activity = trio.current_time()  # the last whole frame received (or memory granted)
         self.in_flight: Pending | None = None  # handed to the writer (or being sent), not yet answered
         self.closed = False  # no more answers: the socket is closing or broken
         #: frames read, waiting behind the request in flight (an oversized prefix waits its turn too)
@@ -156,20 +170,28 @@ class Connection:
         self._settled: trio.Event | None = None  # set once nothing is in flight or held
         self._nursery: trio.Nursery | None = None
         self._pumping = False
+        self._reserved = 0  # bytes of the budget this connection holds (frames held, in flight, arriving)
+        self._frame_reserved = 0  # of which for the frame being received, reserved at its prefix
+        self._waiting_for_memory = False
+
+    @property
+    def reserved(self) -> int:
+        """Bytes of the budget this connection holds now."""
+        return self._reserved
 
     @property
     def busy(self) -> bool:
-        """A request is in hand or waiting: the connection is not idle."""
-        return self.in_flight is not None or bool(self._held)
+        """A request is in hand or waiting, or the daemon makes us wait for memory: not idle."""
+        return self.in_flight is not None or bool(self._held) or self._waiting_for_memory
 
     def idle_for(self, now: float) -> float:
-        """Seconds since the last bytes arrived, or 0 while a request is in hand."""
+        """Seconds since the last whole frame arrived, or 0 while busy."""
         return 0.0 if self.busy else now - self.last_activity
 
     async def run(self) -> None:
         self.host.register(self)
         try:
-            async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender beside it
+            async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender, a decode
                 self._nursery = nursery
                 try:
                     with self.scope:
@@ -179,15 +201,20 @@ class Connection:
                     self._close()  # from here on an answer is dropped, never handed to a closing nursery
         finally:
             self.host.unregister(self)
+            self._release(self._reserved)  # every task of the connection is done: nothing holds it now
             await trio.aclose_forcefully(self.stream)
 
     # ------------------------------------------------------------------ reading (the connection's task)
     async def _read(self) -> None:
         fd = self._fd
+        buffer = self.buffer
         while not self.closed:
             if self._held:  # one frame already waits behind the request in flight: read no further
                 self._resume = trio.Event()
                 await self._resume.wait()
+                continue
+            if buffer.announced_size > self._frame_reserved:  # memory for the frame arriving, first
+                await self._reserve_frame(buffer.announced_size)
                 continue
             await trio.lowlevel.wait_readable(fd)
             try:
@@ -199,12 +226,40 @@ class Connection:
                 return
             if not data:
                 return
-            self.last_activity = trio.current_time()
-            frames, refused = self.buffer.receive_frames(data)
-            self._held.extend(frames)
+            frames, refused = buffer.receive_frames(data)
+            if frames:
+                self._hold(frames)
             if refused is not None:  # refused in its turn: the frames before it are answered
                 self._held.append(refused)
             self._pump()
+
+    def _hold(self, frames: list[bytes]) -> None:
+        """Whole frames received: they are activity, and they count against the budget (the
+        first may be the frame reserved at its prefix; the others came whole in this read)."""
+        self.last_activity = trio.current_time()
+        size = len(frames[0]) if len(frames) == 1 else sum(map(len, frames))
+        unreserved = size - self._frame_reserved
+        self._frame_reserved = 0
+        self._reserved += unreserved
+        self.budget.force(unreserved)
+        self._held.extend(frames)
+
+    async def _reserve_frame(self, size: int) -> None:
+        """Reserve the frame whose prefix has arrived; wait in line, reading nothing, if it does not fit."""
+        budget = self.budget
+        if not budget.try_reserve(size):
+            self._waiting_for_memory = True
+            try:
+                await budget.wait_reserve(size)
+            finally:
+                self._waiting_for_memory = False
+            self.last_activity = trio.current_time()  # the peer's idle time starts once we read again
+        self._frame_reserved = size
+        self._reserved += size
+
+    def _release(self, size: int) -> None:
+        self._reserved -= size
+        self.budget.release(size)
 
     async def _settle(self) -> None:
         """The peer is done or the daemon is draining: answer what is in flight before closing
@@ -214,7 +269,7 @@ class Connection:
             await self._settled.wait()
 
     def _pump(self) -> None:
-        """Hand the next held frame to the writer once nothing is in flight (either task calls this).
+        """Hand the next held frame to the writer once nothing is in flight (any task calls this).
 
         Not reentrant: a frame answered at once (the KIP-511 fallback) calls back in here through
         `respond`, and the loop already running takes the next frame instead of nesting deeper."""
@@ -225,6 +280,7 @@ class Connection:
         try:
             while self.in_flight is None and held and not self.closed:
                 if self.host.draining:
+                    self._release(sum(len(frame) for frame in held if isinstance(frame, bytes)))
                     held.clear()
                     break
                 self._start(held.popleft())
@@ -237,28 +293,55 @@ class Connection:
             self._settled.set()
 
     def _start(self, payload: bytes | FrameTooLargeError) -> None:
-        """Decode one frame and hand it to the writer (or answer or refuse it at once)."""
+        """Decode one frame and hand it to the writer (or answer or refuse it at once); a large
+        frame is decoded in a worker thread, in flight meanwhile."""
         if isinstance(payload, FrameTooLargeError):
             self._refuse(payload, None)
             return
-        now, wall = time.monotonic_ns(), time.time_ns()
+        pending = Pending(self, payload, None, time.monotonic_ns(), time.time_ns())
+        self.in_flight = pending
+        if len(payload) > LARGE_FRAME_BYTES:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._decode_in_thread, pending)
+            return
         try:
-            request = decode_request(payload, allowed=INBOUND_API_KEYS)
-        except UnsupportedVersionError as exc:
-            if exc.api_key != API_VERSIONS_KEY or exc.correlation_id is None:
-                self._refuse(exc, payload)
-                return
-            pending = Pending(self, payload, None, now, wall)
+            pending.request = decode_request(payload, allowed=INBOUND_API_KEYS)
+        except DecodeError as exc:
+            self._not_decoded(pending, exc)
+            return
+        self.host.submit(pending)
+
+    async def _decode_in_thread(self, pending: Pending) -> None:
+        error: DecodeError | None = None
+        try:
+            decode = functools.partial(decode_request, pending.payload, allowed=INBOUND_API_KEYS)
+            pending.request = await trio.to_thread.run_sync(decode)
+        except DecodeError as exc:
+            error = exc
+        if self.closed or self.host.draining:  # never handed to the writer: nobody will answer it
+            self.in_flight = None
+            self._release(len(pending.payload))
+            self._close()
+        elif error is not None:
+            self._not_decoded(pending, error)
+        else:
+            self.host.submit(pending)
+        self._pump()  # wakes `_settle` if the connection is done
+
+    def _not_decoded(self, pending: Pending, exc: DecodeError) -> None:
+        """KIP-511: ApiVersions at a version we do not speak is answered at once; any other
+        frame that does not decode is refused."""
+        if (
+            isinstance(exc, UnsupportedVersionError)
+            and exc.api_key == API_VERSIONS_KEY
+            and exc.correlation_id is not None
+        ):
             pending.frame = api_versions_fallback(exc.correlation_id)
-            self.in_flight = pending
             self.respond(pending)
             return
-        except DecodeError as exc:
-            self._refuse(exc, payload)
-            return
-        pending = Pending(self, payload, request, now, wall)
-        self.in_flight = pending
-        self.host.submit(pending)
+        self.in_flight = None
+        self._release(len(pending.payload))
+        self._refuse(exc, pending.payload)
 
     def _refuse(self, exc: DecodeError, payload: bytes | None) -> None:
         self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
@@ -288,6 +371,7 @@ class Connection:
     def abandon(self, pending: Pending) -> None:
         """No answer for `pending` (it could not be decided, or the peer is gone): close, as Kafka does."""
         self.in_flight = None
+        self._release(len(pending.payload))
         self.host.unanswered(pending)
         self._close()
         self._pump()
@@ -307,6 +391,7 @@ class Connection:
 
     def _answered(self, pending: Pending) -> None:
         self.in_flight = None
+        self._release(len(pending.payload))
         self.host.answered(pending)
         self._pump()
 

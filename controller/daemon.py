@@ -32,6 +32,7 @@ import trio
 
 from protocol.registry import peek_request
 
+from .budget import MemoryBudget
 from .channel import ControlChannel
 from .connection import Connection, Pending
 from .engine import ControllerEngine
@@ -63,6 +64,7 @@ class DaemonOptions:
     host: str = "127.0.0.1"
     port: int = 9093
     max_frame_bytes: int = 104_857_600
+    max_queued_bytes: int = 268_435_456
     idle_timeout_s: float = 600.0
     max_connections: int | None = None  # None: `default_max_connections()`
     capture_dir: Path | None = None
@@ -79,12 +81,14 @@ class Daemon:
         self.max_frame_bytes = options.max_frame_bytes
         self.idle_timeout_s = options.idle_timeout_s
         self.max_connections = options.max_connections or default_max_connections()
+        #: memory for requests across connections (`used` is what they hold now)
+        self.budget = MemoryBudget(options.max_queued_bytes, largest_frame=options.max_frame_bytes)
+        self._flood_log = RateLimitedLogger(log)  # a flood of bad frames or refused connections, logged sparsely
         self.draining = False
         self.port: int | None = None
         self._connections: set[Connection] = set()
         self._open = 0  # accepted connections whose handler has not ended (registered or about to be)
         self._accepting = trio.CancelScope()
-        self._accept_log = RateLimitedLogger(log)
         self.metrics = _make_metrics(self)
         self.capture = _make_capture(options)
         self._exchange: Any = None
@@ -141,14 +145,14 @@ class Daemon:
                 if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
                     raise
                 self.metrics.connection_refused("descriptors")
-                self._accept_log.log(
+                self._flood_log.log(
                     logging.ERROR, "accept", "cannot accept connections (%s) with %d open; retrying", exc, self._open
                 )
                 await trio.sleep(_ACCEPT_RETRY_S)
                 continue
             if self._open >= self.max_connections:
                 self.metrics.connection_refused("max_connections")
-                self._accept_log.log(
+                self._flood_log.log(
                     logging.WARNING, "max", "refusing connections: %d open (--max-connections)", self._open
                 )
                 await trio.aclose_forcefully(stream)
@@ -212,7 +216,7 @@ class Daemon:
         self._capture(pending, None)
 
     def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
-        log.warning("closing connection from %s: %s (%s)", peer, reason, detail)
+        self._flood_log.log(logging.WARNING, reason, "closing connection from %s: %s (%s)", peer, reason, detail)
         self.metrics.invalid_frame(reason)
 
     def register(self, connection: Connection) -> None:

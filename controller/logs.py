@@ -1,4 +1,10 @@
-"""Logging for the daemon: text or JSON lines on stderr (stdout carries only `listening on ...`)."""
+"""Logging for the daemon: text or JSON lines on stderr (stdout carries only `listening on ...`).
+
+`RateLimitedLogger` keeps a flood (refused frames, accept errors) from flooding the log: per key,
+one message per interval, the next one saying how many were suppressed meanwhile. Keys come from
+a small fixed set chosen by the code (a reason, an error name), never from what a peer sends:
+one entry per key is kept for the life of the logger.
+"""
 
 from __future__ import annotations
 
@@ -35,25 +41,36 @@ def configure(level: str, fmt: str) -> None:
     root.setLevel(level.upper())
 
 
-class RateLimitedLogger:
-    """At most one message per key and interval; the next one says how many were suppressed."""
+class _Window:
+    __slots__ = ("emitted_at", "suppressed")
 
-    def __init__(self, logger: logging.Logger, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, emitted_at: float) -> None:
+        self.emitted_at = emitted_at
+        self.suppressed = 0
+
+
+class RateLimitedLogger:
+    """At most one message per key every `interval_s`; the others are counted and suppressed."""
+
+    def __init__(
+        self, logger: logging.Logger, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.logger = logger
         self.interval_s = interval_s
-        self._clock = clock
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
+        self.clock = clock
+        self._windows: dict[str, _Window] = {}  # per key: the last message emitted, and what followed it
 
     def log(self, level: int, key: str, msg: str, *args: object) -> bool:
-        now = self._clock()
-        last = self._last.get(key)
-        if last is not None and now - last < self.interval_s:
-            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+        """Emit `msg % args` at `level` unless a message for `key` was emitted less than
+        `interval_s` ago (then only count it); True if emitted."""
+        now = self.clock()
+        window = self._windows.get(key)
+        if window is not None and now - window.emitted_at < self.interval_s:
+            window.suppressed += 1
             return False
-        self._last[key] = now
-        suppressed = self._suppressed.pop(key, 0)
-        if suppressed:
-            msg += f" ({suppressed} more like this suppressed)"
+        if window is not None and window.suppressed:
+            msg += " (%d similar messages suppressed in the last %.1f s)"
+            args = (*args, window.suppressed, now - window.emitted_at)
+        self._windows[key] = _Window(now)
         self.logger.log(level, msg, *args)
         return True

@@ -4,6 +4,8 @@ A frame is an INT32 size followed by that many bytes (request or response header
 The size is checked against the limit as soon as its 4 bytes arrive, before any of the payload
 is kept, so a peer cannot make us buffer an oversized frame. After an error the buffer stays
 broken: the connection must be closed.
+`announced_size` tells the caller how much memory the frame being received will need as soon as
+its prefix is known, so that it can reserve it before reading on (Kafka's memory pool).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class FrameBuffer:
         if max_frame_bytes < 0:
             raise ValueError("max_frame_bytes must be >= 0")
         self.max_frame_bytes = max_frame_bytes
+        #: the payload size the prefix of the frame at the head of the buffer announces: 0 until
+        #: that prefix has arrived whole (and valid); kept current by every method (an attribute,
+        #: not a property: the reader consults it after every read)
+        self.announced_size = 0
         self._data = bytearray()
         self._start = 0
         self._error: FrameTooLargeError | None = None
@@ -44,25 +50,31 @@ class FrameBuffer:
         self._data += data
         self._check_prefix()
 
+    def _announce(self) -> bool:
+        """Note the head frame's size in `announced_size`; False if its prefix is out of bounds."""
+        if len(self._data) - self._start < 4:
+            self.announced_size = 0
+            return True
+        size: int = _SIZE.unpack_from(self._data, self._start)[0]
+        valid = 0 <= size <= self.max_frame_bytes
+        self.announced_size = size if valid else 0
+        return valid
+
     def _check_prefix(self) -> None:
-        if len(self._data) - self._start >= 4:
+        if not self._announce():
             (size,) = _SIZE.unpack_from(self._data, self._start)
-            if size < 0 or size > self.max_frame_bytes:
-                self._error = FrameTooLargeError(size, self.max_frame_bytes)
-                self._data = bytearray()
-                self._start = 0
-                raise self._error
+            self._error = FrameTooLargeError(size, self.max_frame_bytes)
+            self._data = bytearray()
+            self._start = 0
+            raise self._error
 
     def next_frame(self) -> bytes | None:
         """The next complete frame's payload, or None until one has fully arrived."""
         if self._error is not None:
             raise self._error
-        available = len(self._data) - self._start
-        if available < 4:
-            return None
         self._check_prefix()
-        (size,) = _SIZE.unpack_from(self._data, self._start)
-        if available < 4 + size:
+        size = self.announced_size
+        if len(self._data) - self._start < 4 + size:  # (with fewer than 4 bytes, size is 0)
             return None
         begin = self._start + 4
         payload = bytes(self._data[begin : begin + size])
@@ -73,6 +85,7 @@ class FrameBuffer:
         elif self._start > 65536 and self._start * 2 > len(self._data):
             del self._data[: self._start]
             self._start = 0
+        self._announce()  # the next frame's prefix: refused when that frame is reached
         return payload
 
     def receive_frames(self, data: bytes) -> tuple[list[bytes], FrameTooLargeError | None]:

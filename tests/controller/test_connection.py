@@ -4,127 +4,29 @@ The host records what the connection hands over and answers when the test says s
 the orderings that are hard to hit through the whole daemon explicit: a frame pipelined behind a
 request in flight, bytes after the peer's end of stream, a response larger than the socket buffer,
 refusing a bad frame only once the request before it is answered, a peer gone before its answer,
-and a shutdown with a request in flight.
+and a shutdown with a request in flight. Its bounds are in test_connection_bounds.py.
 """
 
 from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 import pytest
 import trio
 
-from controller.connection import Connection, Pending
-from protocol.framing import FrameBuffer, frame
-from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.registry import decode_response, encode_request, encode_response
+from protocol.framing import frame
+from protocol.messages.api_versions import ApiVersionsResponse
+from protocol.registry import decode_response
 
-
-@dataclass
-class Host:
-    """The daemon's side of a connection: `submitted` is the writer's queue."""
-
-    max_frame_bytes: int = 1 << 20
-    draining: bool = False
-    submitted: list[Pending] = field(default_factory=list)
-    answers: list[Pending] = field(default_factory=list)
-    unanswered_: list[Pending] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
-    arrived: trio.Event = field(default_factory=trio.Event)
-
-    def submit(self, pending: Pending) -> None:
-        self.submitted.append(pending)
-        self.arrived.set()
-
-    def answered(self, pending: Pending) -> None:
-        self.answers.append(pending)
-
-    def unanswered(self, pending: Pending) -> None:
-        self.unanswered_.append(pending)
-
-    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
-        self.invalid.append(reason)
-
-    def register(self, connection: Connection) -> None:
-        pass
-
-    def unregister(self, connection: Connection) -> None:
-        pass
-
-    async def next_request(self, count: int) -> Pending:
-        """Wait until `count` requests have been handed over; return the last."""
-        with trio.fail_after(5):
-            while len(self.submitted) < count:
-                self.arrived = trio.Event()
-                await self.arrived.wait()
-        return self.submitted[count - 1]
-
-    def answer(self, pending: Pending, frame_bytes: bytes | None = None) -> None:
-        """What the writer does once the request is durable."""
-        assert pending.request is not None
-        header = pending.request.header
-        pending.frame = frame_bytes or encode_response(ApiVersionsResponse(), 0, header.correlation_id)
-        pending.connection.respond(pending)
-
-
-@dataclass
-class Pair:
-    host: Host
-    connection: Connection
-    peer: socket.socket
-    done: trio.Event
+from .connection_peer import Host, Pair, closed_by_daemon, correlation_of, open_pair, read_frames, request
 
 
 @pytest.fixture
 async def pair(nursery: trio.Nursery) -> AsyncIterator[Pair]:
-    ours, theirs = socket.socketpair()
-    host = Host()
-    connection = Connection(host, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
-    done = trio.Event()
-
-    async def run() -> None:
-        await connection.run()
-        done.set()
-
-    nursery.start_soon(run)
-    theirs.setblocking(False)
-    yield Pair(host, connection, theirs, done)
-    theirs.close()
-
-
-def request(correlation_id: int) -> bytes:
-    return encode_request(ApiVersionsRequest(), 0, correlation_id)
-
-
-async def read_frames(peer: socket.socket, count: int) -> list[bytes]:
-    buffer = FrameBuffer()
-    frames: list[bytes] = []
-    with trio.fail_after(5):
-        while len(frames) < count:
-            await trio.lowlevel.wait_readable(peer)
-            data = peer.recv(1 << 20)
-            if not data:
-                break
-            buffer.receive_data(data)
-            frames.extend(buffer.frames())
-    return frames
-
-
-async def closed_by_daemon(pair: Pair) -> bool:
-    with trio.fail_after(5):
-        await pair.done.wait()
-    with trio.fail_after(5):
-        await trio.lowlevel.wait_readable(pair.peer)
-    try:
-        return pair.peer.recv(1) == b""
-    except ConnectionResetError:
-        return True
-
-
-def correlation_of(payload: bytes) -> int:
-    return int.from_bytes(payload[:4], "big")
+    opened = open_pair(Host(), nursery)
+    yield opened
+    opened.peer.close()
 
 
 async def test_pipelined_frames_wait_behind_the_request_in_flight(pair: Pair) -> None:

@@ -21,6 +21,12 @@ class KioClient(FramedSocket):
         return self
 
     def send(self, request: Any) -> int:
+        correlation_id, data = self.encode(request)
+        self.sock.sendall(data)
+        return correlation_id
+
+    def encode(self, request: Any) -> tuple[int, bytes]:
+        """The next correlation id, and the frame of `request` with it (to send later)."""
         correlation_id = self.next_correlation_id()
         header_cls = request.__header_schema__
         fields = {"request_api_key": request.__api_key__, "request_api_version": request.__version__}
@@ -31,8 +37,7 @@ class KioClient(FramedSocket):
         entity_writer(header_cls)(buffer, header_cls(**fields))
         entity_writer(type(request))(buffer, request)
         payload = buffer.getvalue()
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        return correlation_id
+        return correlation_id, struct.pack(">i", len(payload)) + payload
 
     def receive(self, request: Any, correlation_id: int) -> Any:
         payload = self.read_frame()

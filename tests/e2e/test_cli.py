@@ -38,6 +38,14 @@ def test_bad_arguments_exit_2_with_one_line(args: tuple[str, ...]) -> None:
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+def test_a_memory_budget_below_the_largest_frame_exits_2_naming_both_flags(tmp_path: Path) -> None:
+    result = run("--data-dir", str(tmp_path / "x"), "--max-frame-bytes", "1000", "--max-queued-bytes", "999")
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert "--max-queued-bytes 999" in line and "--max-frame-bytes 1000" in line
+    assert not (tmp_path / "x").exists(), "refused before anything was touched"
+
+
 def test_an_unusable_data_dir_exits_1_naming_the_problem(tmp_path: Path) -> None:
     a_file = tmp_path / "not-a-dir"
     a_file.write_text("x")

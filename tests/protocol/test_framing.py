@@ -101,3 +101,23 @@ def test_receive_frames_takes_a_whole_frame_as_it_is() -> None:
     assert buffer.receive_frames(frame(b"de")[:3]) == ([], None)  # partial: buffered, then completed
     assert buffer.receive_frames(frame(b"de")[3:] + frame(b"f")) == ([b"de", b"f"], None)
     assert buffer.buffered == 0
+
+
+def test_announced_size_is_known_once_the_whole_prefix_has_arrived() -> None:
+    buffer = FrameBuffer(max_frame_bytes=1000)
+    assert buffer.announced_size == 0
+    stream = frame(b"x" * 300)
+    assert buffer.receive_frames(stream[:3]) == ([], None)
+    assert buffer.announced_size == 0  # three bytes of the prefix: not yet
+    assert buffer.receive_frames(stream[3:10]) == ([], None)
+    assert buffer.announced_size == 300  # the frame being received will need 300 bytes
+    frames, _ = buffer.receive_frames(stream[10:] + frame(b"next")[:5])
+    assert frames == [b"x" * 300]
+    assert buffer.announced_size == 4  # the head is now the next frame
+
+
+def test_announced_size_is_zero_once_the_buffer_is_broken() -> None:
+    buffer = FrameBuffer(max_frame_bytes=10)
+    frames, error = buffer.receive_frames(struct.pack(">i", 11) + b"x")
+    assert frames == [] and error is not None
+    assert buffer.announced_size == 0
