@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from controller.log.snapshots import PART_SUFFIX, SNAPSHOT_SUFFIX, SnapshotError, read_snapshot_file
 from tests.e2e.daemon_process import DaemonProcess, free_port
+from tests.stress.cluster import Acked, Cluster, setup  # noqa: F401 - imported from here by test_shutdown, benchmarks
 from tests.stress.load import API_NAMES, CHANGES, Load
 
 MOMENTS = ("load", "snapshot", "create", "delete", "register")
@@ -93,7 +94,7 @@ def wait_for_moment(moment: str, load: Load, partition: Path, rng: random.Random
         return f"after {MOMENT_TIMEOUT_S:.0f} s without seeing a snapshot being written"
     if not load.trigger(moment).wait(MOMENT_TIMEOUT_S) and not load.stop.is_set():
         raise AssertionError(f"no {moment} request was sent within {MOMENT_TIMEOUT_S} s")
-    time.sleep(rng.uniform(0, 0.002))
+    time.sleep(rng.uniform(0, 0.005))  # about one request's time under this load: before, during or after its commit
     return f"with a {API_NAMES[moment]} in flight"
 
 

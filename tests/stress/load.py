@@ -78,7 +78,7 @@ class Load:
         self.weights = [(weights or DEFAULT_WEIGHTS).get(kind, 0) for kind in KINDS]
         self.max_partitions = max_partitions
         self.max_topics = max_topics
-        self.cluster_id, self.data_epochs = _register_data_brokers(port)
+        self.cluster_id, self.data_epochs = register_data_brokers(port)
         self.clients = [Client(self, ClientModel(i, 100 + i), random.Random(rng.random())) for i in range(clients)]
         self.stop = threading.Event()
         self._killed = threading.Event()
@@ -248,7 +248,7 @@ class Client:
         self.model.incarnation, self.model.broker_epoch = incarnation, response.broker_epoch
 
 
-def _register_data_brokers(port: int) -> tuple[str, dict[int, int]]:
+def register_data_brokers(port: int) -> tuple[str, dict[int, int]]:
     """Register and unfence the data brokers; return the cluster id and their epochs."""
     with FencerClient(port) as client:
         cluster_id: str = client.request(DescribeClusterRequest(), 1).cluster_id

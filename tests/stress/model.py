@@ -81,6 +81,9 @@ class Reconciled:
     problems: list[str] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)  # what became of each request in flight
 
+    def outcome(self, request: str, applied: bool) -> None:
+        self.outcomes.append(f"{request}: {'applied' if applied else 'not applied'}")
+
 
 def reconcile(clients: list[ClientModel], data_epochs: dict[int, int], state: dict[str, Any]) -> Reconciled:
     """Check `state` (the recovered `/state`) against the models; adopt the in-flight outcomes."""
@@ -108,9 +111,7 @@ def _check_broker(
     recovered = (found["incarnation_id"], found["epoch"]) if found is not None else None
     if in_flight is not None and in_flight.kind == "register":
         applied = recovered is not None and recovered[0] == str(in_flight.incarnation)
-        result.outcomes.append(
-            f"BrokerRegistration of broker {client.broker_id}: {'applied' if applied else 'not applied'}"
-        )
+        result.outcome(f"BrokerRegistration of broker {client.broker_id}", applied)
         if applied and found is not None and found["epoch"] > client.broker_epoch:
             client.incarnation, client.broker_epoch = in_flight.incarnation, found["epoch"]
             return
@@ -130,7 +131,7 @@ def _check_topics(
         _adopt_created(client, topics.get(in_flight.topic), in_flight, result)
     if in_flight is not None and in_flight.kind == "delete":
         applied = in_flight.topic not in topics
-        result.outcomes.append(f"DeleteTopics of {in_flight.topic}: {'applied' if applied else 'not applied'}")
+        result.outcome(f"DeleteTopics of {in_flight.topic}", applied)
         if applied:
             del client.topics[in_flight.topic]
             client.deleted.add(in_flight.topic)
@@ -143,7 +144,7 @@ def _check_topics(
 
 
 def _adopt_created(client: ClientModel, found: dict[str, Any] | None, in_flight: InFlight, result: Reconciled) -> None:
-    result.outcomes.append(f"CreateTopics of {in_flight.topic}: {'applied' if found else 'not applied'}")
+    result.outcome(f"CreateTopics of {in_flight.topic}", found is not None)
     if found is None:
         return
     expected = [PartitionModel.created(replicas) for replicas in in_flight.replicas]
@@ -174,7 +175,5 @@ def _check_topic(topic: TopicModel, found: dict[str, Any] | None, alter: InFligh
             )
     if alter is not None:
         applied = recovered[alter.partition] != topic.partitions[alter.partition]
-        result.outcomes.append(
-            f"AlterPartition of {topic.name}-{alter.partition}: {'applied' if applied else 'not applied'}"
-        )
+        result.outcome(f"AlterPartition of {topic.name}-{alter.partition}", applied)
     topic.partitions = recovered

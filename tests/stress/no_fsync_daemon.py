@@ -14,14 +14,16 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 _SEGMENT = re.compile(r"/__cluster_metadata-0/\d+\.log$")
 
 
-def _skipping_segments(sync: Callable[[int], None]) -> Callable[[int], None]:
-    def sync_unless_segment(fd: int) -> None:
+def _skipping_segments(sync: Callable[[Any], None]) -> Callable[[Any], None]:
+    def sync_unless_segment(fd: Any) -> None:  # an int, or an object with fileno(), as os.fsync takes
+        number = fd if isinstance(fd, int) else fd.fileno()
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            target = os.readlink(f"/proc/self/fd/{number}")
         except OSError:
             target = ""
         if not _SEGMENT.search(target):
@@ -31,8 +33,8 @@ def _skipping_segments(sync: Callable[[int], None]) -> Callable[[int], None]:
 
 
 def main() -> int:
-    os.fsync = _skipping_segments(os.fsync)
-    os.fdatasync = _skipping_segments(os.fdatasync)
+    os.fsync = _skipping_segments(os.fsync)  # type: ignore[assignment]
+    os.fdatasync = _skipping_segments(os.fdatasync)  # type: ignore[assignment]
     from controller.__main__ import main as daemon_main
 
     return daemon_main(sys.argv[1:])
