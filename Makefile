@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fuzz clean
+.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -42,9 +42,13 @@ bench-log: $(STAMP)
 bench-daemon: $(STAMP)
 	$(BIN)/python benchmarks/daemon.py
 
-## stress: SIGKILL the daemon at random moments under load, 20 rounds; acknowledged changes must survive
+## stress: SIGKILL the daemon under load, 20 rounds (also mid-snapshot, -topic change, -registration, -start-up); nothing acknowledged may be lost
 stress: $(STAMP)
 	$(BIN)/python tests/stress/kill9.py --rounds 20
+
+## fsync-check: the daemon under strace and load for 10 s; no answer may leave before its log records are fsync'd
+fsync-check: $(STAMP)
+	$(BIN)/python tests/stress/fsync_order.py --seconds 10
 
 ## fuzz: 1,000,000 random/mutated frames through the decoder; reports escapes
 fuzz: $(STAMP)

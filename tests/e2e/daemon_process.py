@@ -1,7 +1,10 @@
 """Start the real daemon as a subprocess (`python -m controller ...`) and talk to it over TCP.
 
 `DaemonProcess` waits for the `listening on HOST:PORT` line, keeps stderr in a file for the
-test's failure message, and stops the process with SIGTERM (or SIGKILL when asked).
+test's failure message, and stops the process with SIGTERM (or SIGKILL when asked). `module`
+runs another entry point with the daemon's arguments (a test copy of the daemon), `wrapper` is a
+command line the daemon runs under (e.g. strace), and `spawn` starts it without waiting for it
+to listen (to kill it during start-up).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,25 +29,39 @@ def free_port() -> int:
 
 
 class DaemonProcess:
-    def __init__(self, data_dir: Path, *extra: str, log_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        log_file: Path | None = None,
+        module: str = "controller",
+        wrapper: Sequence[str] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.extra = list(extra)
+        self.module = module
+        self.wrapper = list(wrapper)
         self.log_file = log_file or data_dir.parent / f"{data_dir.name}.stderr"
         self.process: subprocess.Popen[str] | None = None
         self.port = 0
 
-    def start(self, timeout: float = 20.0) -> DaemonProcess:
-        command = [sys.executable, "-m", "controller", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir)]
+    def spawn(self) -> DaemonProcess:
+        """Start the process and return at once (`start` also waits until it listens)."""
+        command = [sys.executable, "-m", self.module, "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir)]
         self._stderr = open(self.log_file, "a")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [*command, *self.extra],
+            [*self.wrapper, *command, *self.extra],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        assert self.process.stdout is not None
+        return self
+
+    def start(self, timeout: float = 20.0) -> DaemonProcess:
+        self.spawn()
+        assert self.process is not None and self.process.stdout is not None
         deadline = time.monotonic() + timeout
         line = ""
         while time.monotonic() < deadline:
@@ -69,6 +87,8 @@ class DaemonProcess:
                 self.process.kill()
                 self.process.wait()
             self._stderr.close()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
         return code
 
     def kill(self) -> None:

@@ -1,12 +1,28 @@
 """Durability under SIGKILL: every change acknowledged before the kill survives the restart.
 
-Run on demand: `.venv/bin/python tests/stress/kill9.py --rounds 20` (the suite runs 3 rounds).
+Run on demand: `.venv/bin/python tests/stress/kill9.py --rounds 20` (`make stress`); the suite
+runs 5 rounds (tests/stress/test_kill9.py).
 
-Each round: several client connections send AlterPartition ISR changes (shrink, expand, ...)
-for partitions of their own, as fast as the daemon answers; at a random moment the daemon is
-killed with SIGKILL; it is restarted on the same data dir; its `/state` must show, for every
-partition, the last acknowledged change or the one request that was in flight after it
-(never less, never anything else). The next round continues from the recovered state.
+The daemon runs with `--snapshot-bytes 65536`, so it writes a snapshot every few hundred
+changes. Each round, the mixed load of load.py (four connections: ISR changes, heartbeats,
+topic creation and deletion, registrations of new incarnations) runs until the round's moment,
+and the daemon is killed with SIGKILL:
+- `load`: at a random time;
+- `snapshot`: as soon as a snapshot's `.checkpoint.part` file appears;
+- `create`, `delete`, `register`: as soon as a client has sent such a request (in flight).
+The moments come in a seeded random order, each once in every five rounds. Then the restart
+itself is killed 0 to 2 times (seeded), at a random point of start-up (before or while it
+replays). The next start must succeed, and the run continues from the recovered state.
+
+Checks; any failure ends the run, naming every problem:
+- no client saw an error answer, a timeout or a broken connection before the kill;
+- after the kill every complete snapshot file validates (a kill during a snapshot leaves at
+  most a `.checkpoint.part`), and the next start deletes the `.part` files it found;
+- the recovered `/state` holds every acknowledged change and nothing else but the effect of
+  the requests in flight (model.reconcile): registration epochs, every partition of every
+  acknowledged topic, deletions, ISR changes.
+What this cannot see: writes that reached the page cache but not the disk (SIGKILL keeps the
+page cache). fsync_order.py checks that no answer leaves before its records are fsync'd.
 """
 
 from __future__ import annotations
@@ -16,180 +32,163 @@ import json
 import random
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from protocol.messages.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-)
-from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
-from protocol.messages.broker_registration import (
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestListener,
-)
-from protocol.messages.create_topics import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableReplicaAssignment,
-    CreateTopicsRequestCreatableTopic,
-)
-from protocol.messages.describe_cluster import DescribeClusterRequest
+from controller.log.snapshots import PART_SUFFIX, SNAPSHOT_SUFFIX, SnapshotError, read_snapshot_file
 from tests.e2e.daemon_process import DaemonProcess, free_port
-from tests.e2e.fencer_client import FencerClient
+from tests.stress.cluster import Acked, Cluster, setup  # noqa: F401 - imported from here by test_shutdown, benchmarks
+from tests.stress.load import API_NAMES, CHANGES, Load
 
-BROKERS = (1, 2, 3)
-
-
-@dataclass
-class Acked:
-    """The last acknowledged state of a partition, and whether a request was in flight after it."""
-
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    isr: tuple[int, ...]
-    in_flight: tuple[int, ...] | None = None
-
-
-@dataclass
-class Cluster:
-    topic_id: uuid.UUID
-    epochs: dict[int, int]
-    replicas: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    partitions: dict[int, Acked] = field(default_factory=dict)
+MOMENTS = ("load", "snapshot", "create", "delete", "register")
+SNAPSHOT_BYTES = 64 * 1024
+MOMENT_TIMEOUT_S = 10.0
 
 
 def fetch_state(metrics_port: int) -> dict[str, object]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/state", timeout=10) as response:
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/state", timeout=30) as response:
         return json.loads(response.read())  # type: ignore[no-any-return]
 
 
-def setup(port: int, partitions: int, rotation: Callable[[int], int] = lambda p: p) -> Cluster:
-    """Three brokers and a topic whose partition p has replicas rotated by `rotation(p)` (the first leads)."""
-    replicas = {p: tuple(BROKERS[(rotation(p) + i) % 3] for i in range(3)) for p in range(partitions)}
-    with FencerClient(port) as client:
-        cluster_id = client.request(DescribeClusterRequest(), 1).cluster_id
-        epochs = {}
-        for broker in BROKERS:
-            listener = BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=1)
-            request = BrokerRegistrationRequest(
-                broker_id=broker, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker), listeners=(listener,)
-            )
-            epochs[broker] = client.request(request, 3).broker_epoch
-            client.request(
-                BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epochs[broker], current_metadata_offset=1 << 40),
-                1,
-            )
-        assignments = tuple(
-            CreateTopicsRequestCreatableReplicaAssignment(partition_index=p, broker_ids=replicas[p])
-            for p in range(partitions)
-        )
-        topic = CreateTopicsRequestCreatableTopic(
-            name="stress", num_partitions=-1, replication_factor=-1, assignments=assignments
-        )
-        result = client.request(CreateTopicsRequest(topics=(topic,)), 7).topics[0]
-        assert result.error_code == 0, result
-    cluster = Cluster(result.topic_id, epochs, replicas)
-    for p in range(partitions):
-        cluster.partitions[p] = Acked(replicas[p][0], 0, 0, replicas[p])
-    return cluster
+@dataclass
+class Rig:
+    """The daemon under test, restarted on the same data dir and metrics port."""
+
+    data_dir: Path
+    metrics_port: int
+    daemon: DaemonProcess | None = None
+    startup_seconds: float = 1.0  # of the latest complete start
+
+    @property
+    def partition(self) -> Path:
+        return self.data_dir / "__cluster_metadata-0"
+
+    def process(self) -> DaemonProcess:
+        args = ("--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--session-timeout-ms", "600000")
+        return DaemonProcess(self.data_dir, *args, "--snapshot-bytes", str(SNAPSHOT_BYTES))
+
+    def start(self) -> DaemonProcess:
+        started = time.monotonic()
+        self.daemon = self.process().start()
+        self.startup_seconds = time.monotonic() - started
+        return self.daemon
+
+    def starts_completed(self) -> int:
+        return self.process().stderr().count(" started: ")
 
 
-def client_loop(port: int, cluster: Cluster, owned: list[int], stop: threading.Event, rng: random.Random) -> int:
-    """Send ISR changes for `owned` partitions until the connection dies; return how many were acked."""
-    acked = 0
+def wait_for_moment(moment: str, load: Load, partition: Path, rng: random.Random) -> str:
+    """Wait under load until `moment` (the caller then kills); say what the kill lands during."""
+    if moment == "load":
+        load.stop.wait(rng.uniform(0.3, 1.5))
+        return "at a random moment"
+    load.stop.wait(rng.uniform(0.2, 0.8))
+    if moment == "snapshot":
+        if wait_for_part(partition, load):
+            return "as a snapshot was being written"
+        return f"after {MOMENT_TIMEOUT_S:.0f} s without seeing a snapshot being written"
+    if not load.trigger(moment).wait(MOMENT_TIMEOUT_S) and not load.stop.is_set():
+        raise AssertionError(f"no {moment} request was sent within {MOMENT_TIMEOUT_S} s")
+    time.sleep(rng.uniform(0, 0.005))  # about one request's time under this load: before, during or after its commit
+    return f"with a {API_NAMES[moment]} in flight"
+
+
+def wait_for_part(partition: Path, load: Load) -> bool:
+    deadline = time.monotonic() + MOMENT_TIMEOUT_S
+    while time.monotonic() < deadline and not load.stop.is_set():
+        if any(path.name.endswith(PART_SUFFIX) for path in partition.iterdir()):
+            return True
+        time.sleep(0.0005)
+    return False
+
+
+def check_snapshot_files(partition: Path) -> list[Path]:
+    """Every complete snapshot must validate; return the `.part` leftovers."""
+    for path in sorted(partition.glob("*" + SNAPSHOT_SUFFIX)):
+        try:
+            read_snapshot_file(path)
+        except (SnapshotError, OSError) as exc:
+            raise AssertionError(f"a kill left a complete but invalid snapshot {path.name}: {exc}") from None
+    return sorted(partition.glob("*" + PART_SUFFIX))
+
+
+def kill_startups(rig: Rig, count: int, rng: random.Random) -> list[str]:
+    """Spawn the daemon and SIGKILL it during start-up, `count` times; describe each."""
+    described = []
+    for _ in range(count):
+        before = rig.starts_completed()
+        delay = rng.uniform(0.3, 1.0) * rig.startup_seconds
+        daemon = rig.process().spawn()
+        time.sleep(delay)
+        daemon.kill()
+        replayed = rig.starts_completed() > before
+        described.append(f"at {delay:.2f} s ({'after' if replayed else 'before the end of'} replay)")
+    return described
+
+
+def restart_and_check(rig: Rig, load: Load, leftovers: list[Path]) -> list[str]:
+    """Start the daemon; its state must hold what was acknowledged. Return the in-flight outcomes."""
+    rig.start()
+    kept = [path.name for path in leftovers if path.exists()]
+    reconciled = load.reconcile(fetch_state(rig.metrics_port))
+    problems = reconciled.problems + [f"start-up did not delete {name}" for name in kept]
+    if problems:
+        raise AssertionError("not recovered:\n  " + "\n  ".join(problems))
+    return reconciled.outcomes
+
+
+def play_round(rig: Rig, load: Load, moment: str, rng: random.Random) -> tuple[int, str]:
+    """One round; return the changes acknowledged in it and its description."""
+    assert rig.daemon is not None
+    load.start(rig.daemon.port)
     try:
-        with FencerClient(port, timeout=30) as client:
-            while not stop.is_set():
-                p = rng.choice(owned)
-                state = cluster.partitions[p]
-                replicas = cluster.replicas[p]
-                isr = replicas[:2] if len(state.isr) == 3 else replicas
-                data = AlterPartitionRequestPartitionData(
-                    partition_index=p,
-                    leader_epoch=state.leader_epoch,
-                    new_isr=isr,
-                    partition_epoch=state.partition_epoch,
-                )
-                request = AlterPartitionRequest(
-                    broker_id=state.leader,
-                    broker_epoch=cluster.epochs[state.leader],
-                    topics=(AlterPartitionRequestTopicData(topic_id=cluster.topic_id, partitions=(data,)),),
-                )
-                state.in_flight = isr
-                result = client.request(request, 2).topics[0].partitions[0]
-                if result.error_code != 0:
-                    raise AssertionError(f"partition {p}: error {result.error_code}")
-                cluster.partitions[p] = Acked(
-                    state.leader, result.leader_epoch, result.partition_epoch, tuple(result.isr)
-                )
-                acked += 1
-    except (ConnectionError, OSError):
-        pass
-    return acked
+        what = wait_for_moment(moment, load, rig.partition, rng)
+    finally:
+        load.killing()
+        rig.daemon.kill()
+        counts = load.halt()
+    leftovers = check_snapshot_files(rig.partition)
+    startups = kill_startups(rig, rng.randint(0, 2), rng)
+    outcomes = restart_and_check(rig, load, leftovers)
+    changes = sum(counts[kind] for kind in CHANGES)
+    lines = [
+        f"SIGKILL {what}" + (f", leaving {', '.join(path.name for path in leftovers)}" if leftovers else ""),
+        f"start-up killed {', '.join(startups)}" if startups else "",
+        f"{changes} changes acknowledged ({_breakdown(counts)} answered)",
+        f"in flight: {'; '.join(outcomes)}" if outcomes else "",
+        "all recovered",
+    ]
+    return changes, "; ".join(line for line in lines if line)
 
 
-def _count(
-    counts: list[int], port: int, cluster: Cluster, owned: list[int], stop: threading.Event, rng: random.Random
-) -> None:
-    counts.append(client_loop(port, cluster, owned, stop, rng))
+def _breakdown(counts: Counter[str]) -> str:
+    return ", ".join(f"{API_NAMES[kind]} {counts[kind]}" for kind in (*CHANGES, "heartbeat"))
 
 
-def check_recovered(cluster: Cluster, state: dict[str, object]) -> None:
-    topics = {t["name"]: t for t in state["topics"]}  # type: ignore[attr-defined, index]
-    for part in topics["stress"]["partitions"]:
-        acked = cluster.partitions[part["partition"]]
-        recovered = (part["partition_epoch"], tuple(part["isr"]))
-        allowed = [(acked.partition_epoch, acked.isr)]
-        if acked.in_flight is not None:
-            allowed.append((acked.partition_epoch + 1, acked.in_flight))
-        assert recovered in allowed, f"partition {part['partition']}: recovered {recovered}, acknowledged {allowed}"
-        cluster.partitions[part["partition"]] = Acked(part["leader"], part["leader_epoch"], *recovered)
-
-
-def run(rounds: int, seed: int, data_dir: Path, clients: int = 4, partitions: int = 24, verbose: bool = True) -> int:
+def run(rounds: int, seed: int, data_dir: Path, clients: int = 4, verbose: bool = True) -> int:
+    """Play `rounds` rounds; return the changes acknowledged (and recovered) in all of them."""
     rng = random.Random(seed)
-    metrics_port = free_port()
-    args = ("--metrics-listen", f"127.0.0.1:{metrics_port}", "--session-timeout-ms", "600000")
-    daemon = DaemonProcess(data_dir, *args).start()
-    cluster = setup(daemon.port, partitions)
+    rig = Rig(data_dir, free_port())
+    daemon = rig.start()
     total = 0
     try:
-        for round_number in range(1, rounds + 1):
-            stop = threading.Event()
-            counts: list[int] = []
-            owned = [list(range(i, partitions, clients)) for i in range(clients)]
-            threads = [
-                threading.Thread(
-                    target=_count, args=(counts, daemon.port, cluster, o, stop, random.Random(rng.random()))
-                )
-                for o in owned
-            ]
-            for thread in threads:
-                thread.start()
-            time.sleep(rng.uniform(0.3, 1.5))
-            daemon.kill()
-            stop.set()
-            for thread in threads:
-                thread.join(30)
-            daemon = DaemonProcess(data_dir, *args).start()
-            check_recovered(cluster, fetch_state(metrics_port))
-            total += sum(counts)
+        load = Load(daemon.port, clients, rng)
+        moments: list[str] = []
+        for number in range(1, rounds + 1):
+            if not moments:
+                moments = rng.sample(MOMENTS, len(MOMENTS))
+            changes, description = play_round(rig, load, moments.pop(), rng)
+            total += changes
             if verbose:
-                print(
-                    f"round {round_number}: {sum(counts)} changes acknowledged before SIGKILL, all recovered",
-                    flush=True,
-                )
+                print(f"round {number}: {description}", flush=True)
     finally:
-        daemon.stop()
+        assert rig.daemon is not None
+        rig.daemon.stop()
     return total
 
 

@@ -1,0 +1,58 @@
+"""A fixed cluster for drivers of AlterPartition on known partitions (tests/e2e/test_shutdown.py,
+benchmarks/daemon.py): the three data brokers of load.py and one topic, `stress`, every
+partition led by its first replica. kill9.py re-exports these names for existing importers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableReplicaAssignment,
+    CreateTopicsRequestCreatableTopic,
+)
+from tests.e2e.fencer_client import FencerClient
+
+from .load import register_data_brokers
+from .model import DATA_BROKERS
+
+
+@dataclass
+class Acked:
+    """The last acknowledged state of a partition, and whether a request was in flight after it."""
+
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    in_flight: tuple[int, ...] | None = None
+
+
+@dataclass
+class Cluster:
+    topic_id: uuid.UUID
+    epochs: dict[int, int]
+    replicas: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    partitions: dict[int, Acked] = field(default_factory=dict)
+
+
+def setup(port: int, partitions: int, rotation: Callable[[int], int] = lambda p: p) -> Cluster:
+    """Three brokers and a topic whose partition p has replicas rotated by `rotation(p)` (the first leads)."""
+    replicas = {p: tuple(DATA_BROKERS[(rotation(p) + i) % 3] for i in range(3)) for p in range(partitions)}
+    _, epochs = register_data_brokers(port)
+    assignments = tuple(
+        CreateTopicsRequestCreatableReplicaAssignment(partition_index=p, broker_ids=replicas[p])
+        for p in range(partitions)
+    )
+    topic = CreateTopicsRequestCreatableTopic(
+        name="stress", num_partitions=-1, replication_factor=-1, assignments=assignments
+    )
+    with FencerClient(port) as client:
+        result = client.request(CreateTopicsRequest(topics=(topic,)), 7).topics[0]
+    assert result.error_code == 0, result
+    cluster = Cluster(result.topic_id, epochs, replicas)
+    for p in range(partitions):
+        cluster.partitions[p] = Acked(replicas[p][0], 0, 0, replicas[p])
+    return cluster
