@@ -40,7 +40,7 @@ from protocol.messages.alter_partition import (
 )
 from protocol.registry import decode_response, encode_request
 from tests.e2e.daemon_process import DaemonProcess, free_port
-from tests.stress.kill9 import Cluster, setup
+from tests.stress.cluster import Cluster, setup
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -199,7 +199,7 @@ def run_echo(connections: int, seconds: float) -> Run:
         assert process.stdout is not None
         port = int(process.stdout.readline().rsplit(":", 1)[1])
         cluster = Cluster(uuid.UUID(int=1), {1: 1, 2: 2, 3: 3})
-        from tests.stress.kill9 import Acked
+        from tests.stress.cluster import Acked
 
         for p in range(connections):
             cluster.replicas[p] = (1, 2, 3)

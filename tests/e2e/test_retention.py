@@ -29,7 +29,7 @@ from protocol.messages.alter_partition import (
     AlterPartitionRequestPartitionData,
     AlterPartitionRequestTopicData,
 )
-from tests.stress.kill9 import Acked, Cluster, check_recovered, fetch_state, setup
+from tests.stress.cluster import Acked, Cluster, check_recovered, fetch_state, setup
 
 from .daemon_process import ROOT, DaemonProcess, free_port
 from .fencer_client import FencerClient

@@ -15,7 +15,7 @@ from protocol.messages.alter_partition import (
     AlterPartitionRequestPartitionData,
     AlterPartitionRequestTopicData,
 )
-from tests.stress.kill9 import Cluster, setup
+from tests.stress.cluster import Cluster, setup
 
 from .daemon_process import DaemonProcess
 from .fencer_client import FencerClient

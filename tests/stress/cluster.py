@@ -1,9 +1,12 @@
 """A fixed cluster for drivers of AlterPartition on known partitions (tests/e2e/test_shutdown.py,
 benchmarks/daemon.py): the three data brokers of load.py and one topic, `stress`, every
-partition led by its first replica. kill9.py re-exports these names for existing importers."""
+partition led by its first replica, and `check_recovered` for a restart with nothing in flight
+but what `Acked.in_flight` records."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,3 +59,21 @@ def setup(port: int, partitions: int, rotation: Callable[[int], int] = lambda p:
     for p in range(partitions):
         cluster.partitions[p] = Acked(replicas[p][0], 0, 0, replicas[p])
     return cluster
+
+
+def fetch_state(metrics_port: int) -> dict[str, object]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/state", timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def check_recovered(cluster: Cluster, state: dict[str, object]) -> None:
+    """Every partition of `stress` shows its last acknowledged change, or the one in flight after it."""
+    topics = {t["name"]: t for t in state["topics"]}  # type: ignore[attr-defined, index]
+    for part in topics["stress"]["partitions"]:
+        acked = cluster.partitions[part["partition"]]
+        recovered = (part["partition_epoch"], tuple(part["isr"]))
+        allowed = [(acked.partition_epoch, acked.isr)]
+        if acked.in_flight is not None:
+            allowed.append((acked.partition_epoch + 1, acked.in_flight))
+        assert recovered in allowed, f"partition {part['partition']}: recovered {recovered}, acknowledged {allowed}"
+        cluster.partitions[part["partition"]] = Acked(part["leader"], part["leader_epoch"], *recovered)

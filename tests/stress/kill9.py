@@ -28,12 +28,10 @@ page cache). fsync_order.py checks that no answer leaves before its records are 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,17 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from controller.log.snapshots import PART_SUFFIX, SNAPSHOT_SUFFIX, SnapshotError, read_snapshot_file
 from tests.e2e.daemon_process import DaemonProcess, free_port
-from tests.stress.cluster import Acked, Cluster, setup  # noqa: F401 - imported from here by test_shutdown, benchmarks
+from tests.stress.cluster import fetch_state
 from tests.stress.load import API_NAMES, CHANGES, Load
 
 MOMENTS = ("load", "snapshot", "create", "delete", "register")
 SNAPSHOT_BYTES = 64 * 1024
 MOMENT_TIMEOUT_S = 10.0
-
-
-def fetch_state(metrics_port: int) -> dict[str, object]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/state", timeout=30) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
 
 
 @dataclass
