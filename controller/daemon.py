@@ -167,12 +167,21 @@ class Daemon:
             self._open -= 1
 
     async def _watch_signals(self, main_scope: trio.CancelScope) -> None:
+        """The first SIGTERM/SIGINT drains; later ones while draining are logged and ignored (a
+        commit's fsync must not be cut short; SIGKILL remains for an operator in a hurry)."""
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("received %s: draining", signal.Signals(signum).name)
+                break
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_report_while_draining, signals)
                 await self.shutdown()
-                main_scope.cancel()
-                return
+                nursery.cancel_scope.cancel()
+        # everything is closed and the process is about to exit 0: a late signal must not turn
+        # that into death by signal (leaving the receiver restored the default handlers)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        main_scope.cancel()
 
     async def shutdown(self) -> None:
         """Stop accepting and reading; answer and commit what was read; let every commit and
@@ -296,6 +305,11 @@ class Daemon:
                 except Exception as exc:  # a full disk must not stop the controller: capture is best effort
                     log.error("capture flush failed, %d rows dropped so far: %s", self.capture.rows_dropped, exc)
                 self.metrics.capture(self.capture.rows_written, self.capture.parts_written)
+
+
+async def _report_while_draining(signals: Any) -> None:
+    async for signum in signals:
+        log.warning("received %s while draining: already stopping", signal.Signals(signum).name)
 
 
 async def _nursery_task(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:

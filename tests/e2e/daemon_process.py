@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,11 +36,13 @@ class DaemonProcess:
         log_file: Path | None = None,
         module: str = "controller",
         wrapper: Sequence[str] = (),
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.extra = list(extra)
         self.module = module
         self.wrapper = list(wrapper)
+        self.preexec_fn = preexec_fn  # runs in the child before exec (e.g. a resource limit)
         self.log_file = log_file or data_dir.parent / f"{data_dir.name}.stderr"
         self.process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -56,6 +58,7 @@ class DaemonProcess:
             stderr=self._stderr,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=self.preexec_fn,
         )
         return self
 
