@@ -32,6 +32,7 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import random
@@ -55,6 +56,8 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     CLIENT_SOFTWARE_VERSION,
     CONNECTION_ERRORS,
     JITTER,
+    LARGE_ORDER_PARTITIONS,
+    LARGE_PAYLOAD_BYTES,
     LOGGED_PARTITIONS,
     MAX_RESPONSE_BYTES,
     OUTBOUND_CONNECTION_IDS,
@@ -69,6 +72,7 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     OutboundRequest,
     PeerError,
     SentRequest,
+    encode_order,
     exchange_type,
     log,
     log_error,
@@ -78,9 +82,7 @@ from .control_requests import (
     LEADER_AND_ISR_KEY,
     STOP_REPLICA_KEY,
     common_version,
-    leader_and_isr_request,
     response_errors,
-    stop_replica_requests,
 )
 from .outbound import ControlOrder
 
@@ -307,7 +309,9 @@ class ControlChannel:
         """The response to `request` (the next one on the connection), recorded and captured."""
         with trio.fail_after(self._request_timeout_s):
             payload = await conn.receive_frame()
-        header, response = decode_response(payload, request.api_key, request.version)
+        decode = functools.partial(decode_response, payload, request.api_key, request.version)
+        # a broker's answer to a large order is decoded off the event loop
+        header, response = await trio.to_thread.run_sync(decode) if len(payload) > LARGE_PAYLOAD_BYTES else decode()
         if header.correlation_id != request.correlation_id:
             raise PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
         self._record_capture(conn, request, payload)
@@ -315,7 +319,7 @@ class ControlChannel:
 
     async def _send_batch(self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]) -> None:
         """Send orders from the front of the queue (within the in-flight limits), then read their answers in order."""
-        plans = self._plan_batch(link, conn, versions)
+        plans = await self._plan_batch(link, conn, versions)
         await self._send(conn, [request for _, requests in plans for request in requests])
         for order, requests in plans:
             for request in requests:
@@ -326,14 +330,14 @@ class ControlChannel:
             link.failures = 0
             self._queue_changed(link)
 
-    def _plan_batch(
+    async def _plan_batch(
         self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]
     ) -> list[tuple[ControlOrder, list[OutboundRequest]]]:
         """The first orders of the queue and their requests: at least one order, then within the limits."""
         plans: list[tuple[ControlOrder, list[OutboundRequest]]] = []
         budget = self._max_in_flight_bytes
-        for order in itertools.islice(link.queue, self._max_in_flight):
-            requests = self._requests_for(link, conn, order, versions)
+        for order in list(itertools.islice(link.queue, self._max_in_flight)):
+            requests = await self._requests_for(link, conn, order, versions)
             size = sum(len(request.frame) for request in requests)
             if plans and size > budget:
                 break
@@ -341,23 +345,25 @@ class ControlChannel:
             budget -= size
         return plans
 
-    def _requests_for(
+    async def _requests_for(
         self, link: Link, conn: BrokerConnection, order: ControlOrder, versions: dict[int, Versions]
     ) -> list[OutboundRequest]:
-        """The order's requests at the best common version; [] (logged, counted) if it cannot be sent."""
+        """The order's requests at the best common version; [] (logged, counted) if it cannot be sent.
+
+        A large order (thousands of partitions: a new big topic, a full LeaderAndIsr) is built and
+        encoded in a worker thread, from the order and addresses taken here: never on the loop."""
         api_key = STOP_REPLICA_KEY if order.stops else LEADER_AND_ISR_KEY
         version = common_version(api(api_key).versions, versions.get(api_key))
         if version is None:
             log.error("broker %d supports no version of api key %d: dropping an order", link.broker_id, api_key)
             self._count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION, ())
             return []
+        live = {} if api_key == STOP_REPLICA_KEY else self._live_leaders(order)
+        build = functools.partial(encode_order, conn, order, api_key, version, live)
         try:
-            bodies: list[Data] = (
-                list(stop_replica_requests(order, version))
-                if api_key == STOP_REPLICA_KEY
-                else [leader_and_isr_request(order, version, self._live_leaders(order))]
-            )
-            return [conn.request(body, version) for body in bodies]
+            if len(order.partitions) + len(order.stops) > LARGE_ORDER_PARTITIONS:
+                return await trio.to_thread.run_sync(build)
+            return build()
         except (EncodeError, ValueError):
             log.exception("broker %d: cannot encode an order at v%d of api key %d", link.broker_id, version, api_key)
             self._count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR, ())

@@ -26,6 +26,7 @@ from protocol.framing import FrameBuffer
 from protocol.registry import api, encode_request
 from protocol.spec import Data
 
+from .control_requests import STOP_REPLICA_KEY, leader_and_isr_request, stop_replica_requests
 from .outbound import ControlOrder
 
 log = logging.getLogger("fencer.channel")
@@ -185,3 +186,21 @@ def log_error(broker_id: int, api_key: int, version: int, code: int, what: str) 
         log.warning("broker %d rejected %s v%d as stale (%s) for %s; not resent", broker_id, name, version, label, what)
     else:
         log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)
+
+
+#: Orders of more partitions are built and encoded in a worker thread (about 15 ms of work here).
+LARGE_ORDER_PARTITIONS = 2000
+#: Larger answers are decoded in a worker thread.
+LARGE_PAYLOAD_BYTES = 1 << 20
+
+
+def encode_order(
+    conn: BrokerConnection, order: ControlOrder, api_key: int, version: int, live: dict[int, tuple[str, int]]
+) -> list[OutboundRequest]:
+    """The request frames of one order (may run in a worker thread: reads only its arguments)."""
+    bodies: list[Data] = (
+        list(stop_replica_requests(order, version))
+        if api_key == STOP_REPLICA_KEY
+        else [leader_and_isr_request(order, version, live)]
+    )
+    return [conn.request(body, version) for body in bodies]

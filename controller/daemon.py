@@ -90,6 +90,7 @@ class Daemon:
         self._open = 0  # accepted connections whose handler has not ended (registered or about to be)
         self._accepting = trio.CancelScope()
         self.metrics = _make_metrics(self)
+        self.metrics.watch_server(lambda: self._open, lambda: self.budget.used)
         self.capture = _make_capture(options)
         self._exchange: Any = None
         if self.capture is not None:

@@ -134,6 +134,12 @@ class ControllerMetrics:
         self._capture_failures = Counter(
             "fencer_capture_failures", "Capture parts that could not be written (rows dropped)", registry=registry
         )
+        self._open_connections = Gauge("fencer_open_connections", "Inbound connections open", registry=registry)
+        self._queued_bytes = Gauge(
+            "fencer_queued_request_bytes",
+            "Memory reserved for requests being read, waiting or in flight (--max-queued-bytes)",
+            registry=registry,
+        )
 
     def _define_outbound_metrics(self) -> None:
         registry = self.registry
@@ -189,6 +195,11 @@ class ControllerMetrics:
 
     def capture_failure(self) -> None:
         self._capture_failures.inc()
+
+    def watch_server(self, open_connections: Callable[[], float], queued_bytes: Callable[[], float]) -> None:
+        """Read the open connections and the reserved request memory at each scrape."""
+        self._open_connections.set_function(open_connections)
+        self._queued_bytes.set_function(queued_bytes)
 
     def outbound_queue(self, broker_id: int, depth: int) -> None:
         self._outbound_depth.labels(broker=str(broker_id)).set(depth)

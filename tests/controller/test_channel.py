@@ -13,7 +13,14 @@ import pytest
 import trio
 
 from broker_sim.listener import BrokerControlListener
-from controller.channel import OUTBOUND_CONNECTION_IDS, RECENT_ANSWERS, ControlChannel, SentRequest
+from controller import channel as channel_module
+from controller.channel import (
+    LARGE_ORDER_PARTITIONS,
+    OUTBOUND_CONNECTION_IDS,
+    RECENT_ANSWERS,
+    ControlChannel,
+    SentRequest,
+)
 from controller.outbound import ControlOrder, PartitionState, StopPartition
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
@@ -480,3 +487,28 @@ async def test_an_unreachable_brokers_queue_stays_bounded() -> None:
     assert channel.queue_depth(2) == 5  # the in-flight window, then one merged order
     last = channel._links[2].queue[-1]
     assert {(s.partition, s.leader_epoch) for s in last.partitions} == {(0, 99), (1, 99), (2, 99)}
+
+
+async def test_a_large_order_is_built_and_encoded_off_the_event_loop(
+    cluster: Cluster, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = await cluster.add(1)
+    on_loop: list[tuple[int, bool]] = []
+    encode = channel_module.encode_order
+
+    def watched(conn: object, order: ControlOrder, *args: object) -> object:
+        try:
+            trio.lowlevel.current_task()
+            on_loop.append((len(order.partitions), True))
+        except RuntimeError:  # no trio task: a worker thread
+            on_loop.append((len(order.partitions), False))
+        return encode(conn, order, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(channel_module, "encode_order", watched)
+    channel = cluster.channel()
+    await nursery.start(channel.run)
+    big = LARGE_ORDER_PARTITIONS + 1
+    channel.submit([lai(1, *(pstate(partition) for partition in range(big))), lai(1, pstate(0, 4))])
+    await until(lambda: channel.queue_depth(1) == 0, timeout=30)
+    assert {(size, loop) for size, loop in on_loop} == {(big, False), (1, True)}
+    assert len(one.partitions) == big and one.partitions[("foo", 0)].leader_epoch == 4

@@ -31,8 +31,8 @@ def metric(port: int, name: str, **labels: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
     wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
-    pattern = re.escape(name) + (r"\{" + re.escape(wanted) + r"\}" if labels else "") + r" (\S+)"
-    match = re.search(pattern, text)
+    pattern = "^" + re.escape(name) + (r"\{" + re.escape(wanted) + r"\}" if labels else "") + r" (\S+)$"
+    match = re.search(pattern, text, re.M)
     assert match is not None, f"{name} {labels} not in /metrics"
     return float(match.group(1))
 
@@ -52,6 +52,8 @@ def test_connections_past_the_limit_are_closed_at_once_and_counted(tmp_path: Pat
         held = [FencerClient(daemon.port, timeout=10) for _ in range(3)]
         for client in held:
             assert client.request(ApiVersionsRequest(), 0).error_code == 0
+        assert metric(metrics_port, "fencer_open_connections") == 3
+        assert metric(metrics_port, "fencer_queued_request_bytes") == 0  # every request answered, memory released
         with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as extra:
             assert extra.recv(1) == b""  # closed by the daemon without a word
         assert metric(metrics_port, "fencer_connections_refused_total", reason="max_connections") == 1

@@ -74,11 +74,12 @@ class Load:
         weights: dict[str, int] | None = None,
         max_partitions: int = 16,
         max_topics: int = 6,
+        listener_ports: dict[int, int] | None = None,
     ) -> None:
         self.weights = [(weights or DEFAULT_WEIGHTS).get(kind, 0) for kind in KINDS]
         self.max_partitions = max_partitions
         self.max_topics = max_topics
-        self.cluster_id, self.data_epochs = register_data_brokers(port)
+        self.cluster_id, self.data_epochs = register_data_brokers(port, listener_ports)
         self.clients = [Client(self, ClientModel(i, 100 + i), random.Random(rng.random())) for i in range(clients)]
         self.stop = threading.Event()
         self._killed = threading.Event()
@@ -248,14 +249,19 @@ class Client:
         self.model.incarnation, self.model.broker_epoch = incarnation, response.broker_epoch
 
 
-def register_data_brokers(port: int) -> tuple[str, dict[int, int]]:
-    """Register and unfence the data brokers; return the cluster id and their epochs."""
+def register_data_brokers(port: int, listener_ports: dict[int, int] | None = None) -> tuple[str, dict[int, int]]:
+    """Register and unfence the data brokers; return the cluster id and their epochs.
+
+    `listener_ports` gives a data broker a live control listener (else a port nobody listens on)."""
     with FencerClient(port) as client:
         cluster_id: str = client.request(DescribeClusterRequest(), 1).cluster_id
         epochs: dict[int, int] = {}
         for broker in DATA_BROKERS:
             request = BrokerRegistrationRequest(
-                broker_id=broker, cluster_id=cluster_id, incarnation_id=uuid.UUID(int=broker), listeners=(_LISTENER,)
+                broker_id=broker,
+                cluster_id=cluster_id,
+                incarnation_id=uuid.UUID(int=broker),
+                listeners=(replace(_LISTENER, port=(listener_ports or {}).get(broker, _LISTENER.port)),),
             )
             response = client.request(request, 3)
             _expect_ok(f"BrokerRegistration of broker {broker}", response.error_code)
