@@ -127,24 +127,40 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     logs.configure(args.log_level, args.log_format)
-    host, port = args.listen
     try:
-        engine = ControllerEngine.start(
-            args.data_dir,
-            cluster_id=args.cluster_id,
-            node_id=args.node_id,
-            session_timeout_ms=args.session_timeout_ms,
-            host=host,
-            port=port,
-            repair=args.repair_log,
-            snapshot_bytes=args.snapshot_bytes,
-            max_records_per_operation=args.max_records_per_operation,
-            segment_bytes=args.segment_bytes,
-            metadata_retention_bytes=args.metadata_retention_bytes,
-        )
+        engine = start_engine(args)
     except LogError as exc:
         print(f"fencer-controller: {exc}", file=sys.stderr)
         return 1
+    tune_runtime()
+    try:
+        trio.run(_serve, engine, daemon_options(args))
+    except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
+        failure = log_failure(exc)
+        if failure is None:
+            raise
+        # the state ran ahead of the disk: only a restart's recovery can reconcile them
+        log.critical("stopping: %s", failure)
+        return 1
+    return 0
+
+
+def start_engine(args: argparse.Namespace) -> ControllerEngine:
+    """Open the data dir and rebuild the state (`LogError` if it is unusable); log how it went."""
+    host, port = args.listen
+    engine = ControllerEngine.start(
+        args.data_dir,
+        cluster_id=args.cluster_id,
+        node_id=args.node_id,
+        session_timeout_ms=args.session_timeout_ms,
+        host=host,
+        port=port,
+        repair=args.repair_log,
+        snapshot_bytes=args.snapshot_bytes,
+        max_records_per_operation=args.max_records_per_operation,
+        segment_bytes=args.segment_bytes,
+        metadata_retention_bytes=args.metadata_retention_bytes,
+    )
     for message in engine.startup.recovery.messages:
         log.warning("%s", message)
     report = engine.startup
@@ -157,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
         report.replayed_records,
         report.seconds,
     )
+    return engine
+
+
+def tune_runtime() -> None:
+    """The process settings a long-running, latency-sensitive daemon wants (each says why)."""
     # The replayed state is long-lived: move it out of the collector's way, and collect less
     # often, so that full collections do not stall the request path for tens of milliseconds.
     gc.collect()
@@ -167,8 +188,12 @@ def run(args: argparse.Namespace) -> int:
     # time, and every group commit (and its requests' latency) with it.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     raise_descriptor_limit()
+
+
+def daemon_options(args: argparse.Namespace) -> DaemonOptions:
+    host, port = args.listen
     metrics_host, metrics_port = args.metrics_listen if args.metrics_listen else (None, 0)
-    options = DaemonOptions(
+    return DaemonOptions(
         host=host,
         port=port,
         max_frame_bytes=args.max_frame_bytes,
@@ -179,16 +204,6 @@ def run(args: argparse.Namespace) -> int:
         metrics_host=metrics_host,
         metrics_port=metrics_port,
     )
-    try:
-        trio.run(_serve, engine, options)
-    except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
-        failure = log_failure(exc)
-        if failure is None:
-            raise
-        # the state ran ahead of the disk: only a restart's recovery can reconcile them
-        log.critical("stopping: %s", failure)
-        return 1
-    return 0
 
 
 def raise_descriptor_limit() -> None:

@@ -128,18 +128,7 @@ class ControllerEngine:
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)
-        snapshot_id, snapshot_count, start = None, 0, 0
-        loaded = log.load_latest_snapshot()
-        if loaded is not None:
-            snapshot_id, records = loaded
-            for record, _ in records:
-                core.replay(record, snapshot_id.end_offset - 1, snapshot_id.epoch)
-            core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
-            snapshot_count, start = len(records), snapshot_id.end_offset
-        replayed = 0
-        for entry in log.read(start):
-            core.replay(entry.record, entry.offset, entry.epoch)
-            replayed += 1
+        snapshot_id, snapshot_count, replayed = _replay(core, log)
         epoch = max(log.last_epoch, core.state.controller_epoch) + 1
         offset = log.append_leader_change(epoch, config.node_id, _wall_ms())
         core.replay(_leader_change(config.node_id), offset, epoch)
@@ -301,6 +290,24 @@ class ControllerEngine:
     def _check_usable(self) -> None:
         if self._broken is not None:
             raise LogError(f"the controller cannot continue: {self._broken}")
+
+
+def _replay(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int, int]:
+    """Rebuild the state: the newest valid snapshot, then every record after it; (snapshot, its
+    record count, log records replayed)."""
+    snapshot_id, snapshot_count, start = None, 0, 0
+    loaded = log.load_latest_snapshot()
+    if loaded is not None:
+        snapshot_id, records = loaded
+        for record, _ in records:
+            core.replay(record, snapshot_id.end_offset - 1, snapshot_id.epoch)
+        core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
+        snapshot_count, start = len(records), snapshot_id.end_offset
+    replayed = 0
+    for entry in log.read(start):
+        core.replay(entry.record, entry.offset, entry.epoch)
+        replayed += 1
+    return snapshot_id, snapshot_count, replayed
 
 
 def _leader_change(node_id: int) -> LeaderChangeMessage:

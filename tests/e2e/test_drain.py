@@ -74,17 +74,23 @@ def create(client: FencerClient, name: str, partitions: int) -> Any:
     return client.request(CreateTopicsRequest(topics=(topic,)), 7).topics[0]
 
 
+def commit_in_progress(client: FencerClient, data_dir: Path, slow_disk: Path, answer: list[Any]) -> threading.Thread:
+    """Send a CreateTopics on a slow disk; return once its commit has written and sleeps in its fsync."""
+    register(client, range(1, 4))
+    slow_disk.touch()
+    size = log_bytes(data_dir)
+    sender = threading.Thread(target=lambda: answer.append(create(client, "late", 500)))
+    sender.start()
+    wait_for(lambda: log_bytes(data_dir) > size, "the commit's write")
+    return sender
+
+
 def test_a_request_being_committed_at_sigterm_is_answered(tmp_path: Path, slow_disk: Path) -> None:
     data_dir = tmp_path / "data"
     daemon = slow_daemon(data_dir)
+    answer: list[Any] = []
     with FencerClient(daemon.port, timeout=30) as client:
-        register(client, range(1, 4))
-        slow_disk.touch()
-        size = log_bytes(data_dir)
-        answer: list[Any] = []
-        sender = threading.Thread(target=lambda: answer.append(create(client, "late", 500)))
-        sender.start()
-        wait_for(lambda: log_bytes(data_dir) > size, "the commit's write")
+        sender = commit_in_progress(client, data_dir, slow_disk, answer)
         code = daemon.stop(timeout=30)  # SIGTERM while its fsync sleeps
         sender.join(30)
     assert code == 0, daemon.stderr()
@@ -152,13 +158,9 @@ def test_a_capture_that_cannot_be_written_at_shutdown_is_logged_and_the_exit_is_
 def test_shutdown_stops_accepting_at_once(tmp_path: Path, slow_disk: Path) -> None:
     data_dir = tmp_path / "data"
     daemon = slow_daemon(data_dir)
+    answer: list[Any] = []
     with FencerClient(daemon.port, timeout=30) as client:
-        register(client, range(1, 4))
-        slow_disk.touch()
-        size = log_bytes(data_dir)
-        sender = threading.Thread(target=lambda: create(client, "late", 10))
-        sender.start()
-        wait_for(lambda: log_bytes(data_dir) > size, "the commit's write")
+        sender = commit_in_progress(client, data_dir, slow_disk, answer)
         assert daemon.process is not None
         daemon.process.send_signal(15)
         time.sleep(0.5)  # draining: the commit's fsync still sleeps, the listener is closed
@@ -166,4 +168,5 @@ def test_shutdown_stops_accepting_at_once(tmp_path: Path, slow_disk: Path) -> No
             socket.create_connection(("127.0.0.1", daemon.port), timeout=5).close()
         sender.join(30)
         assert daemon.stop(timeout=30) == 0  # a second SIGTERM while draining is ignored
+    assert answer and answer[0].error_code == 0
     assert "already stopping" in daemon.stderr()
