@@ -34,8 +34,8 @@ from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.store import DEFAULT_SEGMENT_BYTES, PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
-from .slices import COMMIT_POINT, SLICE_SECONDS, Slices, finish, paced
-from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion
+from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
+from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, snapshot_records
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -151,17 +151,34 @@ class ControllerEngine:
     def controller_epoch(self) -> int:
         return self.core.state.controller_epoch
 
-    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Slices[Data | None]:
+    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Work[Data | None]:
         """Decide one request and stage its records; the work's result is the response (send it
         only once committed).
 
-        The decision is taken at once; staging (and the further steps of an operation decided in
-        steps) happens as the returned work runs, paced (see `controller.slices`): a caller on an
-        event loop lets other tasks run whenever it yields; `finish` runs it to the end. The
-        control orders its records call for accumulate until `take_orders`."""
+        The decision is taken at once. Staging it, and the further steps of an operation decided
+        in steps, happen at once too when small (`Done`), else as the returned work runs, paced
+        (see `controller.slices`): a caller on an event loop lets other tasks run whenever it
+        yields; `finish` runs it to the end. The control orders its records call for accumulate
+        until `take_orders`."""
         self._check_usable()
         outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset)
-        return paced(self._run(outcome), self.slice_seconds)
+        if type(outcome) is Result:
+            if len(outcome.records) <= REPLAY_SLICE_RECORDS:
+                self._stage_now(outcome.records)
+                return Done(outcome.response)
+            return paced(self._run(outcome), self.slice_seconds)
+        assert not isinstance(outcome, Result)
+        for _ in range(2):  # an operation in steps of one small batch is the common case too
+            try:
+                batch = next(outcome)
+            except StopIteration as stop:
+                return Done(stop.value)
+            if len(batch) > REPLAY_SLICE_RECORDS:
+                break
+            self._stage_now(batch)
+        else:
+            return paced(self._run_after(outcome), self.slice_seconds)
+        return paced(self._run_from(batch, outcome), self.slice_seconds)
 
     def expire_sessions(self, now_ns: int) -> Slices[None]:
         """Fence every broker whose session ran out (each in its own batches); stage the records."""
@@ -173,15 +190,26 @@ class ControllerEngine:
             yield from self._run(outcome)
 
     def _run(self, outcome: Outcome) -> Slices[Data | None]:
-        steps = batches(outcome)
+        return (yield from self._run_after(batches(outcome)))
+
+    def _run_after(self, steps: Steps) -> Slices[Data | None]:
+        """Stage every batch `steps` still has (a commit point after each); its response."""
+        try:
+            batch = next(steps)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        return (yield from self._run_from(batch, steps))
+
+    def _run_from(self, batch: Sequence[RecordAndVersion], steps: Steps) -> Slices[Data | None]:
+        """Stage `batch`, then every batch `steps` still has, a commit point after each; its response."""
         while True:
+            yield from self._stage(batch)
+            # a batch boundary: the caller commits here once many records are staged
+            yield COMMIT_POINT if self.staged_records >= self.commit_records else None
             try:
                 batch = next(steps)
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
-            yield from self._stage(batch)
-            # a batch boundary: the caller commits here once many records are staged
-            yield COMMIT_POINT if self.staged_records >= self.commit_records else None
 
     def take_orders(self) -> list[ControlOrder]:
         """The control orders of everything decided since the last call, batched per broker."""
@@ -199,17 +227,26 @@ class ControllerEngine:
 
         The batch is handed to `take_staged` only once wholly replayed, so whatever runs while
         this pauses may take the batches before it, never part of this one."""
-        if not records:
-            return
         base = self._next_offset
         self._next_offset += len(records)
-        apply = self.core.apply
         for start in range(0, len(records), REPLAY_SLICE_RECORDS):
             if start:
                 yield None
-            chunk = records[start : start + REPLAY_SLICE_RECORDS]
-            apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
-        self._staged.append(records)
+            self._replay(records, base, start, start + REPLAY_SLICE_RECORDS)
+        if records:
+            self._staged.append(records)
+
+    def _stage_now(self, records: Sequence[RecordAndVersion]) -> None:
+        """`_stage` in one go (a small batch)."""
+        if records:
+            base = self._next_offset
+            self._next_offset += len(records)
+            self._replay(records, base, 0, len(records))
+            self._staged.append(records)
+
+    def _replay(self, records: Sequence[RecordAndVersion], base: int, start: int, stop: int) -> None:
+        chunk = records[start:stop] if start or stop < len(records) else records
+        self.core.apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
 
     # ------------------------------------------------------------------ durability
     def commit(self) -> int:

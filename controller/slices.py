@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from typing import TypeAlias, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
@@ -31,12 +31,28 @@ Slices: TypeAlias = Generator[bool | None, None, T]
 #: Yielded where the caller should commit what the work staged so far.
 COMMIT_POINT = True
 
+
+class Done(Generic[T]):
+    """Work that was small enough to finish at once: its result, no generator to drive (the
+    daemon's hot path returns this, so a small request costs no generator machinery)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+
+#: What starting some work returns: `Done` if it already finished, else the rest as `Slices`.
+Work: TypeAlias = "Slices[T] | Done[T]"
+
 #: The longest paced work runs before it yields (the event loop's other tasks wait this long).
 SLICE_SECONDS = 0.02
 
 
-def finish(work: Slices[T]) -> T:
+def finish(work: Work[T]) -> T:
     """Run `work` to its end without pausing; its result."""
+    if isinstance(work, Done):
+        return work.value
     while True:
         try:
             next(work)

@@ -42,7 +42,7 @@ from .connection import LARGE_FRAME_BYTES, Pending
 from .engine import ControllerEngine
 from .log import LogError
 from .outbound import ControlOrder
-from .slices import COMMIT_POINT, Slices
+from .slices import COMMIT_POINT, Done, Slices, Work
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
@@ -156,12 +156,8 @@ class Writer:
             assert request is not None
             try:
                 work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
-                try:  # the common case: decided and staged at once, nothing to pace
-                    signal = next(work)
-                except StopIteration as stop:
-                    response = stop.value
-                else:
-                    response = await self._rest(work, signal)
+                # the common case: decided and staged at once, nothing to pace
+                response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
                 raise
             except Exception:
@@ -173,8 +169,10 @@ class Writer:
             pending.response = response
             self._answered.append(pending)
 
-    async def _complete(self, work: Slices[T]) -> T:
+    async def _complete(self, work: Work[T]) -> T:
         """Run paced work to its end (see `_rest`)."""
+        if isinstance(work, Done):
+            return work.value
         try:
             signal = next(work)
         except StopIteration as stop:

@@ -198,19 +198,26 @@ class MetadataLog:
         offsets: list[int] = []
         batches: list[tuple[int, bytes]] = []
         start_offset = next_offset = self._catalog.next_offset
+        encoded = 0  # records encoded since the last pause
         for group in groups:
             offsets.append(next_offset)
-            if group:
-                values: list[bytes] = []
+            if not group:
+                continue
+            if len(group) <= ENCODE_SLICE_RECORDS:  # most groups: one request's few records
+                values = [encode_metadata_value(record, version) for record, version in group]
+            else:
+                values = []
                 for start in range(0, len(group), ENCODE_SLICE_RECORDS):
-                    if start:
-                        yield None
                     values.extend(
                         encode_metadata_value(record, version)
                         for record, version in group[start : start + ENCODE_SLICE_RECORDS]
                     )
-                batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
-                next_offset += len(values)
+                    yield None
+            batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
+            next_offset += len(values)
+            encoded += len(values)
+            if encoded >= ENCODE_SLICE_RECORDS:
+                encoded = 0
                 yield None
         return PreparedAppend(start_offset, next_offset, offsets, batches)
 

@@ -12,12 +12,13 @@ previous batches left.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
     AlterPartitionResponse,
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
@@ -25,10 +26,10 @@ from protocol.messages.alter_partition import (
 from protocol.records.metadata import NO_LEADER_CHANGE, PartitionChangeRecord
 from protocol.spec import ZERO_UUID
 
-from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
+from ..state.controller_state import ControllerState, Outcome, Result
 from ..state.model import RECOVERED, RECOVERING, PartitionRegistration, TopicPartition
-from ..state.replication import Topic, change_record, change_version
-from .batches import batches
+from ..state.replication import Topic, change_record
+from .batches import fits_one_step, piece_by_piece, records_of
 
 
 def find_topic(state: ControllerState, name: str, topic_id: uuid.UUID, by_id: bool) -> Topic | None:
@@ -37,53 +38,60 @@ def find_topic(state: ControllerState, name: str, topic_id: uuid.UUID, by_id: bo
     return state.replication.topic_by_name(name)
 
 
-def records_of(changes: Sequence[PartitionChangeRecord]) -> tuple[RecordAndVersion, ...]:
-    return tuple((change, change_version(change)) for change in changes)
-
-
 # ---------------------------------------------------------------------- AlterPartition
 def alter_partition(state: ControllerState, request: AlterPartitionRequest, version: int) -> Outcome:
     if not request.topics:
         return Result(AlterPartitionResponse())
     if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
         return Result(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
-    return _alter_partitions(state, request, version)
+    if fits_one_step(state, request.topics):  # the common case: one plain pass, one batch
+        _, answers, changes = _alter_piece(state, request.broker_id, version, enumerate(request.topics), set())
+        return Result(AlterPartitionResponse(topics=tuple(answers)), records_of(changes))
+
+    def decide(piece: Piece, seen: set[TopicPartition]) -> tuple[list[int], list[TopicAnswer], Changes]:
+        return _alter_piece(state, request.broker_id, version, piece, seen)
+
+    return piece_by_piece(state, request.topics, decide, lambda topics: AlterPartitionResponse(topics=topics))
 
 
-def _alter_partitions(state: ControllerState, request: AlterPartitionRequest, version: int) -> Steps:
-    """Every partition of the request, in order, in bounded batches (a leader may name thousands)."""
-    seen: set[TopicPartition] = set()
-    results: list[list[AlterPartitionResponsePartitionData]] = [[] for _ in request.topics]
+Changes = list[PartitionChangeRecord]
+TopicAnswer = AlterPartitionResponseTopicData
+Piece = Iterable[tuple[int, AlterPartitionRequestTopicData]]
+
+
+def _alter_piece(
+    state: ControllerState, requester: int, version: int, piece: Piece, seen: set[TopicPartition]
+) -> tuple[list[int], list[TopicAnswer], Changes]:
+    """Decide a piece of the request (`ops.batches.piece_by_piece`: topics, each with some of its
+    partitions, and their positions in the request), each partition in order; (the topics'
+    positions, their answers, the changes)."""
+    changes: Changes = []
+    positions: list[int] = []
+    answers: list[TopicAnswer] = []
     by_id = version >= 2
-
-    def decide(item: tuple[int, Topic | None, AlterPartitionRequestPartitionData]) -> PartitionChangeRecord | None:
-        position, topic, part_request = item
-        if topic is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            results[position].append(
-                AlterPartitionResponsePartitionData(partition_index=part_request.partition_index, error_code=code)
-            )
-            return None
-        tp = TopicPartition(topic.topic_id, part_request.partition_index)
-        result, change = _alter_one(state, request.broker_id, tp, part_request, version, tp in seen)
-        seen.add(tp)
-        results[position].append(result)
-        return change
-
-    items = (
-        (position, find_topic(state, topic_request.topic_name, topic_request.topic_id, by_id), part_request)
-        for position, topic_request in enumerate(request.topics)
-        for part_request in topic_request.partitions
-    )
-    yield from batches(state, items, decide)
-    return AlterPartitionResponse(
-        topics=tuple(
+    for position, topic_request in piece:
+        topic = find_topic(state, topic_request.topic_name, topic_request.topic_id, by_id)
+        results = []
+        for part_request in topic_request.partitions:
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(
+                    AlterPartitionResponsePartitionData(partition_index=part_request.partition_index, error_code=code)
+                )
+                continue
+            tp = TopicPartition(topic.topic_id, part_request.partition_index)
+            result, change = _alter_one(state, requester, tp, part_request, version, tp in seen)
+            seen.add(tp)
+            results.append(result)
+            if change is not None:
+                changes.append(change)
+        positions.append(position)
+        answers.append(
             AlterPartitionResponseTopicData(
-                topic_name=topic_request.topic_name, topic_id=topic_request.topic_id, partitions=tuple(answers)
+                topic_name=topic_request.topic_name, topic_id=topic_request.topic_id, partitions=tuple(results)
             )
-            for topic_request, answers in zip(request.topics, results, strict=True)
         )
-    )
+    return positions, answers, changes
 
 
 def _new_isr(part_request: AlterPartitionRequestPartitionData, version: int) -> list[tuple[int, int]]:

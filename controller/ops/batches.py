@@ -15,8 +15,9 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from protocol.records.metadata import PartitionChangeRecord
 from protocol.spec import Data
@@ -34,6 +35,84 @@ Decide = Callable[[TopicPartition, PartitionRegistration], PartitionChangeRecord
 def step_size(state: ControllerState) -> int:
     """Partitions decided per step, and records per batch: never above the operation limit."""
     return max(1, min(STEP_PARTITIONS, state.config.max_records_per_operation))
+
+
+def records_of(changes: Sequence[PartitionChangeRecord]) -> tuple[RecordAndVersion, ...]:
+    return tuple([(change, change_version(change)) for change in changes])
+
+
+class TopicRequest(Protocol):
+    """A topic entry of a request that names partitions (AlterPartition, AlterReplicaState)."""
+
+    @property
+    def partitions(self) -> Sequence[Any]: ...
+
+
+TopicT = TypeVar("TopicT", bound=TopicRequest)
+AnswerT = TypeVar("AnswerT", bound=TopicRequest)
+#: Decides some of a request's topics (each with some of its partitions: a piece), in order,
+#: given the partitions already decided (a partition named twice is refused the second time);
+#: returns the topics' positions in the request, their answers, and the piece's changes.
+PieceDecider = Callable[
+    [list[tuple[int, TopicT]], set[TopicPartition]], tuple[list[int], list[AnswerT], list[PartitionChangeRecord]]
+]
+
+
+def fits_one_step(state: ControllerState, topics: Sequence[TopicRequest]) -> bool:
+    """Do the request's partitions fit one step? (Then it is decided in one plain pass; this runs
+    for every AlterPartition, so it avoids even a call to `step_size`.)"""
+    limit = state.config.max_records_per_operation
+    if limit > STEP_PARTITIONS:
+        limit = STEP_PARTITIONS
+    if len(topics) == 1:
+        return len(topics[0].partitions) <= limit
+    return sum([len(topic.partitions) for topic in topics]) <= limit
+
+
+def piece_by_piece(
+    state: ControllerState,
+    topics: Sequence[TopicT],
+    decide: PieceDecider[TopicT, AnswerT],
+    respond: Callable[[tuple[AnswerT, ...]], Data],
+) -> Steps:
+    """A request over more named partitions than one step: decided piece by piece (`pieces`), a
+    batch each; the answers of a topic cut across pieces are joined, and `respond(answers)` builds
+    the response once every piece is decided."""
+    seen: set[TopicPartition] = set()
+    answers: list[tuple[int, AnswerT]] = []
+    for piece in pieces(topics, step_size(state)):
+        positions, piece_answers, changes = decide(piece, seen)
+        for position, answer in zip(positions, piece_answers, strict=True):
+            if answers and answers[-1][0] == position:  # the rest of a topic cut at the last piece's end
+                joined = (*answers[-1][1].partitions, *answer.partitions)
+                answer = dataclasses.replace(answer, partitions=joined)  # type: ignore[type-var]
+                answers.pop()
+            answers.append((position, answer))
+        yield records_of(changes)
+    return respond(tuple(answer for _, answer in answers))
+
+
+def pieces(topics: Sequence[TopicT], size: int) -> Iterator[list[tuple[int, TopicT]]]:
+    """The topics cut into pieces of at most `size` partitions, in order: (position of the topic in
+    the request, the topic with the piece's share of its partitions); a topic may be cut."""
+    piece: list[tuple[int, TopicT]] = []
+    room = size
+    for position, topic in enumerate(topics):
+        partitions = topic.partitions
+        start = 0
+        while True:
+            share = partitions[start : start + room]
+            whole = start == 0 and len(share) == len(partitions)
+            piece.append((position, topic if whole else dataclasses.replace(topic, partitions=tuple(share))))  # type: ignore[type-var]
+            start += len(share)
+            room -= len(share)
+            if room == 0:
+                yield piece
+                piece, room = [], size
+            if start >= len(partitions):
+                break
+    if piece:
+        yield piece
 
 
 def batches(

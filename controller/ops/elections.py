@@ -33,7 +33,7 @@ from protocol.records.metadata import PartitionChangeRecord
 from ..state.controller_state import ControllerState, Result
 from ..state.model import RECOVERING, TopicPartition
 from ..state.replication import change_record
-from .alter_partition import records_of
+from .batches import records_of
 from .topics import TOO_MANY_RECORDS
 
 

@@ -12,22 +12,25 @@ bounded batches (`ops.batches`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_replica_state import (
     OFFLINE,
     ONLINE,
     AlterReplicaStateRequest,
+    AlterReplicaStateRequestTopicReplicas,
     AlterReplicaStateResponse,
     AlterReplicaStateResponsePartitionResult,
     AlterReplicaStateResponseTopicResult,
 )
 from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionChangeRecord
 
-from ..state.controller_state import ControllerState, Outcome, Result, Steps
+from ..state.controller_state import ControllerState, Outcome, Result
 from ..state.model import PartitionRegistration, TopicPartition
-from ..state.replication import Topic, change_record, removal
+from ..state.replication import change_record, removal
 from .alter_partition import find_topic
-from .batches import batches
+from .batches import fits_one_step, piece_by_piece, records_of
 from .eligibility import others_eligible
 
 
@@ -36,40 +39,50 @@ def alter_replica_state(state: ControllerState, request: AlterReplicaStateReques
         return Result(AlterReplicaStateResponse(error_code=ErrorCode.UNKNOWN_REPLICA_STATE))
     if not state.cluster.epoch_matches(request.broker_id, request.broker_epoch):
         return Result(AlterReplicaStateResponse(error_code=ErrorCode.STALE_BROKER_EPOCH))
-    return _alter_replicas(state, request, version)
+    if fits_one_step(state, request.topics):
+        _, answers, changes = _alter_piece(state, request, version, enumerate(request.topics), set())
+        return Result(AlterReplicaStateResponse(topics=tuple(answers)), records_of(changes))
+
+    def decide(
+        piece: list[tuple[int, AlterReplicaStateRequestTopicReplicas]], seen: set[TopicPartition]
+    ) -> tuple[list[int], list[AlterReplicaStateResponseTopicResult], list[PartitionChangeRecord]]:
+        return _alter_piece(state, request, version, piece, seen)
+
+    return piece_by_piece(state, request.topics, decide, lambda topics: AlterReplicaStateResponse(topics=topics))
 
 
-def _alter_replicas(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Steps:
-    """Every partition of the request, in order, in bounded batches (a failed disk may hold thousands)."""
-    seen: set[TopicPartition] = set()
-    results: list[list[AlterReplicaStateResponsePartitionResult]] = [[] for _ in request.topics]
-
-    def decide(item: tuple[int, Topic | None, int]) -> PartitionChangeRecord | None:
-        position, topic, index = item
-        change = None
-        if topic is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            tp = TopicPartition(topic.topic_id, index)
-            code, change = _one(state, tp, request.broker_id, request.new_state, tp in seen)
-            seen.add(tp)
-        results[position].append(AlterReplicaStateResponsePartitionResult(partition_index=index, error_code=code))
-        return change
-
-    items = (
-        (position, find_topic(state, topic_request.name, topic_request.topic_id, by_id=version >= 1), index)
-        for position, topic_request in enumerate(request.topics)
-        for index in topic_request.partitions
-    )
-    yield from batches(state, items, decide)
-    return AlterReplicaStateResponse(
-        topics=tuple(
+def _alter_piece(
+    state: ControllerState,
+    request: AlterReplicaStateRequest,
+    version: int,
+    piece: Iterable[tuple[int, AlterReplicaStateRequestTopicReplicas]],
+    seen: set[TopicPartition],
+) -> tuple[list[int], list[AlterReplicaStateResponseTopicResult], list[PartitionChangeRecord]]:
+    """Decide a piece of the request (`ops.batches.piece_by_piece`), each partition in order;
+    (the topics' positions in the request, their answers, the changes)."""
+    changes = []
+    positions: list[int] = []
+    answers: list[AlterReplicaStateResponseTopicResult] = []
+    for position, topic_request in piece:
+        topic = find_topic(state, topic_request.name, topic_request.topic_id, by_id=version >= 1)
+        results = []
+        for index in topic_request.partitions:
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                tp = TopicPartition(topic.topic_id, index)
+                code, change = _one(state, tp, request.broker_id, request.new_state, tp in seen)
+                seen.add(tp)
+                if change is not None:
+                    changes.append(change)
+            results.append(AlterReplicaStateResponsePartitionResult(partition_index=index, error_code=code))
+        positions.append(position)
+        answers.append(
             AlterReplicaStateResponseTopicResult(
-                name=topic_request.name, topic_id=topic_request.topic_id, partitions=tuple(answers)
+                name=topic_request.name, topic_id=topic_request.topic_id, partitions=tuple(results)
             )
-            for topic_request, answers in zip(request.topics, results, strict=True)
         )
-    )
+    return positions, answers, changes
 
 
 def _one(

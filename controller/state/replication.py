@@ -136,13 +136,10 @@ class ReplicationState:
     def _reindex(
         self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
-        """Move `tp` between the per-broker indexes and the counts; only members that changed are touched."""
+        """Move `tp` between the per-broker indexes and the counts; only members that changed are
+        touched (this runs for every partition record replayed)."""
         if old is None or new is None:
-            self.partition_count += 1 if old is None else -1
-        was_leaderless = old is not None and old.leader == NO_LEADER
-        is_leaderless = new is not None and new.leader == NO_LEADER
-        if was_leaderless != is_leaderless:
-            self.leaderless_count += 1 if is_leaderless else -1
+            self._count(old, new)
         empty: tuple[int, ...] = ()
         old_replicas, new_replicas = (old.replicas if old else empty), (new.replicas if new else empty)
         if old_replicas != new_replicas:
@@ -157,6 +154,20 @@ class ReplicationState:
                 self.leader_of[old_leader].discard(tp)
             if new_leader != NO_LEADER:
                 self.leader_of.setdefault(new_leader, set()).add(tp)
+            if old is not None and new is not None:  # a leader change: to or from none?
+                if old_leader == NO_LEADER:
+                    self.leaderless_count -= 1
+                elif new_leader == NO_LEADER:
+                    self.leaderless_count += 1
+
+    def _count(self, old: PartitionRegistration | None, new: PartitionRegistration | None) -> None:
+        """A partition created (`old` None) or removed (`new` None): the counts follow."""
+        if old is None and new is not None:
+            self.partition_count += 1
+            self.leaderless_count += new.leader == NO_LEADER
+        elif old is not None:
+            self.partition_count -= 1
+            self.leaderless_count -= old.leader == NO_LEADER
 
 
 def _move(
