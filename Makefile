@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz soak clean
+.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -49,6 +49,10 @@ stress: $(STAMP)
 ## fsync-check: the daemon under strace and load for 10 s; no answer may leave before its log records are fsync'd
 fsync-check: $(STAMP)
 	$(BIN)/python tests/stress/fsync_order.py --seconds 10
+
+## bench-stalls: how long a bystander waits while the daemon creates 10 x 9,999 partitions, snapshots them and serves /state
+bench-stalls: $(STAMP)
+	$(BIN)/python benchmarks/stalls.py --topics 10
 
 ## soak: 10 minutes of mixed load; fails if memory, descriptors or data-dir size grow by more than 10% after minute 2
 soak: $(STAMP)

@@ -62,6 +62,7 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     MAX_RESPONSE_BYTES,
     OUTBOUND_CONNECTION_IDS,
     RECENT_ANSWERS,
+    SMALL_ORDER_PARTITIONS,
     STALE_ERRORS,
     BrokerAddress,
     BrokerConnection,
@@ -77,6 +78,7 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     log,
     log_error,
     mergeable,
+    order_pieces,
 )
 from .control_requests import (
     LEADER_AND_ISR_KEY,
@@ -350,8 +352,9 @@ class ControlChannel:
     ) -> list[OutboundRequest]:
         """The order's requests at the best common version; [] (logged, counted) if it cannot be sent.
 
-        A large order (thousands of partitions: a new big topic, a full LeaderAndIsr) is built and
-        encoded in a worker thread, from the order and addresses taken here: never on the loop."""
+        A large order (a new big topic) becomes several requests, built one at a time with the
+        event loop running in between; only a large full LeaderAndIsr, which must stay one
+        request, is built in a worker thread (from the order and addresses taken here)."""
         api_key = STOP_REPLICA_KEY if order.stops else LEADER_AND_ISR_KEY
         version = common_version(api(api_key).versions, versions.get(api_key))
         if version is None:
@@ -359,15 +362,22 @@ class ControlChannel:
             self._count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION, ())
             return []
         live = {} if api_key == STOP_REPLICA_KEY else self._live_leaders(order)
-        build = functools.partial(encode_order, conn, order, api_key, version, live)
+        requests: list[OutboundRequest] = []
         try:
-            if len(order.partitions) + len(order.stops) > LARGE_ORDER_PARTITIONS:
-                return await trio.to_thread.run_sync(build)
-            return build()
+            for piece in order_pieces(order):
+                build = functools.partial(encode_order, conn, piece, api_key, version, live)
+                size = len(piece.partitions) + len(piece.stops)
+                if size > LARGE_ORDER_PARTITIONS:  # a full LeaderAndIsr: whole, off the loop
+                    requests.extend(await trio.to_thread.run_sync(build))
+                else:
+                    requests.extend(build())
+                    if size > SMALL_ORDER_PARTITIONS:  # a few ms of work: let other tasks run
+                        await trio.sleep(0)
         except (EncodeError, ValueError):
             log.exception("broker %d: cannot encode an order at v%d of api key %d", link.broker_id, version, api_key)
             self._count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR, ())
             return []
+        return requests
 
     def _live_leaders(self, order: ControlOrder) -> dict[int, tuple[str, int]]:
         out: dict[int, tuple[str, int]] = {}

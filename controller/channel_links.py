@@ -188,16 +188,35 @@ def log_error(broker_id: int, api_key: int, version: int, code: int, what: str) 
         log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)
 
 
-#: Orders of more partitions are built and encoded in a worker thread (about 15 ms of work here).
-LARGE_ORDER_PARTITIONS = 2000
+#: An order becomes requests of at most this many partitions (a few ms to build and encode here,
+#: and to digest the answer), each built on the event loop with other tasks running between
+#: them. A full LeaderAndIsr must stay one request (the broker drops what it does not name): a
+#: larger one is built in a worker thread.
+LARGE_ORDER_PARTITIONS = 500
+#: After building a request of more partitions than this, the channel lets other tasks run.
+SMALL_ORDER_PARTITIONS = 100
 #: Larger answers are decoded in a worker thread.
 LARGE_PAYLOAD_BYTES = 1 << 20
+
+
+def order_pieces(order: ControlOrder) -> list[ControlOrder]:
+    """The order cut into orders of at most `LARGE_ORDER_PARTITIONS` partitions or stops, in
+    order (a full LeaderAndIsr is never cut)."""
+    if order.full or len(order.partitions) + len(order.stops) <= LARGE_ORDER_PARTITIONS:
+        return [order]
+    size = LARGE_ORDER_PARTITIONS
+    if order.stops:
+        return [dataclasses.replace(order, stops=order.stops[i : i + size]) for i in range(0, len(order.stops), size)]
+    return [
+        dataclasses.replace(order, partitions=order.partitions[i : i + size])
+        for i in range(0, len(order.partitions), size)
+    ]
 
 
 def encode_order(
     conn: BrokerConnection, order: ControlOrder, api_key: int, version: int, live: dict[int, tuple[str, int]]
 ) -> list[OutboundRequest]:
-    """The request frames of one order (may run in a worker thread: reads only its arguments)."""
+    """The request frames of one order piece (may run in a worker thread: reads only its arguments)."""
     bodies: list[Data] = (
         list(stop_replica_requests(order, version))
         if api_key == STOP_REPLICA_KEY

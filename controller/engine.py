@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
@@ -32,6 +33,7 @@ from protocol.spec import Data
 from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.retention import DEFAULT_RETENTION_BYTES
+from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES, PreparedAppend
 from .outbound import ControlOrder, OutboundCollector
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
@@ -308,16 +310,26 @@ class ControllerEngine:
         return self.log.next_offset, self.core.freeze()
 
     def write_snapshot(self, taken: tuple[int, FrozenState]) -> Path:
-        """Write a snapshot of a state taken with `freeze`, then apply retention; return its path.
+        """Write a snapshot of a state taken with `freeze` (encoded here), then apply retention."""
+        return self.write_encoded_snapshot(finish(self.encode_snapshot(taken)))
 
-        May run in a worker thread while decisions and commits go on (the frozen state shares
-        nothing mutable with the live one, and the log guards what both threads touch).
+    def encode_snapshot(self, taken: tuple[int, FrozenState]) -> Slices[EncodedSnapshot]:
+        """The batches of a snapshot of a frozen state, encoded in paced slices (on the deciding
+        thread, beside decisions: encoding is CPU under the GIL, so a worker thread would only
+        take the event loop's turns)."""
+        end, frozen = taken
+        batches = encode_snapshot(self.controller_epoch, snapshot_records(frozen), _wall_ms())
+        return paced(_encoded(end, self.controller_epoch, batches), self.slice_seconds)
+
+    def write_encoded_snapshot(self, encoded: EncodedSnapshot) -> Path:
+        """Write an encoded snapshot, then apply retention; return its path. May run in a worker
+        thread while decisions and commits go on (the log guards what both threads touch).
+
         Segments are not deleted because a snapshot covers them, only once retention needs the
         space (as in Kafka). Raises `SnapshotWriteError` (the log and the engine stay usable) if
         the snapshot cannot be written or retention cannot delete a file; `LogError` only if the
         log itself failed."""
-        end, frozen = taken
-        path = self.log.write_snapshot(end, self.controller_epoch, snapshot_records(frozen), _wall_ms())
+        path = self.log.write_encoded_snapshot(encoded.end_offset, encoded.epoch, encoded.batches)
         self.log.apply_retention(self.metadata_retention_bytes)
         return path
 
@@ -327,6 +339,21 @@ class ControllerEngine:
     def _check_usable(self) -> None:
         if self._broken is not None:
             raise LogError(f"the controller cannot continue: {self._broken}")
+
+
+class EncodedSnapshot(NamedTuple):
+    end_offset: int
+    epoch: int
+    batches: list[bytes]
+
+
+def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[EncodedSnapshot]:
+    """Every batch of a snapshot, one per step (`snapshots.RECORDS_PER_BATCH` records each)."""
+    encoded = []
+    for batch in batches:
+        encoded.append(batch)
+        yield None
+    return EncodedSnapshot(end_offset, epoch, encoded)
 
 
 def _replay(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int, int]:

@@ -46,7 +46,7 @@ class Done(Generic[T]):
 Work: TypeAlias = "Slices[T] | Done[T]"
 
 #: The longest paced work runs before it yields (the event loop's other tasks wait this long).
-SLICE_SECONDS = 0.02
+SLICE_SECONDS = 0.005
 
 
 def finish(work: Work[T]) -> T:

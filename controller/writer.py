@@ -18,7 +18,8 @@ Rules:
 - A request whose decision raises is logged and its connection closed unanswered.
 - Snapshots: once `snapshot_bytes` of log were appended since the last one, the writer lets the
   commit in flight land (the state then equals the log), freezes the state (milliseconds) and
-  writes the snapshot in a worker thread while it goes on deciding. A failed snapshot leaves the
+  goes on deciding while a task of its own encodes the snapshot in slices and writes it from a
+  worker thread. A failed snapshot leaves the
   log as it was: it is logged, counted, and retried after a growing delay.
 - `drain` (shutdown) answers what is queued and in flight, up to a deadline, then stops
   deciding and waits for the commit in flight and the snapshot being written to finish: the
@@ -251,7 +252,8 @@ class Writer:
     async def _snapshot(self, taken: Any) -> None:
         started = self._clock()
         try:
-            path = await trio.to_thread.run_sync(self.engine.write_snapshot, taken)
+            encoded = await _paced(self.engine.encode_snapshot(taken))  # CPU: here, in slices
+            path = await trio.to_thread.run_sync(self.engine.write_encoded_snapshot, encoded)  # I/O: in a thread
         except LogError:
             raise  # the log itself failed: as fatal as a failed commit
         except Exception as exc:  # SnapshotWriteError and the like: the log is intact, retry later

@@ -70,14 +70,10 @@ def partial_snapshots(directory: Path) -> list[Path]:
 
 
 def write_snapshot_file(
-    directory: Path,
-    snapshot_id: SnapshotId,
-    records: Iterable[tuple[Data, int]],
-    timestamp_ms: int,
-    *,
-    fsync: bool,
+    directory: Path, snapshot_id: SnapshotId, chunks: Iterable[bytes], *, fsync: bool
 ) -> tuple[Path, int]:
-    """Write a snapshot atomically into `directory`; return its final path and size in bytes.
+    """Write a snapshot (its batches, from `encode_snapshot`) atomically into `directory`; return
+    its final path and size in bytes.
 
     On any failure nothing of this write is left: neither the `.part` nor, if the rename
     happened but the directory could not be fsync'd, the new file."""
@@ -86,7 +82,7 @@ def write_snapshot_file(
     renamed = False
     try:
         with open(part, "wb") as out:
-            for chunk in _snapshot_batches(snapshot_id.epoch, records, timestamp_ms):
+            for chunk in chunks:
                 out.write(chunk)
             out.flush()
             if fsync:
@@ -107,7 +103,8 @@ def _remove_quietly(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _snapshot_batches(epoch: int, records: Iterable[tuple[Data, int]], timestamp_ms: int) -> Iterator[bytes]:
+def encode_snapshot(epoch: int, records: Iterable[tuple[Data, int]], timestamp_ms: int) -> Iterator[bytes]:
+    """A snapshot's batches, encoded as consumed (`RECORDS_PER_BATCH` records at a time)."""
     header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=timestamp_ms)
     yield control_batch(0, epoch, timestamp_ms, [(header, 0)])
     offset = 1

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
-from protocol.records.batch import RecordBatch, metadata_batch
+from protocol.records.batch import PlainBatchBuilder, RecordBatch, metadata_batch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
@@ -55,6 +55,7 @@ from .retention import delete_file, sync_deletions
 from .segments import PARTITION_DIR, fsync_directory, segment_name
 from .snapshots import (
     SnapshotError,
+    encode_snapshot,
     list_snapshots,
     partial_snapshots,
     read_snapshot_file,
@@ -205,17 +206,21 @@ class MetadataLog:
                 continue
             if len(group) <= ENCODE_SLICE_RECORDS:  # most groups: one request's few records
                 values = [encode_metadata_value(record, version) for record, version in group]
-            else:
-                values = []
+                batch = metadata_batch(next_offset, epoch, timestamp_ms, values)
+            else:  # a large batch: its records encoded and framed a slice at a time
+                builder = PlainBatchBuilder(timestamp_ms)
                 for start in range(0, len(group), ENCODE_SLICE_RECORDS):
-                    values.extend(
-                        encode_metadata_value(record, version)
-                        for record, version in group[start : start + ENCODE_SLICE_RECORDS]
+                    builder.add(
+                        [
+                            encode_metadata_value(record, version)
+                            for record, version in group[start : start + ENCODE_SLICE_RECORDS]
+                        ]
                     )
                     yield None
-            batches.append((next_offset, metadata_batch(next_offset, epoch, timestamp_ms, values)))
-            next_offset += len(values)
-            encoded += len(values)
+                batch = builder.build(next_offset, epoch)
+            batches.append((next_offset, batch))
+            next_offset += len(group)
+            encoded += len(group)
             if encoded >= ENCODE_SLICE_RECORDS:
                 encoded = 0
                 yield None
@@ -343,6 +348,11 @@ class MetadataLog:
         Deletes nothing: `apply_retention` decides when older files go. Appends may go on in
         another thread meanwhile. An OSError is a `SnapshotWriteError`, after which nothing
         of the attempt is left and the log is as it was."""
+        return self.write_encoded_snapshot(end_offset, epoch, encode_snapshot(epoch, records, timestamp_ms))
+
+    def write_encoded_snapshot(self, end_offset: int, epoch: int, chunks: Iterable[bytes]) -> Path:
+        """`write_snapshot` of batches already encoded (`snapshots.encode_snapshot`), so that a
+        caller can encode on its own thread, in slices, and leave only the file I/O to a worker."""
         self._check_open()
         next_offset, last_epoch = self._catalog.next_offset, self._catalog.last_epoch
         if not 0 <= end_offset <= next_offset:
@@ -351,7 +361,7 @@ class MetadataLog:
             raise ValueError(f"snapshot epoch {epoch} is outside 0..{last_epoch}")
         snapshot_id = SnapshotId(end_offset, epoch)
         try:
-            path, size = write_snapshot_file(self._partition, snapshot_id, records, timestamp_ms, fsync=self._fsync)
+            path, size = write_snapshot_file(self._partition, snapshot_id, chunks, fsync=self._fsync)
         except OSError as exc:
             where = self._partition / snapshot_name(snapshot_id)
             raise SnapshotWriteError(f"cannot write snapshot {where}: {exc}") from exc

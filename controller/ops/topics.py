@@ -18,10 +18,12 @@ whole: POLICY_VIOLATION for every topic of the request, nothing written (validat
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
@@ -44,8 +46,9 @@ from protocol.records.metadata import (
 )
 from protocol.spec import ZERO_UUID
 
-from ..state.controller_state import ControllerState, RecordAndVersion, Result
+from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .alter_partition import find_topic
+from .batches import STEP_PARTITIONS
 from .placement import place_replicas
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -54,6 +57,10 @@ MAX_NAME_LENGTH = 249
 #: controller makes of a BoundedList overflow (more records than MAX_RECORDS_PER_USER_OP).
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+#: Topics a CreateTopics will create: name, id, (partition index, replicas) of each partition.
+Created = list[tuple[str, uuid.UUID, list[tuple[int, tuple[int, ...]]]]]
 
 
 class _Rejected(Exception):
@@ -86,11 +93,11 @@ def _requested_partitions(request: CreateTopicsRequest, default_partitions: int)
     return total
 
 
-def create_topics(state: ControllerState, request: CreateTopicsRequest, version: int, rng: random.Random) -> Result:
+def create_topics(state: ControllerState, request: CreateTopicsRequest, version: int, rng: random.Random) -> Outcome:
     limit = state.config.max_records_per_operation
     if _requested_partitions(request, state.config.default_partitions) > limit:
         return _refuse_creation(request, TOO_MANY_PARTITIONS)
-    created: list[tuple[str, uuid.UUID, list[tuple[int, tuple[int, ...]]]]] = []
+    created: Created = []
     results = []
     named = Counter(topic.name for topic in request.topics)
     for topic in request.topics:
@@ -119,12 +126,33 @@ def create_topics(state: ControllerState, request: CreateTopicsRequest, version:
     # one TopicRecord per topic and one PartitionRecord per partition, validate_only or not (as Kafka)
     if sum(1 + len(assignments) for _, _, assignments in created) > limit:
         return _refuse_creation(request, TOO_MANY_RECORDS)
-    records: list[RecordAndVersion] = []
-    if not request.validate_only:
-        for name, topic_id, assignments in created:
-            records.append((TopicRecord(name=name, topic_id=topic_id), 0))
-            records.extend((_partition_record(state, topic_id, index, replicas), 1) for index, replicas in assignments)
-    return Result(CreateTopicsResponse(topics=tuple(results)), tuple(records))
+    response = CreateTopicsResponse(topics=tuple(results))
+    if request.validate_only:
+        return Result(response)
+    records = _creation_records(state, created)
+    if sum(len(assignments) for _, _, assignments in created) <= STEP_PARTITIONS:
+        return Result(response, tuple(records))
+    return _created_in_steps(records, response)
+
+
+def _creation_records(state: ControllerState, created: Created) -> Iterator[RecordAndVersion]:
+    """A TopicRecord per topic, then its PartitionRecords (built as consumed)."""
+    active = set(state.cluster.active_ids())
+    for name, topic_id, assignments in created:
+        yield TopicRecord(name=name, topic_id=topic_id), 0
+        for index, replicas in assignments:
+            yield _partition_record(active, topic_id, index, replicas), 1
+
+
+def _created_in_steps(records: Iterator[RecordAndVersion], response: CreateTopicsResponse) -> Steps:
+    """A large creation: its records built `STEP_PARTITIONS` at a time, with a pause (an empty
+    step) between, then written as one atomic batch."""
+    batch: list[RecordAndVersion] = []
+    while chunk := list(itertools.islice(records, STEP_PARTITIONS)):
+        batch.extend(chunk)
+        yield []
+    yield batch
+    return response
 
 
 def _refuse_creation(request: CreateTopicsRequest, message: str) -> Result:
@@ -222,10 +250,8 @@ def _replica_list_problem(state: ControllerState, replicas: tuple[int, ...], fac
     return None
 
 
-def _partition_record(
-    state: ControllerState, topic_id: uuid.UUID, index: int, replicas: tuple[int, ...]
-) -> PartitionRecord:
-    isr = tuple(b for b in replicas if state.cluster.is_active(b))
+def _partition_record(active: set[int], topic_id: uuid.UUID, index: int, replicas: tuple[int, ...]) -> PartitionRecord:
+    isr = tuple([broker for broker in replicas if broker in active])
     return PartitionRecord(
         partition_id=index,
         topic_id=topic_id,
@@ -234,7 +260,7 @@ def _partition_record(
         leader=isr[0],
         leader_epoch=0,
         partition_epoch=0,
-        directories=tuple(UNASSIGNED_DIRECTORY for _ in replicas),
+        directories=(UNASSIGNED_DIRECTORY,) * len(replicas),
     )
 
 

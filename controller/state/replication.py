@@ -106,7 +106,7 @@ class ReplicationState:
         topic = self.topics.get(record.topic_id)
         if topic is None:
             raise ReplayError(f"partition of unknown topic {record.topic_id}")
-        tp = TopicPartition(record.topic_id, record.partition_id)
+        tp = TopicPartition(topic.topic_id, record.partition_id)  # the topic's id object, shared by its partitions
         new = PartitionRegistration.from_record(record)
         self._reindex(tp, topic.partitions.get(record.partition_id), new)
         topic.partitions[record.partition_id] = new

@@ -189,30 +189,62 @@ def metadata_batch(
 
 
 def _plain_metadata_batch(base_offset: int, leader_epoch: int, timestamp_ms: int, values: Sequence[bytes]) -> bytes:
-    """`metadata_batch` for the controller's own appends (null keys, no headers), written directly.
+    """`metadata_batch` for the controller's own appends (null keys, no headers), written directly."""
+    builder = PlainBatchBuilder(timestamp_ms)
+    builder.add(values)
+    return builder.build(base_offset, leader_epoch)
+
+
+class PlainBatchBuilder:
+    """A batch of null-key, header-less records (the controller's own appends), framed a chunk of
+    values at a time, so that a caller can pause between chunks of a large batch.
 
     Same bytes as the general path (the tests check it); each record is
     length | attributes 0 | timestamp delta 0 | offset delta | key -1 | value | 0 headers.
     """
-    body = bytearray(_CRC_COVERED_HEADER.pack(0, len(values) - 1, timestamp_ms, timestamp_ms, -1, -1, -1, len(values)))
-    try:
-        for index, value in enumerate(values):
-            delta = bytes((index << 1,)) if index < 64 else varint(index)
-            size = len(value)
-            size_bytes = bytes((size << 1,)) if size < 64 else varint(size)
-            record_size = 2 + len(delta) + 1 + len(size_bytes) + size + 1
-            body += bytes((record_size << 1,)) if record_size < 64 else varint(record_size)
-            body += b"\x00\x00"
-            body += delta
-            body += b"\x01"
-            body += size_bytes
-            body += value
-            body += b"\x00"
-        length = len(body) + CRC_START - LOG_OVERHEAD
-        prefix = _PREFIX.pack(base_offset, length, leader_epoch, MAGIC, crc32c(body))
-    except (struct.error, TypeError, ValueError, OverflowError) as exc:
-        raise EncodeError(f"cannot encode record batch: {type(exc).__name__}: {exc}") from None
-    return prefix + body
+
+    __slots__ = ("_count", "_records", "_timestamp_ms")
+
+    def __init__(self, timestamp_ms: int) -> None:
+        self._records = bytearray()
+        self._count = 0
+        self._timestamp_ms = timestamp_ms
+
+    def add(self, values: Sequence[bytes]) -> None:
+        """Frame the next records, in order."""
+        body = self._records
+        index = self._count
+        try:
+            for value in values:
+                delta = bytes((index << 1,)) if index < 64 else varint(index)
+                size = len(value)
+                size_bytes = bytes((size << 1,)) if size < 64 else varint(size)
+                record_size = 2 + len(delta) + 1 + len(size_bytes) + size + 1
+                body += bytes((record_size << 1,)) if record_size < 64 else varint(record_size)
+                body += b"\x00\x00"
+                body += delta
+                body += b"\x01"
+                body += size_bytes
+                body += value
+                body += b"\x00"
+                index += 1
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EncodeError(f"cannot encode record batch: {type(exc).__name__}: {exc}") from None
+        self._count = index
+
+    def build(self, base_offset: int, leader_epoch: int) -> bytes:
+        """The batch of every record added, at `base_offset` in `leader_epoch` (CRC-32C computed here)."""
+        if not self._count:
+            raise EncodeError("a metadata batch needs at least one record")
+        timestamp = self._timestamp_ms
+        try:
+            header = _CRC_COVERED_HEADER.pack(0, self._count - 1, timestamp, timestamp, -1, -1, -1, self._count)
+            body = header + self._records
+            length = len(body) + CRC_START - LOG_OVERHEAD
+            prefix = _PREFIX.pack(base_offset, length, leader_epoch, MAGIC, crc32c(body))
+        except (struct.error, TypeError, ValueError, OverflowError) as exc:
+            raise EncodeError(f"cannot encode record batch: {type(exc).__name__}: {exc}") from None
+        return prefix + body
 
 
 # ---------------------------------------------------------------------------- decoding

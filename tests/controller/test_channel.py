@@ -4,6 +4,7 @@ acknowledged, orders for older incarnations dropped, brokers going away, malform
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -489,26 +490,39 @@ async def test_an_unreachable_brokers_queue_stays_bounded() -> None:
     assert {(s.partition, s.leader_epoch) for s in last.partitions} == {(0, 99), (1, 99), (2, 99)}
 
 
-async def test_a_large_order_is_built_and_encoded_off_the_event_loop(
-    cluster: Cluster, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("full", [False, True])
+async def test_a_large_order_is_never_built_in_one_step_of_the_event_loop(
+    cluster: Cluster, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, full: bool
 ) -> None:
+    """An incremental order is cut into requests of at most LARGE_ORDER_PARTITIONS partitions, each
+    built on the loop; a full one must stay one request, so it is built in a worker thread."""
     one = await cluster.add(1)
-    on_loop: list[tuple[int, bool]] = []
+    built: list[tuple[int, bool]] = []  # (partitions, on the event loop?)
     encode = channel_module.encode_order
 
     def watched(conn: object, order: ControlOrder, *args: object) -> object:
         try:
             trio.lowlevel.current_task()
-            on_loop.append((len(order.partitions), True))
+            built.append((len(order.partitions), True))
         except RuntimeError:  # no trio task: a worker thread
-            on_loop.append((len(order.partitions), False))
+            built.append((len(order.partitions), False))
         return encode(conn, order, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(channel_module, "encode_order", watched)
     channel = cluster.channel()
     await nursery.start(channel.run)
-    big = LARGE_ORDER_PARTITIONS + 1
-    channel.submit([lai(1, *(pstate(partition) for partition in range(big))), lai(1, pstate(0, 4))])
+    big = 2 * LARGE_ORDER_PARTITIONS + 1
+    order = dataclasses.replace(lai(1, *(pstate(partition) for partition in range(big))), full=full)
+    channel.submit([order])
     await until(lambda: channel.queue_depth(1) == 0, timeout=30)
-    assert {(size, loop) for size, loop in on_loop} == {(big, False), (1, True)}
-    assert len(one.partitions) == big and one.partitions[("foo", 0)].leader_epoch == 4
+    if full:
+        assert built == [(big, False)]
+        assert len(control(one)) == 1
+    else:
+        assert built == [(LARGE_ORDER_PARTITIONS, True), (LARGE_ORDER_PARTITIONS, True), (1, True)]
+        assert [len(request.topic_states[0].partition_states) for _, _, request in control(one)] == [  # type: ignore[attr-defined]
+            LARGE_ORDER_PARTITIONS,
+            LARGE_ORDER_PARTITIONS,
+            1,
+        ]
+    assert len(one.partitions) == big

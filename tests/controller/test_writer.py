@@ -181,7 +181,7 @@ async def test_a_large_decision_never_replays_more_than_a_slice_in_one_step_of_t
 async def test_the_writer_goes_on_deciding_while_a_snapshot_is_written(setup: Setup) -> None:
     await brokers(setup, 1, 2, 3)
     release = threading.Event()
-    written = block(setup.engine, "write_snapshot", release)
+    written = block(setup.engine, "write_encoded_snapshot", release)
     setup.engine.snapshot_bytes = 1  # due at the next group
     await setup.request(topic("a", 3), 7)
     assert setup.writer.snapshotting
@@ -199,15 +199,15 @@ async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
     await brokers(setup, 1, 2, 3)
-    write = setup.engine.write_snapshot
+    write = setup.engine.write_encoded_snapshot
     failures = [OSError(24, "Too many open files")]
 
-    def flaky(taken: Any) -> Path:
+    def flaky(encoded: Any) -> Path:
         if failures:
             raise failures.pop()
-        return write(taken)
+        return write(encoded)
 
-    setup.engine.write_snapshot = flaky  # type: ignore[method-assign]
+    setup.engine.write_encoded_snapshot = flaky  # type: ignore[method-assign]
     setup.engine.snapshot_bytes = 1
     await setup.request(topic("a", 3), 7)
     await settled(setup)
@@ -247,7 +247,7 @@ async def test_drain_waits_for_the_commit_in_flight(setup: Setup) -> None:
 async def test_drain_waits_for_the_snapshot_being_written(setup: Setup) -> None:
     await brokers(setup, 1, 2, 3)
     release = threading.Event()
-    written = block(setup.engine, "write_snapshot", release)
+    written = block(setup.engine, "write_encoded_snapshot", release)
     setup.engine.snapshot_bytes = 1
     await setup.request(topic("a", 3), 7)
     assert setup.writer.snapshotting

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import io
+import itertools
 import struct
 import uuid
 
@@ -23,6 +24,7 @@ from protocol.errors import CorruptRecordError, DecodeError, EncodeError, Trunca
 from protocol.records.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
+    PlainBatchBuilder,
     Record,
     RecordBatch,
     decode_batch,
@@ -357,3 +359,20 @@ def test_plain_metadata_batches_are_the_general_encoding(values: list[bytes], ba
         )
     )
     assert metadata_batch(base_offset, epoch, 1_700_000_000_000, values) == general
+
+
+@given(
+    values=st.lists(st.binary(max_size=300), min_size=1, max_size=80),
+    cuts=st.lists(st.integers(0, 80), max_size=5),
+)
+def test_a_batch_built_a_chunk_at_a_time_is_the_same_batch(values: list[bytes], cuts: list[int]) -> None:
+    builder = PlainBatchBuilder(1_700_000_000_000)
+    bounds = [0, *sorted(cut for cut in cuts if cut < len(values)), len(values)]
+    for start, end in itertools.pairwise(bounds):
+        builder.add(values[start:end])
+    assert builder.build(7, 3) == metadata_batch(7, 3, 1_700_000_000_000, values)
+
+
+def test_an_empty_builder_cannot_build_a_batch() -> None:
+    with pytest.raises(EncodeError, match="at least one record"):
+        PlainBatchBuilder(0).build(0, 0)
