@@ -35,18 +35,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
-from protocol.records.batch import PlainBatchBuilder, RecordBatch, metadata_batch
+from protocol.records.batch import RecordBatch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
-from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
 
 from ..slices import Slices, finish
 from .catalog import LogCatalog, Segment, SnapshotFile
+from .encoding import PreparedAppend, encode_groups
 from .model import LogEntry, LogError, RecoveryReport, SnapshotId, SnapshotWriteError
 from .properties import MetaProperties, load_or_format
 from .reading import read_entries, segment_batches
@@ -65,21 +64,9 @@ from .snapshots import (
 
 __all__ = ["LogEntry", "LogError", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
-#: Records encoded between two pauses of `prepare_steps` (about 2-4 ms of work here).
-ENCODE_SLICE_RECORDS = 256
 #: Kafka's `metadata.log.segment.bytes` default (1 GiB).
 DEFAULT_SEGMENT_BYTES = 1 << 30
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-
-
-@dataclass(frozen=True)
-class PreparedAppend:
-    """Batches encoded by `MetadataLog.prepare`, waiting for `write_prepared`."""
-
-    start_offset: int
-    end_offset: int
-    offsets: list[int]
-    batches: list[tuple[int, bytes]]
 
 
 class MetadataLog:
@@ -196,35 +183,7 @@ class MetadataLog:
     ) -> Slices[PreparedAppend]:
         """`prepare` in slices: yields after every `ENCODE_SLICE_RECORDS` records encoded."""
         self._check_epoch(epoch)
-        offsets: list[int] = []
-        batches: list[tuple[int, bytes]] = []
-        start_offset = next_offset = self._catalog.next_offset
-        encoded = 0  # records encoded since the last pause
-        for group in groups:
-            offsets.append(next_offset)
-            if not group:
-                continue
-            if len(group) <= ENCODE_SLICE_RECORDS:  # most groups: one request's few records
-                values = [encode_metadata_value(record, version) for record, version in group]
-                batch = metadata_batch(next_offset, epoch, timestamp_ms, values)
-            else:  # a large batch: its records encoded and framed a slice at a time
-                builder = PlainBatchBuilder(timestamp_ms)
-                for start in range(0, len(group), ENCODE_SLICE_RECORDS):
-                    builder.add(
-                        [
-                            encode_metadata_value(record, version)
-                            for record, version in group[start : start + ENCODE_SLICE_RECORDS]
-                        ]
-                    )
-                    yield None
-                batch = builder.build(next_offset, epoch)
-            batches.append((next_offset, batch))
-            next_offset += len(group)
-            encoded += len(group)
-            if encoded >= ENCODE_SLICE_RECORDS:
-                encoded = 0
-                yield None
-        return PreparedAppend(start_offset, next_offset, offsets, batches)
+        return (yield from encode_groups(groups, self._catalog.next_offset, epoch, timestamp_ms))
 
     def write_prepared(self, prepared: PreparedAppend) -> list[int]:
         """Write and fsync what `prepare` encoded; it must be the next thing this log appends."""

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
-from controller.log.store import ENCODE_SLICE_RECORDS
+from controller.log.encoding import ENCODE_SLICE_RECORDS
 from controller.slices import Slices, finish, paced
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
