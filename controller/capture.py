@@ -2,7 +2,9 @@
 
 Purpose: with `--capture-dir`, the daemon hands each finished exchange (request frame, response
 frame or None, envelope) to a `CaptureWriter`; analytics (Spark, DuckDB, pyarrow) read the
-directory as it is, without project code, and decode the raw frames with `protocol`.
+directory as it is, without project code, and decode the raw frames with `protocol`. The format
+itself (schema, row type, conversion, part names) is `protocol.capture`, shared with the fleet and
+analytics; this module writes it.
 
 Rules:
 - `add` is the only call on the request path: one `deque.append`, no clock, no I/O, no lock.
@@ -31,88 +33,45 @@ Rules:
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .log.segments import fsync_directory
-
-INBOUND = "inbound"
-OUTBOUND = "outbound"
-
-
-class Exchange(NamedTuple):
-    """One request and its response; a named tuple because it is the cheapest record to build."""
-
-    request_time_ns: int  # time.time_ns() when the request was received (inbound) or sent (outbound)
-    response_time_ns: int | None
-    direction: str  # INBOUND | OUTBOUND
-    connection_id: int
-    peer: str  # "host:port"
-    api_key: int
-    api_version: int
-    correlation_id: int
-    request: bytes  # the frame payload, without the 4-byte size prefix
-    response: bytes | None  # None if the connection closed without a response
-
-
-class Part(NamedTuple):
-    """The rows of one part file, with the start of its collection window and its sequence number."""
-
-    rows: list[Exchange]
-    started_ns: int
-    sequence: int
-
-
-CAPTURE_SCHEMA: pa.Schema = pa.schema(
-    [
-        pa.field("request_time_ns", pa.int64(), nullable=False),
-        pa.field("response_time_ns", pa.int64(), nullable=True),
-        pa.field("direction", pa.string(), nullable=False),
-        pa.field("connection_id", pa.int64(), nullable=False),
-        pa.field("peer", pa.string(), nullable=False),
-        pa.field("api_key", pa.int16(), nullable=False),
-        pa.field("api_version", pa.int16(), nullable=False),
-        pa.field("correlation_id", pa.int32(), nullable=False),
-        pa.field("request", pa.binary(), nullable=False),
-        pa.field("response", pa.binary(), nullable=True),
-    ]
+from protocol.capture import (
+    CAPTURE_SCHEMA,
+    DICTIONARY_COLUMNS,
+    ENVELOPE_COLUMNS,
+    INBOUND,
+    OUTBOUND,
+    Exchange,
+    Part,
+    from_batches,
+    part_name,
+    temporary_pattern,
+    to_batches,
+    to_table,
 )
 
-_ENVELOPE = [name for name in CAPTURE_SCHEMA.names if name not in ("request", "response")]
-_DICTIONARY = ["direction", "peer", "api_key", "api_version"]
-SUFFIX = ".parquet"
-CHUNK_ROWS = 256  # about a quarter of a millisecond of conversion
-_TYPES = [field.type for field in CAPTURE_SCHEMA]
+from .log.segments import fsync_directory
 
-
-def to_table(exchanges: Sequence[Exchange]) -> pa.Table:
-    """The exchanges as a table of `CAPTURE_SCHEMA` (raises pyarrow errors on out-of-type values)."""
-    return from_batches(list(to_batches(exchanges)))
-
-
-def from_batches(batches: Sequence[pa.RecordBatch]) -> pa.Table:
-    return pa.Table.from_batches(batches, schema=CAPTURE_SCHEMA)
-
-
-def to_batches(exchanges: Sequence[Exchange]) -> Iterator[pa.RecordBatch]:
-    """The exchanges as record batches of `CHUNK_ROWS` rows, converted one at a time.
-
-    Converting Python objects holds the GIL in pyarrow's C loops, which a worker thread does not
-    give up at the interpreter's switch interval: the daemon takes these slices on its own event
-    loop, between requests, and leaves only the Parquet encoding (which releases the GIL) to a
-    worker thread."""
-    for start in range(0, len(exchanges), CHUNK_ROWS):
-        columns = zip(*exchanges[start : start + CHUNK_ROWS], strict=True)
-        arrays = [pa.array(column, type=kind) for column, kind in zip(columns, _TYPES, strict=True)]
-        yield pa.RecordBatch.from_arrays(arrays, schema=CAPTURE_SCHEMA)
+__all__ = [
+    "CAPTURE_SCHEMA",
+    "INBOUND",
+    "OUTBOUND",
+    "CaptureWriter",
+    "Exchange",
+    "Part",
+    "from_batches",
+    "remove_temporaries",
+    "to_batches",
+    "to_table",
+    "write_part",
+]
 
 
 def write_part(table: pa.Table, directory: Path, name: str) -> int:
@@ -123,8 +82,8 @@ def write_part(table: pa.Table, directory: Path, name: str) -> int:
             table,
             str(temporary),
             compression="zstd",
-            use_dictionary=_DICTIONARY,
-            write_statistics=_ENVELOPE,
+            use_dictionary=DICTIONARY_COLUMNS,
+            write_statistics=ENVELOPE_COLUMNS,
             row_group_size=max(1, table.num_rows),
         )
         size = _fsync_file(temporary)
@@ -147,7 +106,7 @@ def _fsync_file(path: Path) -> int:
 
 def remove_temporaries(directory: Path, prefix: str) -> list[Path]:
     """Delete the temporary parts a crashed writer with this prefix left behind; return them."""
-    pattern = re.compile(rf"\.{re.escape(prefix)}-\d{{19}}-\d{{6,}}{re.escape(SUFFIX)}\.tmp")
+    pattern = temporary_pattern(prefix)
     leftovers = sorted(path for path in directory.iterdir() if pattern.fullmatch(path.name))
     for path in leftovers:
         path.unlink(missing_ok=True)
@@ -231,7 +190,7 @@ class CaptureWriter:
             self.rows_dropped += len(part.rows)
 
     def _write(self, part: Part, table: pa.Table) -> Path:
-        name = f"{self.prefix}-{part.started_ns:019d}-{part.sequence:06d}{SUFFIX}"
+        name = part_name(self.prefix, part.started_ns, part.sequence)
         try:
             size = write_part(table, self.directory, name)
         except BaseException:

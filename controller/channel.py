@@ -26,7 +26,7 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
   and the metrics.
 - Metrics (optional): the queue depth at every change, one `outbound_response` per answer with its
   outcome (top-level error, else the first partition error), one `outbound_connection_failure` per
-  failed connection. Capture (optional): every exchange, as `controller.capture.Exchange`.
+  failed connection. Capture (optional): every exchange, as `protocol.capture.Exchange`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 import trio
 
+from protocol.capture import OUTBOUND, Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -69,12 +70,10 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     CaptureSink,
     ChannelMetrics,
     Link,
-    OutboundExchange,
     OutboundRequest,
     PeerError,
     SentRequest,
     encode_order,
-    exchange_type,
     log,
     log_error,
     mergeable,
@@ -111,7 +110,6 @@ class ControlChannel:
         self._broker_address = broker_address
         self._metrics = metrics
         self._capture = capture
-        self.exchange_type = exchange_type() if capture is not None else OutboundExchange
         self._backoff_initial_s = backoff_initial_s
         self._backoff_max_s = backoff_max_s
         self._request_timeout_s = request_timeout_s
@@ -426,10 +424,10 @@ class ControlChannel:
         if self._capture is None:
             return
         try:
-            exchange = self.exchange_type(
+            exchange = Exchange(
                 request_time_ns=request.sent_ns,
                 response_time_ns=time.time_ns(),
-                direction="outbound",
+                direction=OUTBOUND,
                 connection_id=conn.connection_id,
                 peer=conn.peer,
                 api_key=request.api_key,

@@ -9,7 +9,6 @@ unreachable broker's queue stays bounded.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import logging
 import random
@@ -20,6 +19,7 @@ from typing import Any, NamedTuple, Protocol
 
 import trio
 
+from protocol.capture import Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.framing import FrameBuffer
@@ -56,23 +56,7 @@ class ChannelMetrics(Protocol):
 
 
 class CaptureSink(Protocol):
-    def add(self, exchange: Any) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class OutboundExchange:
-    """Stand-in for `controller.capture.Exchange` (same fields) when that module is absent."""
-
-    request_time_ns: int
-    response_time_ns: int
-    direction: str
-    connection_id: int
-    peer: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    request: bytes
-    response: bytes
+    def add(self, exchange: Exchange) -> None: ...
 
 
 class SentRequest(NamedTuple):
@@ -166,16 +150,6 @@ class BrokerConnection:
 
 
 # ---------------------------------------------------------------------- helpers
-def exchange_type() -> Callable[..., object]:
-    """`controller.capture.Exchange` when that module exists, else the stand-in with the same fields."""
-    try:
-        module = importlib.import_module("controller.capture")
-    except ImportError:
-        return OutboundExchange
-    found: Callable[..., object] = getattr(module, "Exchange", OutboundExchange)
-    return found
-
-
 def log_error(broker_id: int, api_key: int, version: int, code: int, what: str) -> None:
     name = api(api_key).name
     try:

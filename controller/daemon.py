@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from protocol.capture import INBOUND, Exchange, from_batches, to_batches
 from protocol.registry import peek_request
 
 from .budget import MemoryBudget
@@ -92,11 +93,6 @@ class Daemon:
         self.metrics = _make_metrics(self)
         self.metrics.watch_server(lambda: self._open, lambda: self.budget.used)
         self.capture = _make_capture(options)
-        self._exchange: Any = None
-        if self.capture is not None:
-            from .capture import Exchange
-
-            self._exchange = Exchange
         self.channel = _make_channel(self)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic)
 
@@ -253,10 +249,10 @@ class Daemon:
             return
         key, version, correlation = _identity(pending)
         self.capture.add(
-            self._exchange(
+            Exchange(
                 pending.received_wall_ns,
                 time.time_ns() if frame is not None else None,
-                "inbound",
+                INBOUND,
                 pending.connection_id,
                 pending.peer,
                 key,
@@ -280,8 +276,6 @@ class Daemon:
 
     async def _flush_capture(self) -> None:
         """One part: its rows converted here in slices between requests, then written from a thread."""
-        from .capture import from_batches, to_batches
-
         assert self.capture is not None
         part = self.capture.take()
         if part is None:

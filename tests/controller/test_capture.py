@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from controller import capture
 from controller.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, CaptureWriter, Exchange
 from controller.log.segments import fsync_directory
+from protocol.capture import CHUNK_ROWS
 
 PART_NAME = re.compile(r"capture-\d{19}-\d{6}\.parquet")
 
@@ -139,7 +140,7 @@ def test_part_is_zstd_one_row_group_named_to_sort(directory: Path) -> None:
 
 
 def test_a_part_of_several_conversion_chunks_is_one_row_group_in_order(directory: Path) -> None:
-    rows = [exchange(index, response=None if index % 7 == 0 else b"r") for index in range(2 * capture.CHUNK_ROWS + 5)]
+    rows = [exchange(index, response=None if index % 7 == 0 else b"r") for index in range(2 * CHUNK_ROWS + 5)]
     writer = CaptureWriter(directory, rotate_rows=len(rows))
     for row in rows:
         writer.add(row)

@@ -1,0 +1,101 @@
+"""The capture format: one row per exchange (request and response frames plus an envelope), as Arrow.
+
+Purpose: the daemon and the fleet write captures in this format and analytics reads them, so the
+format lives with the codec that every program shares. Pure data: the schema, the row type, the
+conversion of rows to Arrow record batches and the names of part files. Writing parts (files,
+fsync, threads) belongs to the programs' shells.
+
+Rules:
+- A part file is `<prefix>-<start ns, 19 digits>-<sequence, 6+ digits>.parquet`, so names sort by
+  time; readers skip names starting with `.` (temporary files) or not ending in `.parquet`.
+- `request` and `response` hold frame payloads without the 4-byte size prefix; `response` is null
+  when the connection closed without one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import pyarrow as pa
+
+INBOUND = "inbound"
+OUTBOUND = "outbound"
+
+
+class Exchange(NamedTuple):
+    """One request and its response; a named tuple because it is the cheapest record to build."""
+
+    request_time_ns: int  # time.time_ns() when the request was received (inbound) or sent (outbound)
+    response_time_ns: int | None
+    direction: str  # INBOUND | OUTBOUND
+    connection_id: int
+    peer: str  # "host:port"
+    api_key: int
+    api_version: int
+    correlation_id: int
+    request: bytes  # the frame payload, without the 4-byte size prefix
+    response: bytes | None  # None if the connection closed without a response
+
+
+class Part(NamedTuple):
+    """The rows of one part file, with the start of its collection window and its sequence number."""
+
+    rows: list[Exchange]
+    started_ns: int
+    sequence: int
+
+
+CAPTURE_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("request_time_ns", pa.int64(), nullable=False),
+        pa.field("response_time_ns", pa.int64(), nullable=True),
+        pa.field("direction", pa.string(), nullable=False),
+        pa.field("connection_id", pa.int64(), nullable=False),
+        pa.field("peer", pa.string(), nullable=False),
+        pa.field("api_key", pa.int16(), nullable=False),
+        pa.field("api_version", pa.int16(), nullable=False),
+        pa.field("correlation_id", pa.int32(), nullable=False),
+        pa.field("request", pa.binary(), nullable=False),
+        pa.field("response", pa.binary(), nullable=True),
+    ]
+)
+
+ENVELOPE_COLUMNS = [name for name in CAPTURE_SCHEMA.names if name not in ("request", "response")]
+DICTIONARY_COLUMNS = ["direction", "peer", "api_key", "api_version"]
+SUFFIX = ".parquet"
+CHUNK_ROWS = 256  # about a quarter of a millisecond of conversion
+_TYPES = [field.type for field in CAPTURE_SCHEMA]
+
+
+def to_table(exchanges: Sequence[Exchange]) -> pa.Table:
+    """The exchanges as a table of `CAPTURE_SCHEMA` (raises pyarrow errors on out-of-type values)."""
+    return from_batches(list(to_batches(exchanges)))
+
+
+def from_batches(batches: Sequence[pa.RecordBatch]) -> pa.Table:
+    return pa.Table.from_batches(batches, schema=CAPTURE_SCHEMA)
+
+
+def to_batches(exchanges: Sequence[Exchange]) -> Iterator[pa.RecordBatch]:
+    """The exchanges as record batches of `CHUNK_ROWS` rows, converted one at a time.
+
+    Converting Python objects holds the GIL in pyarrow's C loops, which a worker thread does not
+    give up at the interpreter's switch interval: the daemon takes these slices on its own event
+    loop, between requests, and leaves only the Parquet encoding (which releases the GIL) to a
+    worker thread."""
+    for start in range(0, len(exchanges), CHUNK_ROWS):
+        columns = zip(*exchanges[start : start + CHUNK_ROWS], strict=True)
+        arrays = [pa.array(column, type=kind) for column, kind in zip(columns, _TYPES, strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=CAPTURE_SCHEMA)
+
+
+def part_name(prefix: str, started_ns: int, sequence: int) -> str:
+    """The file name of a part whose collection window opened at `started_ns`."""
+    return f"{prefix}-{started_ns:019d}-{sequence:06d}{SUFFIX}"
+
+
+def temporary_pattern(prefix: str) -> re.Pattern[str]:
+    """Names of the temporary files a writer with `prefix` uses before publishing a part."""
+    return re.compile(rf"\.{re.escape(prefix)}-\d{{19}}-\d{{6,}}{re.escape(SUFFIX)}\.tmp")
