@@ -1,8 +1,11 @@
 """The broker simulator: a fleet of simulated Kafka brokers that drive and check the controller.
 
-Rules: this package is a shell (architecture.md "Rings"): it may import trio and `protocol`, and
-speaks to the controller only over the wire. Every random choice comes from a seeded
-`random.Random`. Modules:
+Rules: `broker_sim` imports `protocol`, never `controller` (the checker must judge any controller
+that writes Kafka's format). The broker's behaviour is pure, seeded logic with time passed in
+(`model/`); trio appears only in the shell (the fleet runner, connections, the listener, the
+display). Every random choice comes from a seeded `random.Random`. Modules:
 - `listener`: the broker side of the control plane (ApiVersions, LeaderAndIsr, StopReplica),
   enforcing the broker-side epoch rules of semantics.md.
+- `journal`: the run's journal (JSON lines), the contract between the fleet and the checker.
+- `stats`: live counters for the display and the report, mergeable across fleet processes.
 """

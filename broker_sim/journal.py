@@ -1,0 +1,281 @@
+"""The run's journal: what the fleet saw, as JSON lines, for the invariant checker.
+
+Purpose: the checker judges a controller from two sources: its metadata log (the only truth about
+what was committed) and this journal (what the controller told the brokers, and what the fleet did
+on purpose). A run writes one journal beside its report; `python -m broker_sim check DATA_DIR
+--journal PATH` reads it back. The format is the contract between the fleet (writer) and the
+checker (reader); both use only this module for it.
+
+Rules:
+- One JSON object per line, with a `kind` naming the entry type below; unknown kinds are skipped
+  by readers (newer writers, older readers). A truncated last line (a crashed run) is ignored.
+- Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
+  fleet processes and the log's batch timestamps can be put on one timeline.
+- Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
+- Entries are facts the fleet observed, never conclusions: the checker decides what is a violation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """The first entry of every fleet process: the arguments that make the run replayable."""
+
+    kind: ClassVar[str] = "run"
+    wall_ns: int
+    seed: int
+    scenario: str
+    brokers: int
+    first_broker_id: int
+    heartbeat_ms: int
+    session_timeout_ms: int  # the controller's, as the fleet assumes it (pauses are made longer)
+    shutdown_bound_ms: int  # a controlled shutdown must complete within this (README, "What it decides")
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    kind: ClassVar[str] = "end"
+    wall_ns: int
+    finished: bool  # False: the run was interrupted or the controller became unreachable
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A BrokerRegistration answered NONE: this incarnation holds `broker_epoch`."""
+
+    kind: ClassVar[str] = "registered"
+    wall_ns: int
+    broker: int
+    incarnation_id: str
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreated:
+    """A CreateTopics topic answered NONE."""
+
+    kind: ClassVar[str] = "topic_created"
+    wall_ns: int
+    topic: str
+    topic_id: str
+    partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAcked:
+    """A partition of an AlterPartition answered NONE: the controller says this state is committed.
+
+    `requested_isr` and `member_epochs` are what the leader asked (member_epochs: v3's broker epochs
+    per ISR member, in the same order; empty before v3); the other fields are the answer."""
+
+    kind: ClassVar[str] = "partition_acked"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api_version: int
+    topic_id: str
+    partition: int
+    requested_isr: list[int]
+    member_epochs: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class StateObserved:
+    """A partition state a broker's listener accepted from LeaderAndIsr (first sighting per epoch)."""
+
+    kind: ClassVar[str] = "state_observed"
+    wall_ns: int
+    broker: int
+    controller_epoch: int
+    topic_id: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: list[int]
+    replicas: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class StaleReplay:
+    """A request built with epochs the fleet knows are stale, sent on purpose, and its answer.
+
+    `reason`: "previous-incarnation" (KIP-380: built before a bounce, carries the old broker epoch),
+    "old-leader-epoch" (KIP-497: a deposed leader's ISR change), "old-partition-epoch" (a retry
+    after the change was applied). `errors`: the top-level error, then each partition's error, in
+    the answer's order; empty when no answer came (connection closed). `accepted`: any NONE in a
+    place that would have changed state (the checker decides; a NONE for a request that changes
+    nothing is allowed by semantics.md)."""
+
+    kind: ClassVar[str] = "stale_replay"
+    wall_ns: int
+    broker: int
+    api: str
+    api_version: int
+    reason: str
+    stale_broker_epoch: int
+    current_broker_epoch: int
+    correlation_id: int
+    errors: list[int]
+    accepted: bool
+    detail: dict[str, Any] = field(default_factory=dict)  # the partitions and epochs it named
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownTracked:
+    """A controlled shutdown: from the first ControlledShutdown or WantShutDown to nothing remaining."""
+
+    kind: ClassVar[str] = "shutdown"
+    broker: int
+    broker_epoch: int
+    via: str  # "ControlledShutdown v<N>" or "heartbeat"
+    started_wall_ns: int
+    finished_wall_ns: int | None  # None: still remaining when the run ended or the broker crashed
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A broker saw itself fenced (heartbeat IsFenced after being unfenced).
+
+    `intended`: the fleet caused it on purpose (a crash, a pause, a shutdown). `longest_gap_ms`: the
+    longest time between two heartbeats the broker sent (or tried) in the session before."""
+
+    kind: ClassVar[str] = "fenced"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    intended: bool
+    longest_gap_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FaultInjected:
+    """A fault from the schedule, when the shell applied it."""
+
+    kind: ClassVar[str] = "fault"
+    wall_ns: int
+    broker: int
+    fault: str  # "crash", "pause", "drop-connection", "disk-failure", "disk-repair", "controlled-shutdown", ...
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class BadAnswer:
+    """An answer that broke the protocol: undecodable, wrong correlation id, wrong shape."""
+
+    kind: ClassVar[str] = "bad_answer"
+    wall_ns: int
+    broker: int
+    api: str
+    api_version: int
+    correlation_id: int
+    reason: str
+
+
+Entry = (
+    RunStarted
+    | RunEnded
+    | Registered
+    | TopicCreated
+    | PartitionAcked
+    | StateObserved
+    | StaleReplay
+    | ShutdownTracked
+    | Fenced
+    | FaultInjected
+    | BadAnswer
+)
+ENTRY_TYPES: dict[str, type[Any]] = {
+    kind.kind: kind
+    for kind in (
+        RunStarted,
+        RunEnded,
+        Registered,
+        TopicCreated,
+        PartitionAcked,
+        StateObserved,
+        StaleReplay,
+        ShutdownTracked,
+        Fenced,
+        FaultInjected,
+        BadAnswer,
+    )
+}
+
+
+class JournalError(ValueError):
+    """A journal line that is not a valid entry (other than a truncated last line)."""
+
+
+def to_line(entry: Entry) -> str:
+    return json.dumps({"kind": entry.kind, **asdict(entry)}, separators=(",", ":")) + "\n"
+
+
+def from_object(data: dict[str, Any]) -> Entry | None:
+    """The entry `data` describes; None for an unknown kind. Raises JournalError on a bad entry."""
+    kind = ENTRY_TYPES.get(str(data.get("kind")))
+    if kind is None:
+        return None
+    names = {item.name for item in fields(kind)}
+    try:
+        entry: Entry = kind(**{key: value for key, value in data.items() if key in names})
+    except TypeError as error:
+        raise JournalError(f"{data.get('kind')} entry: {error}") from error
+    return entry
+
+
+def read_journal(path: Path) -> Iterator[Entry]:
+    """The entries of a journal file; a partly written last line is skipped, any other bad line raises."""
+    with open(path, encoding="utf-8") as stream:
+        lines = stream.read().split("\n")
+    complete, tail = lines[:-1], lines[-1]
+    for number, line in enumerate(complete, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise JournalError(f"{path}:{number}: not JSON: {error}") from error
+        if not isinstance(data, dict):
+            raise JournalError(f"{path}:{number}: not an object")
+        entry = from_object(data)
+        if entry is not None:
+            yield entry
+    del tail  # no newline yet: the writer was interrupted mid-line
+
+
+class JournalWriter:
+    """Appends entries to a journal file; `flush` makes them visible to a concurrent reader."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._stream: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.entries = 0
+
+    def write(self, entry: Entry) -> None:
+        self._stream.write(to_line(entry))
+        self.entries += 1
+
+    def write_all(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            self.write(entry)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.close()

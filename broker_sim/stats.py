@@ -1,0 +1,98 @@
+"""Live counters of a fleet run: what the display shows, the report holds and fleet processes merge.
+
+Rules: plain counters updated by the shell as things happen (no clock here: the caller passes
+times); `snapshot()` is a JSON-ready dict, and `merge` adds another process's snapshot, so a run
+spread over several OS processes reports one set of figures. Latencies are kept as a bounded
+reservoir per API (seeded, so a run's figures replay), enough for p50/p99.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+RESERVOIR = 4096
+
+
+@dataclass
+class FleetStats:
+    brokers_by_state: Counter[str] = field(default_factory=Counter)  # set by the shell each tick
+    requests_by_api: Counter[str] = field(default_factory=Counter)
+    errors_by_code: Counter[str] = field(default_factory=Counter)  # "AlterPartition:FENCED_LEADER_EPOCH"
+    control_requests_by_api: Counter[str] = field(default_factory=Counter)  # LeaderAndIsr, StopReplica received
+    faults: Counter[str] = field(default_factory=Counter)
+    stale_replays_sent: int = 0
+    stale_replays_rejected: int = 0
+    violations: list[str] = field(default_factory=list)
+    latencies_ms: dict[str, list[float]] = field(default_factory=dict)  # per API, a reservoir
+    latency_counts: Counter[str] = field(default_factory=Counter)
+    heartbeat_lateness_ms: list[float] = field(default_factory=list)  # a reservoir
+    heartbeats: int = 0
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+
+    def request(self, api: str, latency_ms: float | None, error: str | None) -> None:
+        """One answered (or failed: latency None) request of the fleet."""
+        self.requests_by_api[api] += 1
+        if error is not None:
+            self.errors_by_code[f"{api}:{error}"] += 1
+        if latency_ms is not None:
+            self.latency_counts[api] += 1
+            _keep(self.latencies_ms.setdefault(api, []), latency_ms, self.latency_counts[api], self.rng)
+
+    def heartbeat(self, lateness_ms: float) -> None:
+        """A heartbeat sent `lateness_ms` after it was due (0 when on time)."""
+        self.heartbeats += 1
+        _keep(self.heartbeat_lateness_ms, lateness_ms, self.heartbeats, self.rng)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "brokers_by_state": dict(self.brokers_by_state),
+            "requests_by_api": dict(self.requests_by_api),
+            "errors_by_code": dict(self.errors_by_code),
+            "control_requests_by_api": dict(self.control_requests_by_api),
+            "faults": dict(self.faults),
+            "stale_replays_sent": self.stale_replays_sent,
+            "stale_replays_rejected": self.stale_replays_rejected,
+            "violations": list(self.violations),
+            "latencies_ms": {api: list(values) for api, values in self.latencies_ms.items()},
+            "latency_counts": dict(self.latency_counts),
+            "heartbeat_lateness_ms": list(self.heartbeat_lateness_ms),
+            "heartbeats": self.heartbeats,
+        }
+
+    def merge(self, other: dict[str, Any]) -> None:
+        """Add another fleet process's `snapshot()`."""
+        for name in ("brokers_by_state", "requests_by_api", "errors_by_code", "control_requests_by_api", "faults"):
+            getattr(self, name).update(other.get(name, {}))
+        self.stale_replays_sent += int(other.get("stale_replays_sent", 0))
+        self.stale_replays_rejected += int(other.get("stale_replays_rejected", 0))
+        self.violations.extend(other.get("violations", []))
+        for api, values in other.get("latencies_ms", {}).items():
+            merged = self.latencies_ms.setdefault(api, [])
+            merged.extend(values)
+            del merged[RESERVOIR:]
+        self.latency_counts.update(other.get("latency_counts", {}))
+        self.heartbeat_lateness_ms.extend(other.get("heartbeat_lateness_ms", []))
+        del self.heartbeat_lateness_ms[RESERVOIR:]
+        self.heartbeats += int(other.get("heartbeats", 0))
+
+
+def _keep(reservoir: list[float], value: float, seen: int, rng: random.Random) -> None:
+    """Reservoir sampling (Algorithm R): every value seen so far is kept with equal probability."""
+    if len(reservoir) < RESERVOIR:
+        reservoir.append(value)
+        return
+    slot = rng.randrange(seen)
+    if slot < RESERVOIR:
+        reservoir[slot] = value
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of `values` (None when empty)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-int(fraction * 1000) * len(ordered) // 1000))
+    return ordered[min(rank, len(ordered)) - 1]
