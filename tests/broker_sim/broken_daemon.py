@@ -1,0 +1,237 @@
+"""The real daemon with one safety check off: `python -m tests.broker_sim.broken_daemon --bug NAME ARGS`.
+
+Each bug is a small patch of the controller's pure core applied before `controller.__main__.main`
+runs, so everything else (wire, log, fsync, control channel) is the real daemon. The fleet, run
+against one of these, must report a violation: that is how the suite proves the fleet and its
+checker find bugs in a controller. The patches mimic plausible mistakes, one per rule of
+semantics.md; the checks that must catch them are general (the fleet is judged against bugs it
+has never seen), so nothing in broker_sim knows these names.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from protocol.error_codes import ErrorCode
+
+
+def admit_ineligible() -> None:
+    """AlterPartition row h off: fenced, shutting-down, offline or stale-epoch replicas join ISRs."""
+    from controller.ops import alter_partition
+
+    original = alter_partition._check_partition
+
+    def check(*args: Any) -> ErrorCode:
+        code = original(*args)
+        return ErrorCode.NONE if code in (ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED) else code
+
+    alter_partition._check_partition = check
+
+
+def stale_shutdown_epoch() -> None:
+    """ControlledShutdown v2+ accepts any broker epoch (KIP-380 off): a replay shuts down a new incarnation."""
+    from controller.ops import brokers
+
+    def controlled_shutdown(state: Any, request: Any, version: int) -> Any:
+        broker = state.cluster.get(request.broker_id)
+        if broker is None:
+            return original(state, request, version)
+        return brokers._shut_down(state, broker)
+
+    original = brokers.controlled_shutdown
+    brokers.controlled_shutdown = controlled_shutdown  # the core's API table looks it up at each call
+
+
+def stale_partition_epoch() -> None:
+    """AlterPartition row e off: a change built on an older partition epoch is applied."""
+    _skip_alter_partition_row(ErrorCode.INVALID_UPDATE_VERSION)
+
+
+def stale_leader_epoch() -> None:
+    """AlterPartition row c off: a deposed leader's change (older leader epoch, KIP-497) is applied."""
+    _skip_alter_partition_row(ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def stale_broker_epoch() -> None:
+    """AlterPartition ignores the requester's broker epoch: a previous incarnation's request is applied."""
+    from controller.ops import alter_partition
+
+    _ignore_broker_epoch(alter_partition, "alter_partition")
+
+
+def no_leader_epoch_bump() -> None:
+    """A leader change keeps the leader epoch: two leaders can claim the same epoch."""
+    from controller.state import model
+
+    original = model.PartitionRegistration.merge
+
+    def merge(self: Any, change: Any) -> Any:
+        merged = original(self, change)
+        return merged if merged.leader_epoch == self.leader_epoch else _with_leader_epoch(merged, self.leader_epoch)
+
+    model.PartitionRegistration.merge = merge  # type: ignore[method-assign]
+
+
+def fenced_keeps_leadership() -> None:
+    """Fencing writes only the broker's flag: a fenced broker keeps leading and stays in ISRs."""
+    from controller.ops import brokers
+
+    def fence(state: Any, broker: Any, first: Any = ()) -> Any:
+        flag = brokers.BrokerRegistrationChangeRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=1)
+        return iter([[*first, (flag, 0)]])
+
+    brokers.fence = fence
+
+
+def successor_outside_isr() -> None:
+    """A leader leaving hands over to the first active replica, in the ISR or not (an unclean election)."""
+    import dataclasses
+
+    from controller.ops import brokers, replica_state
+    from protocol.records.metadata import NO_LEADER_CHANGE
+
+    original = brokers.removal
+
+    def removal(tp: Any, part: Any, broker_id: int, eligible: Any, **options: Any) -> Any:
+        change = original(tp, part, broker_id, eligible, **options)
+        if change is None or part.leader != broker_id or change.leader == NO_LEADER_CHANGE:
+            return change
+        outside = next((r for r in part.replicas if r != broker_id and r not in part.isr and eligible(r)), None)
+        return change if outside is None else dataclasses.replace(change, leader=outside)
+
+    for module in (brokers, replica_state):
+        module.removal = removal  # type: ignore[attr-defined]
+
+
+def offline_stays_in_isr() -> None:
+    """AlterReplicaState OFFLINE marks the replica lost but leaves it in the ISR and leading."""
+    from controller.ops import replica_state
+    from controller.state.replication import change_record
+    from protocol.records.metadata import LOST_DIRECTORY
+
+    original = replica_state.removal
+
+    def removal(tp: Any, part: Any, broker_id: int, eligible: Any, **options: Any) -> Any:
+        if not options.get("offline"):
+            return original(tp, part, broker_id, eligible, **options)
+        directories = list(part.directories)
+        directories[part.replicas.index(broker_id)] = LOST_DIRECTORY
+        return change_record(tp, part, directories=tuple(directories))
+
+    replica_state.removal = removal
+
+
+def stale_replica_state_epoch() -> None:
+    """AlterReplicaState ignores the broker epoch: an old incarnation's OFFLINE report takes replicas down."""
+    from controller.ops import replica_state
+
+    _ignore_broker_epoch(replica_state, "alter_replica_state")
+
+
+def forget_acknowledged() -> None:
+    """AlterPartition answers NONE with the new state but writes no record: an acknowledged change is lost."""
+    from controller.ops import alter_partition
+
+    original = alter_partition.records_of
+    alter_partition.records_of = lambda changes: original([])
+
+
+BUGS: dict[str, Callable[[], None]] = {
+    "admit-ineligible": admit_ineligible,
+    "stale-shutdown-epoch": stale_shutdown_epoch,
+    "stale-partition-epoch": stale_partition_epoch,
+    "stale-leader-epoch": stale_leader_epoch,
+    "stale-broker-epoch": stale_broker_epoch,
+    "no-leader-epoch-bump": no_leader_epoch_bump,
+    "fenced-keeps-leadership": fenced_keeps_leadership,
+    "successor-outside-isr": successor_outside_isr,
+    "offline-stays-in-isr": offline_stays_in_isr,
+    "stale-replica-state-epoch": stale_replica_state_epoch,
+    "forget-acknowledged": forget_acknowledged,
+}
+
+
+def _skip_alter_partition_row(skipped: ErrorCode) -> None:
+    """AlterPartition with one row of its table switched off: the later rows still run."""
+    from controller.ops import alter_partition
+
+    original = alter_partition._check_partition
+
+    def check(state: Any, requester: int, part: Any, part_request: Any, version: int) -> ErrorCode:
+        code = original(state, requester, part, part_request, version)
+        if code != skipped:
+            return code
+        current = _request_at(part_request, part.leader_epoch, part.partition_epoch)
+        return original(state, requester, part, current, version)
+
+    alter_partition._check_partition = check
+
+
+class _AnyEpoch:
+    """The cluster state, except that every registered broker's epoch matches."""
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+
+    def epoch_matches(self, broker_id: int, epoch: int) -> bool:
+        return broker_id in self._cluster.brokers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+
+def _ignore_broker_epoch(module: Any, name: str) -> None:
+    """`module.name(state, request, version)` decided as if the request's broker epoch were current."""
+    original = getattr(module, name)
+
+    def operation(state: Any, request: Any, version: int) -> Any:
+        real = state.cluster
+        state.cluster = _AnyEpoch(real)
+        try:
+            return original(state, request, version)
+        finally:
+            state.cluster = real
+
+    setattr(module, name, operation)  # the core's API table looks it up at each call
+
+
+def _request_at(part_request: Any, leader_epoch: int, partition_epoch: int) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(part_request, leader_epoch=leader_epoch, partition_epoch=partition_epoch)
+
+
+def _with_leader_epoch(part: Any, leader_epoch: int) -> Any:
+    from controller.state import model
+
+    return model._new_partition(
+        (
+            part.replicas,
+            part.isr,
+            part.leader,
+            leader_epoch,
+            part.partition_epoch,
+            part.leader_recovery_state,
+            part.directories,
+        )
+    )
+
+
+def main(argv: list[str]) -> int:
+    """The daemon's own arguments, plus `--bug NAME` anywhere among them."""
+    if "--bug" not in argv[:-1] or argv[argv.index("--bug") + 1] not in BUGS:
+        print(
+            f"usage: python -m tests.broker_sim.broken_daemon --bug {{{','.join(BUGS)}}} DAEMON-ARGS", file=sys.stderr
+        )
+        return 2
+    at = argv.index("--bug")
+    BUGS[argv[at + 1]]()
+    from controller.__main__ import main as daemon_main
+
+    return daemon_main(argv[:at] + argv[at + 2 :])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
