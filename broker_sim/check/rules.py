@@ -1,0 +1,537 @@
+"""The invariants of the metadata log, checked at every position while the log is replayed.
+
+`LogRules` takes each batch and record in log order, checks the record against the state before
+it (the rules of docs/semantics.md, which follow Kafka's KRaft controller at metadata version 3.9),
+then applies it to the `Model`. The rules, by id (violations.RULES):
+- Partitions: at creation and at every change, the ISR is a non-empty subset of distinct replicas
+  (`isr-shape`), the leader is in it or -1 (`leader-in-isr`), replicas are distinct registered
+  brokers (`replica-set`), RECOVERING comes only with a new leader and at most one ISR member
+  (`leader-recovery`), the leader's replica is online (`offline-leader`).
+- A replica added to an ISR, by a PartitionRecord or a change, is registered, unfenced, not in
+  controlled shutdown and online at that position (`isr-admission`); a broker a change makes
+  leader likewise (`leader-eligibility`). A leader that was already there is not re-judged: the
+  last ISR member keeps its place when fenced, and a leader without successor stays leader
+  during controlled shutdown.
+- A change naming a leader bumps the leader epoch; naming the current leader is a bump without a
+  leader change (`leader-epoch`; MV 3.9 bumps only on a leader change, or when a reassignment
+  drops replicas). A PartitionRecord for an existing partition must not lower either epoch.
+- A replica marked offline leaves the ISR unless it is the last member (`offline-in-isr`). When a
+  broker is fenced (BrokerRegistrationChangeRecord Fenced=1, written after the partition changes
+  that move it out) it leads nothing and is in no ISR but as its only member (`fenced-leader`).
+- Brokers: epochs strictly increase per broker, equal only for the same incarnation
+  (`broker-epoch`); a new incarnation starts fenced and outside controlled shutdown, and
+  re-registering the same one clears neither flag (`broker-registration`); a change names the
+  registered epoch and an unfence never ends a controlled shutdown (`broker-change`).
+- Controller epochs never decrease, and only a LeaderChange control batch raises them
+  (`controller-epoch`). Topics: fresh names and ids, records naming topics and partitions that
+  exist (`unknown-topic`, `unknown-partition`).
+A record that breaks a rule is still applied where it can be (the controller's brokers saw it),
+except broker changes naming the wrong epoch, which Kafka refuses to replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from protocol.records.control import LeaderChangeMessage
+from protocol.records.metadata import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from protocol.spec import ZERO_UUID, Data
+
+from .log import Batch
+from .state import RECOVERING, Model, Partition, PartitionState, Topic, offline_replicas
+from .violations import Violation, ViolationSink, render_record
+
+FENCE, UNFENCE = 1, -1
+LISTED = 5  # partitions named in one violation about many
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEvent:
+    """A broker record the journal rules look up: where and when it was written."""
+
+    offset: int
+    timestamp_ms: int
+    rendering: str
+
+
+@dataclass
+class History:
+    """What the journal rules need of the log besides captured partition states (all small)."""
+
+    #: (broker, epoch) -> (incarnation, offset of the RegisterBrokerRecord; None: from the base snapshot)
+    registrations: dict[tuple[int, int], tuple[str, int | None]] = field(default_factory=dict)
+    #: topic id (int) -> (name, offset of the TopicRecord or None, replica count of each partition)
+    topics: dict[int, tuple[str, int | None, list[int]]] = field(default_factory=dict)
+    fences: dict[tuple[int, int], list[BrokerEvent]] = field(default_factory=dict)  # (broker, epoch)
+    shutdowns: dict[tuple[int, int], list[BrokerEvent]] = field(default_factory=dict)  # (broker, epoch)
+    epochs_seen: set[int] = field(default_factory=set)  # controller epochs of the log
+
+
+class LogRules:
+    """Checks and applies the log's records in order; violations go to `sink`."""
+
+    def __init__(self, model: Model, sink: ViolationSink) -> None:
+        self.model = model
+        self.sink = sink
+        self.history = History()
+        self.epoch_raised = False
+        self.timestamp_ms = 0
+        self.records = 0
+        self.snapshots_compared = 0
+        self.last_change: dict[int, str] = {}  # broker id -> the record that last set its state
+        self.max_epoch: dict[int, int] = {}  # broker id -> highest epoch ever registered
+        self.dispatch = {
+            PartitionChangeRecord: self.partition_change,
+            PartitionRecord: self.partition_record,
+            BrokerRegistrationChangeRecord: self.broker_change,
+            RegisterBrokerRecord: self.register_broker,
+            TopicRecord: self.topic,
+            RemoveTopicRecord: self.remove_topic,
+            LeaderChangeMessage: self.leader_change,
+            FenceBrokerRecord: self.old_fence,
+            UnfenceBrokerRecord: self.old_fence,
+            UnregisterBrokerRecord: self.unregister_broker,
+        }
+
+    def violation(
+        self, rule: str, message: str, offset: int | None, *, records: Iterable[str] = (), **where: object
+    ) -> None:
+        self.sink.add(Violation(rule, message, offset, records=tuple(records), **where))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ batches
+    def batch(self, batch: Batch) -> None:
+        """The controller epoch rules of a batch, then each of its records."""
+        model, epoch = self.model, batch.epoch
+        self.timestamp_ms = batch.timestamp_ms
+        self.history.epochs_seen.add(epoch)
+        if epoch < model.controller_epoch:
+            self.violation(
+                "controller-epoch",
+                f"the batch's controller epoch {epoch} is below the log's {model.controller_epoch}",
+                batch.base_offset,
+            )
+        elif epoch > model.controller_epoch:
+            if not batch.control and model.controller_epoch >= 0:
+                self.violation(
+                    "controller-epoch",
+                    f"a data batch raises the controller epoch from {model.controller_epoch} to {epoch} "
+                    "without a LeaderChange",
+                    batch.base_offset,
+                )
+            model.controller_epoch, self.epoch_raised = epoch, True
+        else:
+            self.epoch_raised = False
+        dispatch = self.dispatch
+        for offset, record, _ in batch.records:
+            handler = dispatch.get(type(record))
+            if handler is not None:
+                handler(offset, record)
+        self.records += len(batch.records)
+
+    def leader_change(self, offset: int, record: Data) -> None:
+        if not self.epoch_raised and self.model.controller_epoch >= 0:
+            self.violation(
+                "controller-epoch",
+                f"a LeaderChange that does not raise the controller epoch ({self.model.controller_epoch}): "
+                "two controller incarnations would share it",
+                offset,
+                records=[render_record(record, offset)],
+            )
+        self.epoch_raised = False
+
+    # ------------------------------------------------------------------ brokers
+    def register_broker(self, offset: int, record: Data) -> None:
+        assert isinstance(record, RegisterBrokerRecord)
+        model, broker_id, epoch = self.model, record.broker_id, record.broker_epoch
+        previous = model.brokers.get(broker_id)
+        rendering = render_record(record, offset)
+        same = previous is not None and previous.incarnation == record.incarnation_id
+        highest = self.max_epoch.get(broker_id)
+        if previous is not None and same and epoch < previous.epoch:
+            self.violation(
+                "broker-epoch",
+                f"the same incarnation re-registers with a lower epoch than {previous.epoch}",
+                offset,
+                broker=broker_id,
+                records=[rendering],
+            )
+        elif not same and highest is not None and epoch <= highest:
+            self.violation(
+                "broker-epoch",
+                f"a new incarnation gets epoch {epoch}, not above the broker's {highest}",
+                offset,
+                broker=broker_id,
+                records=[rendering],
+            )
+        if broker_id < 0:
+            self.violation(
+                "broker-registration",
+                "a negative broker id is registered",
+                offset,
+                broker=broker_id,
+                records=[rendering],
+            )
+        if not same and (not record.fenced or record.in_controlled_shutdown):
+            state = "unfenced" if not record.fenced else "in controlled shutdown"
+            self.violation(
+                "broker-registration",
+                f"a new incarnation starts {state}",
+                offset,
+                broker=broker_id,
+                records=[rendering],
+            )
+        elif (
+            same
+            and previous is not None
+            and (
+                (previous.fenced and not record.fenced)
+                or (previous.shutting_down and not record.in_controlled_shutdown)
+            )
+        ):
+            state = "unfences it" if previous.fenced and not record.fenced else "ends its controlled shutdown"
+            self.violation(
+                "broker-registration",
+                f"re-registering the same incarnation {state}",
+                offset,
+                broker=broker_id,
+                records=[rendering, *self._last_change(broker_id)],
+            )
+        broker = model.register(broker_id, epoch, record.incarnation_id, offset)
+        broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
+        self.max_epoch[broker_id] = max(epoch, highest if highest is not None else epoch)
+        self.last_change[broker_id] = rendering
+        self.history.registrations.setdefault((broker_id, epoch), (str(record.incarnation_id), offset))
+
+    def unregister_broker(self, offset: int, record: Data) -> None:
+        assert isinstance(record, UnregisterBrokerRecord)
+        broker = self.model.brokers.get(record.broker_id)
+        if broker is None or broker.epoch != record.broker_epoch:
+            self._wrong_epoch(offset, record, record.broker_id, record.broker_epoch)
+            return
+        del self.model.brokers[record.broker_id]
+        self.last_change[record.broker_id] = render_record(record, offset)
+
+    def old_fence(self, offset: int, record: Data) -> None:
+        assert isinstance(record, FenceBrokerRecord | UnfenceBrokerRecord)
+        fenced = FENCE if isinstance(record, FenceBrokerRecord) else UNFENCE
+        self._change(offset, record, record.id, record.epoch, fenced, 0)
+
+    def broker_change(self, offset: int, record: Data) -> None:
+        assert isinstance(record, BrokerRegistrationChangeRecord)
+        self._change(
+            offset, record, record.broker_id, record.broker_epoch, record.fenced, record.in_controlled_shutdown
+        )
+
+    def _change(self, offset: int, record: Data, broker_id: int, epoch: int, fenced: int, shutdown: int) -> None:
+        broker = self.model.brokers.get(broker_id)
+        if broker is None or broker.epoch != epoch:
+            self._wrong_epoch(offset, record, broker_id, epoch)
+            return
+        rendering = render_record(record, offset)
+        if fenced not in (FENCE, UNFENCE, 0) or shutdown not in (0, 1):
+            self.violation(
+                "broker-change",
+                f"Fenced {fenced} / InControlledShutdown {shutdown} is not a defined value",
+                offset,
+                broker=broker_id,
+                records=[rendering],
+            )
+        if fenced == UNFENCE and broker.shutting_down:
+            self.violation(
+                "broker-change",
+                "unfenced while in controlled shutdown (only a new incarnation leaves it)",
+                offset,
+                broker=broker_id,
+                records=[rendering, *self._last_change(broker_id)],
+            )
+        event = BrokerEvent(offset, self.timestamp_ms, rendering)
+        if fenced == FENCE:
+            if not broker.fenced:
+                self._fenced_leaves_everything(offset, broker_id, rendering)
+            self.history.fences.setdefault((broker_id, epoch), []).append(event)
+            broker.fenced = True
+        elif fenced == UNFENCE:
+            broker.fenced = False
+        if shutdown == 1:
+            self.history.shutdowns.setdefault((broker_id, epoch), []).append(event)
+            broker.shutting_down = True
+        self.last_change[broker_id] = rendering
+
+    def _fenced_leaves_everything(self, offset: int, broker_id: int, rendering: str) -> None:
+        led = sorted(p.label for p in self.model.leads.get(broker_id, ()))
+        shared = sorted(p.label for p in self.model.in_isrs.get(broker_id, ()) if len(p.isr) > 1)
+        for what, labels in (("still leads", led), ("is still in the multi-member ISR of", shared)):
+            if labels:
+                more = f" and {len(labels) - LISTED} more" if len(labels) > LISTED else ""
+                self.violation(
+                    "fenced-leader",
+                    f"fenced while it {what} {', '.join(labels[:LISTED])}{more}",
+                    offset,
+                    broker=broker_id,
+                    records=[rendering],
+                )
+
+    def _wrong_epoch(self, offset: int, record: Data, broker_id: int, epoch: int) -> None:
+        broker = self.model.brokers.get(broker_id)
+        registered = "it is not registered" if broker is None else f"its registered epoch is {broker.epoch}"
+        self.violation(
+            "broker-change",
+            f"names broker epoch {epoch} but {registered}",
+            offset,
+            broker=broker_id,
+            records=[render_record(record, offset)],
+        )
+
+    def _last_change(self, broker_id: int) -> list[str]:
+        last = self.last_change.get(broker_id)
+        return [] if last is None else [last]
+
+    # ------------------------------------------------------------------ topics
+    def topic(self, offset: int, record: Data) -> None:
+        assert isinstance(record, TopicRecord)
+        model, key = self.model, record.topic_id.int
+        rendering = render_record(record, offset)
+        if record.topic_id == ZERO_UUID or not record.name:
+            self.violation("unknown-topic", "a topic with the zero id or an empty name", offset, records=[rendering])
+        if key in model.topic_ids_seen:
+            self.violation("unknown-topic", f"topic id {record.topic_id} is used again", offset, records=[rendering])
+        if record.name in model.names:
+            self.violation(
+                "unknown-topic",
+                f"topic name {record.name!r} is taken by an existing topic",
+                offset,
+                records=[rendering],
+            )
+        existing = model.topics.get(key)
+        if existing is not None:
+            model.remove_topic(existing)
+        model.add_topic(record.topic_id, record.name, offset)
+        self.history.topics.setdefault(key, (record.name, offset, []))
+
+    def remove_topic(self, offset: int, record: Data) -> None:
+        assert isinstance(record, RemoveTopicRecord)
+        topic = self.model.topics.get(record.topic_id.int)
+        if topic is None:
+            self.violation(
+                "unknown-topic",
+                f"removes topic {record.topic_id}, which does not exist",
+                offset,
+                records=[render_record(record, offset)],
+            )
+            return
+        self.model.remove_topic(topic)
+
+    # ------------------------------------------------------------------ partitions
+    def partition_record(self, offset: int, record: Data) -> None:
+        assert isinstance(record, PartitionRecord)
+        topic = self.model.topics.get(record.topic_id.int)
+        if topic is None:
+            self.violation(
+                "unknown-topic",
+                f"a partition of topic {record.topic_id}, which does not exist",
+                offset,
+                records=[render_record(record, offset)],
+            )
+            return
+        partition = topic.partitions.get(record.partition_id)
+        created = partition is None
+        if partition is None:
+            partition = topic.partitions[record.partition_id] = Partition(topic, record.partition_id)
+            if topic.created_at is not None and (info := self.history.topics.get(topic.topic_id.int)):
+                info[2].append(len(record.replicas))
+        new = PartitionState(
+            record.replicas,
+            record.isr,
+            record.leader,
+            record.leader_epoch,
+            record.partition_epoch,
+            record.leader_recovery_state,
+            offline_replicas(record.replicas, record.directories),
+        )
+        check = _Check(self, offset, partition, record)
+        if record.partition_id < 0:
+            check("unknown-partition", f"partition index {record.partition_id}")
+        check.shape(new, len(record.directories))
+        check.registered(record.replicas)
+        if created:
+            if record.leader_epoch < 0 or record.partition_epoch < 0:
+                check(
+                    "partition-epoch",
+                    f"created with leader epoch {record.leader_epoch}, partition epoch {record.partition_epoch}",
+                )
+        else:
+            if record.partition_epoch <= partition.partition_epoch:
+                check(
+                    "partition-epoch",
+                    f"recreated at partition epoch {record.partition_epoch}, not above {partition.partition_epoch}",
+                )
+            if record.leader_epoch < partition.leader_epoch:
+                check(
+                    "leader-epoch", f"recreated at leader epoch {record.leader_epoch}, below {partition.leader_epoch}"
+                )
+        added = [b for b in record.isr if created or b not in partition.isr]
+        check.admitted(added, new)
+        if record.leader != NO_LEADER and (created or record.leader != partition.leader):
+            check.eligible_leader(record.leader, new)
+        self.model.update_partition(partition, new)
+        if self.model.watch:
+            self.model.capture(partition, offset, added)
+
+    def partition_change(self, offset: int, record: Data) -> None:
+        assert isinstance(record, PartitionChangeRecord)
+        topic = self.model.topics.get(record.topic_id.int)
+        partition = None if topic is None else topic.partitions.get(record.partition_id)
+        if topic is None or partition is None:
+            what = f"topic {record.topic_id}" if topic is None else f"partition {topic.name}-{record.partition_id}"
+            rule = "unknown-topic" if topic is None else "unknown-partition"
+            self.violation(
+                rule, f"changes {what}, which does not exist", offset, records=[render_record(record, offset)]
+            )
+            return
+        new = _merged(partition, record)
+        check = _Check(self, offset, partition, record)
+        check.shape(new, len(record.directories) if record.directories is not None else 0)
+        if record.replicas is not None:
+            check.registered(record.replicas)
+        old_isr = partition.isr
+        added = [b for b in new.isr if b not in old_isr]
+        check.admitted(added, new)
+        if record.leader != NO_LEADER_CHANGE:
+            if record.leader == partition.leader and not _drops_replicas(partition, new):
+                check(
+                    "leader-epoch",
+                    f"names the current leader {record.leader}: "
+                    f"the leader epoch rises to {new.leader_epoch} without a leader change",
+                )
+            elif record.leader != NO_LEADER and record.leader != partition.leader:
+                check.eligible_leader(record.leader, new)
+        if (
+            new.recovery == RECOVERING
+            and partition.recovery != RECOVERING
+            and record.leader in (NO_LEADER_CHANGE, partition.leader)
+        ):
+            check("leader-recovery", "RECOVERING without an unclean election (no new leader)")
+        for broker_id in new.offline - partition.offline:
+            if broker_id in new.isr and len(new.isr) > 1:
+                check(
+                    "offline-in-isr",
+                    f"broker {broker_id}'s replica is marked offline but stays in the ISR {list(new.isr)}",
+                )
+        self.model.update_partition(partition, new)
+        if self.model.watch:
+            self.model.capture(partition, offset, added)
+
+
+def _merged(partition: Partition, record: PartitionChangeRecord) -> PartitionState:
+    """The partition after `record`, as Kafka's PartitionRegistration.merge computes it."""
+    replicas = partition.replicas if record.replicas is None else record.replicas
+    leader, leader_epoch = partition.leader, partition.leader_epoch
+    if record.leader != NO_LEADER_CHANGE:
+        leader, leader_epoch = record.leader, leader_epoch + 1
+    if record.directories is not None:
+        offline = offline_replicas(replicas, record.directories)
+    else:
+        offline = partition.offline if record.replicas is None else partition.offline & set(replicas)
+    return PartitionState(
+        replicas,
+        partition.isr if record.isr is None else record.isr,
+        leader,
+        leader_epoch,
+        partition.partition_epoch + 1,
+        partition.recovery if record.leader_recovery_state == -1 else record.leader_recovery_state,
+        offline,
+    )
+
+
+def _drops_replicas(partition: Partition, new: PartitionState) -> bool:
+    """A reassignment that removes replicas: Kafka bumps the leader epoch without a leader change."""
+    return any(replica not in new.replicas for replica in partition.replicas)
+
+
+class _Check:
+    """The checks of one partition record, reporting with its offset, partition and rendering."""
+
+    __slots__ = ("offset", "partition", "record", "rules")
+
+    def __init__(self, rules: LogRules, offset: int, partition: Partition, record: Data) -> None:
+        self.rules, self.offset, self.partition, self.record = rules, offset, partition, record
+
+    def __call__(self, rule: str, message: str, *extra: str, broker: int | None = None) -> None:
+        records = [render_record(self.record, self.offset), *extra]
+        self.rules.violation(rule, message, self.offset, partition=self.partition.label, broker=broker, records=records)
+
+    def shape(self, new: PartitionState, directories: int) -> None:
+        replicas, isr, leader = new.replicas, new.isr, new.leader
+        if not replicas or len(set(replicas)) != len(replicas) or min(replicas) < 0:
+            self("replica-set", f"replicas {list(replicas)} are empty, repeat an id or hold a negative one")
+        if directories and directories != len(replicas):
+            self("replica-set", f"{directories} directories for {len(replicas)} replicas")
+        if not isr or len(set(isr)) != len(isr) or not set(isr) <= set(replicas):
+            self("isr-shape", f"ISR {list(isr)} is empty, repeats an id or is not within the replicas {list(replicas)}")
+        if leader != NO_LEADER and leader not in isr:
+            self("leader-in-isr", f"leader {leader} is not in the ISR {list(isr)}")
+        if new.recovery not in (0, RECOVERING) or (new.recovery == RECOVERING and len(isr) > 1):
+            self("leader-recovery", f"leader recovery state {new.recovery} with ISR {list(isr)}")
+        if leader in new.offline:
+            self("offline-leader", f"leader {leader}'s replica is offline", broker=leader)
+
+    def registered(self, replicas: Iterable[int]) -> None:
+        brokers = self.rules.model.brokers
+        for replica in replicas:
+            if replica not in brokers and replica >= 0:
+                self("replica-set", f"replica {replica} is not a registered broker", broker=replica)
+
+    def admitted(self, added: list[int], new: PartitionState) -> None:
+        for broker_id in added:
+            reason = self._ineligible(broker_id, new)
+            if reason is not None:
+                self(
+                    "isr-admission",
+                    f"broker {broker_id} joins the ISR {list(new.isr)} while {reason}",
+                    *self.rules._last_change(broker_id),
+                    broker=broker_id,
+                )
+
+    def eligible_leader(self, leader: int, new: PartitionState) -> None:
+        reason = self._ineligible(leader, new)
+        if reason is not None:
+            self(
+                "leader-eligibility",
+                f"broker {leader} is made leader while {reason}",
+                *self.rules._last_change(leader),
+                broker=leader,
+            )
+
+    def _ineligible(self, broker_id: int, new: PartitionState) -> str | None:
+        broker = self.rules.model.brokers.get(broker_id)
+        if broker is None:
+            return "not registered"
+        if broker.fenced:
+            return f"fenced (epoch {broker.epoch})"
+        if broker.shutting_down:
+            return f"in controlled shutdown (epoch {broker.epoch})"
+        if broker_id in new.offline:
+            return "its replica is offline"
+        return None
+
+
+def snapshot_partition_checks(rules: LogRules, offset: int, partition: Partition, record: PartitionRecord) -> None:
+    """The rules a state loaded from a snapshot can be held to: its shape (its history is gone)."""
+    _Check(rules, offset, partition, record).shape(partition.state(), len(record.directories))
+
+
+def topic_of(model: Model, record: PartitionRecord) -> Topic | None:
+    return model.topics.get(record.topic_id.int)
