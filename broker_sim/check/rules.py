@@ -122,6 +122,7 @@ class LogRules:
                 "controller-epoch",
                 f"the batch's controller epoch {epoch} is below the log's {model.controller_epoch}",
                 batch.base_offset,
+                records=[_render_batch(batch)],
             )
         elif epoch > model.controller_epoch:
             if not batch.control and model.controller_epoch >= 0:
@@ -130,6 +131,7 @@ class LogRules:
                     f"a data batch raises the controller epoch from {model.controller_epoch} to {epoch} "
                     "without a LeaderChange",
                     batch.base_offset,
+                    records=[_render_batch(batch)],
                 )
             model.controller_epoch, self.epoch_raised = epoch, True
         else:
@@ -433,6 +435,11 @@ class LogRules:
         self.model.update_partition(partition, new)
         if self.model.watch:
             self.model.capture(partition, offset, added)
+
+
+def _render_batch(batch: Batch) -> str:
+    first = render_record(batch.records[0][1], batch.records[0][0]) if batch.records else "no record"
+    return f"batch @{batch.base_offset} (epoch {batch.epoch}, {len(batch.records)} record(s), first {first})"
 
 
 def _merged(partition: Partition, record: PartitionChangeRecord) -> PartitionState:

@@ -134,9 +134,10 @@ class LogBuilder:
             ),
         )
 
-    def change(self, partition: int = 0, **fields: object) -> int:
+    def change(self, partition: int = 0, *, epoch: int | None = None, **fields: object) -> int:
         """A PartitionChangeRecord of partition `partition` of `t` in its own batch; its offset."""
-        return self.batch(PartitionChangeRecord(partition_id=partition, topic_id=TOPIC_ID, **fields))  # type: ignore[arg-type]
+        record = PartitionChangeRecord(partition_id=partition, topic_id=TOPIC_ID, **fields)  # type: ignore[arg-type]
+        return self.batch(record, epoch=epoch)
 
 
 class ControllerLog:
