@@ -27,7 +27,7 @@ from broker_sim.journal import Entry
 
 from .journal_rules import JournalCheck, JournalPlan, plan
 from .liveness import Liveness
-from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem, read_snapshot
+from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem
 from .rules import LogRules
 from .snapshot import compare, load_base
 from .state import Model
@@ -84,7 +84,7 @@ def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult
     liveness = Liveness(journal_plan.entries)
     with LogReader(Path(data_dir)) as reader:
         reading = reader.reading
-        start = _load_start(reading, rules)
+        start = _load_start(reader, rules)
         if start is not None:
             _replay(reader, start, rules, liveness)
     liveness.finish(model)
@@ -97,8 +97,9 @@ def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult
     return _result(Path(data_dir), reading, rules, journal_plan, journal_check, liveness)
 
 
-def _load_start(reading: LogReading, rules: LogRules) -> int | None:
+def _load_start(reader: LogReader, rules: LogRules) -> int | None:
     """Where replay starts: 0, or the end of the base snapshot loaded into the model; None if no start exists."""
+    reading = reader.reading
     first = reading.segments[0][0] if reading.segments else None
     if first == 0:
         return 0
@@ -107,7 +108,7 @@ def _load_start(reading: LogReading, rules: LogRules) -> int | None:
         candidates = candidates[-1:]  # no segments: the newest snapshot is the whole state
     for snapshot in candidates:
         try:
-            records = read_snapshot(snapshot)
+            records = reader.read_snapshot(snapshot)
         except SnapshotProblem as exc:
             reading.problems.append(f"corrupt snapshot: {exc}")
             continue
@@ -127,13 +128,13 @@ def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness) 
     pending = [s for s in reading.snapshots if s.end_offset > start]
     for batch in reader.batches(start):
         while pending and pending[0].end_offset <= batch.base_offset:
-            _compare(pending.pop(0), batch.base_offset, rules, reading)
+            _compare(pending.pop(0), batch.base_offset, rules, reader)
         if liveness.pending:
             liveness.probe(rules.model, batch.timestamp_ms)
         rules.batch(batch)
     for snapshot in pending:
         if snapshot.end_offset == reading.end_offset:
-            _compare(snapshot, reading.end_offset, rules, reading)
+            _compare(snapshot, reading.end_offset, rules, reader)
         elif reading.complete:
             reading.problems.append(
                 f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, beyond the log's end "
@@ -141,7 +142,7 @@ def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness) 
             )
 
 
-def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reading: LogReading) -> None:
+def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reader: LogReader) -> None:
     if snapshot.end_offset != offset:
         rules.sink.add(
             Violation(
@@ -152,9 +153,9 @@ def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reading: LogR
         )
         return
     try:
-        records = read_snapshot(snapshot)
+        records = reader.read_snapshot(snapshot)
     except SnapshotProblem as exc:
-        reading.problems.append(f"corrupt snapshot: {exc}")
+        reader.reading.problems.append(f"corrupt snapshot: {exc}")
         return
     rules.snapshots_compared += 1
     violation = compare(rules.model, snapshot, records)

@@ -109,46 +109,52 @@ def _has_log_files(directory: Path) -> bool:
     return any(_SEGMENT.fullmatch(name) or _SNAPSHOT.fullmatch(name) for name in names)
 
 
-def list_log(partition_dir: Path) -> tuple[list[SnapshotFile], list[tuple[int, Path]]]:
-    """Snapshots, then segments (in that order: see the module rules), each ascending."""
+def _names(directory: Path, pattern: re.Pattern[str]) -> list[tuple[re.Match[str], Path]]:
     try:
-        names = os.listdir(partition_dir)
-        snapshots = sorted(
-            SnapshotFile(int(match.group(1)), int(match.group(2)), partition_dir / name)
-            for name in names
-            if (match := _SNAPSHOT.fullmatch(name))
-        )
-        names = os.listdir(partition_dir)
+        names = os.listdir(directory)
     except OSError as exc:
-        raise CheckError(f"{partition_dir}: cannot list: {exc.strerror}") from None
-    segments = sorted(
-        (int(match.group(1)), partition_dir / name) for name in names if (match := _SEGMENT.fullmatch(name))
-    )
-    return snapshots, segments
+        raise CheckError(f"{directory}: cannot list: {exc.strerror}") from None
+    return [(match, directory / name) for name in names if (match := pattern.fullmatch(name))]
 
 
 class LogReader:
-    """The log of one data dir: `reading` says what was found, `batches()` yields the records."""
+    """The log of one data dir: `reading` says what was found, `batches()` yields the records.
+
+    Snapshot files are listed and opened first, then the segments (see the module rules); a file
+    deleted between its listing and its opening was let go by retention, and is left out."""
 
     def __init__(self, data_dir: Path) -> None:
         partition_dir = locate(data_dir)
-        snapshots, segments = list_log(partition_dir)
+        self.snapshot_streams: dict[SnapshotFile, IO[bytes]] = {}
         self.files: list[tuple[int, Path, IO[bytes]]] = []
-        self.reading = LogReading(partition_dir, segments, snapshots)
-        for base_offset, path in segments:
-            try:
-                self.files.append((base_offset, path, open(path, "rb")))  # noqa: SIM115 (closed in close())
-            except FileNotFoundError:
-                continue  # deleted by retention since the listing: it lay below a snapshot
-            except OSError as exc:
-                self.close()
-                raise CheckError(f"{path}: cannot open: {exc.strerror}") from None
-        self.reading.segments = [(base, path) for base, path, _ in self.files]
+        try:
+            for match, path in _names(partition_dir, _SNAPSHOT):
+                snapshot = SnapshotFile(int(match.group(1)), int(match.group(2)), path)
+                if (stream := _open(path)) is not None:
+                    self.snapshot_streams[snapshot] = stream
+            for match, path in sorted(_names(partition_dir, _SEGMENT), key=lambda found: found[1].name):
+                if (stream := _open(path)) is not None:
+                    self.files.append((int(match.group(1)), path, stream))
+        except CheckError:
+            self.close()
+            raise
+        snapshots = sorted(self.snapshot_streams)
+        self.reading = LogReading(partition_dir, [(base, path) for base, path, _ in self.files], snapshots)
+
+    def read_snapshot(self, snapshot: SnapshotFile) -> list[tuple[Data, int]]:
+        """The metadata records of a snapshot listed at opening, else `SnapshotProblem`."""
+        stream = self.snapshot_streams[snapshot]
+        try:
+            stream.seek(0)
+            data = stream.read()
+        except OSError as exc:
+            raise SnapshotProblem(f"{snapshot.path.name}: cannot read: {exc.strerror}") from None
+        return snapshot_records(snapshot, data)
 
     def close(self) -> None:
-        for _, _, stream in self.files:
+        for stream in [*(stream for _, _, stream in self.files), *self.snapshot_streams.values()]:
             stream.close()
-        self.files = []
+        self.files, self.snapshot_streams = [], {}
 
     def __enter__(self) -> LogReader:
         return self
@@ -279,13 +285,17 @@ def _valid_batches_after(view: mmap.mmap, start: int, size: int) -> int:
             candidate += LOG_OVERHEAD + _LENGTH.unpack_from(view, candidate)[1]
 
 
-def read_snapshot(snapshot: SnapshotFile) -> list[tuple[Data, int]]:
-    """The metadata records of a snapshot (header, data batches from offset 1, footer), else `SnapshotProblem`."""
+def _open(path: Path) -> IO[bytes] | None:
     try:
-        with open(snapshot.path, "rb") as stream:
-            data = stream.read()
+        return open(path, "rb")  # closed in LogReader.close()
+    except FileNotFoundError:
+        return None  # deleted by retention since the listing
     except OSError as exc:
-        raise SnapshotProblem(f"{snapshot.path.name}: cannot read: {exc.strerror}") from None
+        raise CheckError(f"{path}: cannot open: {exc.strerror}") from None
+
+
+def snapshot_records(snapshot: SnapshotFile, data: bytes) -> list[tuple[Data, int]]:
+    """The metadata records of a snapshot (header, data batches from offset 1, footer), else `SnapshotProblem`."""
     records: list[tuple[Data, int]] = []
     position = next_offset = 0
     footer = False

@@ -21,7 +21,8 @@ from protocol.records.metadata import PartitionRecord, RegisterBrokerRecord, Top
 from protocol.spec import Data
 
 from .log import SnapshotFile
-from .rules import LogRules, snapshot_partition_checks
+from .partition_rules import snapshot_partition_checks
+from .rules import LogRules
 from .state import Model, Partition, PartitionState, offline_replicas, partition_label
 from .violations import Violation
 
