@@ -83,6 +83,15 @@ def partition_change(rules: LogRules, offset: int, record: Data) -> None:
         rule = "unknown-topic" if topic is None else "unknown-partition"
         rules.violation(rule, f"changes {what}, which does not exist", offset, records=[render_record(record, offset)])
         return
+    if (
+        record.leader == NO_LEADER_CHANGE
+        and record.isr is not None
+        and record.replicas is None
+        and record.directories is None
+        and record.leader_recovery_state == -1
+        and _plain_isr_change(rules, offset, partition, record.isr)
+    ):
+        return
     new = _merged(partition, record)
     check = _Check(rules, offset, partition, record)
     check.shape(new, len(record.directories) if record.directories is not None else 0)
@@ -115,6 +124,32 @@ def partition_change(rules: LogRules, offset: int, record: Data) -> None:
     rules.model.update_partition(partition, new)
     if rules.model.watch:
         rules.model.capture(partition, offset, added)
+
+
+def _plain_isr_change(rules: LogRules, offset: int, partition: Partition, isr: tuple[int, ...]) -> bool:
+    """The most common record, an ISR change alone, applied if it breaks no rule (the hot path of
+    replay); False, applying nothing, when it breaks one: then the general path reports it."""
+    members = set(isr)
+    if (
+        not isr
+        or len(members) != len(isr)
+        or not members <= partition.replica_set
+        or (partition.leader != NO_LEADER and partition.leader not in members)
+        or (partition.recovery == RECOVERING and len(isr) > 1)
+    ):
+        return False
+    old_isr = partition.isr
+    added = [broker_id for broker_id in isr if broker_id not in old_isr]
+    if added:
+        brokers = rules.model.brokers
+        for broker_id in added:
+            broker = brokers.get(broker_id)
+            if broker is None or broker.fenced or broker.shutting_down or broker_id in partition.offline:
+                return False
+    rules.model.set_isr(partition, isr)
+    if rules.model.watch:
+        rules.model.capture(partition, offset, added)
+    return True
 
 
 def _merged(partition: Partition, record: PartitionChangeRecord) -> PartitionState:

@@ -72,6 +72,7 @@ class Partition:
         "offline",
         "partition_epoch",
         "recovery",
+        "replica_set",
         "replicas",
         "topic",
     )
@@ -80,6 +81,7 @@ class Partition:
         self.topic = topic
         self.index = index
         self.replicas: tuple[int, ...] = ()
+        self.replica_set: frozenset[int] = frozenset()
         self.isr: tuple[int, ...] = ()
         self.leader = NO_LEADER
         self.leader_epoch = -1
@@ -169,6 +171,8 @@ class Model:
     def update_partition(self, partition: Partition, new: PartitionState) -> None:
         """Set `partition` to `new`, keeping the per-broker indexes (only members that changed move)."""
         old_isr, old_leader = partition.isr, partition.leader
+        if new.replicas != partition.replicas:
+            partition.replica_set = frozenset(new.replicas)
         (
             partition.replicas,
             partition.isr,
@@ -191,6 +195,19 @@ class Model:
                 self.leads[old_leader].discard(partition)
             if new.leader != NO_LEADER:
                 self.leads.setdefault(new.leader, set()).add(partition)
+
+    def set_isr(self, partition: Partition, isr: tuple[int, ...]) -> None:
+        """A change of the ISR alone: `update_partition`'s effect, without building a state."""
+        old_isr = partition.isr
+        partition.isr = isr
+        partition.partition_epoch += 1
+        in_isrs = self.in_isrs
+        for broker_id in old_isr:
+            if broker_id not in isr:
+                in_isrs[broker_id].discard(partition)
+        for broker_id in isr:
+            if broker_id not in old_isr:
+                in_isrs.setdefault(broker_id, set()).add(partition)
 
     def capture(self, partition: Partition, offset: int | None, added: Iterable[int]) -> None:
         """Keep the partition's state if the journal refers to it (see the module rules)."""

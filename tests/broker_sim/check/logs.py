@@ -184,3 +184,88 @@ class ControllerLog:
     @staticmethod
     def reopen(data_dir: Path, *, segment_bytes: int = 1 << 30) -> MetadataLog:
         return MetadataLog.open(data_dir, cluster_id="fencer-check-tests", segment_bytes=segment_bytes, fsync=False)
+
+
+def write_churn_log(
+    data_dir: Path, *, brokers: int, topics: int, partitions: int, changes: int, seed: int = 0, per_batch: int = 20
+) -> int:
+    """A correct log of ISR churn at scale (the shape of a fleet benchmark's log): brokers registered
+    and unfenced, topics of RF 3 placed round-robin, then `changes` ISR shrinks and expansions by the
+    leaders, `per_batch` per batch, with a broker bounced every 1,000 changes (out of its ISRs and
+    leaderships, fenced, re-registered, unfenced, electing itself where a partition lost its leader).
+    Returns the number of records written."""
+    rng = random.Random(seed)
+    log = LogBuilder(data_dir)
+    log.leader_change(1)
+    for broker_id in range(brokers):
+        log.register(broker_id)
+    for broker_id in range(brokers):
+        log.change_broker(broker_id, fenced=-1)
+    state: dict[tuple[uuid.UUID, int], Churned] = {}
+    for topic in range(topics):
+        topic_id = uuid.UUID(int=rng.getrandbits(128))
+        created: list[Data] = [TopicRecord(name=f"topic-{topic}", topic_id=topic_id)]
+        for index in range(partitions):
+            first = (topic * partitions + index) % brokers
+            replicas = tuple((first + k) % brokers for k in range(3))
+            state[(topic_id, index)] = Churned(replicas, list(replicas), replicas[0])
+            created.append(
+                PartitionRecord(
+                    partition_id=index, topic_id=topic_id, replicas=replicas, isr=replicas, leader=replicas[0],
+                    leader_epoch=0, partition_epoch=0,
+                )
+            )  # fmt: skip
+        log.batch(*created)
+    keys = list(state)
+    pending: list[Data] = []
+    for change in range(changes):
+        key = rng.choice(keys)
+        part = state[key]
+        if len(part.isr) == 3:
+            part.isr.remove(rng.choice([r for r in part.isr if r != part.leader]))
+        elif part.leader != -1:
+            part.isr.append(next(r for r in part.replicas if r not in part.isr))
+        pending.append(PartitionChangeRecord(partition_id=key[1], topic_id=key[0], isr=tuple(part.isr)))
+        if len(pending) >= per_batch or change == changes - 1:
+            log.batch(*pending)
+            pending = []
+        if change % 1000 == 999:
+            _bounce(log, rng.randrange(brokers), state)
+    log.write()
+    return log.next_offset
+
+
+class Churned:
+    __slots__ = ("isr", "leader", "replicas")
+
+    def __init__(self, replicas: tuple[int, ...], isr: list[int], leader: int) -> None:
+        self.replicas, self.isr, self.leader = replicas, isr, leader
+
+
+def _bounce(log: LogBuilder, broker_id: int, state: dict[tuple[uuid.UUID, int], Churned]) -> None:
+    """Fence `broker_id` as a controller does (out of every ISR but as the last member, its
+    leaderships to the first other ISR member or nobody), bounce it, unfence it."""
+    changes: list[Data] = []
+    for (topic_id, index), part in state.items():
+        if broker_id not in part.isr:
+            continue
+        fields: dict[str, object] = {}
+        if len(part.isr) > 1:
+            part.isr.remove(broker_id)
+            fields["isr"] = tuple(part.isr)
+        if part.leader == broker_id:
+            part.leader = next((r for r in part.replicas if r in part.isr and r != broker_id), -1)
+            fields["leader"] = part.leader
+        changes.append(PartitionChangeRecord(partition_id=index, topic_id=topic_id, **fields))  # type: ignore[arg-type]
+    if changes:
+        log.batch(*changes)
+    log.change_broker(broker_id, fenced=1)
+    log.register(broker_id, generation=log.next_offset)
+    log.change_broker(broker_id, fenced=-1)
+    elected: list[Data] = []
+    for (topic_id, index), part in state.items():
+        if part.leader == -1 and broker_id in part.isr:
+            part.leader = broker_id
+            elected.append(PartitionChangeRecord(partition_id=index, topic_id=topic_id, leader=broker_id))
+    if elected:
+        log.batch(*elected)

@@ -22,7 +22,7 @@ from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.elect_leaders import PREFERRED, UNCLEAN, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
 
-from .logs import ControllerLog
+from .logs import ControllerLog, write_churn_log
 
 NOW_NS = 1_700_000_000_000_000_000
 
@@ -221,3 +221,10 @@ def test_retention_starts_from_the_snapshot_covering_the_deleted_segments(tmp_pa
     assert result.counts["snapshots_compared"] >= 1
     if keep_journal:  # acknowledgements below the snapshot cannot be judged, and are not violations
         assert sum(result.unverifiable.values()) > 0
+
+
+def test_a_large_correct_churn_log_has_no_violation(tmp_path: Path) -> None:
+    records = write_churn_log(tmp_path / "data", brokers=30, topics=5, partitions=20, changes=5_000)
+    result = check(tmp_path / "data")
+    assert result.violations == [] and result.ok
+    assert result.counts["records"] == records
