@@ -11,7 +11,9 @@ Rules:
   the broker re-registered, or every partition of replication factor > 1 it still led had no
   eligible successor in its ISR (semantics.md: such a leader stays, so the shutdown cannot end):
   excused. A partition it led with an eligible successor, or nothing left to lead and still not
-  let go: a `shutdown-bound` violation.
+  let go: a `shutdown-bound` violation, if the state said so already a grace period before the
+  bound (three heartbeat intervals, at least 5 s, at most half the bound): a successor that became
+  eligible just before the bound only moves at the broker's next retry.
 - Every Fenced with intended=False is a violation: `fleet-late-heartbeat` when the broker's longest
   heartbeat gap reached the session timeout (the fleet was late), `live-broker-fenced` otherwise.
   The fence record of that broker epoch nearest before it, if the log has one, is named.
@@ -35,9 +37,10 @@ NS_PER_MS = 1_000_000
 
 
 class Deadline(NamedTuple):
-    at_ms: int
+    at_ms: int  # when to judge: the bound, or a grace period before it
     shutdown: ShutdownTracked
     late: str  # how it was late, for the message
+    number: int  # which late shutdown (each is judged twice)
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Liveness:
     runs: list[RunStarted] = field(default_factory=list)
     run_end_ns: int | None = None
     pending: list[Deadline] = field(default_factory=list)
-    verdicts: list[tuple[Deadline, str | None]] = field(default_factory=list)  # (deadline, violation or None)
+    verdicts: dict[int, list[tuple[Deadline, str | None]]] = field(default_factory=dict)  # index -> (probe, why)
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -56,14 +59,14 @@ class Liveness:
         ends = [e.wall_ns for e in self.entries if isinstance(e, RunEnded)]
         self.run_end_ns = max(ends) if ends else None
         faults = [e for e in self.entries if isinstance(e, FaultInjected) and e.fault not in HARMLESS_FAULTS]
-        for shutdown in (e for e in self.entries if isinstance(e, ShutdownTracked)):
-            deadline = self._deadline(shutdown)
+        for index, shutdown in enumerate(e for e in self.entries if isinstance(e, ShutdownTracked)):
+            deadline = self._deadline(shutdown, index)
             if deadline is None:
                 continue
             window_end = deadline.at_ms * NS_PER_MS
             if any(f.broker == shutdown.broker and shutdown.started_wall_ns <= f.wall_ns <= window_end for f in faults):
                 continue
-            self.pending.append(deadline)
+            self.pending.extend((deadline._replace(at_ms=deadline.at_ms - self._grace_ms(shutdown)), deadline))
         self.pending.sort(key=lambda deadline: deadline.at_ms)
         if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
             self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
@@ -74,7 +77,12 @@ class Liveness:
                 return run
         return self.runs[0] if self.runs else None
 
-    def _deadline(self, shutdown: ShutdownTracked) -> Deadline | None:
+    def _grace_ms(self, shutdown: ShutdownTracked) -> int:
+        run = self.run_of(shutdown.broker)
+        assert run is not None
+        return min(max(3 * run.heartbeat_ms, 5_000), run.shutdown_bound_ms // 2)
+
+    def _deadline(self, shutdown: ShutdownTracked, index: int) -> Deadline | None:
         run = self.run_of(shutdown.broker)
         if run is None or run.shutdown_bound_ms <= 0:
             return None
@@ -84,28 +92,30 @@ class Liveness:
             took = shutdown.finished_wall_ns - shutdown.started_wall_ns
             if took <= bound_ns:
                 return None
-            return Deadline(deadline_ms, shutdown, f"took {took / 1e9:.1f} s")
+            return Deadline(deadline_ms, shutdown, f"took {took / 1e9:.1f} s", index)
         if self.run_end_ns is None or self.run_end_ns - shutdown.started_wall_ns <= bound_ns:
             return None
         return Deadline(
             deadline_ms,
             shutdown,
             f"had not finished {(self.run_end_ns - shutdown.started_wall_ns) / 1e9:.1f} s later, when the run ended",
+            index,
         )
 
     def probe(self, model: Model, until_ms: int) -> None:
         """Judge every deadline before `until_ms` on the state `model` has now."""
         while self.pending and self.pending[0].at_ms < until_ms:
             deadline = self.pending.pop(0)
-            self.verdicts.append((deadline, _judge(model, deadline.shutdown)))
+            self.verdicts.setdefault(deadline.number, []).append((deadline, _judge(model, deadline.shutdown)))
 
     def finish(self, model: Model) -> None:
         self.probe(model, 1 << 62)
 
     def report(self, history: History, sink: ViolationSink) -> None:
-        for deadline, verdict in self.verdicts:
-            if verdict is None:
-                continue
+        for probes in self.verdicts.values():
+            if any(verdict is None for _, verdict in probes):
+                continue  # excused at the bound, or a grace period before it
+            deadline, verdict = probes[-1]
             shutdown = deadline.shutdown
             run = self.run_of(shutdown.broker)
             bound = run.shutdown_bound_ms if run is not None else 0

@@ -286,3 +286,23 @@ def test_an_unintended_fence_is_a_violation_named_for_whose_fault_it_was(
     result, _ = checked(tmp_path, journal, fence_4)
     assert rules(result) == [rule]
     assert result.violations[0].records and "fenced=1" in result.violations[0].records[0]
+
+
+@pytest.mark.parametrize(("movable_after_ms", "late"), [(BOUND_MS - 3_000, False), (5_000, True)])
+def test_a_successor_eligible_only_just_before_the_bound_does_not_make_the_shutdown_late(
+    tmp_path: Path, movable_after_ms: int, late: bool
+) -> None:
+    """Stuck (ISR [1]) until 3 s before the bound, then movable: the next retry would have moved it.
+    Movable a whole grace period before the bound, it is late."""
+    flagged_ms = TIMESTAMP_MS + 1_000
+
+    def build(log: LogBuilder) -> None:
+        log.timestamp_ms = flagged_ms
+        log.change_broker(1, in_controlled_shutdown=1)
+        log.change(0, isr=(1,))
+        log.timestamp_ms = flagged_ms + movable_after_ms
+        log.change(0, isr=(1, 2))
+
+    end = RunEnded((flagged_ms + 100_000) * MS, True)
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, None, start_ns=flagged_ms * MS), end], build)
+    assert rules(result) == (["shutdown-bound"] if late else [])
