@@ -77,11 +77,11 @@ class CheckResult:
 def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult:
     """Check the metadata log of `data_dir` (and, given, a run's journal); raises `CheckError` only
     when there is no log to check at all."""
-    journal_plan = plan(list(journal) if journal is not None else [])
+    journal_plan = plan(journal if journal is not None else ())
     model = Model(watch=journal_plan.watch)
     sink = ViolationSink()
     rules = LogRules(model, sink)
-    liveness = Liveness(journal_plan.entries)
+    liveness = Liveness(journal_plan.lifecycle)
     with LogReader(Path(data_dir)) as reader:
         reading = reader.reading
         start = _load_start(reader, rules)
@@ -187,7 +187,7 @@ def _result(
         brokers=len(model.brokers),
         topics=len(model.topics),
         partitions=sum(len(topic.partitions) for topic in model.topics.values()),
-        journal_entries=len(journal_plan.entries),
+        journal_entries=journal_plan.entries,
     )
     counts.update({f"journal_{kind}": number for kind, number in journal_check.checked.items()})
     return CheckResult(

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -57,13 +58,11 @@ def main(argv: list[str]) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    try:
-        entries: list[Entry] = [entry for path in args.journal for entry in read_journal(path)]
-    except (OSError, JournalError) as exc:
-        return _fail(f"cannot read the journal: {exc}")
     started = time.perf_counter()
     try:
-        result = check(args.data_dir, entries if args.journal else None)
+        result = check(args.data_dir, _journal(args.journal) if args.journal else None)
+    except JournalError as exc:
+        return _fail(f"cannot read the journal: {exc}")
     except CheckError as exc:
         return _fail(str(exc))
     elapsed = time.perf_counter() - started
@@ -75,6 +74,15 @@ def main(argv: list[str]) -> int:
         except OSError as exc:
             return _fail(f"cannot write the report {args.report}: {exc.strerror}")
     return 0 if result.ok else 1
+
+
+def _journal(paths: list[Path]) -> Iterator[Entry]:
+    """The entries of every journal, streamed (`check` reads them all before the log)."""
+    for path in paths:
+        try:
+            yield from read_journal(path)
+        except OSError as exc:
+            raise JournalError(f"{path}: {exc.strerror}") from None
 
 
 def _fail(message: str) -> int:

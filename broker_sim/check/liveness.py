@@ -22,7 +22,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 from broker_sim.journal import Entry, FaultInjected, Fenced, RunEnded, RunStarted, ShutdownTracked
@@ -47,7 +47,7 @@ class Deadline(NamedTuple):
 class Liveness:
     """The journal's liveness facts; `probe` evaluates deadlines as replay passes their time."""
 
-    entries: Sequence[Entry]
+    entries: Sequence[Entry]  # the journal's runs, shutdowns, fences and faults
     runs: list[RunStarted] = field(default_factory=list)
     run_end_ns: int | None = None
     pending: list[Deadline] = field(default_factory=list)
@@ -188,10 +188,7 @@ def _judge(model: Model, shutdown: ShutdownTracked) -> str | None:
 
 def render_entry(entry: Entry) -> str:
     """A journal entry on one line: its kind and fields (without its time and free-form detail)."""
-    shown = []
-    for name in entry.__dataclass_fields__:
-        if name in ("wall_ns", "detail"):
-            continue
-        value = getattr(entry, name)
-        shown.append(f"{name}={value}")
+    shown = [
+        f"{item.name}={getattr(entry, item.name)}" for item in fields(entry) if item.name not in ("wall_ns", "detail")
+    ]
     return f"{entry.kind}({', '.join(shown)})"

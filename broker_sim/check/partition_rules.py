@@ -187,6 +187,8 @@ class _Check:
         self.rules, self.offset, self.partition, self.record = rules, offset, partition, record
 
     def __call__(self, rule: str, message: str, *extra: str, broker: int | None = None) -> None:
+        if self.rules.sink.count_only(rule):
+            return
         records = [render_record(self.record, self.offset), *extra]
         self.rules.violation(rule, message, self.offset, partition=self.partition.label, broker=broker, records=records)
 

@@ -110,7 +110,8 @@ class LogRules:
     def violation(
         self, rule: str, message: str, offset: int | None, *, records: Iterable[str] = (), **where: object
     ) -> None:
-        self.sink.add(Violation(rule, message, offset, records=tuple(records), **where))  # type: ignore[arg-type]
+        if not self.sink.count_only(rule):
+            self.sink.add(Violation(rule, message, offset, records=tuple(records), **where))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ batches
     def batch(self, batch: Batch) -> None:

@@ -109,6 +109,15 @@ class ViolationSink:
         if count <= self.keep_per_rule:
             self.kept.append(violation)
 
+    def count_only(self, rule: str) -> bool:
+        """True, having counted one more `rule` violation, when no more of it are kept: the caller
+        then skips rendering it (a broken controller can break a rule millions of times)."""
+        count = self.counts.get(rule, 0)
+        if count < self.keep_per_rule:
+            return False
+        self.counts[rule] = count + 1
+        return True
+
     @property
     def total(self) -> int:
         return sum(self.counts.values())
