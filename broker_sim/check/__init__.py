@@ -3,15 +3,15 @@
 `check(data_dir, journal)` is a pure function of the files and entries it is given; it never
 imports `controller`, so it can judge any controller that writes Kafka's `__cluster_metadata`
 format. Modules: `log` (reading segments and snapshots), `state` (the checker's own model),
-`rules` (the invariants at every log position), `snapshot` (base state and snapshot checks),
-`journal_rules` and `liveness` (the journal against the log), `violations` (what is reported),
-`cli` (`python -m broker_sim check`).
+`rules` and `partition_rules` (the invariants at every log position), `snapshot` (base state and
+snapshot checks), `journal_rules` and `liveness` (the journal against the log), `violations`
+(what is reported), `cli` (`python -m broker_sim check`).
 
 Rules:
 - A violation is a rule broken by the controller; a problem is a log that cannot be read to its
   end (corruption, a gap, an undecodable record, a corrupt snapshot). Either fails the check.
   Notes (an incomplete last batch, skipped record types) do not.
-- The journal is read completely before the log is opened (see `journal_rules.plan`).
+- The journal is read completely, once, before the log is opened (see `journal_rules.plan`).
 - Each snapshot the replay passes is compared with the replayed state at its end offset.
 """
 
@@ -199,5 +199,5 @@ def _result(
         counts=dict(counts),
         start_offset=reading.start_offset,
         end_offset=reading.end_offset,
-        unverifiable=dict(journal_check.unverifiable),
+        unverifiable=dict(journal_check.unverifiable + journal_plan.unidentified),
     )

@@ -21,7 +21,8 @@ Rules (ids in violations.RULES):
   only on a journal whose run finished, so that no ShutdownTracked can be missing).
 - BadAnswer: a violation (`bad-answer`).
 - Where the log cannot tell (it starts at a snapshot after the state, or a problem stopped the
-  reading before it), the entry is counted as unverifiable, never as a violation.
+  reading before it), the entry is counted as unverifiable, never as a violation; so is an entry
+  naming the zero topic id (a fleet that knew the topic by name only).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class JournalPlan:
     watch: set[Key] = field(default_factory=set)
     topic_ids: dict[str, int] = field(default_factory=dict)  # the journal's id strings, parsed once
     problems: list[str] = field(default_factory=list)
+    unidentified: Counter[str] = field(default_factory=Counter)  # entries with the zero topic id: not judged
 
 
 def plan(entries: Iterable[Entry]) -> JournalPlan:
@@ -89,6 +91,9 @@ def plan(entries: Iterable[Entry]) -> JournalPlan:
                 except ValueError:
                     result.problems.append(f"journal: {render_entry(entry)} has a malformed topic id")
                     continue
+            if topic == 0:  # the fleet could not name the topic's id (e.g. an answer by name only)
+                result.unidentified[entry.kind] += 1
+                continue
             if isinstance(entry, StateObserved):
                 _observe(result, topic, entry)
                 continue
@@ -327,7 +332,7 @@ class JournalCheck:
                 self.unverifiable["registered"] += 1
             return
         self.checked["registered"] += 1
-        if found[0] != entry.incarnation_id:
+        if found[0] != entry.incarnation_id.lower():
             self.violation(
                 "registration-lost",
                 f"registered incarnation {entry.incarnation_id}; "

@@ -306,3 +306,9 @@ def test_a_successor_eligible_only_just_before_the_bound_does_not_make_the_shutd
     end = RunEnded((flagged_ms + 100_000) * MS, True)
     result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, None, start_ns=flagged_ms * MS), end], build)
     assert rules(result) == (["shutdown-bound"] if late else [])
+
+
+def test_entries_without_a_topic_id_are_unverifiable_not_violations(tmp_path: Path) -> None:
+    nameless = StateObserved(START_NS, 2, 1, "00000000-0000-0000-0000-000000000000", 0, 1, 0, 1, [1, 2], [1, 2, 3])
+    result, _ = checked(tmp_path, [nameless], shrink)
+    assert result.ok and result.unverifiable == {"state_observed": 1}
