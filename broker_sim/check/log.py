@@ -13,10 +13,12 @@ Rules:
   older segments) from the oldest valid snapshot ending within the segments; none is a problem.
 - Batches are validated as Kafka's log recovery does: framing, magic, CRC-32C, every record, a
   lastOffsetDelta that fits the records, base offsets contiguous within and across segments and
-  matching the segment's name. A fault in the last segment with no valid batch anywhere after it
-  is an incomplete tail: a write in progress (the controller may be running) or a torn write the
+  matching the segment's name. Bytes at the end of the last segment that are the next batch cut
+  short (its base offset, magic 2, a length reaching past the end; no valid batch after them) are
+  an incomplete tail: a write in progress (the controller may be running) or a torn write the
   controller cuts on restart. Reading stops there; it is a note, not a problem (nothing in it was
-  acknowledged: answers follow the fsync). Any other fault is a problem, and reading stops.
+  acknowledged: answers follow the fsync). Any other fault (a CRC failure, garbage, a cut before
+  later batches or segments) is a problem, and reading stops.
 - A record of a type or version `protocol` does not know is skipped with a note (Kafka's own logs
   hold records no rule here is about); any other undecodable record is a problem.
 """
@@ -127,6 +129,7 @@ class LogReader:
         partition_dir = locate(data_dir)
         self.snapshot_streams: dict[SnapshotFile, IO[bytes]] = {}
         self.files: list[tuple[int, Path, IO[bytes]]] = []
+        self._next_offset = 0  # where the batch being read should start
         try:
             for match, path in _names(partition_dir, _SNAPSHOT):
                 snapshot = SnapshotFile(int(match.group(1)), int(match.group(2)), path)
@@ -173,15 +176,15 @@ class LogReader:
                     f"{path.name}: the segment is named for offset {base_offset}, the log continues at {expected}"
                 )
                 return
-            expected = base_offset
+            expected = self._next_offset = base_offset
             last = index == len(self.files) - 1
-            for position, batch in _scan(stream, path, last, self):
+            for position, batch in self._scan(stream, path, last):
                 if batch.base_offset != expected:
                     self._problem(
                         f"{path.name} at byte {position}: base offset {batch.base_offset}, expected {expected}"
                     )
                     return
-                expected = batch.next_offset
+                expected = self._next_offset = batch.next_offset
                 reading.batches += 1
                 if batch.next_offset > start_offset:
                     reading.end_offset = batch.next_offset
@@ -219,21 +222,35 @@ class LogReader:
         self.reading.problems.append(message)
         self.reading.complete = False
 
+    def _scan(self, stream: IO[bytes], path: Path, last: bool) -> Iterator[tuple[int, RecordBatch]]:
+        """The valid batches of one segment as (byte position, batch); a fault ends it (note or problem)."""
+        size = os.fstat(stream.fileno()).st_size
+        if size == 0:
+            return
+        with mmap.mmap(stream.fileno(), size, access=mmap.ACCESS_READ) as view:
+            position = 0
+            while position < size:
+                batch, fault = _batch_at(view, position, size)
+                if batch is None:
+                    self._fault(view, path, position, size, fault, last)
+                    return
+                yield position, batch
+                position += LOG_OVERHEAD + _LENGTH.unpack_from(view, position)[1]
 
-def _scan(stream: IO[bytes], path: Path, last: bool, reader: LogReader) -> Iterator[tuple[int, RecordBatch]]:
-    """The valid batches of one segment as (byte position, batch); a fault ends it (note or problem)."""
-    size = os.fstat(stream.fileno()).st_size
-    if size == 0:
-        return
-    with mmap.mmap(stream.fileno(), size, access=mmap.ACCESS_READ) as view:
-        position = 0
-        while position < size:
-            batch, fault = _batch_at(view, position, size)
-            if batch is None:
-                _fault(view, path, position, size, f"{fault}", last, reader)
-                return
-            yield position, batch
-            position += LOG_OVERHEAD + _LENGTH.unpack_from(view, position)[1]
+    def _fault(self, view: mmap.mmap, path: Path, position: int, size: int, reason: str, last: bool) -> None:
+        """A note if the bytes from `position` are the next batch cut short at the log's end, else a problem."""
+        following = _valid_batches_after(view, position + 1, size)
+        where = f"{path.name} at byte {position}: {reason}"
+        if last and following == 0 and _cut_short(view, position, size, self._next_offset):
+            self.reading.notes.append(
+                f"incomplete last batch ({size - position} bytes at the end of {where}): "
+                "a write in progress or a torn write; not checked"
+            )
+            return
+        after = f"{following} valid batch(es) follow in the segment" if following else "later segments follow"
+        if last and following == 0:
+            after = "it is not the start of the next batch cut short"
+        self._problem(f"corrupt metadata log: {where}; {after}, so this is not an incomplete tail")
 
 
 def _batch_at(view: mmap.mmap | bytes, position: int, size: int) -> tuple[RecordBatch | None, str]:
@@ -254,17 +271,18 @@ def _batch_at(view: mmap.mmap | bytes, position: int, size: int) -> tuple[Record
     return batch, ""
 
 
-def _fault(view: mmap.mmap, path: Path, position: int, size: int, reason: str, last: bool, reader: LogReader) -> None:
-    following = _valid_batches_after(view, position + 1, size)
-    where = f"{path.name} at byte {position}: {reason}"
-    if last and following == 0:
-        reader.reading.notes.append(
-            f"incomplete last batch ({size - position} bytes at the end of {where}): "
-            "a write in progress or a torn write; not checked"
-        )
-        return
-    after = f"{following} valid batch(es) follow in the segment" if following else "later segments follow"
-    reader._problem(f"corrupt metadata log: {where}; {after}, so this is not an incomplete tail")
+def _cut_short(view: mmap.mmap, position: int, size: int, expected: int) -> bool:
+    """Are the bytes from `position` to `size` the beginning of the batch at offset `expected`, cut
+    short? (What a reader sees of a batch being appended: its base offset, magic 2, and a length
+    reaching past the end. A complete batch failing its CRC, or garbage, is not.)"""
+    remaining = size - position
+    if remaining >= 8 and struct.unpack_from(">q", view, position)[0] != expected:
+        return False
+    if remaining >= LOG_OVERHEAD:
+        length = _LENGTH.unpack_from(view, position)[1]
+        if length < _MIN_LENGTH or position + LOG_OVERHEAD + length <= size:
+            return False
+    return remaining <= _MAGIC_AT or view[position + _MAGIC_AT] == MAGIC
 
 
 def _valid_batches_after(view: mmap.mmap, start: int, size: int) -> int:

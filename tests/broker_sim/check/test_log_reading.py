@@ -136,3 +136,19 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     assert main([str(log.data_dir), "--journal", str(tmp_path / "absent.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 4
+
+
+@pytest.mark.parametrize("tail", ["crc", "zeros", "wrong-offset"])
+def test_bytes_at_the_end_that_are_not_the_next_batch_cut_short_are_a_problem(tmp_path: Path, tail: str) -> None:
+    log = built(tmp_path)
+    batch = next_batch(log)
+    appended = {
+        "crc": batch[:-1] + bytes([batch[-1] ^ 0xFF]),  # complete, but fails its CRC
+        "zeros": b"\x00" * 80,
+        "wrong-offset": (log.next_offset + 7).to_bytes(8, "big") + batch[8:40],  # cut short, but not the next batch
+    }[tail]
+    with open(log.segment_path(), "ab") as segment:
+        segment.write(appended)
+    result = check(log.data_dir)
+    assert not result.ok and "not the start of the next batch cut short" in result.problems[0]
+    assert result.end_offset == log.next_offset
