@@ -4,8 +4,8 @@
 imports `controller`, so it can judge any controller that writes Kafka's `__cluster_metadata`
 format. Modules: `log` (reading segments and snapshots), `state` (the checker's own model),
 `rules` and `partition_rules` (the invariants at every log position), `snapshot` (base state and
-snapshot checks), `journal_rules` and `liveness` (the journal against the log), `violations`
-(what is reported), `cli` (`python -m broker_sim check`).
+snapshot checks), `journal_plan`, `journal_rules` and `liveness` (the journal against the log),
+`violations` (what is reported), `cli` (`python -m broker_sim check`).
 
 Rules:
 - A violation is a rule broken by the controller; a problem is a log that cannot be read to its
@@ -25,7 +25,8 @@ from typing import Any
 
 from broker_sim.journal import Entry
 
-from .journal_rules import JournalCheck, JournalPlan, plan
+from .journal_plan import JournalPlan, plan
+from .journal_rules import JournalCheck
 from .liveness import Liveness
 from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem
 from .rules import LogRules

@@ -1,10 +1,8 @@
 """The journal against the log: what the controller told the fleet must be what it committed.
 
 Rules (ids in violations.RULES):
-- `plan` reads the journal once, before the log is opened, so that a log read while the controller
-  runs holds everything the journal refers to (answers follow the fsync), and names the partition
-  states to capture during replay. A run's journal can hold millions of entries: the identical
-  observations of one state by its replicas are kept once, with their count.
+- `journal_plan.plan` reads the journal once, before the log is opened, and names the partition
+  states to capture during replay.
 - PartitionAcked: the log reaches the acknowledged partition epoch with the acknowledged leader,
   leader epoch and ISR (`ack-lost`); the answer is the requested ISR led by the requester
   (`ack-answer`); for v3, each ISR member the change added had, at that position, the broker epoch
@@ -29,95 +27,27 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from broker_sim.journal import (
     BadAnswer,
     Entry,
-    FaultInjected,
-    Fenced,
     PartitionAcked,
     Registered,
     RunEnded,
-    RunStarted,
     ShutdownTracked,
     StaleReplay,
     StateObserved,
     TopicCreated,
 )
 
+from .journal_plan import JournalPlan, Key
 from .liveness import NS_PER_MS, render_entry
 from .rules import BrokerEvent, History
 from .state import Captured, Model
 from .violations import Violation, ViolationSink
 
 APPLIED_WINDOW_NS = 2_000 * NS_PER_MS  # a stale replay's effect is looked for this close to it
-Key = tuple[int, int, int]  # (topic id int, partition, partition epoch)
-
-
-Observation = tuple[int, int, int, int, int, tuple[int, ...], tuple[int, ...], int]
-LIFECYCLE = (RunStarted, RunEnded, ShutdownTracked, Fenced, FaultInjected)
-JUDGED = (PartitionAcked, Registered, TopicCreated, StaleReplay, BadAnswer)
-
-
-@dataclass
-class JournalPlan:
-    """What the checks need of the journal, gathered in one pass."""
-
-    entries: int = 0
-    judged: list[Entry] = field(default_factory=list)  # acknowledgements, replays, bad answers, in order
-    observed: dict[Observation, tuple[StateObserved, int]] = field(default_factory=dict)  # -> (first, count)
-    lifecycle: list[Entry] = field(default_factory=list)  # runs, shutdowns, fences, faults (for liveness)
-    watch: set[Key] = field(default_factory=set)
-    topic_ids: dict[str, int] = field(default_factory=dict)  # the journal's id strings, parsed once
-    problems: list[str] = field(default_factory=list)
-    unidentified: Counter[str] = field(default_factory=Counter)  # entries with the zero topic id: not judged
-
-
-def plan(entries: Iterable[Entry]) -> JournalPlan:
-    """Read the journal (see the module rules); malformed topic ids are problems."""
-    result = JournalPlan()
-    for entry in entries:
-        result.entries += 1
-        if isinstance(entry, LIFECYCLE):
-            result.lifecycle.append(entry)
-            continue
-        if isinstance(entry, PartitionAcked | StateObserved | TopicCreated):
-            topic = result.topic_ids.get(entry.topic_id)
-            if topic is None:
-                try:
-                    topic = result.topic_ids[entry.topic_id] = uuid.UUID(entry.topic_id).int
-                except ValueError:
-                    result.problems.append(f"journal: {render_entry(entry)} has a malformed topic id")
-                    continue
-            if topic == 0:  # the fleet could not name the topic's id (e.g. an answer by name only)
-                result.unidentified[entry.kind] += 1
-                continue
-            if isinstance(entry, StateObserved):
-                _observe(result, topic, entry)
-                continue
-            if isinstance(entry, PartitionAcked):
-                result.watch.add((topic, entry.partition, entry.partition_epoch))
-        if isinstance(entry, JUDGED):
-            result.judged.append(entry)
-    return result
-
-
-def _observe(result: JournalPlan, topic: int, entry: StateObserved) -> None:
-    result.watch.add((topic, entry.partition, entry.partition_epoch))
-    key = (
-        topic,
-        entry.partition,
-        entry.partition_epoch,
-        entry.leader,
-        entry.leader_epoch,
-        tuple(entry.isr),
-        tuple(entry.replicas),
-        entry.controller_epoch,
-    )
-    first, count = result.observed.get(key, (entry, 0))
-    result.observed[key] = (first, count + 1)
 
 
 @dataclass
@@ -256,14 +186,7 @@ class JournalCheck:
             return
         where = self._where(key)
         self._leader_seen(key, entry.leader_epoch, entry.leader, entry)
-        if entry.controller_epoch not in self.history.epochs_seen and self.log_complete and self.log_is_whole:
-            self.violation(
-                "observed-controller-epoch",
-                f"controller epoch {entry.controller_epoch} is not one of the log's {sorted(self.history.epochs_seen)}",
-                entry,
-                partition=where,
-                broker=entry.broker,
-            )
+        self._controller_epoch(entry, captured, where)
         if captured is None:
             self._missing(key, entry, "observed-state", "observed", where, count)
             return
@@ -282,15 +205,19 @@ class JournalCheck:
                 partition=where,
                 broker=entry.broker,
             )
-        if captured.offset is not None and entry.controller_epoch < captured.controller_epoch:
-            self.violation(
-                "observed-controller-epoch",
+
+    def _controller_epoch(self, entry: StateObserved, captured: Captured | None, where: str) -> None:
+        epochs = self.history.epochs_seen
+        if entry.controller_epoch not in epochs and self.log_complete and self.log_is_whole:
+            message = f"controller epoch {entry.controller_epoch} is not one of the log's {sorted(epochs)}"
+            self.violation("observed-controller-epoch", message, entry, partition=where, broker=entry.broker)
+        if captured is not None and captured.offset is not None and entry.controller_epoch < captured.controller_epoch:
+            message = (
                 f"sent with controller epoch {entry.controller_epoch}, "
-                f"older than the epoch {captured.controller_epoch} that committed the state",
-                entry,
-                captured.offset,
-                partition=where,
-                broker=entry.broker,
+                f"older than the epoch {captured.controller_epoch} that committed the state"
+            )
+            self.violation(
+                "observed-controller-epoch", message, entry, captured.offset, partition=where, broker=entry.broker
             )
 
     def _missing(self, key: Key, entry: Entry, rule: str, verb: str, where: str, count: int = 1) -> None:

@@ -112,6 +112,11 @@ class Liveness:
         self.probe(model, 1 << 62)
 
     def report(self, history: History, sink: ViolationSink) -> None:
+        self._report_shutdowns(history, sink)
+        for fenced in (e for e in self.entries if isinstance(e, Fenced) and not e.intended):
+            sink.add(self._unintended_fence(fenced, history))
+
+    def _report_shutdowns(self, history: History, sink: ViolationSink) -> None:
         for probes in self.verdicts.values():
             if any(verdict is None for _, verdict in probes):
                 continue  # excused at the bound, or a grace period before it
@@ -131,29 +136,27 @@ class Liveness:
                     records=tuple(event.rendering for event in flags[:1]),
                 )
             )
-        for fenced in (e for e in self.entries if isinstance(e, Fenced) and not e.intended):
-            run = self.run_of(fenced.broker)
-            timeout = run.session_timeout_ms if run is not None else None
-            late = timeout is not None and fenced.longest_gap_ms >= timeout
-            events = [
-                event
-                for event in history.fences.get((fenced.broker, fenced.broker_epoch), [])
-                if event.timestamp_ms * NS_PER_MS <= fenced.wall_ns
-            ]
-            if late:
-                rule, message = "fleet-late-heartbeat", "fenced by a late heartbeat of the fleet's own making"
-            else:
-                rule, message = "live-broker-fenced", "a live broker fenced"
-            sink.add(
-                Violation(
-                    rule,
-                    f"{message}: longest heartbeat gap {fenced.longest_gap_ms:.0f} ms, session timeout {timeout} ms",
-                    events[-1].offset if events else None,
-                    journal=render_entry(fenced),
-                    broker=fenced.broker,
-                    records=tuple(event.rendering for event in events[-1:]),
-                )
-            )
+
+    def _unintended_fence(self, fenced: Fenced, history: History) -> Violation:
+        run = self.run_of(fenced.broker)
+        timeout = run.session_timeout_ms if run is not None else None
+        events = [
+            event
+            for event in history.fences.get((fenced.broker, fenced.broker_epoch), [])
+            if event.timestamp_ms * NS_PER_MS <= fenced.wall_ns
+        ]
+        if timeout is not None and fenced.longest_gap_ms >= timeout:
+            rule, message = "fleet-late-heartbeat", "fenced by a late heartbeat of the fleet's own making"
+        else:
+            rule, message = "live-broker-fenced", "a live broker fenced"
+        return Violation(
+            rule,
+            f"{message}: longest heartbeat gap {fenced.longest_gap_ms:.0f} ms, session timeout {timeout} ms",
+            events[-1].offset if events else None,
+            journal=render_entry(fenced),
+            broker=fenced.broker,
+            records=tuple(event.rendering for event in events[-1:]),
+        )
 
 
 def _judge(model: Model, shutdown: ShutdownTracked) -> str | None:

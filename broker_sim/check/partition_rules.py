@@ -51,20 +51,7 @@ def partition_record(rules: LogRules, offset: int, record: Data) -> None:
         check("unknown-partition", f"partition index {record.partition_id}")
     check.shape(new, len(record.directories))
     check.registered(record.replicas)
-    if created:
-        if record.leader_epoch < 0 or record.partition_epoch < 0:
-            check(
-                "partition-epoch",
-                f"created with leader epoch {record.leader_epoch}, partition epoch {record.partition_epoch}",
-            )
-    else:
-        if record.partition_epoch <= partition.partition_epoch:
-            check(
-                "partition-epoch",
-                f"recreated at partition epoch {record.partition_epoch}, not above {partition.partition_epoch}",
-            )
-        if record.leader_epoch < partition.leader_epoch:
-            check("leader-epoch", f"recreated at leader epoch {record.leader_epoch}, below {partition.leader_epoch}")
+    check.record_epochs(created)
     added = [b for b in record.isr if created or b not in partition.isr]
     check.admitted(added, new)
     if record.leader != NO_LEADER and (created or record.leader != partition.leader):
@@ -100,21 +87,8 @@ def partition_change(rules: LogRules, offset: int, record: Data) -> None:
     old_isr = partition.isr
     added = [b for b in new.isr if b not in old_isr]
     check.admitted(added, new)
-    if record.leader != NO_LEADER_CHANGE:
-        if record.leader == partition.leader and not _drops_replicas(partition, new):
-            check(
-                "leader-epoch",
-                f"names the current leader {record.leader}: "
-                f"the leader epoch rises to {new.leader_epoch} without a leader change",
-            )
-        elif record.leader != NO_LEADER and record.leader != partition.leader:
-            check.eligible_leader(record.leader, new)
-    if (
-        new.recovery == RECOVERING
-        and partition.recovery != RECOVERING
-        and record.leader in (NO_LEADER_CHANGE, partition.leader)
-    ):
-        check("leader-recovery", "RECOVERING without an unclean election (no new leader)")
+    if record.leader != NO_LEADER_CHANGE or new.recovery != partition.recovery:
+        check.leader_change(new)
     for broker_id in new.offline - partition.offline:
         if broker_id in new.isr and len(new.isr) > 1:
             check(
@@ -206,6 +180,32 @@ class _Check:
             self("leader-recovery", f"leader recovery state {new.recovery} with ISR {list(isr)}")
         if leader in new.offline:
             self("offline-leader", f"leader {leader}'s replica is offline", broker=leader)
+
+    def record_epochs(self, created: bool) -> None:
+        """A PartitionRecord's epochs: from 0 at creation; never lower on an existing partition."""
+        record, partition = self.record, self.partition
+        assert isinstance(record, PartitionRecord)
+        if created and (record.leader_epoch < 0 or record.partition_epoch < 0):
+            message = f"created with leader epoch {record.leader_epoch}, partition epoch {record.partition_epoch}"
+            self("partition-epoch", message)
+        if not created and record.partition_epoch <= partition.partition_epoch:
+            message = f"recreated at partition epoch {record.partition_epoch}, not above {partition.partition_epoch}"
+            self("partition-epoch", message)
+        if not created and record.leader_epoch < partition.leader_epoch:
+            self("leader-epoch", f"recreated at leader epoch {record.leader_epoch}, below {partition.leader_epoch}")
+
+    def leader_change(self, new: PartitionState) -> None:
+        """A change naming a leader, or the recovery state: an epoch bump needs a new, eligible leader."""
+        record, partition = self.record, self.partition
+        assert isinstance(record, PartitionChangeRecord)
+        if record.leader == partition.leader and not _drops_replicas(partition, new):
+            message = f"names the current leader {record.leader}: the leader epoch rises to {new.leader_epoch}"
+            self("leader-epoch", message + " without a leader change")
+        elif record.leader not in (NO_LEADER, NO_LEADER_CHANGE, partition.leader):
+            self.eligible_leader(record.leader, new)
+        new_leader = record.leader not in (NO_LEADER_CHANGE, partition.leader)
+        if new.recovery == RECOVERING and partition.recovery != RECOVERING and not new_leader:
+            self("leader-recovery", "RECOVERING without an unclean election (no new leader)")
 
     def registered(self, replicas: Iterable[int]) -> None:
         brokers = self.rules.model.brokers

@@ -159,65 +159,40 @@ class LogRules:
     # ------------------------------------------------------------------ brokers
     def register_broker(self, offset: int, record: Data) -> None:
         assert isinstance(record, RegisterBrokerRecord)
-        model, broker_id, epoch = self.model, record.broker_id, record.broker_epoch
-        previous = model.brokers.get(broker_id)
+        broker_id, epoch = record.broker_id, record.broker_epoch
         rendering = render_record(record, offset)
-        same = previous is not None and previous.incarnation == record.incarnation_id
-        highest = self.max_epoch.get(broker_id)
-        if previous is not None and same and epoch < previous.epoch:
-            self.violation(
-                "broker-epoch",
-                f"the same incarnation re-registers with a lower epoch than {previous.epoch}",
-                offset,
-                broker=broker_id,
-                records=[rendering],
-            )
-        elif not same and highest is not None and epoch <= highest:
-            self.violation(
-                "broker-epoch",
-                f"a new incarnation gets epoch {epoch}, not above the broker's {highest}",
-                offset,
-                broker=broker_id,
-                records=[rendering],
-            )
-        if broker_id < 0:
-            self.violation(
-                "broker-registration",
-                "a negative broker id is registered",
-                offset,
-                broker=broker_id,
-                records=[rendering],
-            )
-        if not same and (not record.fenced or record.in_controlled_shutdown):
-            state = "unfenced" if not record.fenced else "in controlled shutdown"
-            self.violation(
-                "broker-registration",
-                f"a new incarnation starts {state}",
-                offset,
-                broker=broker_id,
-                records=[rendering],
-            )
-        elif (
-            same
-            and previous is not None
-            and (
-                (previous.fenced and not record.fenced)
-                or (previous.shutting_down and not record.in_controlled_shutdown)
-            )
-        ):
-            state = "unfences it" if previous.fenced and not record.fenced else "ends its controlled shutdown"
-            self.violation(
-                "broker-registration",
-                f"re-registering the same incarnation {state}",
-                offset,
-                broker=broker_id,
-                records=[rendering, *self.last_change_of(broker_id)],
-            )
-        broker = model.register(broker_id, epoch, record.incarnation_id, offset)
+        for rule, message in self._registration_faults(record):
+            extra = self.last_change_of(broker_id) if "same incarnation" in message else []
+            self.violation(rule, message, offset, broker=broker_id, records=[rendering, *extra])
+        broker = self.model.register(broker_id, epoch, record.incarnation_id, offset)
         broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
-        self.max_epoch[broker_id] = max(epoch, highest if highest is not None else epoch)
+        self.max_epoch[broker_id] = max(epoch, self.max_epoch.get(broker_id, epoch))
         self.last_change[broker_id] = rendering
         self.history.registrations.setdefault((broker_id, epoch), (str(record.incarnation_id), offset))
+
+    def _registration_faults(self, record: RegisterBrokerRecord) -> list[tuple[str, str]]:
+        """The rules a registration breaks, as (rule, message), judged against the one it replaces."""
+        faults = []
+        previous = self.model.brokers.get(record.broker_id)
+        same = previous is not None and previous.incarnation == record.incarnation_id
+        highest = self.max_epoch.get(record.broker_id)
+        if previous is not None and same and record.broker_epoch < previous.epoch:
+            faults.append(("broker-epoch", f"the same incarnation re-registers below its epoch {previous.epoch}"))
+        elif not same and highest is not None and record.broker_epoch <= highest:
+            faults.append(("broker-epoch", f"a new incarnation's epoch is not above the broker's {highest}"))
+        if record.broker_id < 0:
+            faults.append(("broker-registration", "a negative broker id is registered"))
+        if not same and (not record.fenced or record.in_controlled_shutdown):
+            state = "unfenced" if not record.fenced else "in controlled shutdown"
+            faults.append(("broker-registration", f"a new incarnation starts {state}"))
+        elif previous is not None and same:
+            if previous.fenced and not record.fenced:
+                faults.append(("broker-registration", "re-registering the same incarnation unfences it"))
+            if previous.shutting_down and not record.in_controlled_shutdown:
+                faults.append(
+                    ("broker-registration", "re-registering the same incarnation ends its controlled shutdown")
+                )
+        return faults
 
     def unregister_broker(self, offset: int, record: Data) -> None:
         assert isinstance(record, UnregisterBrokerRecord)
