@@ -164,7 +164,7 @@ class LogRules:
         for rule, message in self._registration_faults(record):
             extra = self.last_change_of(broker_id) if "same incarnation" in message else []
             self.violation(rule, message, offset, broker=broker_id, records=[rendering, *extra])
-        broker = self.model.register(broker_id, epoch, record.incarnation_id, offset)
+        broker = self.model.register(broker_id, epoch, record.incarnation_id)
         broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
         self.max_epoch[broker_id] = max(epoch, self.max_epoch.get(broker_id, epoch))
         self.last_change[broker_id] = rendering

@@ -51,7 +51,7 @@ def load_base(rules: LogRules, snapshot: SnapshotFile, records: list[tuple[Data,
     rules.history.epochs_seen.add(snapshot.epoch)
     for record, _ in records:
         if isinstance(record, RegisterBrokerRecord):
-            broker = model.register(record.broker_id, record.broker_epoch, record.incarnation_id, None)
+            broker = model.register(record.broker_id, record.broker_epoch, record.incarnation_id)
             broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
             rules.max_epoch[record.broker_id] = record.broker_epoch
             rules.history.registrations[(record.broker_id, record.broker_epoch)] = (str(record.incarnation_id), None)

@@ -36,15 +36,14 @@ NO_OFFLINE: frozenset[int] = frozenset()
 class Broker:
     """One broker id as the log last registered it."""
 
-    __slots__ = ("broker_id", "epoch", "fenced", "incarnation", "registered_at", "shutting_down")
+    __slots__ = ("broker_id", "epoch", "fenced", "incarnation", "shutting_down")
 
-    def __init__(self, broker_id: int, epoch: int, incarnation: uuid.UUID, registered_at: int | None) -> None:
+    def __init__(self, broker_id: int, epoch: int, incarnation: uuid.UUID) -> None:
         self.broker_id = broker_id
         self.epoch = epoch
         self.incarnation = incarnation
         self.fenced = True
         self.shutting_down = False
-        self.registered_at = registered_at  # offset of the RegisterBrokerRecord (None: from a snapshot)
 
     @property
     def active(self) -> bool:
@@ -145,13 +144,13 @@ class Model:
     base_epochs: dict[tuple[int, int], int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ brokers
-    def register(self, broker_id: int, epoch: int, incarnation: uuid.UUID, offset: int | None) -> Broker:
-        broker = self.brokers[broker_id] = Broker(broker_id, epoch, incarnation, offset)
+    def register(self, broker_id: int, epoch: int, incarnation: uuid.UUID) -> Broker:
+        broker = self.brokers[broker_id] = Broker(broker_id, epoch, incarnation)
         return broker
 
     def is_active(self, broker_id: int) -> bool:
         broker = self.brokers.get(broker_id)
-        return broker is not None and not broker.fenced and not broker.shutting_down
+        return broker is not None and broker.active
 
     # ------------------------------------------------------------------ topics and partitions
     def add_topic(self, topic_id: uuid.UUID, name: str, offset: int | None) -> Topic:
