@@ -215,6 +215,10 @@ ENTRY_TYPES: dict[str, type[Any]] = {
     )
 }
 
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {
+    kind: frozenset(item.name for item in fields(kind)) for kind in ENTRY_TYPES.values()
+}
+
 
 class JournalError(ValueError):
     """A journal line that is not a valid entry (other than a truncated last line)."""
@@ -229,7 +233,7 @@ def from_object(data: dict[str, Any]) -> Entry | None:
     kind = ENTRY_TYPES.get(str(data.get("kind")))
     if kind is None:
         return None
-    names = {item.name for item in fields(kind)}
+    names = _FIELD_NAMES[kind]
     try:
         entry: Entry = kind(**{key: value for key, value in data.items() if key in names})
     except TypeError as error:
@@ -238,23 +242,26 @@ def from_object(data: dict[str, Any]) -> Entry | None:
 
 
 def read_journal(path: Path) -> Iterator[Entry]:
-    """The entries of a journal file; a partly written last line is skipped, any other bad line raises."""
-    with open(path, encoding="utf-8") as stream:
-        lines = stream.read().split("\n")
-    complete, tail = lines[:-1], lines[-1]
-    for number, line in enumerate(complete, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise JournalError(f"{path}:{number}: not JSON: {error}") from error
-        if not isinstance(data, dict):
-            raise JournalError(f"{path}:{number}: not an object")
-        entry = from_object(data)
-        if entry is not None:
-            yield entry
-    del tail  # no newline yet: the writer was interrupted mid-line
+    """The entries of a journal file, read a line at a time (a run's journal can hold millions); a
+    partly written last line is skipped, any other bad line raises."""
+    with open(path, encoding="utf-8", newline="\n") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.endswith("\n"):
+                return  # no newline yet: the writer was interrupted mid-line
+            if line.strip():
+                entry = _entry(path, number, line)
+                if entry is not None:
+                    yield entry
+
+
+def _entry(path: Path, number: int, line: str) -> Entry | None:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise JournalError(f"{path}:{number}: not JSON: {error}") from error
+    if not isinstance(data, dict):
+        raise JournalError(f"{path}:{number}: not an object")
+    return from_object(data)
 
 
 class JournalWriter:

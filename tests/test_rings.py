@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = {
     "protocol": {"trio", "socket", "logging", "time", "asyncio", "threading", "controller", "broker_sim", "analytics"},
     "analytics": {"controller", "broker_sim", "trio"},
+    "broker_sim": {"controller"},
 }
 
 

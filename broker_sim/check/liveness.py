@@ -1,0 +1,197 @@
+"""Liveness, from the journal and the log: controlled shutdowns within the run's bound, no live broker fenced.
+
+Rules:
+- Each fleet process writes a RunStarted naming its brokers (`first_broker_id` and the next
+  `brokers - 1`); a broker's shutdown bound and session timeout are its run's.
+- A ShutdownTracked is late when it finished more than `shutdown_bound_ms` after it started, or did
+  not finish while the run ended (RunEnded) more than the bound after its start. A late shutdown is
+  excused when the fleet got in its own way: a fault other than the shutdown itself or a disk
+  fault (a crash, a pause, a dropped connection) hit that broker between its start and the bound.
+- Otherwise the log decides, from the state at the bound (after the last batch written by then):
+  the broker re-registered, or every partition of replication factor > 1 it still led had no
+  eligible successor in its ISR (semantics.md: such a leader stays, so the shutdown cannot end):
+  excused. A partition it led with an eligible successor, or nothing left to lead and still not
+  let go: a `shutdown-bound` violation, if the state said so already a grace period before the
+  bound (three heartbeat intervals, at least 5 s, at most half the bound): a successor that became
+  eligible just before the bound only moves at the broker's next retry.
+- Every Fenced with intended=False is a violation: `fleet-late-heartbeat` when the broker's longest
+  heartbeat gap reached the session timeout (the fleet was late), `live-broker-fenced` otherwise.
+  The fence record of that broker epoch nearest before it, if the log has one, is named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple
+
+from broker_sim.journal import Entry, FaultInjected, Fenced, RunEnded, RunStarted, ShutdownTracked
+
+from .rules import LISTED, History
+from .state import Model
+from .violations import Violation, ViolationSink
+
+#: Faults that do not stop a broker from completing its controlled shutdown.
+HARMLESS_FAULTS = frozenset({"controlled-shutdown", "disk-failure", "disk-repair"})
+NS_PER_MS = 1_000_000
+
+
+class Deadline(NamedTuple):
+    at_ms: int  # when to judge: the bound, or a grace period before it
+    shutdown: ShutdownTracked
+    late: str  # how it was late, for the message
+    number: int  # which late shutdown (each is judged twice)
+
+
+@dataclass
+class Liveness:
+    """The journal's liveness facts; `probe` evaluates deadlines as replay passes their time."""
+
+    entries: Sequence[Entry]  # the journal's runs, shutdowns, fences and faults
+    runs: list[RunStarted] = field(default_factory=list)
+    run_end_ns: int | None = None
+    pending: list[Deadline] = field(default_factory=list)
+    verdicts: dict[int, list[tuple[Deadline, str | None]]] = field(default_factory=dict)  # index -> (probe, why)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.runs = [e for e in self.entries if isinstance(e, RunStarted)]
+        ends = [e.wall_ns for e in self.entries if isinstance(e, RunEnded)]
+        self.run_end_ns = max(ends) if ends else None
+        faults = [e for e in self.entries if isinstance(e, FaultInjected) and e.fault not in HARMLESS_FAULTS]
+        for index, shutdown in enumerate(e for e in self.entries if isinstance(e, ShutdownTracked)):
+            deadline = self._deadline(shutdown, index)
+            if deadline is None:
+                continue
+            window_end = deadline.at_ms * NS_PER_MS
+            if any(f.broker == shutdown.broker and shutdown.started_wall_ns <= f.wall_ns <= window_end for f in faults):
+                continue
+            self.pending.extend((deadline._replace(at_ms=deadline.at_ms - self._grace_ms(shutdown)), deadline))
+        self.pending.sort(key=lambda deadline: deadline.at_ms)
+        if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
+            self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
+
+    def run_of(self, broker_id: int) -> RunStarted | None:
+        for run in self.runs:
+            if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers:
+                return run
+        return self.runs[0] if self.runs else None
+
+    def _grace_ms(self, shutdown: ShutdownTracked) -> int:
+        run = self.run_of(shutdown.broker)
+        assert run is not None
+        return min(max(3 * run.heartbeat_ms, 5_000), run.shutdown_bound_ms // 2)
+
+    def _deadline(self, shutdown: ShutdownTracked, index: int) -> Deadline | None:
+        run = self.run_of(shutdown.broker)
+        if run is None or run.shutdown_bound_ms <= 0:
+            return None
+        bound_ns = run.shutdown_bound_ms * NS_PER_MS
+        deadline_ms = (shutdown.started_wall_ns + bound_ns) // NS_PER_MS
+        if shutdown.finished_wall_ns is not None:
+            took = shutdown.finished_wall_ns - shutdown.started_wall_ns
+            if took <= bound_ns:
+                return None
+            return Deadline(deadline_ms, shutdown, f"took {took / 1e9:.1f} s", index)
+        if self.run_end_ns is None or self.run_end_ns - shutdown.started_wall_ns <= bound_ns:
+            return None
+        return Deadline(
+            deadline_ms,
+            shutdown,
+            f"had not finished {(self.run_end_ns - shutdown.started_wall_ns) / 1e9:.1f} s later, when the run ended",
+            index,
+        )
+
+    def probe(self, model: Model, until_ms: int) -> None:
+        """Judge every deadline before `until_ms` on the state `model` has now."""
+        while self.pending and self.pending[0].at_ms < until_ms:
+            deadline = self.pending.pop(0)
+            self.verdicts.setdefault(deadline.number, []).append((deadline, _judge(model, deadline.shutdown)))
+
+    def finish(self, model: Model) -> None:
+        self.probe(model, 1 << 62)
+
+    def report(self, history: History, sink: ViolationSink) -> None:
+        self._report_shutdowns(history, sink)
+        for fenced in (e for e in self.entries if isinstance(e, Fenced) and not e.intended):
+            sink.add(self._unintended_fence(fenced, history))
+
+    def _report_shutdowns(self, history: History, sink: ViolationSink) -> None:
+        for probes in self.verdicts.values():
+            if any(verdict is None for _, verdict in probes):
+                continue  # excused at the bound, or a grace period before it
+            deadline, verdict = probes[-1]
+            shutdown = deadline.shutdown
+            run = self.run_of(shutdown.broker)
+            bound = run.shutdown_bound_ms if run is not None else 0
+            flags = history.shutdowns.get((shutdown.broker, shutdown.broker_epoch), [])
+            sink.add(
+                Violation(
+                    "shutdown-bound",
+                    f"the controlled shutdown ({shutdown.via}, {shutdown.attempts} attempts) {deadline.late}, "
+                    f"beyond the bound of {bound / 1000:.1f} s: {verdict}",
+                    flags[0].offset if flags else None,
+                    journal=render_entry(shutdown),
+                    broker=shutdown.broker,
+                    records=tuple(event.rendering for event in flags[:1]),
+                )
+            )
+
+    def _unintended_fence(self, fenced: Fenced, history: History) -> Violation:
+        run = self.run_of(fenced.broker)
+        timeout = run.session_timeout_ms if run is not None else None
+        events = [
+            event
+            for event in history.fences.get((fenced.broker, fenced.broker_epoch), [])
+            if event.timestamp_ms * NS_PER_MS <= fenced.wall_ns
+        ]
+        if timeout is not None and fenced.longest_gap_ms >= timeout:
+            rule, message = "fleet-late-heartbeat", "fenced by a late heartbeat of the fleet's own making"
+        else:
+            rule, message = "live-broker-fenced", "a live broker fenced"
+        return Violation(
+            rule,
+            f"{message}: longest heartbeat gap {fenced.longest_gap_ms:.0f} ms, session timeout {timeout} ms",
+            events[-1].offset if events else None,
+            journal=render_entry(fenced),
+            broker=fenced.broker,
+            records=tuple(event.rendering for event in events[-1:]),
+        )
+
+
+def _judge(model: Model, shutdown: ShutdownTracked) -> str | None:
+    """None when the log excuses a late shutdown at its bound, else why it is a violation."""
+    broker_id = shutdown.broker
+    broker = model.brokers.get(broker_id)
+    if broker is None or broker.epoch != shutdown.broker_epoch:
+        return None  # a new incarnation (or none) by then: this one's shutdown is moot
+    movable, stuck = [], []
+    for partition in model.leads.get(broker_id, ()):
+        if len(partition.replicas) <= 1:
+            continue
+        if any(
+            replica != broker_id
+            and replica in partition.isr
+            and replica not in partition.offline
+            and model.is_active(replica)
+            for replica in partition.replicas
+        ):
+            movable.append(partition.label)
+        else:
+            stuck.append(partition.label)
+    if movable:
+        more = f" and {len(movable) - LISTED} more" if len(movable) > LISTED else ""
+        led = ", ".join(sorted(movable)[:LISTED])
+        return f"at the bound it still led {led}{more}, with an eligible successor in the ISR"
+    if stuck:
+        return None
+    flagged = "" if broker.shutting_down or broker.fenced else " (the log never flagged it in controlled shutdown)"
+    return f"at the bound it led nothing it could hand over, yet it was not let go{flagged}"
+
+
+def render_entry(entry: Entry) -> str:
+    """A journal entry on one line: its kind and fields (without its time and free-form detail)."""
+    shown = [
+        f"{item.name}={getattr(entry, item.name)}" for item in fields(entry) if item.name not in ("wall_ns", "detail")
+    ]
+    return f"{entry.kind}({', '.join(shown)})"

@@ -1,0 +1,147 @@
+"""What the checker reports: violations (a rule broken), the sink that caps them, and one-line renderings.
+
+Rules:
+- A violation names its rule (a short stable id, the keys of `RULES`), where it was seen (a log
+  offset, or a journal entry rendered on one line), the partition or broker concerned, and the
+  records involved, each rendered on one line by `render_record`.
+- The sink counts every violation but keeps only the first `keep_per_rule` of each rule: a broken
+  controller repeats the same mistake thousands of times, and the first few say what it is.
+- A rendering names the record type and only the fields that differ from their defaults, so
+  `PartitionChangeRecord(topic_id=..., partition_id=3, isr=[1, 2])` says what the record changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Every rule the checker knows, with the invariant it stands for.
+RULES: dict[str, str] = {
+    # the metadata log, at every position
+    "isr-admission": "a replica joins an ISR only while registered, unfenced, not shutting down and online",
+    "leader-in-isr": "the leader is in the ISR, or is -1",
+    "isr-shape": "the ISR is a non-empty subset of the replicas, without duplicates",
+    "replica-set": "replicas are distinct registered brokers, one directory each",
+    "leader-eligibility": "a broker made leader is registered, unfenced, not shutting down, its replica online",
+    "offline-leader": "a replica on a lost directory never leads",
+    "offline-in-isr": "a replica marked offline leaves the ISR unless it is the last member",
+    "fenced-leader": "when a broker is fenced it leads nothing and is the only member of any ISR it is in",
+    "leader-epoch": "the leader epoch rises exactly when the leader changes (MV 3.9), never goes down",
+    "partition-epoch": "the partition epoch rises by one on every change, never goes down",
+    "leader-recovery": "RECOVERING only after an unclean election (a new leader), with at most one ISR member",
+    "broker-epoch": "broker epochs strictly increase per broker (the same incarnation keeps its epoch)",
+    "broker-registration": "a new incarnation starts fenced, not shutting down; re-registering clears neither flag",
+    "broker-change": "a broker change names the registered epoch; an unfence never ends a controlled shutdown",
+    "controller-epoch": "controller epochs never decrease; only a LeaderChange control batch raises them",
+    "unknown-topic": "records name topics that exist (and a new topic a fresh name and id)",
+    "unknown-partition": "changes name partitions that exist",
+    "snapshot-state": "a snapshot holds exactly the state the log reaches at its end offset",
+    # the journal against the log
+    "ack-lost": "a change the controller acknowledged is in the log at the acknowledged partition epoch",
+    "ack-answer": "an acknowledged ISR change answers the requested ISR, led by the requester",
+    "ack-member-epoch": "an ISR member added by an acknowledged v3 change had the broker epoch its leader named",
+    "observed-state": "a LeaderAndIsr a broker accepted carries a committed state (leader, epochs, ISR, replicas)",
+    "observed-controller-epoch": "a LeaderAndIsr carries a controller epoch of the log, not older than its state",
+    "split-leadership": "one leader epoch of a partition names one leader, whoever observed it",
+    "registration-lost": "an acknowledged registration is a RegisterBrokerRecord of that broker, epoch and incarnation",
+    "topic-lost": "an acknowledged topic is a TopicRecord with its id, name, partition count and replication factor",
+    "stale-replay-accepted": "no request built with stale epochs is accepted",
+    "bad-answer": "every answer of the controller is well formed",
+    "shutdown-bound": "a controlled shutdown completes within the run's bound",
+    "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",
+    "live-broker-fenced": "a broker heartbeating on time is never fenced",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: where (log offset and/or journal entry), what (partition, broker), and why."""
+
+    rule: str
+    message: str
+    offset: int | None = None
+    journal: str | None = None
+    partition: str | None = None
+    broker: int | None = None
+    records: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """One line for a terminal: rule, where, what, then the records involved."""
+        where = [f"offset {self.offset}"] if self.offset is not None else []
+        if self.partition is not None:
+            where.append(self.partition)
+        if self.broker is not None:
+            where.append(f"broker {self.broker}")
+        text = f"[{self.rule}] {', '.join(where)}: {self.message}" if where else f"[{self.rule}] {self.message}"
+        if self.journal is not None:
+            text += f" | journal: {self.journal}"
+        if self.records:
+            text += " | " + " ; ".join(self.records)
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "offset": self.offset,
+            "journal": self.journal,
+            "partition": self.partition,
+            "broker": self.broker,
+            "records": list(self.records),
+        }
+
+
+@dataclass
+class ViolationSink:
+    """Collects violations: all counted per rule, the first `keep_per_rule` of each kept."""
+
+    keep_per_rule: int = 50
+    kept: list[Violation] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, violation: Violation) -> None:
+        if violation.rule not in RULES:
+            raise ValueError(f"unknown rule {violation.rule!r}")
+        count = self.counts.get(violation.rule, 0) + 1
+        self.counts[violation.rule] = count
+        if count <= self.keep_per_rule:
+            self.kept.append(violation)
+
+    def count_only(self, rule: str) -> bool:
+        """True, having counted one more `rule` violation, when no more of it are kept: the caller
+        then skips rendering it (a broken controller can break a rule millions of times)."""
+        count = self.counts.get(rule, 0)
+        if count < self.keep_per_rule:
+            return False
+        self.counts[rule] = count + 1
+        return True
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def render_record(record: Any, offset: int | None = None) -> str:
+    """`Type(field=value, ...)` with only the fields that differ from their defaults (at `offset`)."""
+    shown = []
+    for item in dataclasses.fields(record):
+        if item.name == "unknown_tags":
+            continue
+        value = getattr(record, item.name)
+        if value == item.default:
+            continue
+        shown.append(f"{item.name}={_render_value(value)}")
+    text = f"{type(record).__name__}({', '.join(shown)})"
+    return text if offset is None else f"@{offset} {text}"
+
+
+def _render_value(value: Any) -> str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_render_value(item) for item in value) + "]"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return render_record(value)
+    return repr(value)

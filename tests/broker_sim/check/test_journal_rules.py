@@ -1,0 +1,314 @@
+"""The journal rules: what the controller told the fleet against what its log committed, and liveness.
+
+Logs are `LogBuilder.cluster()` plus a few changes; each journal entry is what a fleet would have
+written. Times: the builder's batches are stamped from TIMESTAMP_MS on, 10 ms apart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker_sim.check import CheckResult, check
+from broker_sim.journal import (
+    BadAnswer,
+    Entry,
+    FaultInjected,
+    Fenced,
+    PartitionAcked,
+    Registered,
+    RunEnded,
+    RunStarted,
+    ShutdownTracked,
+    StaleReplay,
+    StateObserved,
+    TopicCreated,
+)
+
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation
+
+T = str(TOPIC_ID)
+MS = 1_000_000
+START_NS = TIMESTAMP_MS * MS
+BOUND_MS = 30_000
+
+
+def run_started(**fields: int) -> RunStarted:
+    settings = {"brokers": 10, "first_broker_id": 0, "heartbeat_ms": 2000, "session_timeout_ms": 9000}
+    settings.update(fields)
+    return RunStarted(START_NS, 1, "chaos", shutdown_bound_ms=BOUND_MS, **settings)  # type: ignore[arg-type]
+
+
+def rules(result: CheckResult) -> list[str]:
+    return sorted(violation.rule for violation in result.violations)
+
+
+def checked(tmp_path: Path, journal: list[Entry], build: object = None) -> tuple[CheckResult, LogBuilder]:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    if callable(build):
+        build(log)
+    log.write()
+    return check(tmp_path / "data", journal), log
+
+
+def ack(
+    partition_epoch: int, isr: list[int], *, leader: int = 1, leader_epoch: int = 0, **fields: object
+) -> PartitionAcked:
+    values: dict[str, object] = {
+        "broker_epoch": 1,
+        "api_version": 2,
+        "requested_isr": isr,
+        "member_epochs": [],
+    }
+    values.update(fields)
+    return PartitionAcked(
+        START_NS, leader, topic_id=T, partition=0, leader=leader, leader_epoch=leader_epoch,
+        partition_epoch=partition_epoch, isr=isr, **values,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def observed(
+    broker: int, partition_epoch: int, leader: int, leader_epoch: int, isr: list[int], **fields: int
+) -> StateObserved:
+    return StateObserved(
+        START_NS, broker, fields.get("controller_epoch", 1), T, 0, leader, leader_epoch, partition_epoch, isr, [1, 2, 3]
+    )
+
+
+def shrink(log: LogBuilder) -> None:
+    log.change(0, isr=(1, 2))
+
+
+# ------------------------------------------------------------------ acknowledged changes
+def test_acknowledged_changes_found_in_the_log_are_clean(tmp_path: Path) -> None:
+    result, _ = checked(
+        tmp_path, [ack(1, [1, 2]), observed(2, 1, 1, 0, [1, 2]), observed(3, 0, 1, 0, [1, 2, 3])], shrink
+    )
+    assert result.ok and result.violations == []
+    assert result.counts["journal_partition_acked"] == 1 and result.counts["journal_state_observed"] == 2
+
+
+@pytest.mark.parametrize(
+    ("entry", "offset"),
+    [
+        (ack(2, [1, 2]), None),  # a partition epoch the log never reached: lost
+        (ack(1, [1, 3]), "change"),  # the log has another ISR at that epoch
+        (ack(1, [1, 2], leader_epoch=1), "change"),
+    ],
+)
+def test_an_acknowledged_change_missing_from_the_log_is_lost(tmp_path: Path, entry: Entry, offset: str | None) -> None:
+    result, log = checked(tmp_path, [entry], shrink)
+    assert rules(result) == ["ack-lost"] + (["ack-answer"] if entry.isr != entry.requested_isr else [])  # type: ignore[union-attr]
+    lost = next(v for v in result.violations if v.rule == "ack-lost")
+    assert lost.offset == (log.next_offset - 1 if offset else None)
+    assert lost.journal is not None and "partition_acked" in lost.journal
+
+
+def test_an_answer_other_than_the_request_is_reported(tmp_path: Path) -> None:
+    result, _ = checked(tmp_path, [ack(1, [1, 2], requested_isr=[1, 2, 3])], shrink)
+    assert rules(result) == ["ack-answer"]
+
+
+def bounce_and_readmit(log: LogBuilder) -> None:
+    """3 leaves the ISRs, is fenced, bounces (new epoch), rejoins partition 0 at partition epoch 2."""
+    log.change(0, isr=(1, 2))
+    log.change(1, isr=(2, 4))
+    log.change_broker(3, fenced=1)
+    log.register(3, generation=1)
+    log.change_broker(3, fenced=-1)
+    log.change(0, isr=(1, 2, 3))
+
+
+def test_a_v3_member_added_with_another_broker_epoch_than_named_is_reported(tmp_path: Path) -> None:
+    stale = ack(2, [1, 2, 3], api_version=3, member_epochs=[1, 2, 3])  # 3's old epoch was 3
+    result, log = checked(tmp_path, [stale], bounce_and_readmit)
+    assert rules(result) == ["ack-member-epoch"]
+    assert result.violations[0].broker == 3 and result.violations[0].offset == log.next_offset - 1
+
+
+def test_a_v3_no_op_resend_naming_a_later_registration_is_not_a_stale_member(tmp_path: Path) -> None:
+    def build(log: LogBuilder) -> None:
+        bounce_and_readmit(log)
+        log.change(0, isr=(1, 2))
+        log.change_broker(3, fenced=1)
+        log.register(3, generation=2)  # a later incarnation, named by a no-op re-send of epoch 2's ISR
+        log.change_broker(3, fenced=-1)
+
+    log_probe = LogBuilder(tmp_path / "probe")
+    log_probe.cluster()
+    build(log_probe)
+    later_epoch = log_probe.epochs[3]
+    result, _ = checked(tmp_path, [ack(2, [1, 2, 3], api_version=3, member_epochs=[1, 2, later_epoch])], build)
+    assert result.violations == []
+
+
+# ------------------------------------------------------------------ observed states
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([observed(2, 1, 1, 1, [1, 2])], ["observed-state"]),  # a leader epoch the log does not have
+        ([observed(2, 1, 1, 0, [1, 2, 3])], ["observed-state"]),  # an ISR the log does not have
+        ([observed(2, 5, 1, 0, [1, 2])], ["observed-state"]),  # never committed
+        ([observed(2, 1, 1, 0, [1, 2], controller_epoch=7)], ["observed-controller-epoch"]),
+        ([observed(2, 1, 1, 0, [1, 2]), observed(3, 1, 2, 0, [1, 2])], ["observed-state", "split-leadership"]),
+    ],
+)
+def test_an_observed_state_other_than_the_committed_one_is_reported(
+    tmp_path: Path, entries: list[Entry], expected: list[str]
+) -> None:
+    result, _ = checked(tmp_path, entries, shrink)
+    assert rules(result) == expected
+
+
+def test_a_state_sent_with_an_older_controller_epoch_than_committed_it_is_reported(tmp_path: Path) -> None:
+    def build(log: LogBuilder) -> None:
+        log.leader_change(2)
+        shrink(log)
+
+    result, _ = checked(tmp_path, [observed(2, 1, 1, 0, [1, 2], controller_epoch=1)], build)
+    assert rules(result) == ["observed-controller-epoch"]
+
+
+# ------------------------------------------------------------------ registrations and topics
+def test_registrations_and_topics_are_found_in_the_log(tmp_path: Path) -> None:
+    journal: list[Entry] = [
+        Registered(START_NS, 2, str(incarnation(2)), 2),
+        TopicCreated(START_NS, "t", T, 2, 3),
+    ]
+    result, _ = checked(tmp_path, journal)
+    assert result.ok and result.counts["journal_registered"] == 1 and result.counts["journal_topic_created"] == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "rule"),
+    [
+        (Registered(START_NS, 2, str(incarnation(2)), 99), "registration-lost"),
+        (Registered(START_NS, 2, str(incarnation(2, 5)), 2), "registration-lost"),
+        (TopicCreated(START_NS, "t", str(incarnation(1)), 2, 3), "topic-lost"),
+        (TopicCreated(START_NS, "t", T, 3, 3), "topic-lost"),
+        (TopicCreated(START_NS, "t", T, 2, 2), "topic-lost"),
+    ],
+)
+def test_an_acknowledged_registration_or_topic_missing_from_the_log_is_reported(
+    tmp_path: Path, entry: Entry, rule: str
+) -> None:
+    result, _ = checked(tmp_path, [entry])
+    assert rules(result) == [rule]
+
+
+# ------------------------------------------------------------------ stale replays and bad answers
+def stale(accepted: bool, errors: list[int], api: str = "ControlledShutdown", wall_ns: int = START_NS) -> StaleReplay:
+    return StaleReplay(wall_ns, 4, api, 3, "previous-incarnation", 4, 40, 7, errors, accepted)
+
+
+def test_an_accepted_stale_replay_is_a_violation_and_rejected_ones_are_not(tmp_path: Path) -> None:
+    result, _ = checked(tmp_path, [stale(True, [0]), stale(False, [77]), stale(False, [])])
+    assert rules(result) == ["stale-replay-accepted"]
+    assert result.counts["journal_stale_replay"] == 3
+
+
+def test_a_rejected_stale_shutdown_whose_flag_is_in_the_log_was_applied_all_the_same(tmp_path: Path) -> None:
+    def build(log: LogBuilder) -> None:
+        log.change(1, isr=(2, 3))
+        log.change_broker(4, fenced=1)
+        log.register(4, generation=1)  # the new incarnation, which the fleet never shuts down
+        log.change_broker(4, fenced=-1)
+        log.change_broker(4, in_controlled_shutdown=1)  # ... yet the log flags it
+
+    probe = LogBuilder(tmp_path / "probe")
+    probe.cluster()
+    build(probe)
+    replay = StaleReplay(
+        probe.timestamp_ms * MS, 4, "ControlledShutdown", 3, "previous-incarnation", 3, probe.epochs[4], 9, [77], False
+    )
+    journal: list[Entry] = [run_started(), replay, RunEnded(probe.timestamp_ms * MS + 10 * MS, True)]
+    result, _ = checked(tmp_path, journal, build)
+    assert rules(result) == ["stale-replay-accepted"]
+    assert result.violations[0].records and "in_controlled_shutdown=1" in result.violations[0].records[0]
+    tracked = ShutdownTracked(4, probe.epochs[4], "heartbeat", probe.timestamp_ms * MS - 5 * MS, None, 1)
+    result, _ = checked(tmp_path / "again", [*journal, tracked], build)
+    assert result.violations == []  # the fleet did shut it down: the flag is its own
+
+
+def test_a_bad_answer_is_a_violation(tmp_path: Path) -> None:
+    result, _ = checked(tmp_path, [BadAnswer(START_NS, 1, "AlterPartition", 3, 12, "wrong correlation id 13")])
+    assert rules(result) == ["bad-answer"]
+
+
+# ------------------------------------------------------------------ liveness
+def shutdown(broker: int, epoch: int, took_ms: int | None, start_ns: int = START_NS) -> ShutdownTracked:
+    finished = None if took_ms is None else start_ns + took_ms * MS
+    return ShutdownTracked(broker, epoch, "ControlledShutdown v3", start_ns, finished, 3)
+
+
+def test_a_shutdown_within_the_bound_is_fine_and_a_late_one_with_a_successor_is_not(tmp_path: Path) -> None:
+    end = RunEnded(START_NS + 100_000 * MS, True)
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, 1_000), end])
+    assert result.violations == []
+    result, _ = checked(tmp_path / "late", [run_started(), shutdown(1, 1, BOUND_MS + 5_000), end])
+    assert rules(result) == ["shutdown-bound"]  # broker 1 still led partition 0, whose ISR had 2 and 3
+    assert "t-0" in result.violations[0].message
+
+
+def test_a_late_shutdown_is_excused_when_the_leadership_had_no_successor_or_the_fleet_interfered(
+    tmp_path: Path,
+) -> None:
+    def stuck(log: LogBuilder) -> None:
+        log.change_broker(1, in_controlled_shutdown=1)
+        log.change(0, isr=(1,))  # nobody to hand partition 0 to
+
+    end = RunEnded(START_NS + 100_000 * MS, True)
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, None), end], stuck)
+    assert result.violations == []
+    crashed = FaultInjected(START_NS + 1_000 * MS, 1, "crash", 0.0)
+    result, _ = checked(tmp_path / "crash", [run_started(), shutdown(1, 1, None), crashed, end])
+    assert result.violations == []
+    short_run = RunEnded(START_NS + 10_000 * MS, True)  # ended before the bound: not judged
+    result, _ = checked(tmp_path / "short", [run_started(), shutdown(1, 1, None), short_run])
+    assert result.violations == []
+
+
+@pytest.mark.parametrize(("gap_ms", "rule"), [(12_000.0, "fleet-late-heartbeat"), (2_100.0, "live-broker-fenced")])
+def test_an_unintended_fence_is_a_violation_named_for_whose_fault_it_was(
+    tmp_path: Path, gap_ms: float, rule: str
+) -> None:
+    def fence_4(log: LogBuilder) -> None:
+        log.change(1, isr=(2, 3))
+        log.change_broker(4, fenced=1)
+
+    journal: list[Entry] = [
+        run_started(),
+        Fenced(START_NS + 60_000 * MS, 4, 4, False, gap_ms),
+        Fenced(START_NS, 3, 3, True, 20_000),
+    ]
+    result, _ = checked(tmp_path, journal, fence_4)
+    assert rules(result) == [rule]
+    assert result.violations[0].records and "fenced=1" in result.violations[0].records[0]
+
+
+@pytest.mark.parametrize(("movable_after_ms", "late"), [(BOUND_MS - 3_000, False), (5_000, True)])
+def test_a_successor_eligible_only_just_before_the_bound_does_not_make_the_shutdown_late(
+    tmp_path: Path, movable_after_ms: int, late: bool
+) -> None:
+    """Stuck (ISR [1]) until 3 s before the bound, then movable: the next retry would have moved it.
+    Movable a whole grace period before the bound, it is late."""
+    flagged_ms = TIMESTAMP_MS + 1_000
+
+    def build(log: LogBuilder) -> None:
+        log.timestamp_ms = flagged_ms
+        log.change_broker(1, in_controlled_shutdown=1)
+        log.change(0, isr=(1,))
+        log.timestamp_ms = flagged_ms + movable_after_ms
+        log.change(0, isr=(1, 2))
+
+    end = RunEnded((flagged_ms + 100_000) * MS, True)
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, None, start_ns=flagged_ms * MS), end], build)
+    assert rules(result) == (["shutdown-bound"] if late else [])
+
+
+def test_entries_without_a_topic_id_are_unverifiable_not_violations(tmp_path: Path) -> None:
+    nameless = StateObserved(START_NS, 2, 1, "00000000-0000-0000-0000-000000000000", 0, 1, 0, 1, [1, 2], [1, 2, 3])
+    result, _ = checked(tmp_path, [nameless], shrink)
+    assert result.ok and result.unverifiable == {"state_observed": 1}

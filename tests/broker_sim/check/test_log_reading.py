@@ -1,0 +1,154 @@
+"""Reading the log: an incomplete last batch is not an error; corruption, gaps and truncation in the
+middle are problems that fail the check (exit 1 through the CLI); no log at all is exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker_sim.check import CheckError, check
+from broker_sim.check.cli import main
+from protocol.records.batch import iter_batches, metadata_batch
+from protocol.records.metadata import PartitionChangeRecord, encode_metadata_value
+
+from .logs import TOPIC_ID, LogBuilder
+
+
+def built(tmp_path: Path, segments: int = 1) -> LogBuilder:
+    """The base cluster, then ISR changes, over `segments` segments."""
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    for index in range(segments):
+        if index:
+            log.roll()
+        for _ in range(3):
+            log.change(0, isr=(1, 2))
+            log.change(0, isr=(1, 2, 3))
+    log.write()
+    return log
+
+
+def next_batch(log: LogBuilder) -> bytes:
+    value = encode_metadata_value(PartitionChangeRecord(partition_id=0, topic_id=TOPIC_ID, isr=(1, 2)), 0)
+    return metadata_batch(log.next_offset, 1, log.timestamp_ms, [value] * 5)
+
+
+@pytest.mark.parametrize("kept", [5, 30, 70, -1])
+def test_a_partly_written_last_batch_is_a_note_not_a_problem(
+    tmp_path: Path, kept: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = built(tmp_path)
+    with open(log.segment_path(), "ab") as segment:
+        segment.write(next_batch(log)[:kept])  # a write in progress: any prefix of the next batch
+    result = check(log.data_dir)
+    assert result.ok and result.problems == []
+    assert result.end_offset == log.next_offset
+    assert any(note.startswith("incomplete last batch") for note in result.notes)
+    assert main([str(log.data_dir)]) == 0
+    assert "note: incomplete last batch" in capsys.readouterr().out
+
+
+def flip(path: Path, position: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_batch_in_the_middle_is_a_problem_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = built(tmp_path)
+    flip(log.segment_path(), 300)  # inside an early batch: a CRC failure with valid batches after it
+    result = check(log.data_dir)
+    assert not result.ok and len(result.problems) == 1
+    assert "corrupt metadata log" in result.problems[0] and "valid batch(es) follow" in result.problems[0]
+    assert result.end_offset < log.next_offset
+    assert main([str(log.data_dir)]) == 1
+    assert "problem: corrupt metadata log" in capsys.readouterr().out
+
+
+def test_garbage_between_batches_is_a_problem(tmp_path: Path) -> None:
+    log = built(tmp_path)
+    path = log.segment_path()
+    data = path.read_bytes()
+    path.write_bytes(data + b"\x00" * 40 + next_batch(log))
+    assert "corrupt metadata log" in check(log.data_dir).problems[0]
+
+
+def test_a_truncated_segment_before_the_last_is_a_problem_and_exits_1(tmp_path: Path) -> None:
+    log = built(tmp_path, segments=2)
+    first = log.segment_path(0)
+    first.write_bytes(first.read_bytes()[:-70])  # cut through the header of its last batch
+    result = check(log.data_dir)
+    assert not result.ok and "later segments follow" in result.problems[0]
+    assert main([str(log.data_dir)]) == 1
+
+
+def test_a_segment_cut_at_a_batch_boundary_leaves_a_gap_the_next_segment_shows(tmp_path: Path) -> None:
+    log = built(tmp_path, segments=2)
+    first = log.segment_path(0)
+    data = first.read_bytes()
+    last_start = [position for position, _ in iter_batches(data)][-1]
+    first.write_bytes(data[:last_start])  # a whole batch lost: every batch left is valid
+    result = check(log.data_dir)
+    assert not result.ok
+    assert "the log continues at" in result.problems[0]
+
+
+def test_a_log_starting_after_zero_without_a_snapshot_is_a_problem(tmp_path: Path) -> None:
+    log = built(tmp_path, segments=2)
+    log.segment_path(0).unlink()
+    result = check(log.data_dir)
+    assert not result.ok and "no valid snapshot covers" in result.problems[0]
+
+
+def test_records_of_unknown_types_are_skipped_with_a_note_and_garbage_values_are_problems(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    feature_level = bytes([1, 12, 0]) + b"\x0emetadata.version\x00\x15\x00"  # Kafka's FeatureLevelRecord
+    log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, [feature_level]), 1)
+    log.write()
+    result = check(log.data_dir)
+    assert result.ok and any("skipped 1 record(s)" in note for note in result.notes)
+    log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, [bytes([1, 5, 0, 0xFF])]), 1)
+    log.write()
+    result = check(log.data_dir)
+    assert not result.ok and "cannot be decoded" in result.problems[0]
+
+
+def test_no_log_at_all_is_a_clear_error_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    for path, reason in ((tmp_path / "missing", "no such directory"), (tmp_path / "empty", "no metadata log here")):
+        with pytest.raises(CheckError, match=reason):
+            check(path)
+        assert main([str(path)]) == 2
+        err = capsys.readouterr().err
+        assert reason in err and err.count("\n") == 1
+
+
+def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main([str(tmp_path), "--bogus"]) == 2
+    log = built(tmp_path)
+    (tmp_path / "journal.jsonl").write_text('{"kind": "registered", "broker": 1}\n')
+    assert main([str(log.data_dir), "--journal", str(tmp_path / "journal.jsonl")]) == 2
+    assert main([str(log.data_dir), "--journal", str(tmp_path / "absent.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 4
+
+
+@pytest.mark.parametrize("tail", ["crc", "zeros", "wrong-offset"])
+def test_bytes_at_the_end_that_are_not_the_next_batch_cut_short_are_a_problem(tmp_path: Path, tail: str) -> None:
+    log = built(tmp_path)
+    batch = next_batch(log)
+    appended = {
+        "crc": batch[:-1] + bytes([batch[-1] ^ 0xFF]),  # complete, but fails its CRC
+        "zeros": b"\x00" * 80,
+        "wrong-offset": (log.next_offset + 7).to_bytes(8, "big") + batch[8:40],  # cut short, but not the next batch
+    }[tail]
+    with open(log.segment_path(), "ab") as segment:
+        segment.write(appended)
+    result = check(log.data_dir)
+    assert not result.ok and "not the start of the next batch cut short" in result.problems[0]
+    assert result.end_offset == log.next_offset
