@@ -82,7 +82,7 @@ class BrokerModel:
         self.events: list[Event] = []
         self.views: Views = {}
         self.incarnations = 0
-        self.paused_until = 0.0
+        self.paused_until = self.resumed_at = 0.0
         self.ready_at = 0.0  # a restarted broker's replicas are caught up from then on
         self.shutdown: Shutdown | None = None
         self.incarnation_over = False
@@ -119,8 +119,12 @@ class BrokerModel:
         self.leadership.led.clear()
         self.data_in_flight = False
 
+    def abandon_shutdown(self) -> None:
+        """The run ends: a shutdown still in progress ends unfinished."""
+        self._end_shutdown(None)
+
     def pause(self, until: float) -> None:
-        self.paused_until = until
+        self.paused_until = self.resumed_at = until
 
     def running(self, t: float) -> bool:
         return self.lifecycle.registered and t >= self.paused_until and not self.incarnation_over
@@ -321,7 +325,8 @@ class BrokerModel:
         if shutdown is None:
             return
         attempts = max(1, shutdown.attempts)
-        self.events.append(ShutdownEnded(self.epoch, shutdown.via, shutdown.started, finished, attempts))
+        version = self.lifecycle.versions.get(versions.CONTROLLED_SHUTDOWN, 0)
+        self.events.append(ShutdownEnded(self.epoch, shutdown.via, version, shutdown.started, finished, attempts))
         self.shutdown = None
 
     # ------------------------------------------------------------------ disks

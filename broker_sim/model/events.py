@@ -65,6 +65,7 @@ class ShutdownEnded:
 
     broker_epoch: int
     via: str
+    version: int  # ControlledShutdown's (when `via` uses the RPC)
     started: float
     finished: float | None
     attempts: int
