@@ -284,11 +284,14 @@ class BrokerModel:
             self.stale_plans.append(stale.resent_plan(out.version, out.body, self.epoch, out.proposals))
 
     # ------------------------------------------------------------------ controlled shutdown
-    def ready_to_shut_down(self, t: float) -> bool:
-        """Every partition it leads (with other replicas) has another eligible ISR member."""
+    def ready_to_shut_down(self, t: float, excluded: frozenset[int] = frozenset()) -> bool:
+        """Every partition it leads (with other replicas) has another eligible ISR member, not one of
+        `excluded` (brokers about to fail)."""
         for led in self.leadership.led.values():
             if len(led.replicas) > 1 and not any(
-                member != self.broker_id and self.followers.state(member, led.topic, led.partition, t).eligible
+                member != self.broker_id
+                and member not in excluded
+                and self.followers.state(member, led.topic, led.partition, t).eligible
                 for member in led.isr
             ):
                 return False

@@ -18,7 +18,7 @@ MIN_EPISODE_S = 0.3
 MAX_EPISODE_S = 4.0
 #: follower replicas in the whole cluster that start a lag episode, per second (at most)
 CLUSTER_EPISODES_PER_S = 60.0
-MIN_MEAN_GAP_S = 30.0
+MIN_MEAN_GAP_S = 15.0
 
 
 def mean_gap_for(topics: int, partitions: int, replication_factor: int) -> float:

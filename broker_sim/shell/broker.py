@@ -56,6 +56,8 @@ class BrokerRunner:
         self.downtime_s = 0.0
         self._scope: trio.CancelScope | None = None
         self._observed: dict[tuple[str, int], tuple[int, int]] = {}
+        self._wake_lifecycle = trio.Event()
+        self._wake_data = trio.Event()
         self._inbound_ids: dict[str, int] = {}
 
     # ------------------------------------------------------------------ incarnations
@@ -109,7 +111,17 @@ class BrokerRunner:
             return False
         return all(self.broker_id in view.isr for view in listener.partitions.values() if view.hosted)
 
+    def kick(self) -> None:
+        """Something outside the loops changed the model (a fault): let both loops ask it again."""
+        self._wake_lifecycle.set()
+        self._wake_data.set()
+
     # ------------------------------------------------------------------ faults
+    def begin_shutdown(self, via: str, downtime_s: float) -> None:
+        self.downtime_s = downtime_s
+        self.model.begin_shutdown(via, self.ctx.now())
+        self.kick()
+
     async def pause(self, duration_s: float) -> None:
         """A GC pause: nothing is sent, and the listener answers nothing, for `duration_s`."""
         listener = self.listener
@@ -131,9 +143,11 @@ class BrokerRunner:
     async def fail_dir(self, index: int, duration_s: float) -> None:
         incarnation = self.model.incarnations
         self.model.fail_dir(index)
+        self.kick()
         await trio.sleep(duration_s)
         if self.model.incarnations == incarnation:
             self.model.repair_dir(index, self.ctx.now())
+            self.kick()
 
     # ------------------------------------------------------------------ loops
     async def _lifecycle_loop(self) -> None:
@@ -142,7 +156,7 @@ class BrokerRunner:
             t = self.ctx.now()
             out = model.next_lifecycle(t)
             if not isinstance(out, Outgoing):
-                await self._sleep_until(out)
+                await self._sleep_until(out, "lifecycle")
                 continue
             if out.purpose == "heartbeat":
                 if out.due > model.resumed_at:
@@ -160,17 +174,25 @@ class BrokerRunner:
             assert listener is not None
             out = model.next_data(self.ctx.now(), listener.partitions, self.views_version)
             if not isinstance(out, Outgoing):
-                await self._sleep_until(out)
+                await self._sleep_until(out, "data")
                 continue
             timeout = self.ctx.timing.request_timeout_s
             await self._call(out, self.data_connection, model.data_answered, model.data_failed, timeout)
+            if out.purpose == "shutdown":
+                self._wake_lifecycle.set()  # a finished RPC may want a WantShutDown heartbeat now
 
-    async def _sleep_until(self, t: float) -> None:
+    async def _sleep_until(self, t: float, loop: str) -> None:
+        """Sleep until model time `t` or a kick, whichever comes first."""
         if self.model.incarnation_over:
             self.end_incarnation(self.downtime_s)
-        if t == float("inf"):
-            await trio.sleep_forever()
-        await self.ctx.sleep_until(t)
+        wake = self._wake_lifecycle if loop == "lifecycle" else self._wake_data
+        if not wake.is_set():
+            with trio.move_on_at(self.ctx.t0 + t):
+                await wake.wait()
+        if loop == "lifecycle":
+            self._wake_lifecycle = trio.Event()
+        else:
+            self._wake_data = trio.Event()
 
     async def _call(
         self,

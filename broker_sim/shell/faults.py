@@ -5,9 +5,10 @@ Rules:
   running then (restarting, paused) is skipped and not journalled. `FaultInjected` is journalled
   when a fault is applied.
 - A controlled shutdown starts only when every partition the broker leads has another eligible
-  ISR member (as the leader sees it), waiting up to `READY_WAIT_S` (chaos: skipped otherwise;
-  rolling restart: it goes anyway), so that a shutdown is not stuck on a partition nobody can
-  take over. The broker restarts `duration_s` after the shutdown ends.
+  ISR member (as the leader sees it) that has no fault of its own scheduled within the shutdown
+  bound, waiting up to `READY_WAIT_S` (chaos: skipped otherwise; rolling restart: it goes
+  anyway), so that a shutdown is not stuck on a partition nobody can take over (the controller
+  keeps such a leader in place). The broker restarts `duration_s` after the shutdown ends.
 - Rolling restart: one broker at a time in the schedule's order; the next goes once the previous
   one is back, unfenced and in the ISR of every partition it hosts (bounded by
   `shutdown_bound_s` + three session timeouts), and rounds repeat while time remains.
@@ -32,6 +33,20 @@ class FaultDriver:
         self.ctx = ctx
         self.runners = runners
         self.faults = faults
+        self._busy: dict[int, list[tuple[float, float]]] = {}
+        for fault in faults:
+            if ctx.scenario != "rolling-restart" and fault.kind != "drop-connection":
+                end = fault.at_s + fault.duration_s + ctx.timing.session_timeout_s
+                self._busy.setdefault(fault.broker, []).append((fault.at_s, end))
+
+    def _failing_soon(self, now: float) -> frozenset[int]:
+        """Brokers with a fault of their own between now and the end of a shutdown bound."""
+        horizon = now + self.ctx.timing.shutdown_bound_s
+        return frozenset(
+            broker
+            for broker, windows in self._busy.items()
+            if any(start < horizon and end > now for start, end in windows)
+        )
 
     async def run(self) -> None:
         if self.ctx.scenario == "rolling-restart":
@@ -61,7 +76,7 @@ class FaultDriver:
 
     async def _shutdown(self, runner: BrokerRunner, fault: Fault, insist: bool) -> bool:
         deadline = self.ctx.now() + READY_WAIT_S
-        while not runner.model.ready_to_shut_down(self.ctx.now()):
+        while not runner.model.ready_to_shut_down(self.ctx.now(), self._failing_soon(self.ctx.now())):
             if self.ctx.now() >= deadline:
                 if not insist:
                     return False
@@ -70,8 +85,7 @@ class FaultDriver:
         if not runner.running:
             return False
         self.ctx.recorder.fault(fault.broker, fault.kind, fault.duration_s)
-        runner.downtime_s = fault.duration_s
-        runner.model.begin_shutdown(fault.via, self.ctx.now())
+        runner.begin_shutdown(fault.via, fault.duration_s)
         return True
 
     async def _rolling(self) -> None:

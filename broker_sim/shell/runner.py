@@ -185,13 +185,10 @@ async def _close(
     capture: FleetCapture | None,
     finished: bool,
 ) -> None:
-    now = ctx.now()
     for runner in runners.values():
         runner.model.abandon_shutdown()
         ctx.recorder.events(runner.broker_id, runner.model.events)
         runner.model.events.clear()
-    ctx.recorder.stats.brokers_by_state.clear()
-    ctx.recorder.stats.brokers_by_state.update(Counter(model.state_name(now) for model in ctx.models.values()))
     ctx.recorder.write(journal.RunEnded(time.time_ns(), finished))
     if writer is not None:
         writer.close()
