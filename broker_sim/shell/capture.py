@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import trio
 
-from protocol.capture import DICTIONARY_COLUMNS, ENVELOPE_COLUMNS, Exchange, part_name, to_table
+from protocol.capture import DICTIONARY_COLUMNS, ENVELOPE_COLUMNS, OUTBOUND, Exchange, part_name, to_table
 
 log = logging.getLogger("fencer.broker_sim.capture")
 PREFIX = "fleet"
@@ -33,6 +33,8 @@ class FleetCapture:
         self.sequence = sequence_base
         self.window_started_ns = time.time_ns()
         self.rows_written = self.parts_written = self.rows_dropped = 0
+        # pyarrow's first conversion initialises itself for half a second: not during the run
+        to_table([Exchange(0, None, OUTBOUND, 0, "", 0, 0, 0, b"", None)])
 
     def add(self, exchange: Exchange) -> None:
         self.rows.append(exchange)

@@ -31,7 +31,10 @@ from broker_sim.model.lag import LagModel, mean_gap_for
 from broker_sim.model.schedule import fault_schedule
 from broker_sim.model.timing import Timing
 from broker_sim.stats import FleetStats
+from protocol.compiler import codec
+from protocol.headers import RequestHeader, ResponseHeader
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.registry import all_apis
 
 from .admin import Admin
 from .broker import BrokerRunner
@@ -66,6 +69,18 @@ class RunSpec:
     listen_host: str
 
 
+def warm_codecs() -> None:
+    """Compile every codec now (about 1.5 s): a first use during the run would stall every broker."""
+    for info in all_apis():
+        for version in info.versions:
+            codec(info.request, version)
+            codec(info.response, version)
+    for version in RequestHeader.API.valid:
+        codec(RequestHeader, version)
+    for version in ResponseHeader.API.valid:
+        codec(ResponseHeader, version)
+
+
 def raise_descriptor_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and soft < hard:
@@ -92,11 +107,12 @@ async def reach(host: str, port: int) -> str | None:
 
 async def run(spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[None]) -> tuple[bool, str | None]:
     raise_descriptor_limit()
+    warm_codecs()
     unreachable = await reach(spec.controller_host, spec.controller_port)
     if unreachable is not None:
         return False, unreachable
-    writer = journal.JournalWriter(spec.journal_path) if spec.journal_path is not None else None
     capture = FleetCapture(spec.capture_dir, spec.broker_ids[0] * 1_000_000) if spec.capture_dir else None
+    writer = journal.JournalWriter(spec.journal_path) if spec.journal_path is not None else None
     recorder = Recorder(stats, writer, capture, trio.current_time(), time.time_ns())
     ctx = FleetContext(
         controller_host=spec.controller_host,
