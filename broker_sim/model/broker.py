@@ -11,7 +11,8 @@ Rules:
   `shutdown_retry_s` until nothing remains), a stale replay that is ready, AlterReplicaState
   (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), then the leader's ISR
   decisions, taken once per tick at the tick's logical time (ticks are never skipped while the
-  broker runs, so the same answers give the same requests).
+  broker runs, so the same answers give the same requests). A broker's ticks are offset by a
+  seeded phase, so that a thousand brokers do not all decide at the same instant.
 - The listener's views are the only source of what the broker leads and hosts; the model reads
   them again whenever their version changes.
 - Controlled shutdown `via` "rpc" (ControlledShutdown until RemainingPartitions is empty),
@@ -77,7 +78,8 @@ class BrokerModel:
         self.rng = random.Random(f"{seed}:{broker_id}")
         log_dirs = tuple(uuid.UUID(int=self.rng.getrandbits(128)) for _ in range(2))
         self.disks = Disks(log_dirs, timing.catch_up_s)
-        self.lifecycle = Lifecycle(broker_id, seed, timing, log_dirs)
+        self.phase = random.Random(f"{seed}:{broker_id}:phase").random()
+        self.lifecycle = Lifecycle(broker_id, seed, timing, log_dirs, self.phase)
         self.leadership = Leadership(broker_id, timing)
         self.events: list[Event] = []
         self.views: Views = {}
@@ -144,13 +146,15 @@ class BrokerModel:
     # ------------------------------------------------------------------ what followers look like
     def caught_up(self, topic: str, partition: int, t: float, lagging: bool) -> bool:
         """Whether this broker's replica is caught up with its leader at t (the leader's fetch view)."""
-        if lagging or not self.running(t) or t < self.ready_at:
+        if lagging or t < self.ready_at or not self.running(t):
             return False
         view = self.views.get((topic, partition))
-        return view is not None and view.hosted and self.disks.healthy(topic, partition, t)
+        if view is None or view.stopped or view.deleted:
+            return False
+        return self.disks.healthy(topic, partition, t)
 
     def eligible(self, t: float) -> bool:
-        return self.running(t) and self.lifecycle.phase == Phase.ACTIVE and self.shutdown is None
+        return self.lifecycle.phase is Phase.ACTIVE and self.shutdown is None and self.running(t)
 
     # ------------------------------------------------------------------ lifecycle channel
     def next_lifecycle(self, t: float) -> Outgoing | float:
@@ -411,5 +415,7 @@ class BrokerModel:
 
     # ------------------------------------------------------------------ helpers
     def _tick_at_or_after(self, t: float) -> float:
-        ticks = -(-t // self.timing.tick_s)
-        return float(ticks * self.timing.tick_s)
+        """The first of this broker's ticks at or after t: k * tick_s + its seeded phase."""
+        offset = self.phase * self.timing.tick_s
+        ticks = -(-(t - offset) // self.timing.tick_s)
+        return float(ticks * self.timing.tick_s + offset)

@@ -46,7 +46,9 @@ class Disks:
         return tuple(self.log_dirs[index] for index in sorted(self.failed))
 
     def healthy(self, topic: str, partition: int, t: float) -> bool:
-        return dir_of(topic, partition) not in self.failed and t >= self.ready_at.get((topic, partition), 0.0)
+        if self.ready_at and t < self.ready_at.get((topic, partition), 0.0):
+            return False
+        return not self.failed or dir_of(topic, partition) not in self.failed
 
     def fail(self, index: int, views: Iterable[PartitionView], topic_id: Callable[[PartitionView], uuid.UUID]) -> None:
         if index in self.failed:

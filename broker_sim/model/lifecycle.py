@@ -12,7 +12,9 @@ Rules (semantics.md "Brokers"; Kafka's BrokerLifecycleManager):
   less than its registration offset (not yet caught up), later ones the registration offset, which
   the controller takes as caught up. While fenced or shutting down a heartbeat follows every
   answer after `fenced_heartbeat_s`; once unfenced they are due every `heartbeat_s` from the
-  previous due time, so lateness is measured against a fixed schedule. STALE_BROKER_EPOCH
+  previous due time, so lateness is measured against a fixed schedule. The first one after
+  unfencing waits a seeded fraction of the interval (`phase`), so that brokers registered
+  together do not all heartbeat at the same instant. STALE_BROKER_EPOCH
   re-registers the same incarnation; other errors and network errors retry after a short backoff
   (never longer than a heartbeat interval).
 - IsFenced after being unfenced is recorded (`FencedSeen`); ShouldShutDown ends a shutdown that
@@ -48,12 +50,12 @@ class Phase(Enum):
     SHUT_DOWN = "shut-down"
 
 
-REGISTERED_PHASES = frozenset({Phase.FENCED, Phase.ACTIVE})
-
-
 class Lifecycle:
-    def __init__(self, broker_id: int, seed: int, timing: Timing, log_dirs: Sequence[uuid.UUID]) -> None:
+    def __init__(
+        self, broker_id: int, seed: int, timing: Timing, log_dirs: Sequence[uuid.UUID], phase: float = 0.0
+    ) -> None:
         self.broker_id = broker_id
+        self.phase_fraction = phase  # in [0, 1): where in the heartbeat interval this broker's heartbeats fall
         self.seed = seed
         self.timing = timing
         self.log_dirs = tuple(log_dirs)
@@ -101,7 +103,8 @@ class Lifecycle:
 
     @property
     def registered(self) -> bool:
-        return self.phase in REGISTERED_PHASES
+        phase = self.phase  # identity, not set membership: enum hashing is slow on the hot path
+        return phase is Phase.FENCED or phase is Phase.ACTIVE
 
     # ------------------------------------------------------------------ requests
     def next_request(self, t: float) -> Outgoing | float:
@@ -233,6 +236,8 @@ class Lifecycle:
         elif self.phase == Phase.FENCED:
             self.phase = Phase.ACTIVE
             events.append(Unfenced(self.epoch))
+            self.next_heartbeat = t + self.timing.heartbeat_s * (0.25 + 0.75 * self.phase_fraction)
+            return events
         if self.phase == Phase.FENCED or self.want_shut_down:
             self.next_heartbeat = t + self.timing.fenced_heartbeat_s
         else:

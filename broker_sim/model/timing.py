@@ -20,8 +20,8 @@ from dataclasses import dataclass
 class Timing:
     heartbeat_s: float
     session_timeout_s: float
-    tick_s: float = 0.5
-    lag_max_s: float = 1.5
+    tick_s: float = 1.0
+    lag_max_s: float = 2.0
     catch_up_s: float = 1.0  # a restarted or repaired replica lags this long before it is caught up
     warmup_s: float = 3.0  # no lag episodes before this (registration and topic creation settle)
     fenced_heartbeat_s: float = 0.25  # heartbeats while fenced or shutting down (Kafka: immediately)
