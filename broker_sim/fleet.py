@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 from .model.schedule import SCENARIOS
-from .model.timing import timing_for
+from .model.timing import Timing, timing_for
 from .shell import runner
 from .stats import FleetStats
 
@@ -54,7 +54,12 @@ class FleetOutcome:
 
 def shutdown_bound_ms(config: FleetConfig) -> int:
     """Every controlled shutdown completes within this many milliseconds (the stated liveness bound)."""
-    return int(timing_for(config.heartbeat_ms, config.session_timeout_ms).shutdown_bound_s * 1000)
+    return int(_timing(config).shutdown_bound_s * 1000)
+
+
+def _timing(config: FleetConfig) -> Timing:
+    replicas = config.topics * config.partitions * config.replication_factor
+    return timing_for(config.heartbeat_ms, config.session_timeout_ms, replicas)
 
 
 def _validate(config: FleetConfig) -> None:
@@ -83,7 +88,7 @@ async def run_fleet(
         duration_s=config.duration_s,
         seed=config.seed,
         scenario=config.scenario,
-        timing=timing_for(config.heartbeat_ms, config.session_timeout_ms),
+        timing=_timing(config),
         shutdown_bound_ms=shutdown_bound_ms(config),
         capture_dir=config.capture_dir,
         journal_path=config.journal_path,

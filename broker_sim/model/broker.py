@@ -305,6 +305,7 @@ class BrokerModel:
         if self.shutdown is not None or not self.lifecycle.registered:
             return
         self.shutdown = Shutdown(via=via, started=t, rpc_pending=via != "heartbeat", retry_at=t)
+        self.lifecycle.shutting_down = True
         self.lifecycle.want_shut_down = via == "heartbeat"
         if via == "heartbeat":
             self.lifecycle.next_heartbeat = min(self.lifecycle.next_heartbeat, t)

@@ -76,6 +76,7 @@ class Lifecycle:
         self.last_heartbeat_sent: float | None = None
         self.longest_gap_s = 0.0
         self.want_shut_down = False
+        self.shutting_down = False  # a controlled shutdown began in this incarnation (fencing is intended)
         self.offline_dirs: tuple[uuid.UUID, ...] = ()
         self.in_flight = False
 
@@ -94,6 +95,7 @@ class Lifecycle:
         self.last_heartbeat_sent = None
         self.longest_gap_s = 0.0
         self.want_shut_down = False
+        self.shutting_down = False
         self.offline_dirs = ()
         self.in_flight = False
 
@@ -231,7 +233,7 @@ class Lifecycle:
         self.heartbeats_answered += 1
         if response.is_fenced:
             if self.phase == Phase.ACTIVE:
-                events.append(FencedSeen(self.epoch, self.want_shut_down, self.longest_gap_s))
+                events.append(FencedSeen(self.epoch, self.shutting_down, self.longest_gap_s))
             self.phase = Phase.FENCED
         elif self.phase == Phase.FENCED:
             self.phase = Phase.ACTIVE

@@ -48,12 +48,14 @@ class Timing:
         return float(min(self.backoff_max_s, self.backoff_s * 2 ** max(0, failures - 1)))
 
 
-def timing_for(heartbeat_ms: int, session_timeout_ms: int) -> Timing:
+def timing_for(heartbeat_ms: int, session_timeout_ms: int, replicas: int = 0) -> Timing:
+    """`replicas`: the cluster's partitions times the replication factor (a larger cluster takes
+    longer to register and create its topics, so its faults and lag start later)."""
     heartbeat_s = heartbeat_ms / 1000
     return Timing(
         heartbeat_s=heartbeat_s,
         session_timeout_s=session_timeout_ms / 1000,
         fenced_heartbeat_s=min(heartbeat_s, 0.25),
-        warmup_s=3.0 + heartbeat_s,
+        warmup_s=3.0 + heartbeat_s + replicas / 2000,
         lai_wait_s=max(30.0, 3 * session_timeout_ms / 1000),
     )

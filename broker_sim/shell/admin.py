@@ -3,11 +3,13 @@ rolling-restart and chaos scenarios preferred leader elections and short-lived s
 
 Rules:
 - Topics are created once the process's own brokers are unfenced (bounded wait), over the brokers
-  the controller lists (DescribeCluster; when others than ours are listed, the list must hold
-  still for a second), with manual assignments striped as Kafka places replicas and a seeded
-  start, so that the same seed gives the same leaders. Names: "fleet-<seed>-<t>". One request per
-  topic, the version cycling over CreateTopics 2-7. TOPIC_ALREADY_EXISTS is counted and left alone
-  (another fleet created it); brokers learn topics from LeaderAndIsr either way.
+  the controller lists (DescribeCluster: all of ours, and when others are listed too, the list
+  must hold still for a second), with manual assignments striped as Kafka places replicas and a
+  seeded start, so that the same seed gives the same leaders. Names: "fleet-<seed>-<t>". Topics
+  go in requests of at most `PARTITIONS_PER_REQUEST` partitions (the controller refuses more than
+  10,000 records per request), the version cycling over CreateTopics 2-7. A refused topic (e.g.
+  TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
+  topics from LeaderAndIsr either way.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
   a LeaderAndIsr v5+ taught it (empty if none did within `ID_WAIT_S`).
 - Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or for
@@ -19,15 +21,15 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 import random
-import uuid
 
 import trio
 
 from broker_sim import journal
 from broker_sim.model import versions
 from broker_sim.model.lifecycle import Phase
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableReplicaAssignment,
@@ -44,6 +46,8 @@ from .context import FleetContext
 
 ID_WAIT_S = 10.0
 SCRATCH_PARTITIONS = 2
+PARTITIONS_PER_REQUEST = 2500
+log = logging.getLogger("fencer.broker_sim.admin")
 
 
 def topic_name(seed: int, index: int) -> str:
@@ -84,8 +88,11 @@ class Admin:
         await self._wait_for_own_brokers()
         self.brokers = await self._cluster_brokers()
         async with trio.open_nursery() as nursery:
-            for index in range(self.topics):
-                await self._create(nursery, topic_name(self.ctx.seed, index), self.partitions, index)
+            per_request = max(1, PARTITIONS_PER_REQUEST // self.partitions)
+            names = [topic_name(self.ctx.seed, index) for index in range(self.topics)]
+            for start in range(0, len(names), per_request):
+                self.counter += 1
+                await self._create(nursery, names[start : start + per_request], self.partitions, self.counter)
             if self.ctx.scenario == "chaos":
                 await self._chaos()
             elif self.ctx.scenario == "rolling-restart":
@@ -124,33 +131,41 @@ class Admin:
         while self.ctx.now() < deadline:
             response = await self.call(DescribeClusterRequest(), 0)
             now = sorted(b.broker_id for b in response.brokers) if isinstance(response, DescribeClusterResponse) else []
-            if now and (now == listed or set(now) <= set(self.own_brokers)):
+            if set(self.own_brokers) <= set(now) and (now == listed or set(now) == set(self.own_brokers)):
                 return now
             listed = now
             await trio.sleep(1.0)
         return listed or sorted(self.own_brokers)
 
-    async def _create(self, nursery: trio.Nursery, name: str, partitions: int, index: int) -> uuid.UUID | None:
-        version = versions.admin_version(self.ctx.seed, index, versions.CREATE_TOPICS)
+    async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> None:
+        version = versions.admin_version(self.ctx.seed, counter, versions.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
+        topics = tuple(self._creatable(name, partitions, factor) for name in names)
+        response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
+        if not isinstance(response, CreateTopicsResponse):
+            return
+        for result in response.topics:
+            if result.error_code != ErrorCode.NONE:
+                log.warning(
+                    "topic %s not created: %s %s",
+                    result.name,
+                    error_name(result.error_code),
+                    result.error_message or "",
+                )
+                continue
+            if result.topic_id != ZERO_UUID:
+                self.ctx.topic_ids[result.name] = result.topic_id
+            nursery.start_soon(self._journal_created, result.name, partitions, factor)
+
+    def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")
         assignments = tuple(
             CreateTopicsRequestCreatableReplicaAssignment(partition_index=p, broker_ids=tuple(replicas))
             for p, replicas in enumerate(striped(self.brokers, partitions, factor, rng))
         )
-        topic = CreateTopicsRequestCreatableTopic(
+        return CreateTopicsRequestCreatableTopic(
             name=name, num_partitions=-1, replication_factor=-1, assignments=assignments
         )
-        response = await self.call(CreateTopicsRequest(topics=(topic,), timeout_ms=30000), version)
-        if not isinstance(response, CreateTopicsResponse) or not response.topics:
-            return None
-        result = response.topics[0]
-        if result.error_code != ErrorCode.NONE:
-            return None
-        if result.topic_id != ZERO_UUID:
-            self.ctx.topic_ids[name] = result.topic_id
-        nursery.start_soon(self._journal_created, name, partitions, factor)
-        return result.topic_id
 
     async def _journal_created(self, name: str, partitions: int, factor: int) -> None:
         deadline = self.ctx.now() + ID_WAIT_S
@@ -175,7 +190,7 @@ class Admin:
                     name = f"fleet-{self.ctx.seed}-scratch-{scratch}"
                     scratch += 1
                     self.counter += 1
-                    await self._create(nursery, name, SCRATCH_PARTITIONS, self.counter)
+                    await self._create(nursery, [name], SCRATCH_PARTITIONS, self.counter)
                     nursery.start_soon(self._delete_later, name, self.rng.uniform(2.0, 5.0))
 
     async def _elect(self) -> None:
