@@ -46,6 +46,7 @@ from .timing import Timing
 from .views import PartitionView
 
 VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
+REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation per broker in this time
 Views = Mapping[tuple[str, int], PartitionView]
 
 
@@ -284,7 +285,7 @@ class BrokerModel:
         applied = len(acked) == len(out.proposals) and all(
             item.partition_epoch > item.proposal.partition_epoch for item in acked
         )
-        if applied and self._may_replay(t, 0.2):
+        if applied and self._may_replay(t, 0.1):
             self.stale_plans.append(stale.resent_plan(out.version, out.body, self.epoch, out.proposals))
 
     # ------------------------------------------------------------------ controlled shutdown
@@ -366,7 +367,7 @@ class BrokerModel:
 
     # ------------------------------------------------------------------ stale replays
     def _may_replay(self, t: float, chance: float) -> bool:
-        if not self.stale_replays or t - self.last_replay < 2.0 or self.rng.random() >= chance:
+        if not self.stale_replays or t - self.last_replay < REPLAY_GAP_S or self.rng.random() >= chance:
             return False
         self.last_replay = t
         return True

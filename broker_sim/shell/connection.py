@@ -1,7 +1,8 @@
 """A client connection to the controller: one request in flight, correlation ids checked.
 
 Rules:
-- Connects on first use (and again after any failure). Each request gets the next correlation id;
+- One request at a time (a lock: several tasks may share a connection, e.g. the admin's); connects
+  on first use (and again after any failure). Each request gets the next correlation id;
   the answer must carry it. Requests go out with the broker's client id (ControlledShutdown v0's
   header has none: protocol.registry leaves it out).
 - A network error, a closed connection or a timeout raises `ConnectionLost`; an answer that breaks
@@ -56,9 +57,14 @@ class ControllerConnection:
         self._frames = FrameBuffer(MAX_RESPONSE_BYTES)
         self._correlation = 0
         self._connection_id = 0
+        self._lock = trio.Lock()
 
     async def request(self, body: Data, version: int, timeout_s: float) -> Data:
         """Send one request and return the decoded answer."""
+        async with self._lock:
+            return await self._request(body, version, timeout_s)
+
+    async def _request(self, body: Data, version: int, timeout_s: float) -> Data:
         stream = await self._connected()
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         correlation_id = self.last_correlation_id = self._correlation
