@@ -41,7 +41,7 @@ def views(*items: PartitionView) -> Views:
 
 
 def test_the_data_channel_waits_for_registration_and_then_decides_on_its_ticks() -> None:
-    model, followers = broker()
+    model, _ = broker()
     leader = views(view(isr=(1, 2)))
     model.start(0.0, "h", 1)
     assert model.next_data(0.0, leader, 1) == TIMING.tick_s  # not registered: nothing yet
@@ -57,7 +57,7 @@ def test_the_data_channel_waits_for_registration_and_then_decides_on_its_ticks()
 
 def test_the_same_answers_give_the_same_requests() -> None:
     def run() -> list[object]:
-        model, followers = broker()
+        model, _ = broker()
         t = register(model)
         sent: list[object] = []
         leader = views(view(isr=(1, 2, 3)), view(partition=1, isr=(1, 3)))
@@ -125,7 +125,7 @@ def test_a_shutdown_past_its_bound_is_given_up_unfinished() -> None:
 
 
 def test_a_shutdown_waits_for_another_eligible_isr_member_of_each_led_partition() -> None:
-    model, followers = broker()
+    model, _ = broker()
     t = register(model)
     model.next_data(t, views(view(isr=(1, 2))), 1)
     followers.eligible[2] = False
@@ -136,7 +136,7 @@ def test_a_shutdown_waits_for_another_eligible_isr_member_of_each_led_partition(
 
 
 def test_a_failed_log_dir_reports_its_replicas_offline_and_online_after_repair() -> None:
-    model, followers = broker()
+    model, _ = broker()
     t = register(model)
     hosted = views(*(view(leader=2, partition=p) for p in range(8)))
     model.next_data(t, hosted, 1)
@@ -155,7 +155,7 @@ def test_a_failed_log_dir_reports_its_replicas_offline_and_online_after_repair()
 
 
 def test_a_previous_incarnations_request_is_replayed_once_the_new_one_has_its_epoch() -> None:
-    model, followers = broker(stale_replays=True, broker_id=2)
+    model, _ = broker(stale_replays=True, broker_id=2)
     for _attempt in range(20):  # the replay is drawn with a seeded chance: bounce until one is planned
         t = register(model, epoch=100 + model.incarnations)
         model.next_data(t, views(view(leader=2, isr=(2, 3), replicas=(2, 3))), 1)

@@ -3,6 +3,8 @@ are seeded per broker, so a broker behaves the same whatever the process split o
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from broker_sim.model import versions
@@ -46,7 +48,7 @@ def test_faults_fit_the_run_and_a_brokers_faults_never_overlap(scenario: str) ->
         assert TIMING.warmup_s <= fault.at_s and fault.at_s + fault.duration_s <= DURATION
     for broker in range(20):
         own = [f for f in faults if f.broker == broker]
-        for earlier, later in zip(own, own[1:], strict=False):
+        for earlier, later in itertools.pairwise(own):
             assert earlier.at_s + earlier.duration_s < later.at_s
 
 
