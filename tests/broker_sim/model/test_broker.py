@@ -57,7 +57,7 @@ def test_the_data_channel_waits_for_registration_and_then_decides_on_its_ticks()
 
 def test_the_same_answers_give_the_same_requests() -> None:
     def run() -> list[object]:
-        model, _ = broker()
+        model, followers = broker()
         t = register(model)
         sent: list[object] = []
         leader = views(view(isr=(1, 2, 3)), view(partition=1, isr=(1, 3)))
@@ -125,7 +125,7 @@ def test_a_shutdown_past_its_bound_is_given_up_unfinished() -> None:
 
 
 def test_a_shutdown_waits_for_another_eligible_isr_member_of_each_led_partition() -> None:
-    model, _ = broker()
+    model, followers = broker()
     t = register(model)
     model.next_data(t, views(view(isr=(1, 2))), 1)
     followers.eligible[2] = False
