@@ -29,7 +29,9 @@ def good_answer(api_key: int, epochs: itertools.count[int]) -> Data:
         return DescribeClusterResponse(cluster_id="fake-cluster", controller_id=1)
     if api_key == 18:
         entries = tuple(
-            ApiVersionsResponseApiVersion(api_key=k, min_version=api(k).versions.lowest, max_version=api(k).versions.highest)
+            ApiVersionsResponseApiVersion(
+                api_key=k, min_version=api(k).versions.lowest, max_version=api(k).versions.highest
+            )
             for k in sorted(INBOUND_API_KEYS)
         )
         return ApiVersionsResponse(api_keys=entries)

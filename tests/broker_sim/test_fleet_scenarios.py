@@ -8,6 +8,7 @@ across the four.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ async def test_rolling_restart_shuts_brokers_down_in_turn_and_they_come_back(roo
     assert len(shutdowns) >= 2
     assert all(entry.finished_wall_ns is not None for entry in shutdowns[:-1])  # the last may be cut off
     ends = sorted((entry.started_wall_ns, entry.finished_wall_ns or 0) for entry in shutdowns)
-    for (_, finished), (started, _) in zip(ends, ends[1:], strict=False):
+    for (_, finished), (started, _) in itertools.pairwise(ends):
         assert finished <= started  # one broker at a time
     assert run.stats.requests_by_api["ControlledShutdown"] + run.stats.requests_by_api["BrokerHeartbeat"] > 0
     assert len(run.kinds("registered")) > 5  # new incarnations

@@ -25,6 +25,7 @@ from protocol.messages.controlled_shutdown import (
     ControlledShutdownResponse,
     ControlledShutdownResponseRemainingPartition,
 )
+from protocol.spec import Data
 
 from .helpers import TIMING, TOPIC, TOPIC_ID, FakeFollowers, register, take, view
 
@@ -149,6 +150,7 @@ def test_a_failed_log_dir_reports_its_replicas_offline_and_online_after_repair()
     model.data_answered(out, AlterReplicaStateResponse(), t)
     model.repair_dir(0, t + 3)
     out = take(model.next_data(t + 3, hosted, 1))
+    assert isinstance(out.body, AlterReplicaStateRequest)
     assert out.body.new_state == ONLINE and {p for tp in out.body.topics for p in tp.partitions} == offline
     assert not model.caught_up(TOPIC, min(offline), t + 3, lagging=False)  # catching up
     assert model.caught_up(TOPIC, min(offline), t + 3 + TIMING.catch_up_s, lagging=False)
@@ -169,10 +171,7 @@ def test_a_previous_incarnations_request_is_replayed_once_the_new_one_has_its_ep
     t = register(model, epoch=500)
     out = take(model.next_data(t, {}, 2))
     assert out.stale is plan and out.body is plan.body
-    top_level = {
-        ErrorCode.STALE_BROKER_EPOCH: AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH),
-    }
-    response = top_level[ErrorCode.STALE_BROKER_EPOCH]
+    response: Data = AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     if plan.api_key == 7:
         response = ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     elif plan.api_key == 1000:

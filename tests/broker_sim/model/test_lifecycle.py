@@ -43,7 +43,7 @@ def test_an_incarnation_describes_negotiates_registers_and_is_unfenced_once_caug
     broker.lifecycle_answered(first, BrokerHeartbeatResponse(is_fenced=True), 0.1)
     assert broker.next_lifecycle(0.1) == 0.1 + TIMING.fenced_heartbeat_s
     second = take(broker.next_lifecycle(0.4))
-    assert second.body.current_metadata_offset == 42
+    assert isinstance(second.body, BrokerHeartbeatRequest) and second.body.current_metadata_offset == 42
     broker.lifecycle_answered(second, BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 0.4)
     assert broker.lifecycle.phase == Phase.ACTIVE
     assert broker.events[-1] == Unfenced(42)
@@ -84,7 +84,7 @@ def test_duplicate_registration_retries_the_same_incarnation_after_a_heartbeat_i
     broker.lifecycle_answered(out, BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION), 1.0)
     assert broker.next_lifecycle(1.0) == 1.0 + TIMING.heartbeat_s
     again = take(broker.next_lifecycle(2.0))
-    assert isinstance(again.body, BrokerRegistrationRequest)
+    assert isinstance(again.body, BrokerRegistrationRequest) and isinstance(out.body, BrokerRegistrationRequest)
     assert again.body.incarnation_id == out.body.incarnation_id
 
 
