@@ -1,170 +1,161 @@
-"""Fleet benchmark: 1,000 simulated brokers in one process against the real daemon, `chaos`, fsync on.
+"""Fleet benchmark (acceptance 4 of issue 9): a thousand simulated brokers in one process against the daemon.
 
-Run on demand: `make bench-fleet` or
-`.venv/bin/python benchmarks/fleet.py [--brokers 1000] [--topics 100] [--partitions 100] [--seconds 120]
-[--search 250,500,1000,1500,2000 --search-seconds 40]`.
+Run: `.venv/bin/python benchmarks/fleet.py [--brokers 1000] [--topics 100] [--partitions 100]
+[--seconds 120] [--scenario chaos] [--seed 1] [--sizes 250,500,1000,1500]`.
 
-One run: a fresh daemon (fsync on, the default session timeout of 9 s) and `python -m broker_sim run`
-as a separate process (one fleet process), both measured from the outside: CPU seconds of each
-(from /proc while they run, children included for the fleet), and the fleet's report (requests/s
-by API, the controller's latency as the brokers saw it, heartbeat lateness, violations from the
-fleet and from the invariant check of the daemon's log at the end). The search then runs shorter
-`steady` fleets of growing size and prints the largest whose heartbeat lateness p99 stays under
-a quarter of the heartbeat interval with no broker fenced by its own late heartbeat: "the largest
-fleet that keeps every heartbeat on time" on this machine.
+One run starts the real daemon (fsync on, default session timeout 9 s) and runs `run_fleet` in this
+process (heartbeats every 2 s), then prints: requests/s by API; the controller's latency seen by the
+brokers (p50/p99 per API); heartbeat lateness (sent minus due: p50, p99 and the maximum of all);
+the brokers' unintended fencing seen in the journal; violations (the invariant checker, when
+`broker_sim.check` is there); CPU seconds of the fleet and of the controller. A heartbeat is on
+time when it leaves less than one heartbeat interval after it was due (its gap then stays under two
+intervals, far below the session timeout). `--sizes` repeats the run for each fleet size (same
+topics) and reports the largest whose heartbeats were all on time.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import machine
-from broker_sim.stats import percentile
+from broker_sim.fleet import FleetConfig, run_fleet
+from broker_sim.journal import Fenced, read_journal
+from broker_sim.stats import FleetStats, percentile
 from tests.e2e.daemon_process import DaemonProcess
 
-ROOT = Path(__file__).resolve().parent.parent
 HEARTBEAT_MS = 2000
-ON_TIME_MS = HEARTBEAT_MS / 4
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process and its waited-for children, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
+class MeasuredStats(FleetStats):
+    """The fleet's stats plus the exact worst heartbeat lateness (the reservoir only samples)."""
+
+    worst_lateness_ms: float = 0.0
+
+    def heartbeat(self, lateness_ms: float) -> None:
+        super().heartbeat(lateness_ms)
+        self.worst_lateness_ms = max(self.worst_lateness_ms, lateness_ms)
 
 
-def run_once(scenario: str, brokers: int, topics: int, partitions: int, seconds: float, work: Path) -> dict[str, Any]:
-    data_dir = work / f"data-{scenario}-{brokers}"
-    daemon = DaemonProcess(data_dir, log_file=work / f"daemon-{brokers}.stderr").start()
-    report = work / f"report-{scenario}-{brokers}.json"
-    command = [
-        sys.executable,
-        "-m",
-        "broker_sim",
-        "run",
-        f"--controller=127.0.0.1:{daemon.port}",
-        f"--brokers={brokers}",
-        f"--topics={topics}",
-        f"--partitions={partitions}",
-        "--replication-factor=3",
-        f"--duration={seconds}",
-        "--seed=1",
-        f"--scenario={scenario}",
-        f"--heartbeat-ms={HEARTBEAT_MS}",
-        f"--report={report}",
-        f"--data-dir={data_dir}",
-    ]
-    started = time.monotonic()
-    fleet = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    fleet_cpu = daemon_cpu = 0.0
-    assert daemon.process is not None
-    while fleet.poll() is None:  # sample while alive: /proc of a reaped process is gone
-        fleet_cpu = max(fleet_cpu, _safe_cpu(fleet.pid))
-        daemon_cpu = max(daemon_cpu, _safe_cpu(daemon.process.pid))
-        time.sleep(0.5)
-    elapsed = time.monotonic() - started
-    _, stderr = fleet.communicate()
-    daemon.stop()
-    if not report.exists():
-        raise SystemExit(f"the fleet wrote no report (exit {fleet.returncode}): {stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(report.read_text())
-    result["_exit"] = fleet.returncode
-    result["_fleet_cpu_s"] = fleet_cpu
-    result["_daemon_cpu_s"] = daemon_cpu
-    result["_elapsed_s"] = elapsed
-    return result
+@dataclass
+class Result:
+    brokers: int
+    seconds: float
+    stats: MeasuredStats
+    fleet_cpu_s: float
+    controller_cpu_s: float
+    unintended_fenced: int
+    violations: str
+
+    @property
+    def on_time(self) -> bool:
+        return self.stats.worst_lateness_ms < HEARTBEAT_MS and self.unintended_fenced == 0
 
 
-def _safe_cpu(pid: int) -> float:
+def process_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stream:
+        fields = stream.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def check_violations(data_dir: Path, journal: Path) -> str:
     try:
-        return cpu_seconds(pid)
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-        return 0.0
+        checker = importlib.import_module("broker_sim.check")
+    except ImportError:
+        return "not checked (broker_sim.check is not there)"
+    result = checker.check(data_dir, read_journal(journal))
+    return str(len(result.violations))
 
 
-def stats_of(result: dict[str, Any]) -> dict[str, Any]:
-    stats: dict[str, Any] = result.get("stats", {})
-    return stats
-
-
-def violations_of(result: dict[str, Any]) -> int:
-    check = result.get("check") or {}
-    return len(stats_of(result).get("violations", [])) + len(check.get("violations", []))
-
-
-def unintended_fencings(result: dict[str, Any]) -> int:
-    return sum(1 for text in stats_of(result).get("violations", []) if "fenced" in text) + sum(
-        1 for violation in (result.get("check") or {}).get("violations", []) if "fenced" in json.dumps(violation)
+def run_once(args: argparse.Namespace, brokers: int, root: Path) -> Result:
+    daemon = DaemonProcess(root / "data").start(timeout=60)
+    stats = MeasuredStats()
+    config = FleetConfig(
+        controller_port=daemon.port,
+        brokers=brokers,
+        topics=args.topics,
+        partitions=args.partitions,
+        replication_factor=3,
+        duration_s=args.seconds,
+        seed=args.seed,
+        scenario=args.scenario,
+        heartbeat_ms=HEARTBEAT_MS,
+        journal_path=root / "journal.jsonl",
+    )
+    cpu = time.process_time()
+    started = time.monotonic()
+    try:
+        outcome = trio.run(run_fleet, config, stats)
+    finally:
+        controller_cpu = process_cpu_s(daemon.process.pid) if daemon.process else 0.0
+        daemon.stop()
+    if not outcome.finished:
+        raise SystemExit(f"the run did not finish: {outcome.unreachable or 'the controller stopped answering'}")
+    fenced = [e for e in read_journal(root / "journal.jsonl") if isinstance(e, Fenced) and not e.intended]
+    return Result(
+        brokers,
+        time.monotonic() - started,
+        stats,
+        time.process_time() - cpu,
+        controller_cpu,
+        len(fenced),
+        check_violations(root / "data", root / "journal.jsonl"),
     )
 
 
-def print_run(result: dict[str, Any], seconds: float) -> None:
-    stats = stats_of(result)
-    print(f"  fleet exit {result['_exit']}, {result['_elapsed_s']:.0f} s wall")
-    print("  requests/s by API:")
-    for api, count in sorted(stats.get("requests_by_api", {}).items(), key=lambda item: -item[1]):
-        latencies = stats.get("latencies_ms", {}).get(api, [])
+def report(result: Result) -> None:
+    stats = result.stats
+    print(f"\n{result.brokers} brokers, {result.seconds:.0f} s")
+    print("requests/s by API:")
+    for api, count in sorted(stats.requests_by_api.items()):
+        latencies = stats.latencies_ms.get(api, [])
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        figures = f"p50 {p50:.1f} ms, p99 {p99:.1f} ms" if p50 is not None and p99 is not None else "no latencies"
-        print(f"    {api:<22} {count / seconds:>9.1f}/s   {figures}")
-    lateness = stats.get("heartbeat_lateness_ms", [])
-    print(f"  heartbeats {stats.get('heartbeats', 0)}, lateness p99 {percentile(lateness, 0.99) or 0:.1f} ms")
+        timing = f"controller latency p50 {p50:7.1f} ms  p99 {p99:7.1f} ms" if p50 is not None and p99 else ""
+        print(f"  {api:20} {count / result.seconds:8.1f}/s  {timing}")
+    lateness = stats.heartbeat_lateness_ms
     print(
-        f"  stale replays sent {stats.get('stale_replays_sent', 0)}, rejected {stats.get('stale_replays_rejected', 0)}"
+        f"heartbeats {stats.heartbeats}: lateness p50 {percentile(lateness, 0.5):.1f} ms, "
+        f"p99 {percentile(lateness, 0.99):.1f} ms, worst {stats.worst_lateness_ms:.1f} ms "
+        f"({'all on time' if result.on_time else 'NOT all on time'})"
     )
-    print(f"  violations {violations_of(result)} (must be 0)")
-    print(f"  CPU seconds: fleet {result['_fleet_cpu_s']:.1f}, controller {result['_daemon_cpu_s']:.1f}")
+    print(f"brokers fenced by their own late heartbeat: {result.unintended_fenced}")
+    replays = f"stale replays {stats.stale_replays_sent}, rejected {stats.stale_replays_rejected}"
+    print(f"faults: {dict(stats.faults)}; {replays}")
+    print(f"violations: {result.violations}")
+    print(f"CPU seconds: fleet {result.fleet_cpu_s:.1f}, controller {result.controller_cpu_s:.1f}")
 
 
-def on_time(result: dict[str, Any]) -> bool:
-    lateness = stats_of(result).get("heartbeat_lateness_ms", [])
-    p99 = percentile(lateness, 0.99)
-    return p99 is not None and p99 < ON_TIME_MS and unintended_fencings(result) == 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--brokers", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=120.0)
-    parser.add_argument("--search", default="250,500,1000,1500,2000", help="fleet sizes to try ('' to skip)")
-    parser.add_argument("--search-seconds", type=float, default=40.0)
-    args = parser.parse_args(argv)
-    print(f"fleet benchmark, {time.strftime('%Y-%m-%d')}, {machine()}")
-    failed = False
-    with tempfile.TemporaryDirectory(prefix="fencer-bench-fleet-") as temporary:
-        work = Path(temporary)
-        print(
-            f"chaos: {args.brokers} brokers, {args.topics} x {args.partitions} partitions, RF 3, {args.seconds:.0f} s"
-        )
-        result = run_once("chaos", args.brokers, args.topics, args.partitions, args.seconds, work)
-        print_run(result, args.seconds)
-        failed = violations_of(result) > 0 or result["_exit"] != 0
-        largest = 0
-        for size in [int(value) for value in args.search.split(",") if value]:
-            trial = run_once("steady", size, args.topics, args.partitions, args.search_seconds, work)
-            lateness = percentile(stats_of(trial).get("heartbeat_lateness_ms", []), 0.99) or 0.0
-            verdict = "on time" if on_time(trial) else "late"
-            print(f"  steady {size:>5} brokers: heartbeat lateness p99 {lateness:.1f} ms, {verdict}")
-            if not on_time(trial):
-                break
-            largest = size
-        if args.search:
-            print(f"largest fleet with every heartbeat on time (p99 lateness < {ON_TIME_MS:.0f} ms): {largest}")
-    return 1 if failed else 0
+    parser.add_argument("--scenario", default="chaos")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sizes", default="", help="comma-separated fleet sizes: find the largest on time")
+    args = parser.parse_args()
+    print(f"fleet benchmark on {machine()}, {time.strftime('%Y-%m-%d')}")
+    sizes = [int(size) for size in args.sizes.split(",") if size] or [args.brokers]
+    results = []
+    for brokers in sizes:
+        with tempfile.TemporaryDirectory(prefix="fencer-fleet-bench-") as directory:
+            results.append(run_once(args, brokers, Path(directory)))
+        report(results[-1])
+    on_time = [result.brokers for result in results if result.on_time]
+    largest = str(max(on_time)) if on_time else f"none of {sizes}"
+    print(f"\nlargest fleet with every heartbeat on time: {largest}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

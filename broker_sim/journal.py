@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -225,7 +225,20 @@ class JournalError(ValueError):
 
 
 def to_line(entry: Entry) -> str:
-    return json.dumps({"kind": entry.kind, **asdict(entry)}, separators=(",", ":")) + "\n"
+    # the same object `asdict` gives (entries hold only JSON values), without its deep copy
+    names = _FIELD_NAMES.get(type(entry)) or _field_names(type(entry))
+    data = {"kind": entry.kind}
+    for name in names:
+        data[name] = getattr(entry, name)
+    return json.dumps(data, separators=(",", ":")) + "\n"
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(kind: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES[kind] = tuple(item.name for item in fields(kind))
+    return names
 
 
 def from_object(data: dict[str, Any]) -> Entry | None:

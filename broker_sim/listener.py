@@ -24,6 +24,10 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
   unsupported ApiVersions version gets a v0 body with UNSUPPORTED_VERSION (35) listing only key 18
   (KIP-511). Any other unknown API or unsupported version, or an undecodable frame, closes the
   connection without an answer (Kafka's behaviour). Pipelined requests are answered in order.
+- Hooks for the fleet: `on_handled(key, version, request, response)` after every decided request,
+  `on_exchange(peer, payload, reply)` after every frame (the capture), `record_received=False`
+  keeps no list of requests (a long run), and while `gate` holds an unset event the listener
+  answers nothing (a paused broker) until it is set.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ from protocol.registry import api, decode_request, encode_response, peek_request
 from protocol.spec import ZERO_UUID, Data
 from protocol.versions import Versions
 
+from .model.views import PartitionView
+
+__all__ = ["BrokerControlListener", "PartitionView"]
+
 log = logging.getLogger("fencer.broker_sim.listener")
 
 API_VERSIONS_KEY = 18
@@ -63,23 +71,6 @@ DELETE_EPOCH = -2
 TYPE_FULL = 2
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _MAX_FRAME_BYTES = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionView:
-    """What the broker believes about one partition."""
-
-    topic_name: str
-    topic_id: uuid.UUID
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    partition_epoch: int
-    replicas: tuple[int, ...]
-    leader_recovery_state: int = 0
-    stopped: bool = False
-    deleted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +90,19 @@ class BrokerControlListener:
         broker_epoch: Callable[[], int],
         *,
         max_versions: Mapping[int, int] | None = None,
+        record_received: bool = True,
+        on_handled: Callable[[int, int, Data, Data], None] | None = None,
+        on_exchange: Callable[[str, bytes, bytes | None], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], PartitionView] = {}
         self.controller_epoch = 0
         self.received: list[tuple[int, int, object, object]] = []
+        self.record_received = record_received
+        self.on_handled = on_handled
+        self.on_exchange = on_exchange
+        self.gate: trio.Event | None = None
         #: close the connection instead of handling the next N control requests (a crash before acking)
         self.drop_next_requests = 0
         self.connections = 0
@@ -124,12 +122,17 @@ class BrokerControlListener:
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
         self.connections += 1
         frames = FrameBuffer(_MAX_FRAME_BYTES)
+        peer = _peer(stream)
         try:
             async with stream:
                 while data := await stream.receive_some(65536):
                     frames.receive_data(data)
                     while (payload := frames.next_frame()) is not None:
+                        while (gate := self.gate) is not None:
+                            await gate.wait()
                         reply = self.handle_frame(payload)
+                        if self.on_exchange is not None:
+                            self.on_exchange(peer, payload, reply)
                         if reply is None:
                             return
                         await stream.send_all(reply)
@@ -159,7 +162,10 @@ class BrokerControlListener:
             log.warning("broker %d: closing on an undecodable request: %s", self.broker_id, exc)
             return None
         response = self.handle(key, version, request.body)
-        self.received.append((key, version, request.body, response))
+        if self.record_received:
+            self.received.append((key, version, request.body, response))
+        if self.on_handled is not None:
+            self.on_handled(key, version, request.body, response)
         return encode_response(response, version, request.correlation_id)
 
     def handle(self, api_key: int, version: int, request: Data) -> Data:
@@ -208,7 +214,7 @@ class BrokerControlListener:
 
     # ------------------------------------------------------------------ LeaderAndIsr
     def _leader_and_isr(self, request: LeaderAndIsrRequest, version: int) -> LeaderAndIsrResponse:
-        states = _flatten_states(request, version)
+        states = flatten_states(request, version)
         error = self._check_epochs(request.broker_epoch, request.controller_epoch)
         if error:
             return _leader_and_isr_response(
@@ -273,11 +279,19 @@ class BrokerControlListener:
 
 
 # ---------------------------------------------------------------------- helpers
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "?"
+    return f"{host}:{port}"
+
+
 def _limited(versions: Versions, highest: int | None) -> Versions:
     return versions if highest is None else Versions(versions.lowest, min(versions.highest, highest))
 
 
-def _flatten_states(
+def flatten_states(
     request: LeaderAndIsrRequest, version: int
 ) -> list[tuple[str, uuid.UUID, LeaderAndIsrRequestPartitionState]]:
     if version < 2:

@@ -1,0 +1,99 @@
+"""The fleet's entry point: run simulated brokers against a controller for a duration.
+
+`run_fleet(config, stats)` is what the CLI (and tests, and the benchmark) call: it runs the
+brokers `first_broker_id .. first_broker_id + brokers - 1` of the cluster with the scenario's
+faults, updates `stats` live, writes the journal (and the capture) when asked, and returns how
+the run ended. `task_status.started()` is called once the controller answered; an unreachable
+controller returns at once with `unreachable` set (and `started` is never called).
+
+The liveness bound: every controlled shutdown must complete within `shutdown_bound_ms(config)`,
+two session timeouts plus two heartbeat intervals (broker_sim.model.timing); the journal's
+`RunStarted` carries it for the checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from .model.schedule import SCENARIOS
+from .model.timing import Timing, timing_for
+from .shell import runner
+from .stats import FleetStats
+
+__all__ = ["SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet", "shutdown_bound_ms"]
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    controller_host: str = "127.0.0.1"
+    controller_port: int = 9093
+    brokers: int = 3
+    first_broker_id: int = 0
+    topics: int = 1
+    partitions: int = 3  # per topic
+    replication_factor: int = 3
+    duration_s: float = 30.0
+    seed: int = 0
+    scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos
+    heartbeat_ms: int = 2000
+    session_timeout_ms: int = 9000  # the controller's (pauses are made longer than this)
+    capture_dir: Path | None = None  # write exchanges from the broker side (protocol.capture format, prefix "fleet")
+    journal_path: Path | None = None
+    create_topics: bool = True  # False in all but one fleet process of a --processes run
+    listen_host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class FleetOutcome:
+    finished: bool  # ran for the duration
+    unreachable: str | None  # one clear line when the controller could not be reached at start
+
+
+def shutdown_bound_ms(config: FleetConfig) -> int:
+    """Every controlled shutdown completes within this many milliseconds (the stated liveness bound)."""
+    return int(_timing(config).shutdown_bound_s * 1000)
+
+
+def _timing(config: FleetConfig) -> Timing:
+    replicas = config.topics * config.partitions * config.replication_factor
+    return timing_for(config.heartbeat_ms, config.session_timeout_ms, replicas)
+
+
+def _validate(config: FleetConfig) -> None:
+    if config.scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {config.scenario!r}: one of {', '.join(SCENARIOS)}")
+    if config.brokers < 1 or config.first_broker_id < 0:
+        raise ValueError("brokers must be at least 1 and first_broker_id at least 0")
+    if config.topics < 0 or config.partitions < 1 or config.replication_factor < 1:
+        raise ValueError("topics must be at least 0, partitions and replication_factor at least 1")
+    if config.heartbeat_ms < 1 or config.session_timeout_ms <= config.heartbeat_ms or config.duration_s <= 0:
+        raise ValueError("heartbeat_ms must be positive and below session_timeout_ms; duration_s positive")
+
+
+async def run_fleet(
+    config: FleetConfig, stats: FleetStats, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> FleetOutcome:
+    """Run the fleet for `config.duration_s` seconds; raises ValueError on a bad configuration."""
+    _validate(config)
+    spec = runner.RunSpec(
+        controller_host=config.controller_host,
+        controller_port=config.controller_port,
+        broker_ids=tuple(range(config.first_broker_id, config.first_broker_id + config.brokers)),
+        topics=config.topics,
+        partitions=config.partitions,
+        replication_factor=config.replication_factor,
+        duration_s=config.duration_s,
+        seed=config.seed,
+        scenario=config.scenario,
+        timing=_timing(config),
+        shutdown_bound_ms=shutdown_bound_ms(config),
+        capture_dir=config.capture_dir,
+        journal_path=config.journal_path,
+        create_topics=config.create_topics,
+        listen_host=config.listen_host,
+    )
+    finished, unreachable = await runner.run(spec, stats, task_status)
+    return FleetOutcome(finished=finished, unreachable=unreachable)

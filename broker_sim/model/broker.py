@@ -1,0 +1,423 @@
+"""One simulated broker: its lifecycle, its data channel, its disks, its controlled shutdown and its
+stale replays, driven by the shell with time passed in.
+
+Rules:
+- Two channels, one request in flight on each (Kafka's broker also keeps heartbeats and
+  AlterPartition on separate controller channels): `next_lifecycle` (see `lifecycle`) and
+  `next_data`. Each returns the request to send now or the time to ask again; the shell answers
+  through `lifecycle_answered` / `data_answered` or `failed`. Facts go to `events` (the shell
+  drains them).
+- The data channel, in priority order: the ControlledShutdown RPC (retried every
+  `shutdown_retry_s` until nothing remains), a stale replay that is ready, AlterReplicaState
+  (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), then the leader's ISR
+  decisions, taken once per tick at the tick's logical time (ticks are never skipped while the
+  broker runs, so the same answers give the same requests). A broker's ticks are offset by a
+  seeded phase, so that a thousand brokers do not all decide at the same instant.
+- The listener's views are the only source of what the broker leads and hosts; the model reads
+  them again whenever their version changes.
+- Controlled shutdown `via` "rpc" (ControlledShutdown until RemainingPartitions is empty),
+  "heartbeat" (WantShutDown until ShouldShutDown) or "rpc+heartbeat" (both, in turn). It
+  ends when done (`ShutdownEnded` finished), or unfinished when `shutdown_bound_s` passes or the
+  broker crashes; either way the incarnation ends (`incarnation_over`).
+- Log dirs and replica states: `disks`. Stale replays: `stale`.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from protocol.error_codes import ErrorCode
+from protocol.messages.alter_partition import AlterPartitionResponse
+from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
+from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
+from protocol.messages.controlled_shutdown import ControlledShutdownResponse
+from protocol.spec import ZERO_UUID, Data
+
+from . import requests, stale, versions
+from .disks import Disks, Replica
+from .events import DATA, Event, Outgoing, PartitionAcked, ShapeProblem, ShutdownEnded, StaleAnswered
+from .leadership import Followers, Leadership, Led
+from .lifecycle import Lifecycle, Phase
+from .requests import Proposal
+from .timing import Timing
+from .views import PartitionView
+
+VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
+REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation per broker in this time
+Views = Mapping[tuple[str, int], PartitionView]
+
+
+@dataclass(slots=True)
+class Shutdown:
+    via: str
+    started: float
+    rpc_pending: bool
+    retry_at: float
+    attempts: int = 0
+
+
+class BrokerModel:
+    def __init__(
+        self,
+        broker_id: int,
+        seed: int,
+        timing: Timing,
+        followers: Followers,
+        topic_ids: Mapping[str, uuid.UUID],
+        *,
+        stale_replays: bool = False,
+    ) -> None:
+        self.broker_id = broker_id
+        self.seed = seed
+        self.timing = timing
+        self.followers = followers
+        self.topic_ids = topic_ids
+        self.stale_replays = stale_replays
+        self.rng = random.Random(f"{seed}:{broker_id}")
+        log_dirs = tuple(uuid.UUID(int=self.rng.getrandbits(128)) for _ in range(2))
+        self.disks = Disks(log_dirs, timing.catch_up_s)
+        self.phase = random.Random(f"{seed}:{broker_id}:phase").random()
+        self.lifecycle = Lifecycle(broker_id, seed, timing, log_dirs, self.phase)
+        self.leadership = Leadership(broker_id, timing)
+        self.events: list[Event] = []
+        self.views: Views = {}
+        self.incarnations = 0
+        self.paused_until = self.resumed_at = 0.0
+        self.ready_at = 0.0  # a restarted broker's replicas are caught up from then on
+        self.shutdown: Shutdown | None = None
+        self.incarnation_over = False
+        self.stale_plans: list[stale.StalePlan] = []
+        self.last_replay = -1e9
+        self.next_tick = 0.0
+        self.data_in_flight = False
+        self._views_version = -1
+
+    # ------------------------------------------------------------------ incarnations
+    @property
+    def epoch(self) -> int:
+        return self.lifecycle.epoch
+
+    def start(self, t: float, host: str, port: int) -> None:
+        """A new incarnation (a fresh incarnation id from the broker's rng) listening on host:port."""
+        self.incarnations += 1
+        if self.incarnations > 1:
+            self.ready_at = t + self.timing.catch_up_s
+        self.lifecycle.start(t, uuid.UUID(int=self.rng.getrandbits(128)), host, port)
+        self.leadership.led.clear()
+        self.views, self._views_version = {}, -1
+        self.disks.reset()
+        self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
+        self.paused_until = 0.0
+        self.next_tick = self._tick_at_or_after(t)
+
+    def end_incarnation(self, t: float) -> None:
+        """The incarnation stops at once (a hard crash, a given-up shutdown, or a finished one)."""
+        self._end_shutdown(None)
+        if self.stale_replays and self.lifecycle.registered:
+            self._plan_previous_incarnation(t)
+        self.lifecycle.stop()
+        self.leadership.led.clear()
+        self.data_in_flight = False
+
+    def abandon_shutdown(self) -> None:
+        """The run ends: a shutdown still in progress ends unfinished."""
+        self._end_shutdown(None)
+
+    def pause(self, until: float) -> None:
+        self.paused_until = self.resumed_at = until
+
+    def running(self, t: float) -> bool:
+        return self.lifecycle.registered and t >= self.paused_until and not self.incarnation_over
+
+    def state_name(self, t: float) -> str:
+        """The broker's state for the live display."""
+        if t < self.paused_until:
+            return "paused"
+        if self.shutdown is not None:
+            return "shutting-down"
+        phase = self.lifecycle.phase
+        if phase in (Phase.DESCRIBING, Phase.NEGOTIATING, Phase.REGISTERING):
+            return "registering"
+        name: str = phase.value
+        return name
+
+    # ------------------------------------------------------------------ what followers look like
+    def caught_up(self, topic: str, partition: int, t: float, lagging: bool) -> bool:
+        """Whether this broker's replica is caught up with its leader at t (the leader's fetch view)."""
+        if lagging or t < self.ready_at or not self.running(t):
+            return False
+        view = self.views.get((topic, partition))
+        if view is None or view.stopped or view.deleted:
+            return False
+        return self.disks.healthy(topic, partition, t)
+
+    def eligible(self, t: float) -> bool:
+        return self.lifecycle.phase is Phase.ACTIVE and self.shutdown is None and self.running(t)
+
+    # ------------------------------------------------------------------ lifecycle channel
+    def next_lifecycle(self, t: float) -> Outgoing | float:
+        if t < self.paused_until:
+            return self.paused_until
+        if self.incarnation_over:
+            return float("inf")
+        return self.lifecycle.next_request(t)
+
+    def lifecycle_answered(self, out: Outgoing, response: Data, t: float) -> None:
+        self.events.extend(self.lifecycle.answered(out, response, t))
+        if (
+            isinstance(response, BrokerHeartbeatResponse)
+            and self.lifecycle.want_shut_down
+            and response.error_code == ErrorCode.NONE
+            and response.should_shut_down
+        ):
+            self._finish_shutdown(t)
+
+    def lifecycle_failed(self, out: Outgoing, t: float) -> None:
+        self.lifecycle.failed(out, t)
+
+    # ------------------------------------------------------------------ data channel
+    def next_data(self, t: float, views: Views, views_version: int) -> Outgoing | float:
+        if t < self.paused_until:
+            return self.paused_until
+        if self.data_in_flight or self.incarnation_over or not self.lifecycle.registered:
+            return t + self.timing.tick_s
+        if views_version != self._views_version:
+            self.views, self._views_version = views, views_version
+            self._sync(t)
+        out = self._next_data(t)
+        if isinstance(out, Outgoing):
+            self.data_in_flight = True
+        return out
+
+    def _next_data(self, t: float) -> Outgoing | float:
+        shutdown = self.shutdown
+        if shutdown is not None and t - shutdown.started > self.timing.shutdown_bound_s:
+            self._end_shutdown(None)
+            self.incarnation_over = True
+            return float("inf")
+        if shutdown is not None and shutdown.rpc_pending and t >= shutdown.retry_at:
+            shutdown.attempts += 1
+            version = self.lifecycle.versions.get(versions.CONTROLLED_SHUTDOWN, 0)
+            body = requests.controlled_shutdown(version, self.broker_id, self.epoch)
+            return Outgoing(DATA, "shutdown", version, body)
+        for plan in self.stale_plans:
+            if not plan.needs_new_epoch or self.epoch != plan.stale_broker_epoch:
+                self.stale_plans.remove(plan)
+                return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
+        if self.disks.pending and t >= self.disks.retry_at:
+            return self._replica_state(*self.disks.pending[0])
+        while t >= self.next_tick:
+            tick = self.next_tick
+            self.next_tick += self.timing.tick_s
+            if shutdown is None:
+                proposals = self._with_topic_ids(self.leadership.decide(tick, self.followers, self.epoch))
+                if proposals:
+                    version = self.lifecycle.versions.get(versions.ALTER_PARTITION, 0)
+                    request = requests.alter_partition(version, self.broker_id, self.epoch, proposals)
+                    return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(proposals))
+        wake = self.next_tick
+        if shutdown is not None and shutdown.rpc_pending:
+            wake = min(wake, shutdown.retry_at)
+        if self.disks.pending:
+            wake = min(wake, self.disks.retry_at)
+        return wake
+
+    def data_answered(self, out: Outgoing, response: Data, t: float) -> None:
+        self.data_in_flight = False
+        if out.stale is not None:
+            errors, accepted = stale.judge(response)
+            self.events.append(StaleAnswered(out.stale, self.epoch, tuple(errors), accepted))
+        elif isinstance(response, AlterPartitionResponse):
+            self._alter_partition_answer(out, response, t)
+        elif isinstance(response, ControlledShutdownResponse):
+            self._shutdown_answer(response, t)
+        elif isinstance(response, AlterReplicaStateResponse):
+            self._replica_state_answer(response, t)
+
+    def data_failed(self, out: Outgoing, t: float) -> None:
+        self.data_in_flight = False
+        if out.stale is not None:
+            self.events.append(StaleAnswered(out.stale, self.epoch, (), False))
+        elif out.purpose == "alter-partition":
+            self.leadership.failed(out.proposals, t)
+        elif out.purpose == "shutdown" and self.shutdown is not None:
+            self.shutdown.retry_at = t + self.timing.shutdown_retry_s
+        elif out.purpose == "replica-state":
+            self.disks.retry_at = t + self.timing.backoff(2)
+
+    # ------------------------------------------------------------------ leadership
+    def _sync(self, t: float) -> None:
+        for led in self.leadership.sync(self.views.values(), t):
+            view = self.views.get((led.topic, led.partition))
+            if view is not None and view.hosted and view.leader_epoch > led.leader_epoch:
+                self._maybe_replay_deposed(led, t)
+
+    def _with_topic_ids(self, proposals: list[Proposal]) -> list[Proposal]:
+        """Proposals with their topic ids (views from LeaderAndIsr v0-4 have none); the others wait."""
+        ready = []
+        for proposal in proposals:
+            topic_id = proposal.topic_id if proposal.topic_id != ZERO_UUID else self.topic_ids.get(proposal.topic)
+            if topic_id is None:
+                self.leadership.failed([proposal], self.next_tick)
+            else:
+                ready.append(replace(proposal, topic_id=topic_id))
+        return ready
+
+    def _alter_partition_answer(self, out: Outgoing, response: AlterPartitionResponse, t: float) -> None:
+        acked, missing = self.leadership.answered(out.proposals, response, out.version, t)
+        for item in acked:
+            self.events.append(
+                PartitionAcked(
+                    self.epoch,
+                    out.version,
+                    item.proposal,
+                    item.leader,
+                    item.leader_epoch,
+                    item.partition_epoch,
+                    item.isr,
+                )
+            )
+        if missing:
+            self.events.append(ShapeProblem("AlterPartition", out.version, f"{len(missing)} partitions unanswered"))
+        applied = len(acked) == len(out.proposals) and all(
+            item.partition_epoch > item.proposal.partition_epoch for item in acked
+        )
+        if applied and self._may_replay(t, 0.1):
+            self.stale_plans.append(stale.resent_plan(out.version, out.body, self.epoch, out.proposals))
+
+    # ------------------------------------------------------------------ controlled shutdown
+    def ready_to_shut_down(self, t: float, excluded: frozenset[int] = frozenset()) -> bool:
+        """Every partition it leads (with other replicas) has another eligible ISR member, not one of
+        `excluded` (brokers about to fail)."""
+        for led in self.leadership.led.values():
+            if len(led.replicas) > 1 and not any(
+                member != self.broker_id
+                and member not in excluded
+                and self.followers.state(member, led.topic, led.partition, t).eligible
+                for member in led.isr
+            ):
+                return False
+        return True
+
+    def begin_shutdown(self, via: str, t: float) -> None:
+        if self.shutdown is not None or not self.lifecycle.registered:
+            return
+        self.shutdown = Shutdown(via=via, started=t, rpc_pending=via != "heartbeat", retry_at=t)
+        self.lifecycle.shutting_down = True
+        self.lifecycle.want_shut_down = via == "heartbeat"
+        if via == "heartbeat":
+            self.lifecycle.next_heartbeat = min(self.lifecycle.next_heartbeat, t)
+
+    def _shutdown_answer(self, response: ControlledShutdownResponse, t: float) -> None:
+        shutdown = self.shutdown
+        if shutdown is None:
+            return
+        if response.error_code != ErrorCode.NONE or response.remaining_partitions:
+            shutdown.retry_at = t + self.timing.shutdown_retry_s
+            return
+        shutdown.rpc_pending = False
+        if shutdown.via == "rpc":
+            self._finish_shutdown(t)
+        else:
+            self.lifecycle.want_shut_down = True
+            self.lifecycle.next_heartbeat = min(self.lifecycle.next_heartbeat, t)
+
+    def _finish_shutdown(self, t: float) -> None:
+        self._end_shutdown(t)
+        self.incarnation_over = True
+
+    def _end_shutdown(self, finished: float | None) -> None:
+        shutdown = self.shutdown
+        if shutdown is None:
+            return
+        attempts = max(1, shutdown.attempts)
+        version = self.lifecycle.versions.get(versions.CONTROLLED_SHUTDOWN, 0)
+        self.events.append(ShutdownEnded(self.epoch, shutdown.via, version, shutdown.started, finished, attempts))
+        self.shutdown = None
+
+    # ------------------------------------------------------------------ disks
+    def fail_dir(self, index: int) -> None:
+        """Log dir `index` fails: its hosted replicas go OFFLINE."""
+        if self.lifecycle.registered:
+            self.disks.fail(index, self.views.values(), self._topic_id)
+            self.lifecycle.offline_dirs = self.disks.offline_dir_ids
+
+    def repair_dir(self, index: int, t: float) -> None:
+        self.disks.repair(index, t)
+        self.lifecycle.offline_dirs = self.disks.offline_dir_ids
+
+    def _topic_id(self, view: PartitionView) -> uuid.UUID:
+        return view.topic_id if view.topic_id != ZERO_UUID else self.topic_ids.get(view.topic_name, ZERO_UUID)
+
+    def _replica_state(self, new_state: int, replicas: tuple[Replica, ...]) -> Outgoing:
+        version = self.lifecycle.versions.get(versions.ALTER_REPLICA_STATE, 0)
+        named = tuple(r for r in replicas if version == 0 or r[1] != ZERO_UUID)
+        reason = "log dir failed" if new_state == OFFLINE else "log dir repaired"
+        body = requests.alter_replica_state(version, self.broker_id, self.epoch, new_state, reason, named)
+        return Outgoing(DATA, "replica-state", version, body, replicas=named)
+
+    def _replica_state_answer(self, response: AlterReplicaStateResponse, t: float) -> None:
+        if response.error_code in (ErrorCode.NONE, ErrorCode.STALE_BROKER_EPOCH, ErrorCode.UNKNOWN_REPLICA_STATE):
+            self.disks.reported()
+        else:
+            self.disks.retry_at = t + self.timing.backoff(2)
+
+    # ------------------------------------------------------------------ stale replays
+    def _may_replay(self, t: float, chance: float) -> bool:
+        if not self.stale_replays or t - self.last_replay < REPLAY_GAP_S or self.rng.random() >= chance:
+            return False
+        self.last_replay = t
+        return True
+
+    def _maybe_replay_deposed(self, led: Led, t: float) -> None:
+        version = self.lifecycle.versions.get(versions.ALTER_PARTITION)
+        if version is None or not self._may_replay(t, 0.5):
+            return
+        ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
+        if ready:
+            self.stale_plans.append(
+                stale.alter_partition_plan(stale.OLD_LEADER_EPOCH, version, self.broker_id, self.epoch, ready)
+            )
+
+    def _plan_previous_incarnation(self, t: float) -> None:
+        if self.rng.random() >= 0.7:
+            return
+        negotiated = self.lifecycle.versions
+        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
+        kinds = []
+        if self.leadership.led and versions.ALTER_PARTITION in negotiated:
+            kinds.append(versions.ALTER_PARTITION)
+        if negotiated.get(versions.CONTROLLED_SHUTDOWN, 0) >= 2:
+            kinds.append(versions.CONTROLLED_SHUTDOWN)
+        if hosted and versions.ALTER_REPLICA_STATE in negotiated:
+            kinds.append(versions.ALTER_REPLICA_STATE)
+        if not kinds:
+            return
+        kind = self.rng.choice(kinds)
+        version, plan = negotiated[kind], None
+        if kind == versions.ALTER_PARTITION:
+            led = self.leadership.led[self.rng.choice(sorted(self.leadership.led))]
+            ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
+            if ready:
+                plan = stale.alter_partition_plan(
+                    stale.PREVIOUS_INCARNATION, version, self.broker_id, self.epoch, ready
+                )
+        elif kind == versions.CONTROLLED_SHUTDOWN:
+            plan = stale.controlled_shutdown_plan(version, self.broker_id, self.epoch)
+        else:
+            view = self.rng.choice(hosted)
+            replica = (view.topic_name, self._topic_id(view), view.partition)
+            if version == 0 or replica[1] != ZERO_UUID:
+                plan = stale.replica_state_plan(version, self.broker_id, self.epoch, replica)
+        if plan is not None:
+            self.stale_plans.append(plan)
+
+    # ------------------------------------------------------------------ helpers
+    def _tick_at_or_after(self, t: float) -> float:
+        """The first of this broker's ticks at or after t: k * tick_s + its seeded phase."""
+        offset = self.phase * self.timing.tick_s
+        ticks = -(-(t - offset) // self.timing.tick_s)
+        return float(ticks * self.timing.tick_s + offset)

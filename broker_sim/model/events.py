@@ -1,0 +1,91 @@
+"""What the model hands the shell: requests to send (`Outgoing`) and facts to record (events).
+
+Rules: plain frozen data. The shell sends each `Outgoing` on its channel (one in flight per
+channel), answers it through the model, and turns events into journal entries and counters.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from protocol.spec import Data
+
+from .requests import Proposal
+from .stale import StalePlan
+
+LIFECYCLE = "lifecycle"  # DescribeCluster, ApiVersions, BrokerRegistration, BrokerHeartbeat
+DATA = "data"  # AlterPartition, ControlledShutdown, AlterReplicaState, stale replays
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    channel: str
+    purpose: str  # describe | api-versions | register | heartbeat | alter-partition | shutdown | replica-state | stale
+    version: int
+    body: Data
+    due: float = 0.0  # heartbeats: when it was due (lateness = sent - due)
+    proposals: tuple[Proposal, ...] = ()
+    stale: StalePlan | None = None
+    replicas: tuple[tuple[str, uuid.UUID, int], ...] = ()  # AlterReplicaState: (topic, id, partition)
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    incarnation_id: uuid.UUID
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unfenced:
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FencedSeen:
+    broker_epoch: int
+    intended: bool
+    longest_gap_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAcked:
+    broker_epoch: int
+    version: int
+    proposal: Proposal
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownEnded:
+    """A controlled shutdown ended: finished (nothing remains) or not (gave up, crashed, run over)."""
+
+    broker_epoch: int
+    via: str
+    version: int  # ControlledShutdown's (when `via` uses the RPC)
+    started: float
+    finished: float | None
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class StaleAnswered:
+    plan: StalePlan
+    current_broker_epoch: int
+    errors: tuple[int, ...]
+    accepted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeProblem:
+    """An answer that decoded but does not fit the request (a partition missing, ...)."""
+
+    api: str
+    version: int
+    reason: str
+
+
+Event = Registered | Unfenced | FencedSeen | PartitionAcked | ShutdownEnded | StaleAnswered | ShapeProblem

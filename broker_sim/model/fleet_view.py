@@ -1,0 +1,30 @@
+"""What a leader learns of its followers from their fetches, over the brokers of this fleet process.
+
+Rules: a follower of this process is caught up when its model says so (running, hosting the replica,
+its dir healthy, not restarting, not in a lag episode) and eligible when it is unfenced, not shutting
+down and not paused; its epoch is its current broker epoch. A follower run by another fleet process
+is seen only through the lag model: caught up outside its lag episodes, eligible, epoch unknown (-1,
+which the controller does not check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .broker import BrokerModel
+from .lag import LagModel
+from .leadership import FollowerState
+
+
+class FleetView:
+    def __init__(self, models: Mapping[int, BrokerModel], lag: LagModel) -> None:
+        self.models = models
+        self.lag = lag
+
+    def state(self, follower: int, topic: str, partition: int, t: float) -> FollowerState:
+        lagging = self.lag.lagging(follower, topic, partition, t)
+        model = self.models.get(follower)
+        if model is None:
+            return FollowerState(not lagging, True, -1)
+        caught_up = model.caught_up(topic, partition, t, lagging)
+        return FollowerState(caught_up, model.eligible(t), model.epoch if model.running(t) else -1)

@@ -1,0 +1,119 @@
+"""The fault schedule: a pure function of the seed, the scenario, the broker ids and the duration.
+
+Rules:
+- Each broker's faults come from its own `random.Random(f"{seed}:{broker}:faults:{scenario}")`,
+  so a broker gets the same faults whatever the process split of the fleet. A broker's faults
+  never overlap: the next starts after the previous one ended plus a gap. Nothing starts before
+  `warmup_s` or ends after the duration (minus `tail_s`, so that a run ends with the cluster healed).
+- `steady`: none. `rolling-restart`: one "controlled-shutdown" per broker, in an order given by
+  the seeded rank (`at_s` is the rank, not a time: the shell runs them one at a time, each after the
+  previous broker is back and caught up, and starts a new round while time remains).
+  `disk-failures`: every broker loses a log dir once per cycle, at a seeded time within it.
+  `chaos`: every kind below, with the first fault's kind rotating over consecutive broker ids so
+  that a few brokers already see every kind.
+- Kinds: "crash" (hard stop, restart after `duration_s`: 0.5-1.5 session timeouts, so some
+  restarts meet DUPLICATE_BROKER_REGISTRATION), "pause" (a GC pause longer than the session
+  timeout), "drop-connection" (the broker's controller connections close), "disk-failure" (log dir
+  `log_dir` fails, repaired after `duration_s`), "controlled-shutdown" (`via`, restart after
+  `duration_s` of downtime).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .disks import LOG_DIRS
+from .timing import Timing
+
+SCENARIOS = ("steady", "rolling-restart", "disk-failures", "chaos")
+CHAOS_KINDS = ("crash", "pause", "drop-connection", "disk-failure", "controlled-shutdown")
+VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
+TAIL_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    at_s: float  # seconds since the fleet started (rolling-restart: the broker's rank)
+    broker: int
+    kind: str
+    duration_s: float = 0.0
+    via: str = ""
+    log_dir: int = -1
+
+
+def fault_schedule(
+    seed: int, scenario: str, broker_ids: Iterable[int], duration_s: float, timing: Timing
+) -> tuple[Fault, ...]:
+    """Every fault of the run, ordered by time (rolling-restart: by rank)."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
+    faults: list[Fault] = []
+    for broker in broker_ids:
+        rng = random.Random(f"{seed}:{broker}:faults:{scenario}")
+        if scenario == "rolling-restart":
+            faults.append(_shutdown(rng, broker, rng.random(), seed))
+        elif scenario == "disk-failures":
+            faults.extend(_disk_failures(rng, broker, duration_s, timing))
+        elif scenario == "chaos":
+            faults.extend(_chaos(rng, broker, seed, duration_s, timing))
+    return tuple(sorted(faults, key=lambda fault: (fault.at_s, fault.broker)))
+
+
+def _rotation(seed: int, broker: int, count: int) -> int:
+    return (random.Random(f"{seed}:rotation").randrange(1 << 16) + broker) % count
+
+
+def _shutdown(rng: random.Random, broker: int, at_s: float, seed: int) -> Fault:
+    via = VIAS[_rotation(seed, broker, len(VIAS))]
+    return Fault(at_s, broker, "controlled-shutdown", rng.uniform(0.5, 1.5), via=via)
+
+
+def _disk_failures(rng: random.Random, broker: int, duration_s: float, timing: Timing) -> list[Fault]:
+    end = duration_s - TAIL_S
+    cycle = max(10.0, min(60.0, end - timing.warmup_s))
+    faults = []
+    start = timing.warmup_s
+    while start < end:
+        at = start + rng.uniform(0, cycle * 0.6)
+        length = rng.uniform(2.0, 5.0)
+        if at + length <= end:
+            faults.append(Fault(at, broker, "disk-failure", length, log_dir=rng.randrange(LOG_DIRS)))
+        start += cycle
+    return faults
+
+
+def _chaos(rng: random.Random, broker: int, seed: int, duration_s: float, timing: Timing) -> list[Fault]:
+    end = duration_s - TAIL_S
+    mean_gap = max(4.0, (end - timing.warmup_s) / 3)
+    faults: list[Fault] = []
+    now = timing.warmup_s + rng.uniform(0, mean_gap)
+    kind = CHAOS_KINDS[_rotation(seed, broker, len(CHAOS_KINDS))]
+    while True:
+        fault = _chaos_fault(rng, broker, kind, now, timing)
+        if fault.at_s + _length(fault, timing) > end:
+            return faults
+        faults.append(fault)
+        now += _length(fault, timing) + rng.expovariate(1 / mean_gap)
+        kind = rng.choice(CHAOS_KINDS)
+
+
+def _chaos_fault(rng: random.Random, broker: int, kind: str, at: float, timing: Timing) -> Fault:
+    session = timing.session_timeout_s
+    if kind == "crash":
+        return Fault(at, broker, kind, rng.uniform(0.5, 1.5) * session)
+    if kind == "pause":
+        return Fault(at, broker, kind, session + rng.uniform(1.0, 3.0))
+    if kind == "disk-failure":
+        return Fault(at, broker, kind, rng.uniform(2.0, 5.0), log_dir=rng.randrange(LOG_DIRS))
+    if kind == "controlled-shutdown":
+        return Fault(at, broker, kind, rng.uniform(0.5, 1.5), via=rng.choice(VIAS))
+    return Fault(at, broker, kind)
+
+
+def _length(fault: Fault, timing: Timing) -> float:
+    """How long a fault keeps its broker busy (a restart also registers and catches up)."""
+    if fault.kind in ("crash", "controlled-shutdown"):
+        return fault.duration_s + timing.session_timeout_s + timing.catch_up_s
+    return fault.duration_s

@@ -1,0 +1,101 @@
+"""Stale replays: requests built with epochs the broker knows are stale, sent on purpose.
+
+Rules (the chaos scenario; each replay is journalled with its answer):
+- "previous-incarnation" (KIP-380): built by an incarnation as it ends (crash or shutdown): an
+  AlterPartition for a partition it led, a ControlledShutdown (only v2+, which carries the broker
+  epoch: v0-1 cannot be told apart from a fresh one) or an AlterReplicaState OFFLINE for a replica
+  it hosted. Sent only once the next incarnation holds a different broker epoch.
+- "old-leader-epoch" (KIP-497): a deposed leader re-sends an ISR change built on the leader epoch
+  it had, once its listener shows a newer leader epoch.
+- "old-partition-epoch": an applied AlterPartition re-sent as it was, once the answer showed a newer
+  partition epoch.
+Replays go out as the same body at the same version (the shell gives them a new correlation id).
+`judge` reads the answer: the errors (top level, then each partition's in the answer's order) and
+whether any NONE stands where the request would have changed state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.error_codes import ErrorCode
+from protocol.messages.alter_partition import AlterPartitionResponse
+from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
+from protocol.messages.controlled_shutdown import ControlledShutdownResponse
+from protocol.spec import Data
+
+from . import requests
+from .disks import Replica
+from .requests import Proposal
+from .versions import ALTER_PARTITION, ALTER_REPLICA_STATE, CONTROLLED_SHUTDOWN
+
+PREVIOUS_INCARNATION = "previous-incarnation"
+OLD_LEADER_EPOCH = "old-leader-epoch"
+OLD_PARTITION_EPOCH = "old-partition-epoch"
+
+
+@dataclass(frozen=True, slots=True)
+class StalePlan:
+    reason: str
+    api_key: int
+    version: int
+    body: Data
+    stale_broker_epoch: int
+    needs_new_epoch: bool  # send only when the broker's epoch differs from stale_broker_epoch
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def judge(response: Data) -> tuple[list[int], bool]:
+    """(errors: top level then partitions, accepted: any NONE where state would have changed)."""
+    if isinstance(response, ControlledShutdownResponse):
+        return [response.error_code], response.error_code == ErrorCode.NONE
+    if isinstance(response, AlterPartitionResponse):
+        codes = [p.error_code for t in response.topics for p in t.partitions]
+        return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in codes
+    if isinstance(response, AlterReplicaStateResponse):
+        codes = [p.error_code for t in response.topics for p in t.partitions]
+        return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in codes
+    raise TypeError(f"no stale replay answers with {type(response).__name__}")
+
+
+def alter_partition_plan(
+    reason: str, version: int, broker_id: int, broker_epoch: int, proposals: Sequence[Proposal]
+) -> StalePlan:
+    body = requests.alter_partition(version, broker_id, broker_epoch, proposals)
+    return StalePlan(
+        reason, ALTER_PARTITION, version, body, broker_epoch, reason == PREVIOUS_INCARNATION, _detail(proposals)
+    )
+
+
+def resent_plan(version: int, body: Data, broker_epoch: int, proposals: Sequence[Proposal]) -> StalePlan:
+    """An applied AlterPartition again, as it was sent."""
+    return StalePlan(OLD_PARTITION_EPOCH, ALTER_PARTITION, version, body, broker_epoch, False, _detail(proposals))
+
+
+def controlled_shutdown_plan(version: int, broker_id: int, broker_epoch: int) -> StalePlan:
+    body = requests.controlled_shutdown(version, broker_id, broker_epoch)
+    return StalePlan(PREVIOUS_INCARNATION, CONTROLLED_SHUTDOWN, version, body, broker_epoch, True)
+
+
+def replica_state_plan(version: int, broker_id: int, broker_epoch: int, replica: Replica) -> StalePlan:
+    body = requests.alter_replica_state(version, broker_id, broker_epoch, OFFLINE, "stale replay", [replica])
+    detail = {"partitions": [{"topic": replica[0], "topic_id": str(replica[1]), "partition": replica[2]}]}
+    return StalePlan(PREVIOUS_INCARNATION, ALTER_REPLICA_STATE, version, body, broker_epoch, True, detail)
+
+
+def _detail(proposals: Sequence[Proposal]) -> dict[str, Any]:
+    return {
+        "partitions": [
+            {
+                "topic": p.topic,
+                "topic_id": str(p.topic_id),
+                "partition": p.partition,
+                "leader_epoch": p.leader_epoch,
+                "partition_epoch": p.partition_epoch,
+                "isr": list(p.isr),
+            }
+            for p in proposals
+        ]
+    }

@@ -1,0 +1,61 @@
+"""Every interval and bound of a simulated broker, derived from the heartbeat interval and the
+controller's session timeout (both in the fleet's configuration).
+
+Rules: all values are seconds (floats). The leader checks its followers every `tick_s` and
+shrinks the ISR of a follower that has not been caught up for `lag_max_s` (Kafka's
+replica.lag.time.max.ms, scaled down so that short runs see churn). A controlled shutdown is
+retried every `shutdown_retry_s` and must finish within `shutdown_bound_s` (the bound stated in
+the README and given to the checker): two session timeouts plus two heartbeat intervals, enough
+for the first ControlledShutdown or WantShutDown heartbeat to move every leadership and the
+answer to come back under load; a broker that is still not done by then gives up (a hard stop,
+as Kafka's broker did after controlled.shutdown.max.retries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    heartbeat_s: float
+    session_timeout_s: float
+    tick_s: float = 1.0
+    lag_max_s: float = 2.0
+    catch_up_s: float = 1.0  # a restarted or repaired replica lags this long before it is caught up
+    warmup_s: float = 3.0  # no lag episodes before this (registration and topic creation settle)
+    fenced_heartbeat_s: float = 0.25  # heartbeats while fenced or shutting down (Kafka: immediately)
+    shutdown_retry_s: float = 0.5
+    backoff_s: float = 0.25
+    backoff_max_s: float = 4.0
+    lai_wait_s: float = 30.0  # give up waiting for a newer LeaderAndIsr after this (a lost update)
+
+    @property
+    def shutdown_bound_s(self) -> float:
+        return 2 * self.session_timeout_s + 2 * self.heartbeat_s
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        """A heartbeat unanswered for this long is given up and the connection reopened."""
+        return max(1.0, self.session_timeout_s / 2)
+
+    @property
+    def request_timeout_s(self) -> float:
+        return max(5.0, self.session_timeout_s)
+
+    def backoff(self, failures: int) -> float:
+        """Exponential backoff after `failures` consecutive failures (1 -> backoff_s)."""
+        return float(min(self.backoff_max_s, self.backoff_s * 2 ** max(0, failures - 1)))
+
+
+def timing_for(heartbeat_ms: int, session_timeout_ms: int, replicas: int = 0) -> Timing:
+    """`replicas`: the cluster's partitions times the replication factor (a larger cluster takes
+    longer to register and create its topics, so its faults and lag start later)."""
+    heartbeat_s = heartbeat_ms / 1000
+    return Timing(
+        heartbeat_s=heartbeat_s,
+        session_timeout_s=session_timeout_ms / 1000,
+        fenced_heartbeat_s=min(heartbeat_s, 0.25),
+        warmup_s=3.0 + heartbeat_s + replicas / 2000,
+        lai_wait_s=max(30.0, 3 * session_timeout_ms / 1000),
+    )

@@ -1,0 +1,220 @@
+"""The fleet's admin client (only in the process with `create_topics`): topic creation, and in the
+rolling-restart and chaos scenarios preferred leader elections and short-lived scratch topics.
+
+Rules:
+- Topics are created once the process's own brokers are unfenced (bounded wait), over the brokers
+  the controller lists (DescribeCluster: all of ours, and when others are listed too, the list
+  must hold still for a second), with manual assignments striped as Kafka places replicas and a
+  seeded start, so that the same seed gives the same leaders. Names: "fleet-<seed>-<t>". Topics
+  go in requests of at most `PARTITIONS_PER_REQUEST` partitions (the controller refuses more than
+  10,000 records per request), the version cycling over CreateTopics 2-7. A refused topic (e.g.
+  TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
+  topics from LeaderAndIsr either way.
+- `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
+  a LeaderAndIsr v5+ taught it (empty if none did within `ID_WAIT_S`).
+- Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or for
+  all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
+  later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
+  that leadership returns to restarted brokers.
+- Errors are counted like any answer; network errors and bad answers are retried once later.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import trio
+
+from broker_sim import journal
+from broker_sim.model import versions
+from broker_sim.model.lifecycle import Phase
+from protocol.error_codes import ErrorCode, error_name
+from protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableReplicaAssignment,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsResponse,
+)
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestDeleteTopicState
+from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
+from protocol.spec import ZERO_UUID, Data
+
+from .connection import BadAnswer, ConnectionLost, ControllerConnection
+from .context import FleetContext
+
+ID_WAIT_S = 10.0
+SCRATCH_PARTITIONS = 2
+PARTITIONS_PER_REQUEST = 2500
+log = logging.getLogger("fencer.broker_sim.admin")
+
+
+def topic_name(seed: int, index: int) -> str:
+    return f"fleet-{seed}-{index}"
+
+
+def striped(brokers: list[int], partitions: int, replication_factor: int, rng: random.Random) -> list[list[int]]:
+    """Kafka's striped assignment: leaders round-robin from a seeded start, followers at a shift
+    that grows every len(brokers) partitions."""
+    count = len(brokers)
+    start = rng.randrange(count)
+    shift0 = rng.randrange(count)
+    out = []
+    for p in range(partitions):
+        first = (start + p) % count
+        shift = (shift0 + p // count) % max(1, count - 1)
+        followers = [brokers[(first + 1 + (shift + j) % (count - 1)) % count] for j in range(replication_factor - 1)]
+        out.append([brokers[first], *followers])
+    return out
+
+
+class Admin:
+    def __init__(
+        self, ctx: FleetContext, topics: int, partitions: int, replication_factor: int, own_brokers: list[int]
+    ) -> None:
+        self.ctx = ctx
+        self.topics = topics
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.own_brokers = own_brokers
+        capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
+        self.connection = ControllerConnection(ctx.controller_host, ctx.controller_port, "fleet-admin", capture)
+        self.rng = random.Random(f"{ctx.seed}:admin")
+        self.counter = 0
+        self.brokers: list[int] = []
+
+    async def run(self) -> None:
+        await self._wait_for_own_brokers()
+        self.brokers = await self._cluster_brokers()
+        async with trio.open_nursery() as nursery:
+            per_request = max(1, PARTITIONS_PER_REQUEST // self.partitions)
+            names = [topic_name(self.ctx.seed, index) for index in range(self.topics)]
+            for start in range(0, len(names), per_request):
+                self.counter += 1
+                await self._create(nursery, names[start : start + per_request], self.partitions, self.counter)
+            if self.ctx.scenario == "chaos":
+                await self._chaos()
+            elif self.ctx.scenario == "rolling-restart":
+                while True:
+                    await trio.sleep(self.rng.uniform(6.0, 10.0))
+                    await self._elect()
+
+    async def call(self, body: Data, version: int) -> Data | None:
+        """One admin request; None when it got no usable answer (counted, journalled if bad)."""
+        recorder = self.ctx.recorder
+        sent = self.ctx.now()
+        try:
+            response = await self.connection.request(body, version, self.ctx.timing.request_timeout_s)
+        except ConnectionLost:
+            recorder.lost(body.API.key)
+            return None
+        except BadAnswer as exc:
+            recorder.bad_answer(-1, body.API.key, version, self.connection.last_correlation_id, str(exc))
+            return None
+        self.ctx.last_answer = self.ctx.now()
+        recorder.answered(body.API.key, self.ctx.last_answer - sent, response)
+        return response
+
+    # ------------------------------------------------------------------ set-up
+    async def _wait_for_own_brokers(self) -> None:
+        deadline = self.ctx.now() + 3 * self.ctx.timing.session_timeout_s + 10.0
+        while self.ctx.now() < deadline:
+            models = [self.ctx.models[b] for b in self.own_brokers]
+            if all(model.lifecycle.phase == Phase.ACTIVE for model in models):
+                return
+            await trio.sleep(0.1)
+
+    async def _cluster_brokers(self) -> list[int]:
+        listed: list[int] = []
+        deadline = self.ctx.now() + 10.0
+        while self.ctx.now() < deadline:
+            response = await self.call(DescribeClusterRequest(), 0)
+            now = sorted(b.broker_id for b in response.brokers) if isinstance(response, DescribeClusterResponse) else []
+            if set(self.own_brokers) <= set(now) and (now == listed or set(now) == set(self.own_brokers)):
+                return now
+            listed = now
+            await trio.sleep(1.0)
+        return listed or sorted(self.own_brokers)
+
+    async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> None:
+        version = versions.admin_version(self.ctx.seed, counter, versions.CREATE_TOPICS)
+        factor = min(self.replication_factor, len(self.brokers))
+        topics = tuple(self._creatable(name, partitions, factor) for name in names)
+        response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
+        if not isinstance(response, CreateTopicsResponse):
+            return
+        for result in response.topics:
+            if result.error_code != ErrorCode.NONE:
+                log.warning(
+                    "topic %s not created: %s %s",
+                    result.name,
+                    error_name(result.error_code),
+                    result.error_message or "",
+                )
+                continue
+            if result.topic_id != ZERO_UUID:
+                self.ctx.topic_ids[result.name] = result.topic_id
+            nursery.start_soon(self._journal_created, result.name, partitions, factor)
+
+    def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
+        rng = random.Random(f"{self.ctx.seed}:placement:{name}")
+        assignments = tuple(
+            CreateTopicsRequestCreatableReplicaAssignment(partition_index=p, broker_ids=tuple(replicas))
+            for p, replicas in enumerate(striped(self.brokers, partitions, factor, rng))
+        )
+        return CreateTopicsRequestCreatableTopic(
+            name=name, num_partitions=-1, replication_factor=-1, assignments=assignments
+        )
+
+    async def _journal_created(self, name: str, partitions: int, factor: int) -> None:
+        deadline = self.ctx.now() + ID_WAIT_S
+        while name not in self.ctx.topic_ids and self.ctx.now() < deadline:
+            await trio.sleep(0.1)
+        topic_id = self.ctx.topic_ids.get(name)
+        self.ctx.recorder.write(
+            journal.TopicCreated(
+                self.ctx.recorder.now_ns(), name, "" if topic_id is None else str(topic_id), partitions, factor
+            )
+        )
+
+    # ------------------------------------------------------------------ chaos
+    async def _chaos(self) -> None:
+        scratch = 0
+        async with trio.open_nursery() as nursery:
+            while True:
+                await trio.sleep(self.rng.uniform(3.0, 6.0))
+                if self.rng.random() < 0.5:
+                    await self._elect()
+                else:
+                    name = f"fleet-{self.ctx.seed}-scratch-{scratch}"
+                    scratch += 1
+                    self.counter += 1
+                    await self._create(nursery, [name], SCRATCH_PARTITIONS, self.counter)
+                    nursery.start_soon(self._delete_later, name, self.rng.uniform(2.0, 5.0))
+
+    async def _elect(self) -> None:
+        self.counter += 1
+        version = versions.admin_version(self.ctx.seed, self.counter, versions.ELECT_LEADERS)
+        if self.rng.random() < 0.5 or self.topics == 0:
+            wanted = None
+        else:
+            name = topic_name(self.ctx.seed, self.rng.randrange(self.topics))
+            wanted = (ElectLeadersRequestTopicPartitions(topic=name, partitions=tuple(range(self.partitions))),)
+        await self.call(ElectLeadersRequest(election_type=PREFERRED, topic_partitions=wanted), version)
+
+    async def _delete_later(self, name: str, delay_s: float) -> None:
+        await trio.sleep(delay_s)
+        self.counter += 1
+        version = versions.admin_version(self.ctx.seed, self.counter, versions.DELETE_TOPICS)
+        if version >= 6:
+            topic_id = self.ctx.topic_ids.get(name)
+            state = (
+                DeleteTopicsRequestDeleteTopicState(topic_id=topic_id)
+                if topic_id is not None
+                else DeleteTopicsRequestDeleteTopicState(name=name)
+            )
+            request = DeleteTopicsRequest(topics=(state,), timeout_ms=30000)
+        else:
+            request = DeleteTopicsRequest(topic_names=(name,), timeout_ms=30000)
+        await self.call(request, version)

@@ -1,0 +1,295 @@
+"""One simulated broker in the shell: its incarnations, its two controller connections, its listener.
+
+Rules:
+- `run` lives for the whole fleet: it runs an incarnation (a fresh listener on a free port, a
+  lifecycle loop and a data loop in one cancel scope), and when the incarnation ends (a crash, a
+  finished or abandoned controlled shutdown) closes everything and starts the next after the
+  downtime the fault asked for.
+- The loops only move bytes: the model decides what to send and when (`next_lifecycle`,
+  `next_data`) and takes every answer, failure and listener view. Network errors, timeouts and
+  bad answers never escape a loop: they are counted (and a bad answer journalled) and the model
+  retries on a fresh connection.
+- The listener's accepted LeaderAndIsr/StopReplica bump `views_version` (the model re-reads the
+  views), are counted, teach topic ids (v5+), and journal each newly accepted partition state
+  (`StateObserved`, once per leader and partition epoch).
+- Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
+  fell due during an intended pause.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import trio
+
+from broker_sim import journal
+from broker_sim.listener import BrokerControlListener, flatten_states
+from broker_sim.model import versions
+from broker_sim.model.broker import BrokerModel
+from broker_sim.model.events import Outgoing
+from broker_sim.model.lifecycle import Phase
+from protocol.capture import INBOUND, Exchange
+from protocol.error_codes import ErrorCode
+from protocol.errors import DecodeError
+from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from protocol.registry import peek_request
+from protocol.spec import ZERO_UUID, Data
+
+from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection
+from .context import FleetContext
+
+CONTROL_NAMES = {versions.LEADER_AND_ISR: "LeaderAndIsr", versions.STOP_REPLICA: "StopReplica"}
+
+
+class BrokerRunner:
+    def __init__(self, ctx: FleetContext, model: BrokerModel) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.broker_id = model.broker_id
+        capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
+        host, port = ctx.controller_host, ctx.controller_port
+        self.lifecycle_connection = ControllerConnection(host, port, f"broker-{self.broker_id}-lifecycle", capture)
+        self.data_connection = ControllerConnection(host, port, f"broker-{self.broker_id}-data", capture)
+        self.listener: BrokerControlListener | None = None
+        self.views_version = 0
+        self.downtime_s = 0.0
+        self._scope: trio.CancelScope | None = None
+        self._observed: dict[tuple[str, int], tuple[int, int]] = {}
+        self._wake_lifecycle = trio.Event()
+        self._wake_data = trio.Event()
+        self._inbound_ids: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ incarnations
+    async def run(self) -> None:
+        while True:
+            await self._incarnation()
+            await trio.sleep(self.downtime_s)
+
+    async def _incarnation(self) -> None:
+        self.listener = BrokerControlListener(
+            self.broker_id,
+            lambda: self.model.epoch,
+            max_versions=versions.listener_max_versions(self.ctx.seed, self.broker_id),
+            record_received=False,
+            on_handled=self._handled,
+            on_exchange=self._exchange if self.ctx.recorder.capture is not None else None,
+        )
+        self._observed.clear()
+        try:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                async with trio.open_nursery() as nursery:
+                    port = await nursery.start(self.listener.serve, self.ctx.listen_host, 0)
+                    self.model.start(self.ctx.now(), self.ctx.listen_host, port)
+                    nursery.start_soon(self._lifecycle_loop)
+                    nursery.start_soon(self._data_loop)
+        finally:
+            self._scope = None
+            with trio.CancelScope(shield=True):
+                await self.lifecycle_connection.drop()
+                await self.data_connection.drop()
+            self.model.end_incarnation(self.ctx.now())
+            self._record()
+
+    def end_incarnation(self, downtime_s: float) -> bool:
+        """Stop the running incarnation now (a crash); restart after `downtime_s`. False if none runs."""
+        if self._scope is None:
+            return False
+        self.downtime_s = downtime_s
+        self._scope.cancel()
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self._scope is not None and self.model.running(self.ctx.now())
+
+    def caught_up(self) -> bool:
+        """Active and in the ISR of every partition it hosts (the rolling restart's wait)."""
+        listener = self.listener
+        if listener is None or not self.running or self.model.lifecycle.phase != Phase.ACTIVE:
+            return False
+        return all(self.broker_id in view.isr for view in listener.partitions.values() if view.hosted)
+
+    def kick(self) -> None:
+        """Something outside the loops changed the model (a fault): let both loops ask it again."""
+        self._wake_lifecycle.set()
+        self._wake_data.set()
+
+    # ------------------------------------------------------------------ faults
+    def begin_shutdown(self, via: str, downtime_s: float) -> None:
+        self.downtime_s = downtime_s
+        self.model.begin_shutdown(via, self.ctx.now())
+        self.kick()
+
+    async def pause(self, duration_s: float) -> None:
+        """A GC pause: nothing is sent, and the listener answers nothing, for `duration_s`."""
+        listener = self.listener
+        gate = trio.Event()
+        if listener is not None:
+            listener.gate = gate
+        self.model.pause(self.ctx.now() + duration_s)
+        try:
+            await trio.sleep(duration_s)
+        finally:
+            gate.set()
+            if listener is not None and listener.gate is gate:
+                listener.gate = None
+
+    async def drop_connections(self) -> None:
+        await self.lifecycle_connection.drop()
+        await self.data_connection.drop()
+
+    async def fail_dir(self, index: int, duration_s: float) -> None:
+        incarnation = self.model.incarnations
+        self.model.fail_dir(index)
+        self.kick()
+        await trio.sleep(duration_s)
+        if self.model.incarnations == incarnation:
+            self.model.repair_dir(index, self.ctx.now())
+            self.kick()
+
+    # ------------------------------------------------------------------ loops
+    async def _lifecycle_loop(self) -> None:
+        model = self.model
+        while True:
+            t = self.ctx.now()
+            out = model.next_lifecycle(t)
+            if not isinstance(out, Outgoing):
+                await self._sleep_until(out, "lifecycle")
+                continue
+            if out.purpose == "heartbeat":
+                if out.due > model.resumed_at:
+                    self.ctx.recorder.stats.heartbeat(max(0.0, (t - out.due) * 1000))
+                model.lifecycle.heartbeat_sent(t)
+                timeout = self.ctx.timing.heartbeat_timeout_s
+            else:
+                timeout = self.ctx.timing.request_timeout_s
+            await self._call(out, self.lifecycle_connection, model.lifecycle_answered, model.lifecycle_failed, timeout)
+
+    async def _data_loop(self) -> None:
+        model = self.model
+        while True:
+            listener = self.listener
+            assert listener is not None
+            out = model.next_data(self.ctx.now(), listener.partitions, self.views_version)
+            if not isinstance(out, Outgoing):
+                await self._sleep_until(out, "data")
+                continue
+            timeout = self.ctx.timing.request_timeout_s
+            await self._call(out, self.data_connection, model.data_answered, model.data_failed, timeout)
+            if out.purpose == "shutdown":
+                self._wake_lifecycle.set()  # a finished RPC may want a WantShutDown heartbeat now
+
+    async def _sleep_until(self, t: float, loop: str) -> None:
+        """Sleep until model time `t` or a kick, whichever comes first."""
+        if self.model.incarnation_over:
+            self.end_incarnation(self.downtime_s)
+        wake = self._wake_lifecycle if loop == "lifecycle" else self._wake_data
+        if not wake.is_set():
+            with trio.move_on_at(self.ctx.t0 + t):
+                await wake.wait()
+        if loop == "lifecycle":
+            self._wake_lifecycle = trio.Event()
+        else:
+            self._wake_data = trio.Event()
+
+    async def _call(
+        self,
+        out: Outgoing,
+        connection: ControllerConnection,
+        answered: Callable[[Outgoing, Data, float], None],
+        failed: Callable[[Outgoing, float], None],
+        timeout_s: float,
+    ) -> None:
+        recorder = self.ctx.recorder
+        key = out.body.API.key
+        sent = self.ctx.now()
+        try:
+            response = await connection.request(out.body, out.version, timeout_s)
+        except ConnectionLost:
+            recorder.lost(key)
+            failed(out, self.ctx.now())
+        except BadAnswer as exc:
+            recorder.bad_answer(self.broker_id, key, out.version, connection.last_correlation_id, str(exc))
+            failed(out, self.ctx.now())
+        else:
+            now = self.ctx.now()
+            self.ctx.last_answer = now
+            recorder.answered(key, now - sent, response)
+            answered(out, response, now)
+        self._record(connection.last_correlation_id)
+
+    def _record(self, correlation_id: int = 0) -> None:
+        if self.model.events:
+            self.ctx.recorder.events(self.broker_id, self.model.events, correlation_id)
+            self.model.events.clear()
+
+    # ------------------------------------------------------------------ listener hooks
+    def _handled(self, api_key: int, version: int, request: Data, response: Data) -> None:
+        self.views_version += 1
+        name = CONTROL_NAMES.get(api_key)
+        if name is None:
+            return
+        self.ctx.recorder.stats.control_requests_by_api[name] += 1
+        if (
+            isinstance(request, LeaderAndIsrRequest)
+            and isinstance(response, LeaderAndIsrResponse)
+            and response.error_code == ErrorCode.NONE
+        ):
+            self._observe(request, version)
+
+    def _observe(self, request: LeaderAndIsrRequest, version: int) -> None:
+        listener = self.listener
+        if listener is None:
+            return
+        for topic, topic_id, state in flatten_states(request, version):
+            if topic_id != ZERO_UUID:
+                self.ctx.topic_ids[topic] = topic_id
+            key = (topic, state.partition_index)
+            view = listener.partitions.get(key)
+            epochs = (state.leader_epoch, state.partition_epoch)
+            if view is None or view.deleted or (view.leader_epoch, view.partition_epoch) != epochs:
+                continue
+            if self._observed.get(key) == epochs:
+                continue
+            self._observed[key] = epochs
+            self.ctx.recorder.write(
+                journal.StateObserved(
+                    wall_ns=time.time_ns(),
+                    broker=self.broker_id,
+                    controller_epoch=request.controller_epoch,
+                    topic_id=str(self.ctx.topic_ids.get(topic, topic_id)),
+                    partition=state.partition_index,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    partition_epoch=state.partition_epoch,
+                    isr=list(state.isr),
+                    replicas=list(state.replicas),
+                )
+            )
+
+    def _exchange(self, peer: str, payload: bytes, reply: bytes | None) -> None:
+        capture = self.ctx.recorder.capture
+        if capture is None:
+            return
+        try:
+            key, version, correlation_id = peek_request(payload)
+        except DecodeError:
+            return
+        connection_id = self._inbound_ids.setdefault(peer, next(CONNECTION_IDS))
+        now = time.time_ns()
+        capture.add(
+            Exchange(
+                now,
+                now,
+                INBOUND,
+                connection_id,
+                peer,
+                key,
+                version,
+                correlation_id or 0,
+                payload,
+                None if reply is None else reply[4:],
+            )
+        )

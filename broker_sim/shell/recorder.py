@@ -1,0 +1,165 @@
+"""Where the shell writes what happened: live counters (`FleetStats`), the journal and the capture.
+
+Rules: model times (seconds since the fleet started, monotonic) become wall-clock nanoseconds as
+`wall0_ns + t`, so that journal entries of one process keep their order and entries of several
+processes share one timeline. Counters: every answered request by API name, its top-level error and
+each partition error as "Api:ERROR_NAME"; requests without an answer as "Api:NETWORK_EXCEPTION"
+(Kafka's name for it); latencies in milliseconds. Journal entries are written as they happen and
+flushed by the fleet's ticker about once a second.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from broker_sim import journal
+from broker_sim.model import events as ev
+from broker_sim.stats import FleetStats
+from protocol.error_codes import error_name
+from protocol.messages.alter_partition import AlterPartitionResponse
+from protocol.messages.alter_replica_state import AlterReplicaStateResponse
+from protocol.messages.create_topics import CreateTopicsResponse
+from protocol.messages.delete_topics import DeleteTopicsResponse
+from protocol.messages.elect_leaders import ElectLeadersResponse
+from protocol.registry import api
+from protocol.spec import Data
+
+from .capture import FleetCapture
+
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
+
+
+def api_name(api_key: int) -> str:
+    return api(api_key).name
+
+
+def partition_errors(response: Data) -> list[int]:
+    """Error codes below the top level of an answer, for the counters."""
+    if isinstance(response, AlterPartitionResponse | AlterReplicaStateResponse):
+        return [p.error_code for t in response.topics for p in t.partitions]
+    if isinstance(response, CreateTopicsResponse):
+        return [t.error_code for t in response.topics]
+    if isinstance(response, DeleteTopicsResponse):
+        return [t.error_code for t in response.responses]
+    if isinstance(response, ElectLeadersResponse):
+        return [p.error_code for r in response.replica_election_results for p in r.partition_result]
+    return []
+
+
+class Recorder:
+    def __init__(
+        self,
+        stats: FleetStats,
+        writer: journal.JournalWriter | None,
+        capture: FleetCapture | None,
+        t0: float,
+        wall0_ns: int,
+    ) -> None:
+        self.stats = stats
+        self.writer = writer
+        self.capture = capture
+        self.t0 = t0
+        self.wall0_ns = wall0_ns
+
+    def wall_ns(self, t: float) -> int:
+        return self.wall0_ns + int(t * 1e9)
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+    def write(self, entry: journal.Entry) -> None:
+        if self.writer is not None:
+            self.writer.write(entry)
+
+    # ------------------------------------------------------------------ requests
+    def answered(self, api_key: int, latency_s: float, response: Data) -> None:
+        name = api_name(api_key)
+        top = getattr(response, "error_code", 0)
+        self.stats.request(name, latency_s * 1000, error_name(top) if top else None)
+        for code in partition_errors(response):
+            if code:
+                self.stats.errors_by_code[f"{name}:{error_name(code)}"] += 1
+
+    def lost(self, api_key: int) -> None:
+        self.stats.request(api_name(api_key), None, NETWORK_EXCEPTION)
+
+    def bad_answer(self, broker: int, api_key: int, version: int, correlation_id: int, reason: str) -> None:
+        self.stats.request(api_name(api_key), None, "BAD_ANSWER")
+        self.write(journal.BadAnswer(self.now_ns(), broker, api_name(api_key), version, correlation_id, reason))
+
+    # ------------------------------------------------------------------ model events
+    def events(self, broker: int, events: Iterable[ev.Event], correlation_id: int = 0) -> None:
+        for event in events:
+            self._event(broker, event, correlation_id)
+
+    def _event(self, broker: int, event: ev.Event, correlation_id: int) -> None:
+        now = self.now_ns()
+        if isinstance(event, ev.Registered):
+            self.write(journal.Registered(now, broker, str(event.incarnation_id), event.broker_epoch))
+        elif isinstance(event, ev.FencedSeen):
+            gap_ms = event.longest_gap_s * 1000
+            self.write(journal.Fenced(now, broker, event.broker_epoch, event.intended, gap_ms))
+        elif isinstance(event, ev.PartitionAcked):
+            self._acked(now, broker, event)
+        elif isinstance(event, ev.ShutdownEnded):
+            self._shutdown(broker, event)
+        elif isinstance(event, ev.StaleAnswered):
+            self._stale(now, broker, event, correlation_id)
+        elif isinstance(event, ev.ShapeProblem):
+            self.bad_answer(
+                broker, 56 if event.api == "AlterPartition" else 0, event.version, correlation_id, event.reason
+            )
+
+    def _acked(self, now: int, broker: int, event: ev.PartitionAcked) -> None:
+        proposal = event.proposal
+        self.write(
+            journal.PartitionAcked(
+                wall_ns=now,
+                broker=broker,
+                broker_epoch=event.broker_epoch,
+                api_version=event.version,
+                topic_id=str(proposal.topic_id),
+                partition=proposal.partition,
+                requested_isr=list(proposal.isr),
+                member_epochs=list(proposal.member_epochs) if event.version >= 3 else [],
+                leader=event.leader,
+                leader_epoch=event.leader_epoch,
+                partition_epoch=event.partition_epoch,
+                isr=list(event.isr),
+            )
+        )
+
+    def _shutdown(self, broker: int, event: ev.ShutdownEnded) -> None:
+        via = "heartbeat" if event.via == "heartbeat" else f"ControlledShutdown v{event.version}"
+        finished = None if event.finished is None else self.wall_ns(event.finished)
+        self.write(
+            journal.ShutdownTracked(
+                broker, event.broker_epoch, via, self.wall_ns(event.started), finished, event.attempts
+            )
+        )
+
+    def _stale(self, now: int, broker: int, event: ev.StaleAnswered, correlation_id: int) -> None:
+        plan = event.plan
+        self.stats.stale_replays_sent += 1
+        if event.errors and not event.accepted:
+            self.stats.stale_replays_rejected += 1
+        self.write(
+            journal.StaleReplay(
+                wall_ns=now,
+                broker=broker,
+                api=api_name(plan.api_key),
+                api_version=plan.version,
+                reason=plan.reason,
+                stale_broker_epoch=plan.stale_broker_epoch,
+                current_broker_epoch=event.current_broker_epoch,
+                correlation_id=correlation_id,
+                errors=list(event.errors),
+                accepted=event.accepted,
+                detail=dict(plan.detail),
+            )
+        )
+
+    def fault(self, broker: int, kind: str, duration_s: float) -> None:
+        self.stats.faults[kind] += 1
+        self.write(journal.FaultInjected(self.now_ns(), broker, kind, duration_s * 1000))
