@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from broker_sim.fleet import FleetConfig
 from broker_sim.stats import FleetStats, percentile
 
 LIVE_REFRESH_S = 0.5
@@ -57,6 +58,19 @@ class RunClock:
 
     def describe(self) -> str:
         return f"{self.elapsed_s:.0f}s elapsed, {self.remaining_s:.0f}s remaining of {self.duration_s:g}s"
+
+
+def announce(console: Console, config: FleetConfig, processes: int) -> None:
+    """The run's first line, once signals are handled (a signal from then on stops the run cleanly)."""
+    spread = "" if processes == 1 else f" over {processes} processes"
+    console.print(
+        f"fleet: brokers {config.first_broker_id}-{config.first_broker_id + config.brokers - 1}{spread} against "
+        f"{config.controller_host}:{config.controller_port}, scenario {config.scenario}, seed {config.seed}, "
+        f"{config.duration_s:g}s",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def live_view(stats: FleetStats, rates: Mapping[str, float], clock: RunClock) -> RenderableType:

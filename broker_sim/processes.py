@@ -33,7 +33,7 @@ from typing import Any
 import trio
 from rich.console import Console
 
-from broker_sim.display import show_progress
+from broker_sim.display import announce, show_progress
 from broker_sim.fleet import FleetConfig, FleetOutcome, run_fleet
 from broker_sim.journal import Entry, JournalError, JournalWriter, ShutdownTracked, read_journal
 from broker_sim.report import RunResult
@@ -118,7 +118,7 @@ async def _work(config: FleetConfig, connection: Connection) -> None:
     stats = FleetStats()
     outcome = FleetOutcome(finished=False, unreachable=None)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
+        await nursery.start(_stop_on_sigterm, nursery.cancel_scope)
         nursery.start_soon(_send_snapshots, stats, connection, nursery.cancel_scope)
         outcome = await run_fleet(config, stats)
         nursery.cancel_scope.cancel()
@@ -126,8 +126,11 @@ async def _work(config: FleetConfig, connection: Connection) -> None:
     await trio.to_thread.run_sync(connection.send, message)
 
 
-async def _stop_on_sigterm(scope: trio.CancelScope) -> None:
+async def _stop_on_sigterm(
+    scope: trio.CancelScope, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        task_status.started()
         async for _signal in signals:
             scope.cancel()
             return
@@ -158,6 +161,7 @@ class Worker:
     outcome: dict[str, Any] | None = None  # the "done" message's
     exit_code: int | None = None
     stopped_by_parent: str | None = None  # why the parent had to stop it
+    asked_to_stop: bool = False  # the run was interrupted: SIGTERM passed on
 
     @property
     def brokers(self) -> str:
@@ -183,6 +187,8 @@ class Worker:
     def failure(self) -> str | None:
         if self.outcome is not None and self.stopped_by_parent is None:
             return None
+        if self.asked_to_stop and self.exit_code == -signal.SIGTERM:
+            return None  # stopped by the passed-on signal before its fleet started: as asked
         how = self.stopped_by_parent or f"died with exit status {self.exit_code}"
         return f"fleet process {self.index} ({self.brokers}) {how}; its figures end at its last snapshot"
 
@@ -212,7 +218,7 @@ def start_workers(configs: list[FleetConfig]) -> list[Worker]:
 
 async def run_in_processes(config: FleetConfig, processes: int, console: Console) -> RunResult:
     """Run `config` over `processes` fleet processes, with the display, and merge what they report."""
-    workers = start_workers(worker_configs(config, processes))
+    workers: list[Worker] = []
     result = RunResult(stats=FleetStats())
 
     def current() -> FleetStats:
@@ -220,8 +226,10 @@ async def run_in_processes(config: FleetConfig, processes: int, console: Console
 
     try:
         async with trio.open_nursery() as nursery:
+            await nursery.start(_forward_signals, workers, result)
+            workers.extend(start_workers(worker_configs(config, processes)))
+            announce(console, config, processes)
             nursery.start_soon(show_progress, console, current, config.duration_s)
-            nursery.start_soon(_forward_signals, workers, result)
             await _supervise(workers, config.duration_s)
             nursery.cancel_scope.cancel()
     finally:
@@ -258,8 +266,11 @@ async def _supervise(workers: list[Worker], duration_s: float) -> None:
         await trio.sleep(POLL_S)
 
 
-async def _forward_signals(workers: list[Worker], result: RunResult) -> None:
+async def _forward_signals(
+    workers: list[Worker], result: RunResult, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for _signal in signals:
             second = result.interrupted
             result.interrupted = True
@@ -269,7 +280,9 @@ async def _forward_signals(workers: list[Worker], result: RunResult) -> None:
 def _signal_running(workers: list[Worker], signum: int, why: str | None) -> None:
     for worker in workers:
         if worker.running and worker.process.pid is not None:
-            if why is not None and worker.stopped_by_parent is None:
+            if why is None:
+                worker.asked_to_stop = True
+            elif worker.stopped_by_parent is None:
                 worker.stopped_by_parent = why
             # (multiprocessing ignores a process that exited meanwhile)
             (worker.process.kill if signum == signal.SIGKILL else worker.process.terminate)()

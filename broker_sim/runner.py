@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import trio
 from rich.console import Console
 
-from broker_sim.display import show_progress, summary_figures, summary_table, summary_text
+from broker_sim.display import announce, show_progress, summary_figures, summary_table, summary_text
 from broker_sim.fleet import FleetConfig, run_fleet
 from broker_sim.processes import run_in_processes
 from broker_sim.report import (
@@ -88,7 +88,8 @@ async def run_in_process(config: FleetConfig, console: Console) -> RunResult:
     """The whole fleet in this process, with the display, until the duration ends or a signal."""
     result = RunResult(stats=FleetStats())
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_signal, nursery.cancel_scope, result)
+        await nursery.start(_stop_on_signal, nursery.cancel_scope, result)
+        announce(console, config, 1)
         nursery.start_soon(show_progress, console, lambda: result.stats, config.duration_s)
         outcome = await run_fleet(config, result.stats)
         result.finished, result.unreachable = outcome.finished, outcome.unreachable
@@ -96,8 +97,11 @@ async def run_in_process(config: FleetConfig, console: Console) -> RunResult:
     return result
 
 
-async def _stop_on_signal(scope: trio.CancelScope, result: RunResult) -> None:
+async def _stop_on_signal(
+    scope: trio.CancelScope, result: RunResult, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for _signal in signals:
             result.interrupted = True
             scope.cancel()
