@@ -6,7 +6,8 @@ Rules:
   part that waits, and it never writes to the stats.
 - On a terminal (`Console.is_terminal`) a rich Live view is refreshed every `LIVE_REFRESH_S`;
   otherwise one plain line every `PLAIN_INTERVAL_S`, so that logs and CI output stay readable.
-- Requests/s are rates over the last refresh interval, from the differences of the counters.
+- Requests/s are rates over the last second or more (the last plain line's interval), from the
+  differences of the counters.
 - The summary's figures come from `summary_figures`, which the report stores as they are.
 """
 
@@ -27,20 +28,25 @@ from broker_sim.stats import FleetStats, percentile
 
 LIVE_REFRESH_S = 0.5
 PLAIN_INTERVAL_S = 5.0
+RATE_INTERVAL_S = 1.0
 TOP_ERRORS = 10  # the live view's longest list of error codes (the summary lists them all)
 LAST_VIOLATIONS = 3
 
 
 class RateMeter:
-    """Requests per second per API over the interval between two `update` calls."""
+    """Requests per second per API over the last interval of at least `interval_s` (the rates of
+    the previous interval until a new one is complete, so that a fast refresh does not flicker)."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float = 0.0) -> None:
+        self.interval_s = interval_s
         self._counts: dict[str, int] = {}
         self._at: float | None = None
         self.rates: dict[str, float] = {}
 
     def update(self, counts: Mapping[str, int], now: float) -> dict[str, float]:
-        if self._at is not None and now > self._at:
+        if self._at is not None and (now - self._at < self.interval_s or now <= self._at):
+            return self.rates
+        if self._at is not None:
             interval = now - self._at
             self.rates = {api: (count - self._counts.get(api, 0)) / interval for api, count in counts.items()}
         self._counts, self._at = dict(counts), now
@@ -160,7 +166,7 @@ async def show_progress(
     console: Console, current: Callable[[], FleetStats], duration_s: float, *, refresh_s: float | None = None
 ) -> None:
     """Show the run until cancelled: live on a terminal, plain lines otherwise."""
-    meter = RateMeter()
+    meter = RateMeter(RATE_INTERVAL_S)
     started = trio.current_time()
 
     def frame() -> tuple[FleetStats, dict[str, float], RunClock]:

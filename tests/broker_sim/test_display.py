@@ -58,6 +58,15 @@ def test_rates_are_the_counters_deltas_over_the_interval() -> None:
     }
 
 
+def test_rates_wait_for_a_whole_interval() -> None:
+    meter = RateMeter(interval_s=1.0)
+    meter.update({"AlterPartition": 0}, now=10.0)
+    assert meter.update({"AlterPartition": 5}, now=10.5) == {}  # half an interval: nothing yet
+    assert meter.update({"AlterPartition": 20}, now=11.0) == {"AlterPartition": 20.0}
+    assert meter.update({"AlterPartition": 30}, now=11.5) == {"AlterPartition": 20.0}  # kept until the next
+    assert meter.update({"AlterPartition": 30}, now=12.0) == {"AlterPartition": 10.0}
+
+
 def test_the_live_view_shows_every_figure() -> None:
     text = render(live_view(sample_stats(), {"AlterPartition": 12.5}, RunClock(elapsed_s=20, duration_s=60)))
     assert "20s elapsed, 40s remaining of 60s" in text
