@@ -227,7 +227,10 @@ async def run_in_processes(config: FleetConfig, processes: int, console: Console
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(_forward_signals, workers, result)
-            workers.extend(start_workers(worker_configs(config, processes)))
+            configs = worker_configs(config, processes)
+            for part in (worker.journal_path for worker in configs if worker.journal_path is not None):
+                part.unlink(missing_ok=True)  # a crashed run's: the journal writer appends
+            workers.extend(start_workers(configs))
             announce(console, config, processes)
             nursery.start_soon(show_progress, console, current, config.duration_s)
             await _supervise(workers, config.duration_s)

@@ -111,6 +111,8 @@ def test_an_unreachable_controller_exits_2_with_one_line(tmp_path: Path) -> None
 
 def test_a_run_writes_its_report_and_journal(daemon: DaemonProcess, tmp_path: Path) -> None:
     report_path = tmp_path / "out" / "run.json"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "run.journal.jsonl").write_text('{"kind":"end","wall_ns":1,"finished":false}\n')  # old run
     arguments = ["--controller", f"127.0.0.1:{daemon.port}", "--duration", "3", "--seed", "7"]
     run = run_fleet_command("run", *arguments, "--report", str(report_path), "--capture-dir", str(tmp_path / "cap"))
     assert run.returncode == 0, run.stderr + run.stdout
@@ -138,7 +140,7 @@ def test_a_run_writes_its_report_and_journal(daemon: DaemonProcess, tmp_path: Pa
         "data_dir": None,
     }
     entries = list(read_journal(journal))
-    assert isinstance(entries[0], RunStarted) and entries[0].seed == 7
+    assert isinstance(entries[0], RunStarted) and entries[0].seed == 7  # the old run's entry is gone
     assert entries[-1] == RunEnded(entries[-1].wall_ns, finished=True)
     # plain output (stdout is a pipe): the summary, the verdict and the paths
     assert "requests by API" in run.stdout and "exit status 0" in run.stdout

@@ -82,6 +82,7 @@ def test_journals_merge_by_time_keeping_each_process_order(tmp_path: Path) -> No
 
 def test_a_run_over_two_processes_merges_their_results(daemon: DaemonProcess, tmp_path: Path) -> None:
     report_path = tmp_path / "run.json"
+    (tmp_path / "run.journal.jsonl.process-1").write_text('{"kind":"end","wall_ns":1,"finished":false}\n')  # stale
     arguments = ["--controller", f"127.0.0.1:{daemon.port}", "--brokers", "5", "--replication-factor", "2"]
     run = run_fleet_command("run", *arguments, "--processes", "2", "--duration", "3", "--report", str(report_path))
     assert run.returncode == 0, run.stderr + run.stdout
@@ -94,6 +95,7 @@ def test_a_run_over_two_processes_merges_their_results(daemon: DaemonProcess, tm
     assert sum(report["stats"]["brokers_by_state"].values()) == 5
     starts = [entry for entry in read_journal(tmp_path / "run.journal.jsonl") if isinstance(entry, RunStarted)]
     assert sorted((entry.first_broker_id, entry.brokers) for entry in starts) == [(0, 3), (3, 2)]
+    assert RunEnded(1, finished=False) not in read_journal(tmp_path / "run.journal.jsonl")  # a crashed run's part
     assert not list(tmp_path.glob("run.journal.jsonl.process-*"))  # merged, then removed
 
 
