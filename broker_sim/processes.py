@@ -240,15 +240,19 @@ async def run_in_processes(config: FleetConfig, processes: int, console: Console
             _reap(worker)
     _merged_result(workers, result)
     if config.journal_path is not None:
-        parts = [worker.config.journal_path for worker in workers if worker.config.journal_path is not None]
-        try:
-            merge_journals(parts, config.journal_path)
-        except (OSError, JournalError) as error:
-            result.failures.append(f"the fleet processes' journals could not be merged: {error}")
-        else:
-            for part in parts:
-                part.unlink(missing_ok=True)
+        _merge_worker_journals(workers, config.journal_path, result)
     return result
+
+
+def _merge_worker_journals(workers: list[Worker], journal: Path, result: RunResult) -> None:
+    parts = [worker.config.journal_path for worker in workers if worker.config.journal_path is not None]
+    try:
+        merge_journals(parts, journal)
+    except (OSError, JournalError) as error:  # the parts stay, for a look
+        result.failures.append(f"the fleet processes' journals could not be merged into {journal}: {error}")
+        return
+    for part in parts:
+        part.unlink(missing_ok=True)
 
 
 async def _supervise(workers: list[Worker], duration_s: float) -> None:
