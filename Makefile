@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_SECONDS ?= 60
 
-.PHONY: test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
+.PHONY: demo test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -12,6 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+## demo: the controller, DEMO_SECONDS (default 60) of the fleet's chaos scenario with the live display, the invariant check; everything under ./demo-output/
+demo: $(STAMP)
+	$(BIN)/python -m broker_sim.demo --seconds $(DEMO_SECONDS) --output demo-output
 
 ## test: lint, type-check and run the whole test suite (creates .venv on first use)
 test: $(STAMP) lint typecheck pytest
@@ -63,4 +68,4 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/fuzz_decode.py --cases 1000000
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output

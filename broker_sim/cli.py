@@ -1,0 +1,216 @@
+"""The fleet's command line.
+
+    python -m broker_sim run [OPTIONS]     a fleet run; `fencer-fleet [OPTIONS]` is the same command
+    python -m broker_sim check DATA_DIR [--journal PATH] [--report PATH]
+                                           the invariant checker alone (the checker's own command line)
+
+Rules:
+- Bad arguments exit 2 with one line on stderr (`<prog>: error: <why>`), never a traceback, and
+  before anything starts: besides each option's own type, a replication factor over the broker
+  count, more processes than brokers, a heartbeat interval not below the session timeout, broker
+  ids past Kafka's int32, and a `--data-dir` that is not a directory are refused.
+- The journal: `--journal PATH`; else beside the report (`run.json` -> `run.journal.jsonl`);
+  else in the capture dir (`journal.jsonl`, which capture readers skip); else, when `--data-dir`
+  asks for the final check, a temporary file removed after it; else none.
+- `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+from broker_sim.fleet import SCENARIOS, FleetConfig
+from broker_sim.report import EXIT_INTERRUPTED
+from broker_sim.runner import RunPlan, execute
+
+CONSOLE_PROG = "fencer-fleet"
+MODULE_PROG = "python -m broker_sim"
+LARGEST_BROKER_ID = 2**31 - 1
+_DEFAULTS = {item.name: item.default for item in fields(FleetConfig)}
+
+
+class UsageError(Exception):
+    """Bad arguments: the message is the one line the user sees."""
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors raise `UsageError` (one line, exit 2 for the caller)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:PORT) of a listener to connect to: the port is 1-65535."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
+def build_run_parser(prog: str) -> CommandLineParser:
+    parser = CommandLineParser(prog=prog, description="a fleet of simulated Kafka brokers driving a fencer controller")
+    add = parser.add_argument
+    add("--controller", type=host_port, default=("127.0.0.1", 9093), metavar="HOST:PORT", help="default 127.0.0.1:9093")
+    add("--brokers", type=positive_int, default=_DEFAULTS["brokers"], metavar="N", help="brokers in this fleet")
+    add("--first-broker-id", type=non_negative_int, default=0, metavar="I", help="ids are I..I+N-1 (default 0)")
+    add("--topics", type=non_negative_int, default=_DEFAULTS["topics"], metavar="T", help="topics to create")
+    add("--partitions", type=positive_int, default=_DEFAULTS["partitions"], metavar="P", help="per topic")
+    add("--replication-factor", type=positive_int, default=_DEFAULTS["replication_factor"], metavar="R")
+    add("--duration", type=positive_seconds, default=_DEFAULTS["duration_s"], metavar="SECONDS")
+    add("--seed", type=int, default=0, metavar="S", help="the same seed and arguments replay the same schedule")
+    add("--scenario", choices=SCENARIOS, default=_DEFAULTS["scenario"])
+    add("--heartbeat-ms", type=positive_int, default=_DEFAULTS["heartbeat_ms"], metavar="MS")
+    add(
+        "--session-timeout-ms",
+        type=positive_int,
+        default=_DEFAULTS["session_timeout_ms"],
+        metavar="MS",
+        help="the controller's session timeout, so pauses exceed it (default 9000)",
+    )
+    add("--capture-dir", type=Path, metavar="PATH", help="capture the brokers' traffic (the daemon's format)")
+    add("--report", type=Path, metavar="PATH", help="write the run's report (JSON)")
+    add("--journal", type=Path, metavar="PATH", help="the run's journal (default: beside the report)")
+    add("--data-dir", type=Path, metavar="PATH", help="the controller's data dir: check its log at the end")
+    add("--processes", type=positive_int, default=1, metavar="K", help="spread the brokers over K OS processes")
+    return parser
+
+
+def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
+    """The plan of a run from its arguments; raises `UsageError`."""
+    args = build_run_parser(prog).parse_args(argv)
+    _validate(args)
+    journal, temporary = _journal_path(args)
+    host, port = args.controller
+    config = FleetConfig(
+        controller_host=host,
+        controller_port=port,
+        brokers=args.brokers,
+        first_broker_id=args.first_broker_id,
+        topics=args.topics,
+        partitions=args.partitions,
+        replication_factor=args.replication_factor,
+        duration_s=args.duration,
+        seed=args.seed,
+        scenario=args.scenario,
+        heartbeat_ms=args.heartbeat_ms,
+        session_timeout_ms=args.session_timeout_ms,
+        capture_dir=args.capture_dir,
+        journal_path=journal,
+    )
+    return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args))
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.replication_factor > args.brokers:
+        raise UsageError(f"--replication-factor {args.replication_factor} exceeds --brokers {args.brokers}")
+    if args.processes > args.brokers:
+        raise UsageError(f"--processes {args.processes} exceeds --brokers {args.brokers} (one broker at least each)")
+    if args.heartbeat_ms >= args.session_timeout_ms:
+        raise UsageError(
+            f"--heartbeat-ms {args.heartbeat_ms} must be below --session-timeout-ms {args.session_timeout_ms}"
+        )
+    if args.first_broker_id + args.brokers - 1 > LARGEST_BROKER_ID:
+        raise UsageError(f"broker ids would pass {LARGEST_BROKER_ID} (--first-broker-id + --brokers)")
+    if args.data_dir is not None and not args.data_dir.is_dir():
+        raise UsageError(f"--data-dir {args.data_dir} is not a directory")
+    for option, path in (("--report", args.report), ("--journal", args.journal)):
+        if path is not None and path.is_dir():
+            raise UsageError(f"{option} {path} is a directory")
+    if args.capture_dir is not None and args.capture_dir.exists() and not args.capture_dir.is_dir():
+        raise UsageError(f"--capture-dir {args.capture_dir} is not a directory")
+
+
+def _journal_path(args: argparse.Namespace) -> tuple[Path | None, bool]:
+    """The run's journal, and whether it is a temporary one (for the final check only)."""
+    if args.journal is not None:
+        return args.journal, False
+    if args.report is not None:
+        return args.report.with_suffix(".journal.jsonl"), False
+    if args.capture_dir is not None:
+        return args.capture_dir / "journal.jsonl", False
+    if args.data_dir is not None:
+        return Path(tempfile.gettempdir()) / f"fencer-fleet-{os.getpid()}.journal.jsonl", True
+    return None, False
+
+
+def _arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments as the report records them (JSON values)."""
+    recorded: dict[str, Any] = {}
+    for name, value in sorted(vars(args).items()):
+        if isinstance(value, Path):
+            value = str(value)
+        elif name == "controller":
+            value = f"{value[0]}:{value[1]}"
+        recorded[name] = value
+    return recorded
+
+
+def run_command(argv: Sequence[str], prog: str) -> int:
+    """The `run` command (and `fencer-fleet`): the exit status."""
+    try:
+        plan = parse_run(argv, prog)
+    except UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 0
+    try:
+        return execute(plan, prog=prog)
+    except KeyboardInterrupt:  # a second Ctrl-C, after the fleet stopped (e.g. during the final check)
+        return EXIT_INTERRUPTED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m broker_sim COMMAND ...`: the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command, rest = (arguments[0], arguments[1:]) if arguments else ("", [])
+    if command == "run":
+        return run_command(rest, f"{MODULE_PROG} run")
+    if command == "check":
+        checker = importlib.import_module("broker_sim.check.cli")  # the checker's own command line
+        status: int = checker.main(rest)
+        return status
+    if command in ("-h", "--help"):
+        print(f"usage: {MODULE_PROG} run [OPTIONS] | check DATA_DIR [--journal PATH] [--report PATH]")
+        print("  run: a fleet run (`run --help` lists its options; `fencer-fleet` is the same command)")
+        print("  check: the invariant checker alone, on a controller's data dir and a run's journal")
+        return 0
+    print(f"{MODULE_PROG}: error: expected a command, run or check (got {command or 'none'!r})", file=sys.stderr)
+    return 2
+
+
+def console() -> None:
+    """The `fencer-fleet` console script: the `run` command."""
+    sys.exit(run_command(sys.argv[1:], CONSOLE_PROG))

@@ -1,0 +1,51 @@
+"""`make demo` end to end, briefly: the controller, the fleet's chaos scenario, the check, the summary.
+
+Needs the fleet engine and the checker of issue 9 (their branches): with the stand-in fleet and no
+`broker_sim.check`, the check step fails and so does this test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.daemon_process import ROOT
+
+
+def test_make_demo_runs_the_script_for_demo_seconds() -> None:
+    dry = subprocess.run(["make", "-n", "demo", "DEMO_SECONDS=7"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    assert "-m broker_sim.demo --seconds 7 --output demo-output" in dry.stdout
+    assert "/demo-output/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
+    output = tmp_path / "demo-output"
+    (output / "stale").mkdir(parents=True)  # a previous demo's: wiped
+    demo = subprocess.run(
+        [sys.executable, "-m", "broker_sim.demo", "--seconds", "10", "--output", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert not (output / "stale").exists()
+    report = json.loads((output / "report.json").read_text())
+    assert report["arguments"]["scenario"] == "chaos" and report["outcome"]["finished"] is True
+    assert report["violations"] == []
+    assert list((output / "data" / "__cluster_metadata-0").glob("*.log"))
+    assert list((output / "controller-capture").glob("*.parquet"))
+    assert (output / "journal.jsonl").stat().st_size > 0
+    assert "stopping the controller (SIGTERM)" in demo.stdout
+    assert "invariant check: exit status 0" in demo.stdout
+    summary = demo.stdout[demo.stdout.index("demo summary") :]
+    for name in ("data", "controller-capture", "report.json", "journal.jsonl", "fleet-capture"):
+        assert str(output / name) in summary
+    assert "(not written)" not in summary  # check.json too: the checker's --report
