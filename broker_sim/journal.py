@@ -215,8 +215,8 @@ ENTRY_TYPES: dict[str, type[Any]] = {
     )
 }
 
-_FIELD_NAMES: dict[type[Any], frozenset[str]] = {
-    kind: frozenset(item.name for item in fields(kind)) for kind in ENTRY_TYPES.values()
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {
+    kind: tuple(item.name for item in fields(kind)) for kind in ENTRY_TYPES.values()
 }
 
 
@@ -226,19 +226,11 @@ class JournalError(ValueError):
 
 def to_line(entry: Entry) -> str:
     # the same object `asdict` gives (entries hold only JSON values), without its deep copy
-    names = _FIELD_NAMES.get(type(entry)) or _field_names(type(entry))
+    names = _FIELD_NAMES[type(entry)]
     data = {"kind": entry.kind}
     for name in names:
         data[name] = getattr(entry, name)
     return json.dumps(data, separators=(",", ":")) + "\n"
-
-
-_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
-
-
-def _field_names(kind: type[Any]) -> tuple[str, ...]:
-    names = _FIELD_NAMES[kind] = tuple(item.name for item in fields(kind))
-    return names
 
 
 def from_object(data: dict[str, Any]) -> Entry | None:
