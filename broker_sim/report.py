@@ -56,7 +56,7 @@ class FinalCheck:
 class _Violation(Protocol):
     rule: str
 
-    def describe(self) -> str: ...
+    def line(self) -> str: ...
 
 
 class _CheckResult(Protocol):
@@ -74,7 +74,7 @@ def run_final_check(data_dir: Path, journal: Path | None) -> FinalCheck:
             return FinalCheck(data_dir, journal, [], [f"the journal {journal} is unreadable: {error}"])
     checker = importlib.import_module("broker_sim.check")  # the checker's own module, asked at the end only
     result: _CheckResult = checker.check(data_dir, entries)
-    violations = [(violation.rule, violation.describe()) for violation in result.violations]
+    violations = [(violation.rule, violation.line()) for violation in result.violations]
     return FinalCheck(data_dir, journal, violations, list(result.problems))
 
 
