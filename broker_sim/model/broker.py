@@ -281,7 +281,9 @@ class BrokerModel:
                 )
             )
         if missing:
-            self.events.append(ShapeProblem("AlterPartition", out.version, f"{len(missing)} partitions unanswered"))
+            self.events.append(
+                ShapeProblem(versions.ALTER_PARTITION, out.version, f"{len(missing)} partitions unanswered")
+            )
         applied = len(acked) == len(out.proposals) and all(
             item.partition_epoch > item.proposal.partition_epoch for item in acked
         )

@@ -11,7 +11,7 @@ Rules:
   TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
   topics from LeaderAndIsr either way.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
-  a LeaderAndIsr v5+ taught it (empty if none did within `ID_WAIT_S`).
+  a LeaderAndIsr v5+ taught it; not at all if none did within `ID_WAIT_S` (the entry needs an id).
 - Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or for
   all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
   later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
@@ -172,10 +172,11 @@ class Admin:
         while name not in self.ctx.topic_ids and self.ctx.now() < deadline:
             await trio.sleep(0.1)
         topic_id = self.ctx.topic_ids.get(name)
+        if topic_id is None:
+            log.info("topic %s: its id was never learnt, no TopicCreated entry", name)
+            return
         self.ctx.recorder.write(
-            journal.TopicCreated(
-                self.ctx.recorder.now_ns(), name, "" if topic_id is None else str(topic_id), partitions, factor
-            )
+            journal.TopicCreated(self.ctx.recorder.now_ns(), name, str(topic_id), partitions, factor)
         )
 
     # ------------------------------------------------------------------ chaos
