@@ -294,15 +294,7 @@ class BrokerModel:
     def ready_to_shut_down(self, t: float, excluded: frozenset[int] = frozenset()) -> bool:
         """Every partition it leads (with other replicas) has another eligible ISR member, not one of
         `excluded` (brokers about to fail)."""
-        for led in self.leadership.led.values():
-            if len(led.replicas) > 1 and not any(
-                member != self.broker_id
-                and member not in excluded
-                and self.followers.state(member, led.topic, led.partition, t).eligible
-                for member in led.isr
-            ):
-                return False
-        return True
+        return self.leadership.successors_ready(self.followers, t, excluded)
 
     def begin_shutdown(self, via: str, t: float) -> None:
         if self.shutdown is not None or not self.lifecycle.registered:
@@ -387,33 +379,22 @@ class BrokerModel:
     def _plan_previous_incarnation(self, t: float) -> None:
         if self.rng.random() >= 0.7:
             return
-        negotiated = self.lifecycle.versions
-        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        kinds = []
-        if self.leadership.led and versions.ALTER_PARTITION in negotiated:
-            kinds.append(versions.ALTER_PARTITION)
-        if negotiated.get(versions.CONTROLLED_SHUTDOWN, 0) >= 2:
-            kinds.append(versions.CONTROLLED_SHUTDOWN)
-        if hosted and versions.ALTER_REPLICA_STATE in negotiated:
-            kinds.append(versions.ALTER_REPLICA_STATE)
-        if not kinds:
-            return
-        kind = self.rng.choice(kinds)
-        version, plan = negotiated[kind], None
-        if kind == versions.ALTER_PARTITION:
-            led = self.leadership.led[self.rng.choice(sorted(self.leadership.led))]
+
+        def replayable(led: Led) -> Proposal | None:
             ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
-            if ready:
-                plan = stale.alter_partition_plan(
-                    stale.PREVIOUS_INCARNATION, version, self.broker_id, self.epoch, ready
-                )
-        elif kind == versions.CONTROLLED_SHUTDOWN:
-            plan = stale.controlled_shutdown_plan(version, self.broker_id, self.epoch)
-        else:
-            view = self.rng.choice(hosted)
-            replica = (view.topic_name, self._topic_id(view), view.partition)
-            if version == 0 or replica[1] != ZERO_UUID:
-                plan = stale.replica_state_plan(version, self.broker_id, self.epoch, replica)
+            return ready[0] if ready else None
+
+        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
+        plan = stale.previous_incarnation_plan(
+            self.rng,
+            self.broker_id,
+            self.epoch,
+            self.lifecycle.versions,
+            self.leadership.led,
+            hosted,
+            replayable,
+            self._topic_id,
+        )
         if plan is not None:
             self.stale_plans.append(plan)
 
