@@ -147,7 +147,12 @@ class BrokerModel:
     # ------------------------------------------------------------------ what followers look like
     def caught_up(self, topic: str, partition: int, t: float, lagging: bool) -> bool:
         """Whether this broker's replica is caught up with its leader at t (the leader's fetch view)."""
-        if lagging or t < self.ready_at or not self.running(t):
+        return not lagging and self.running(t) and self.caught_up_while_running(topic, partition, t)
+
+    def caught_up_while_running(self, topic: str, partition: int, t: float) -> bool:
+        """`caught_up` for a running broker outside lag episodes: restarted long enough ago, hosting
+        the replica on a healthy dir."""
+        if t < self.ready_at:
             return False
         view = self.views.get((topic, partition))
         if view is None or view.stopped or view.deleted:
