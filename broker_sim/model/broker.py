@@ -110,6 +110,8 @@ class BrokerModel:
         self.views, self._views_version = {}, -1
         self.disks.reset()
         self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
+        # only requests built for a later incarnation survive a bounce
+        self.stale_plans = [plan for plan in self.stale_plans if plan.needs_new_epoch]
         self.paused_until = 0.0
         self.next_tick = self._tick_at_or_after(t)
 
