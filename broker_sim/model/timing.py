@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: from this many replicas on, leaders check their followers every 2 s instead of every second (a
-#: thousand brokers' checks are then half the fleet's work instead of a third)
+#: from this many replicas on, leaders check their followers every 2 s instead of every second:
+#: with a thousand brokers these checks were the fleet's largest share of CPU after the sockets
 LARGE_CLUSTER_REPLICAS = 10_000
 
 
