@@ -110,6 +110,8 @@ class BrokerModel:
         self.views, self._views_version = {}, -1
         self.disks.reset()
         self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
+        # only requests built for a later incarnation survive a bounce
+        self.stale_plans = [plan for plan in self.stale_plans if plan.needs_new_epoch]
         self.paused_until = 0.0
         self.next_tick = self._tick_at_or_after(t)
 
@@ -147,7 +149,12 @@ class BrokerModel:
     # ------------------------------------------------------------------ what followers look like
     def caught_up(self, topic: str, partition: int, t: float, lagging: bool) -> bool:
         """Whether this broker's replica is caught up with its leader at t (the leader's fetch view)."""
-        if lagging or t < self.ready_at or not self.running(t):
+        return not lagging and self.running(t) and self.caught_up_while_running(topic, partition, t)
+
+    def caught_up_while_running(self, topic: str, partition: int, t: float) -> bool:
+        """`caught_up` for a running broker outside lag episodes: restarted long enough ago, hosting
+        the replica on a healthy dir."""
+        if t < self.ready_at:
             return False
         view = self.views.get((topic, partition))
         if view is None or view.stopped or view.deleted:
@@ -281,7 +288,9 @@ class BrokerModel:
                 )
             )
         if missing:
-            self.events.append(ShapeProblem("AlterPartition", out.version, f"{len(missing)} partitions unanswered"))
+            self.events.append(
+                ShapeProblem(versions.ALTER_PARTITION, out.version, f"{len(missing)} partitions unanswered")
+            )
         applied = len(acked) == len(out.proposals) and all(
             item.partition_epoch > item.proposal.partition_epoch for item in acked
         )
@@ -292,15 +301,7 @@ class BrokerModel:
     def ready_to_shut_down(self, t: float, excluded: frozenset[int] = frozenset()) -> bool:
         """Every partition it leads (with other replicas) has another eligible ISR member, not one of
         `excluded` (brokers about to fail)."""
-        for led in self.leadership.led.values():
-            if len(led.replicas) > 1 and not any(
-                member != self.broker_id
-                and member not in excluded
-                and self.followers.state(member, led.topic, led.partition, t).eligible
-                for member in led.isr
-            ):
-                return False
-        return True
+        return self.leadership.successors_ready(self.followers, t, excluded)
 
     def begin_shutdown(self, via: str, t: float) -> None:
         if self.shutdown is not None or not self.lifecycle.registered:
@@ -385,33 +386,22 @@ class BrokerModel:
     def _plan_previous_incarnation(self, t: float) -> None:
         if self.rng.random() >= 0.7:
             return
-        negotiated = self.lifecycle.versions
-        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        kinds = []
-        if self.leadership.led and versions.ALTER_PARTITION in negotiated:
-            kinds.append(versions.ALTER_PARTITION)
-        if negotiated.get(versions.CONTROLLED_SHUTDOWN, 0) >= 2:
-            kinds.append(versions.CONTROLLED_SHUTDOWN)
-        if hosted and versions.ALTER_REPLICA_STATE in negotiated:
-            kinds.append(versions.ALTER_REPLICA_STATE)
-        if not kinds:
-            return
-        kind = self.rng.choice(kinds)
-        version, plan = negotiated[kind], None
-        if kind == versions.ALTER_PARTITION:
-            led = self.leadership.led[self.rng.choice(sorted(self.leadership.led))]
+
+        def replayable(led: Led) -> Proposal | None:
             ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
-            if ready:
-                plan = stale.alter_partition_plan(
-                    stale.PREVIOUS_INCARNATION, version, self.broker_id, self.epoch, ready
-                )
-        elif kind == versions.CONTROLLED_SHUTDOWN:
-            plan = stale.controlled_shutdown_plan(version, self.broker_id, self.epoch)
-        else:
-            view = self.rng.choice(hosted)
-            replica = (view.topic_name, self._topic_id(view), view.partition)
-            if version == 0 or replica[1] != ZERO_UUID:
-                plan = stale.replica_state_plan(version, self.broker_id, self.epoch, replica)
+            return ready[0] if ready else None
+
+        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
+        plan = stale.previous_incarnation_plan(
+            self.rng,
+            self.broker_id,
+            self.epoch,
+            self.lifecycle.versions,
+            self.leadership.led,
+            hosted,
+            replayable,
+            self._topic_id,
+        )
         if plan is not None:
             self.stale_plans.append(plan)
 

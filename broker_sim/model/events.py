@@ -83,7 +83,7 @@ class StaleAnswered:
 class ShapeProblem:
     """An answer that decoded but does not fit the request (a partition missing, ...)."""
 
-    api: str
+    api_key: int
     version: int
     reason: str
 

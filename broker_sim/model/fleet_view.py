@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from .broker import BrokerModel
 from .lag import LagModel
 from .leadership import FollowerState
+from .lifecycle import Phase
+
+NOT_FETCHING = FollowerState(False, False, -1)
 
 
 class FleetView:
@@ -22,9 +25,15 @@ class FleetView:
         self.lag = lag
 
     def state(self, follower: int, topic: str, partition: int, t: float) -> FollowerState:
-        lagging = self.lag.lagging(follower, topic, partition, t)
+        # on every leader's every tick for every follower: one check of each kind, no repeats
         model = self.models.get(follower)
         if model is None:
-            return FollowerState(not lagging, True, -1)
-        caught_up = model.caught_up(topic, partition, t, lagging)
-        return FollowerState(caught_up, model.eligible(t), model.epoch if model.running(t) else -1)
+            return FollowerState(not self.lag.lagging(follower, topic, partition, t), True, -1)
+        if not model.running(t):
+            return NOT_FETCHING
+        lifecycle = model.lifecycle
+        eligible = lifecycle.phase is Phase.ACTIVE and model.shutdown is None
+        caught_up = model.caught_up_while_running(topic, partition, t) and not self.lag.lagging(
+            follower, topic, partition, t
+        )
+        return FollowerState(caught_up, eligible, lifecycle.epoch)

@@ -166,6 +166,18 @@ class Leadership:
             recovery_state=RECOVERED,
         )
 
+    def successors_ready(self, followers: Followers, t: float, excluded: frozenset[int]) -> bool:
+        """Every led partition with other replicas has another eligible ISR member outside `excluded`."""
+        for led in self.led.values():
+            if len(led.replicas) > 1 and not any(
+                member != self.broker_id
+                and member not in excluded
+                and followers.state(member, led.topic, led.partition, t).eligible
+                for member in led.isr
+            ):
+                return False
+        return True
+
     def proposal_for_replay(self, led: Led, followers: Followers, own_epoch: int, t: float) -> Proposal:
         """An ISR change built on `led`'s epochs: drop the last follower, or add a missing one."""
         others = [r for r in led.isr if r != self.broker_id]

@@ -16,7 +16,9 @@ whether any NONE stands where the request would have changed state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +26,14 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
 from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
-from protocol.spec import Data
+from protocol.spec import ZERO_UUID, Data
 
 from . import requests
 from .disks import Replica
+from .leadership import Led
 from .requests import Proposal
 from .versions import ALTER_PARTITION, ALTER_REPLICA_STATE, CONTROLLED_SHUTDOWN
+from .views import PartitionView
 
 PREVIOUS_INCARNATION = "previous-incarnation"
 OLD_LEADER_EPOCH = "old-leader-epoch"
@@ -58,6 +62,43 @@ def judge(response: Data) -> tuple[list[int], bool]:
         codes = [p.error_code for t in response.topics for p in t.partitions]
         return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in codes
     raise TypeError(f"no stale replay answers with {type(response).__name__}")
+
+
+def previous_incarnation_plan(
+    rng: random.Random,
+    broker_id: int,
+    broker_epoch: int,
+    negotiated: Mapping[int, int],
+    led: Mapping[tuple[str, int], Led],
+    hosted: Sequence[PartitionView],
+    replayable: Callable[[Led], Proposal | None],
+    topic_id: Callable[[PartitionView], uuid.UUID],
+) -> StalePlan | None:
+    """A request the ending incarnation builds for a later replay: an ISR change of a partition it
+    leads, a ControlledShutdown (v2+ only) or an AlterReplicaState OFFLINE of a replica it hosts."""
+    kinds = []
+    if led and ALTER_PARTITION in negotiated:
+        kinds.append(ALTER_PARTITION)
+    if negotiated.get(CONTROLLED_SHUTDOWN, 0) >= 2:
+        kinds.append(CONTROLLED_SHUTDOWN)
+    if hosted and ALTER_REPLICA_STATE in negotiated:
+        kinds.append(ALTER_REPLICA_STATE)
+    if not kinds:
+        return None
+    kind = rng.choice(kinds)
+    version = negotiated[kind]
+    if kind == ALTER_PARTITION:
+        proposal = replayable(led[rng.choice(sorted(led))])
+        if proposal is None:
+            return None
+        return alter_partition_plan(PREVIOUS_INCARNATION, version, broker_id, broker_epoch, [proposal])
+    if kind == CONTROLLED_SHUTDOWN:
+        return controlled_shutdown_plan(version, broker_id, broker_epoch)
+    view = rng.choice(list(hosted))
+    replica = (view.topic_name, topic_id(view), view.partition)
+    if version >= 1 and replica[1] == ZERO_UUID:
+        return None
+    return replica_state_plan(version, broker_id, broker_epoch, replica)
 
 
 def alter_partition_plan(

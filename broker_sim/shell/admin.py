@@ -11,9 +11,9 @@ Rules:
   TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
   topics from LeaderAndIsr either way.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
-  a LeaderAndIsr v5+ taught it (empty if none did within `ID_WAIT_S`).
-- Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or for
-  all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
+  a LeaderAndIsr v5+ taught it; not at all if none did within `ID_WAIT_S` (the entry needs an id).
+- Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or,
+  less often, for all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
   later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
   that leadership returns to restarted brokers.
 - Errors are counted like any answer; network errors and bad answers are retried once later.
@@ -47,6 +47,10 @@ from .context import FleetContext
 ID_WAIT_S = 10.0
 SCRATCH_PARTITIONS = 2
 PARTITIONS_PER_REQUEST = 2500
+#: how often an election names no partitions (all of them): in a large cluster such an election
+#: moves thousands of leaders and every broker gets a LeaderAndIsr at once (Kafka's automatic
+#: rebalance runs every five minutes)
+ALL_PARTITIONS_CHANCE = 0.2
 log = logging.getLogger("fencer.broker_sim.admin")
 
 
@@ -172,10 +176,11 @@ class Admin:
         while name not in self.ctx.topic_ids and self.ctx.now() < deadline:
             await trio.sleep(0.1)
         topic_id = self.ctx.topic_ids.get(name)
+        if topic_id is None:
+            log.info("topic %s: its id was never learnt, no TopicCreated entry", name)
+            return
         self.ctx.recorder.write(
-            journal.TopicCreated(
-                self.ctx.recorder.now_ns(), name, "" if topic_id is None else str(topic_id), partitions, factor
-            )
+            journal.TopicCreated(self.ctx.recorder.now_ns(), name, str(topic_id), partitions, factor)
         )
 
     # ------------------------------------------------------------------ chaos
@@ -196,7 +201,7 @@ class Admin:
     async def _elect(self) -> None:
         self.counter += 1
         version = versions.admin_version(self.ctx.seed, self.counter, versions.ELECT_LEADERS)
-        if self.rng.random() < 0.5 or self.topics == 0:
+        if self.rng.random() < ALL_PARTITIONS_CHANCE or self.topics == 0:
             wanted = None
         else:
             name = topic_name(self.ctx.seed, self.rng.randrange(self.topics))

@@ -107,9 +107,7 @@ class Recorder:
         elif isinstance(event, ev.StaleAnswered):
             self._stale(now, broker, event, correlation_id)
         elif isinstance(event, ev.ShapeProblem):
-            self.bad_answer(
-                broker, 56 if event.api == "AlterPartition" else 0, event.version, correlation_id, event.reason
-            )
+            self.bad_answer(broker, event.api_key, event.version, correlation_id, event.reason)
 
     def _acked(self, now: int, broker: int, event: ev.PartitionAcked) -> None:
         proposal = event.proposal

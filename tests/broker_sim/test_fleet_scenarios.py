@@ -86,6 +86,14 @@ async def test_chaos_sends_stale_replays_and_every_one_is_rejected(root: Path) -
     assert {"crash", "pause", "drop-connection", "disk-failure"} <= set(run.stats.faults)
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
+async def test_the_checker_finds_no_violation_in_any_scenario(root: Path, scenario: str) -> None:
+    checker = pytest.importorskip("broker_sim.check", reason="the invariant checker (issue 9's other half)")
+    run = await scenario_run(root, scenario)
+    result = checker.check(run.directory / "data", run.entries)
+    assert result.ok, (result.violation_counts, result.problems, [v.to_json() for v in result.violations[:5]])
+
+
 async def test_every_inbound_api_appears_across_the_scenarios(root: Path) -> None:
     seen: set[str] = set()
     for scenario in SCENARIOS:
