@@ -1,0 +1,90 @@
+"""Finding and reading capture directories: checks that give one clear line, then Spark's reader.
+
+Purpose: `check_capture_dirs` refuses, before any Spark work, what would otherwise fail deep in
+a job (a missing, unreadable or empty directory); `read_captures` reads the parts with the
+explicit schema and adds the two columns every later step relies on: `source` (from the part
+file's name, schema.py says how) and `request_digest` (a hash of the request frame, so that the
+two sides' rows of one exchange can be joined without carrying the frames around).
+
+Rules:
+- A part is a file named like `<prefix>-<19 digits>-<n>.parquet`, not starting with `.` (a
+  writer's temporary file); anything else in a capture dir is ignored, as the writers promise.
+- Paths go to Spark as `file://` URIs: on a cluster the capture must sit at the same path on
+  every node (a shared mount), never on the cluster's default filesystem by accident.
+- `--from`/`--to` filter on the request's time, before decoding, so frames outside the range
+  are never decoded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .schema import CAPTURE, PART_NAME_PATTERN, SOURCE_BY_PREFIX, UNKNOWN_SOURCE
+
+_PART = re.compile(PART_NAME_PATTERN)
+
+
+class CaptureError(Exception):
+    """A capture directory the job cannot use; the message is the one line the user sees."""
+
+
+def part_files(directory: Path) -> list[Path]:
+    """The published part files of a capture directory, by name (so by time per writer)."""
+    return sorted(
+        path
+        for path in directory.iterdir()
+        if not path.name.startswith(".") and _PART.match(path.name) and path.is_file()
+    )
+
+
+def check_capture_dirs(directories: Sequence[str | Path]) -> list[Path]:
+    """The directories, absolute; `CaptureError` for the first that is missing, unreadable or empty."""
+    checked = []
+    for given in directories:
+        directory = Path(given).resolve()
+        if not directory.is_dir():
+            raise CaptureError(f"capture dir {given}: not a directory")
+        try:
+            parts = part_files(directory)
+        except OSError as error:
+            raise CaptureError(f"capture dir {given}: cannot be read ({error.strerror})") from error
+        if not parts:
+            raise CaptureError(f"capture dir {given}: no capture parts (<prefix>-<ns>-<n>.parquet)")
+        unreadable = [path.name for path in parts if not os.access(path, os.R_OK)]
+        if unreadable:
+            raise CaptureError(f"capture dir {given}: cannot read {unreadable[0]}")
+        checked.append(directory)
+    return checked
+
+
+def source_of(file_name: Column) -> Column:
+    """The source of a row, from its part file's name (see schema.py)."""
+    prefix = F.regexp_extract(file_name, PART_NAME_PATTERN, 1)
+    source = F.when(prefix == "", F.lit(UNKNOWN_SOURCE))
+    for known, name in SOURCE_BY_PREFIX.items():
+        source = source.when(prefix == known, F.lit(name))
+    return source.otherwise(prefix)
+
+
+def read_captures(
+    spark: SparkSession, directories: Sequence[Path], time_from_ns: int | None = None, time_to_ns: int | None = None
+) -> DataFrame:
+    """Capture rows of every part under `directories`, with `source` and `request_digest`."""
+    captures = (
+        spark.read.schema(CAPTURE)
+        .option("pathGlobFilter", "*.parquet")
+        .parquet(*(directory.as_uri() for directory in directories))
+    )
+    if time_from_ns is not None:
+        captures = captures.filter(F.col("request_time_ns") >= time_from_ns)
+    if time_to_ns is not None:
+        captures = captures.filter(F.col("request_time_ns") < time_to_ns)
+    return captures.withColumn("source", source_of(F.col("_metadata.file_name"))).withColumn(
+        "request_digest", F.xxhash64("request")
+    )
