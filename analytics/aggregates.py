@@ -15,6 +15,9 @@ Rules:
   `STALE_ERRORS`. A broker "bounced" when it was seen with more than one broker epoch; a request
   is from a stale incarnation when its broker epoch is lower than the newest one seen for that
   broker at or before the request's time (registrations included).
+- ISR changes are counted over the distinct granted states (partition epoch, ISR) of each
+  partition, whoever saw them, in the order they were first seen: an exchange both sides
+  captured, or a LeaderAndIsr sent to every replica, is one change.
 - A controlled shutdown runs, per broker and broker epoch, from its first ControlledShutdown or
   WantShutDown heartbeat that was not rejected to the answer that said nothing remains; its
   duration is null if that answer never came.

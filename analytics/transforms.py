@@ -15,7 +15,8 @@ Rules:
   AlterReplicaState v1, LeaderAndIsr v5+ responses) get the name some frame paired with that id
   (CreateTopics responses, LeaderAndIsr v5+ requests), else the id itself.
 - `isr_before` is the ISR last granted for the partition before the exchange (strictly earlier
-  in time), as seen anywhere in the capture; null if none was seen.
+  in time), as seen by the same source (so the fleet's copy of an exchange cannot be the
+  controller's "before"); null if none was seen.
 - Two rows are the two sides of one exchange (`paired_exchanges`) when one program captured it
   outbound and another inbound, with the same api key, version, correlation id and request bytes
   (digest and length); of several candidates the latest send before the receipt is taken.
@@ -159,9 +160,9 @@ def partition_results(decoded: DataFrame) -> DataFrame:
 
 
 def isr_states(partition_rows: DataFrame) -> DataFrame:
-    """Each granted (partition epoch, ISR) of each partition, with the time it was first seen."""
+    """Each granted (partition epoch, ISR) of each partition, per source, with the time it was first seen."""
     granted = partition_rows.filter(F.col("isr_after").isNotNull() & F.col("partition_epoch_granted").isNotNull())
-    return granted.groupBy("topic", "partition", "partition_epoch_granted", "isr_after").agg(
+    return granted.groupBy("source", "topic", "partition", "partition_epoch_granted", "isr_after").agg(
         F.min("request_time_ns").alias("first_seen_ns")
     )
 
@@ -169,6 +170,7 @@ def isr_states(partition_rows: DataFrame) -> DataFrame:
 def with_isr_before(partition_rows: DataFrame) -> DataFrame:
     """`partition_rows` with `isr_before`: the ISR of the partition's latest state first seen earlier."""
     states = isr_states(partition_rows).select(
+        "source",
         "topic",
         "partition",
         F.col("first_seen_ns").alias("request_time_ns"),
@@ -179,7 +181,7 @@ def with_isr_before(partition_rows: DataFrame) -> DataFrame:
     merged = rows.unionByName(states, allowMissingColumns=True)
     # A state first seen at a row's own time sorts after the row: only strictly earlier ones count.
     earlier = (
-        Window.partitionBy("topic", "partition")
+        Window.partitionBy("source", "topic", "partition")
         .orderBy("request_time_ns", "is_state")
         .rowsBetween(Window.unboundedPreceding, -1)
     )

@@ -7,11 +7,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
+from analytics.decode import decode_captures
 from analytics.job import workers_import_this_code
+from analytics.read import read_captures
+
+from . import scenario
+from .captures import write_capture
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +37,18 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def story_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The scenario's captures: the controller's (prefix "capture") and the fleet's (prefix "fleet")."""
+    root = tmp_path_factory.mktemp("story")
+    write_capture(root / "controller", scenario.controller_rows())
+    write_capture(root / "fleet", scenario.fleet_rows(), prefix="fleet")
+    return [root / "controller", root / "fleet"]
+
+
+@pytest.fixture(scope="session")
+def story(spark: SparkSession, story_dirs: list[Path]) -> DataFrame:
+    """The scenario's decoded rows (decoded once, cached for every test)."""
+    return decode_captures(read_captures(spark, story_dirs)).cache()

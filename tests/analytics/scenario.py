@@ -238,8 +238,8 @@ def corrupt_rows() -> list[Exchange]:
 
 
 CORRUPT_REASONS = [
-    "request: TruncatedError",
+    "request: DecodeError: cannot decode BrokerHeartbeatRequest v1",
     "request: TruncatedError",
     "request: UnknownApiError: unknown api key 999 (version 0)",
-    "response: ",
+    "response: DecodeError: cannot decode BrokerHeartbeatResponse v1",
 ]
