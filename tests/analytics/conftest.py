@@ -6,14 +6,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from analytics.decode import decode_captures
-from analytics.job import workers_import_this_code
+from analytics.job import main, workers_import_this_code
 from analytics.read import read_captures
 
 from . import scenario
@@ -52,3 +55,26 @@ def story_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def story(spark: SparkSession, story_dirs: list[Path]) -> DataFrame:
     """The scenario's decoded rows (decoded once, cached for every test)."""
     return decode_captures(read_captures(spark, story_dirs)).cache()
+
+
+class Analysed(NamedTuple):
+    out: Path
+    exit_code: int
+    stdout: list[str]
+    replaced: Path  # a file the output dir held before the run
+
+
+@pytest.fixture(scope="session")
+def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Analysed:
+    """The whole job (`fencer-analyze`'s main) on the scenario plus a capture of corrupt rows, once.
+
+    The output dir exists beforehand, holding a file the new output must not keep."""
+    root = tmp_path_factory.mktemp("analysed")
+    write_capture(root / "corrupt", scenario.corrupt_rows())
+    out = root / "out"
+    out.mkdir()
+    (out / "old-report.html").write_text("an older run")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main([*map(str, story_dirs), str(root / "corrupt"), "--out", str(out)])
+    return Analysed(out, code, printed.getvalue().splitlines(), out / "old-report.html")

@@ -91,11 +91,13 @@ def registration(broker: int, epoch: int, at_ms: float) -> Exchange:
     return exchange(request, 3, BrokerRegistrationResponse(broker_epoch=epoch), at_ms=at_ms)
 
 
-def heartbeat(broker: int, epoch: int, at_ms: float, *, error: int = 0, want: bool = False, done: bool = False,
-              latency_ms: float = 1.0) -> Exchange:  # fmt: skip
+def heartbeat(
+    broker: int, epoch: int, at_ms: float, *, error: int = 0, want: bool = False, done: bool = False,
+    latency_ms: float = 1.0, correlation_id: int | None = None,
+) -> Exchange:  # fmt: skip
     request = BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, want_shut_down=want)
     response = BrokerHeartbeatResponse(error_code=error, is_fenced=False, should_shut_down=done)
-    return exchange(request, 1, response, at_ms=at_ms, latency_ms=latency_ms)
+    return exchange(request, 1, response, at_ms=at_ms, latency_ms=latency_ms, correlation_id=correlation_id)
 
 
 def alter_partition(isr: tuple[int, ...], partition_epoch: int, at_ms: float, *, granted: int | None,
