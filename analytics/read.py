@@ -9,6 +9,8 @@ two sides' rows of one exchange can be joined without carrying the frames around
 Rules:
 - A part is a file named like `<prefix>-<19 digits>-<n>.parquet`, not starting with `.` (a
   writer's temporary file); anything else in a capture dir is ignored, as the writers promise.
+- The parts are listed by the driver (the same rule as the writers') and handed to Spark by name,
+  per source; a part published after the listing is not read.
 - Paths go to Spark as `file://` URIs: on a cluster the capture must sit at the same path on
   every node (a shared mount), never on the cluster's default filesystem by accident.
 - `--from`/`--to` filter on the request's time, before decoding, so frames outside the range
@@ -17,12 +19,13 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .schema import CAPTURE, PART_NAME_PATTERN, SOURCE_BY_PREFIX, UNKNOWN_SOURCE
@@ -63,28 +66,31 @@ def check_capture_dirs(directories: Sequence[str | Path]) -> list[Path]:
     return checked
 
 
-def source_of(file_name: Column) -> Column:
-    """The source of a row, from its part file's name (see schema.py)."""
-    prefix = F.regexp_extract(file_name, PART_NAME_PATTERN, 1)
-    source = F.when(prefix == "", F.lit(UNKNOWN_SOURCE))
-    for known, name in SOURCE_BY_PREFIX.items():
-        source = source.when(prefix == known, F.lit(name))
-    return source.otherwise(prefix)
+def source_of(part: Path) -> str:
+    """The source of a part file's rows, from its name (see schema.py)."""
+    matched = _PART.match(part.name)
+    prefix = matched.group(1) if matched else ""
+    return SOURCE_BY_PREFIX.get(prefix, prefix or UNKNOWN_SOURCE)
 
 
 def read_captures(
     spark: SparkSession, directories: Sequence[Path], time_from_ns: int | None = None, time_to_ns: int | None = None
 ) -> DataFrame:
-    """Capture rows of every part under `directories`, with `source` and `request_digest`."""
-    captures = (
-        spark.read.schema(CAPTURE)
-        .option("pathGlobFilter", "*.parquet")
-        .parquet(*(directory.as_uri() for directory in directories))
-    )
+    """Capture rows of every part under `directories`, with `source` and `request_digest`.
+
+    The parts are listed here and read per source, so `source` is a constant of each read (no
+    per-row work); the union keeps every part's rows."""
+    by_source: dict[str, list[str]] = {}
+    for directory in directories:
+        for part in part_files(directory):
+            by_source.setdefault(source_of(part), []).append(part.as_uri())
+    reads = [
+        spark.read.schema(CAPTURE).parquet(*parts).withColumn("source", F.lit(source))
+        for source, parts in sorted(by_source.items())
+    ]
+    captures = functools.reduce(DataFrame.unionByName, reads)
     if time_from_ns is not None:
         captures = captures.filter(F.col("request_time_ns") >= time_from_ns)
     if time_to_ns is not None:
         captures = captures.filter(F.col("request_time_ns") < time_to_ns)
-    return captures.withColumn("source", source_of(F.col("_metadata.file_name"))).withColumn(
-        "request_digest", F.xxhash64("request")
-    )
+    return captures.withColumn("request_digest", F.xxhash64("request"))
