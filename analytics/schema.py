@@ -8,7 +8,7 @@ Rules:
 - `source` (which program captured a row) comes from the part file's name, whose form is
   `<prefix>-<19-digit start ns>-<sequence>.parquet` (protocol.capture.part_name): the daemon's
   prefix "capture" means "controller"; any other prefix is its own source name (the fleet
-  writes "fleet"). A file whose name does not follow the form gets source "unknown".
+  writes "fleet"). Files whose names do not follow the form are not parts and are not read.
 - Decoded rows keep the capture's envelope as it was (Arrow columns passed through untouched)
   and add what the frames say; a value the frames do not carry is null, never a sentinel.
 - Error codes are int32 in the decoded rows (Kafka's are int16, fencer's own 1000 fits either).
