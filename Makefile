@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest bench bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -30,6 +30,16 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## analyze: the Spark job over capture dirs: make analyze CAPTURE="dir [dir ...]" [OUT=dir] (needs Java 17)
+OUT ?= analytics-out
+analyze: $(STAMP)
+	@test -n "$(CAPTURE)" || { echo 'usage: make analyze CAPTURE="dir [dir ...]" [OUT=dir]'; exit 2; }
+	$(BIN)/python -m analytics $(CAPTURE) --out $(OUT)
+
+## bench-analytics: the job over a generated capture of 5,000,000 exchanges, against one plain Python process
+bench-analytics: $(STAMP)
+	$(BIN)/python benchmarks/analytics.py --exchanges 5000000
 
 ## bench: codec benchmark (prints ratios against kio 0.5.0 and a hand-written decoder)
 bench: $(STAMP)

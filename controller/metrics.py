@@ -32,8 +32,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from protocol.error_codes import error_name
+from protocol.error_codes import response_error_code as response_error_code  # re-exported: the daemon uses it from here
 from protocol.registry import api
-from protocol.spec import Array, Data, fields_of
 
 from .core import ControllerCore
 
@@ -343,51 +343,3 @@ def cluster_gauges(core: ControllerCore) -> dict[str, float]:
         "fencer_controller_last_applied_record_offset": state.last_offset,
         "fencer_controller_epoch": state.controller_epoch,
     }
-
-
-# ---------------------------------------------------------------------------- responses
-def response_error_code(response: Data) -> int:
-    """The error a response reports: its own non-zero `error_code`, else the first non-zero one
-    found in its nested structs (depth first, in field order), else 0."""
-    finder = _FINDERS.get(type(response))
-    if finder is None:
-        finder = _FINDERS[type(response)] = _finder(type(response))
-    return finder(response)
-
-
-_FINDERS: dict[type[Data], Callable[[Data], int]] = {}
-
-
-def _finder(cls: type[Data]) -> Callable[[Data], int]:
-    """`response_error_code` for one class: its error fields, then its nested arrays, in order."""
-    own, nested = _error_plan(cls)
-
-    def find(message: Data) -> int:
-        for name in own:
-            code: int = getattr(message, name)
-            if code:
-                return code
-        for name in nested:
-            for element in getattr(message, name) or ():
-                code = response_error_code(element)
-                if code:
-                    return code
-        return 0
-
-    return find
-
-
-_PLANS: dict[type[Data], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _error_plan(cls: type[Data]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(error code fields, nested struct array fields) of a class, worked out once per class."""
-    plan = _PLANS.get(cls)
-    if plan is None:
-        fields = fields_of(cls)
-        own = tuple(i.name for i in fields if i.name == "error_code" or i.name.endswith("_error_code"))
-        nested = tuple(
-            i.name for i in fields if isinstance(i.spec.wire, Array) and isinstance(i.spec.wire.element, type)
-        )
-        plan = _PLANS[cls] = (own, nested)
-    return plan

@@ -2,11 +2,16 @@
 
 Messages carry error codes as plain ints; this enum names them. `ErrorCode(77)` is
 `ErrorCode.STALE_BROKER_EPOCH`, and the members compare equal to their numbers.
+`response_error_code` says which error a decoded response reports (one rule for the daemon's
+metrics and for analytics).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
+
+from .spec import Array, Data, fields_of
 
 
 class ErrorCode(IntEnum):
@@ -149,3 +154,50 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN({code})"
+
+
+def response_error_code(response: Data) -> int:
+    """The error a response reports: its own non-zero `error_code`, else the first non-zero one
+    found in its nested structs (depth first, in field order), else 0."""
+    finder = _FINDERS.get(type(response))
+    if finder is None:
+        finder = _FINDERS[type(response)] = _finder(type(response))
+    return finder(response)
+
+
+_FINDERS: dict[type[Data], Callable[[Data], int]] = {}
+
+
+def _finder(cls: type[Data]) -> Callable[[Data], int]:
+    """`response_error_code` for one class: its error fields, then its nested arrays, in order."""
+    own, nested = _error_plan(cls)
+
+    def find(message: Data) -> int:
+        for name in own:
+            code: int = getattr(message, name)
+            if code:
+                return code
+        for name in nested:
+            for element in getattr(message, name) or ():
+                code = response_error_code(element)
+                if code:
+                    return code
+        return 0
+
+    return find
+
+
+_PLANS: dict[type[Data], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _error_plan(cls: type[Data]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(error code fields, nested struct array fields) of a class, worked out once per class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = fields_of(cls)
+        own = tuple(i.name for i in fields if i.name == "error_code" or i.name.endswith("_error_code"))
+        nested = tuple(
+            i.name for i in fields if isinstance(i.spec.wire, Array) and isinstance(i.spec.wire.element, type)
+        )
+        plan = _PLANS[cls] = (own, nested)
+    return plan

@@ -1,0 +1,239 @@
+"""The job's aggregates, as pure functions over the tables of transforms.py.
+
+Purpose: what a person studying a control plane asks, one function each: traffic per API over
+time, latency percentiles, error codes, stale-epoch rejections and the brokers that bounced, ISR
+churn, controlled-shutdown durations, offline/online replica events.
+
+Rules:
+- Percentiles are Spark's `percentile_approx` with accuracy `PERCENTILE_ACCURACY`: each is a
+  latency that occurs in the data, whose rank in the sorted latencies of its group is within
+  n / PERCENTILE_ACCURACY of the exact rank ceil(p * n) (n = the group's exchanges), i.e. exact
+  for groups of up to 10,000 exchanges.
+- Rows are grouped by `source` wherever both sides may have captured the same exchange, so a
+  request seen by the controller and by the fleet is never counted twice in one row.
+- A stale-epoch rejection is an exchange whose error (exchanges.error_code) is one of
+  `STALE_ERRORS`. A broker "bounced" when it was seen with more than one broker epoch; a request
+  is from a stale incarnation when its broker epoch is lower than the newest one seen for that
+  broker at or before the request's time (registrations included).
+- ISR changes are counted over the distinct granted states (partition epoch, ISR) of each
+  partition, whoever saw them, in the order they were first seen: an exchange both sides
+  captured, or a LeaderAndIsr sent to every replica, is one change.
+- A controlled shutdown runs, per broker and broker epoch, from its first ControlledShutdown or
+  WantShutDown heartbeat that was not rejected to the answer that said nothing remains; its
+  duration is null if that answer never came.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from protocol.error_codes import ErrorCode
+
+from .transforms import timestamp_of
+
+PERCENTILE_ACCURACY = 10_000
+STALE_ERRORS = (
+    ErrorCode.STALE_BROKER_EPOCH,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.STALE_CONTROLLER_EPOCH,
+    ErrorCode.INVALID_UPDATE_VERSION,
+)
+
+
+def window_start_ns(window_seconds: float) -> Column:
+    """The start of the `window_seconds` window holding each row's request time, in ns."""
+    width = max(1, round(window_seconds * 1e9))
+    return F.floor(F.col("request_time_ns") / F.lit(width)).cast("long") * F.lit(width)
+
+
+def request_rates(exchanges: DataFrame, window_seconds: float) -> DataFrame:
+    """Requests and requests/s per window, source, direction and API."""
+    windowed = exchanges.withColumn("window_start_ns", window_start_ns(window_seconds))
+    counts = windowed.groupBy("window_start_ns", "source", "direction", "api_name").agg(
+        F.count(F.lit(1)).alias("requests")
+    )
+    return counts.select(
+        timestamp_of("window_start_ns").alias("window_start"),
+        "window_start_ns",
+        "source",
+        "direction",
+        "api_name",
+        "requests",
+        (F.col("requests") / F.lit(float(window_seconds))).alias("requests_per_second"),
+    )
+
+
+def latency_percentiles(exchanges: DataFrame) -> DataFrame:
+    """Latency p50/p95/p99 (and mean, max) in ms per source, direction, API and version."""
+    answered = exchanges.filter(F.col("latency_ms").isNotNull())
+    quantiles = F.percentile_approx("latency_ms", [0.5, 0.95, 0.99], PERCENTILE_ACCURACY)
+    grouped = answered.groupBy("source", "direction", "api_name", "api_version").agg(
+        F.count(F.lit(1)).alias("exchanges"),
+        quantiles.alias("q"),
+        F.mean("latency_ms").alias("mean_ms"),
+        F.max("latency_ms").alias("max_ms"),
+    )
+    return grouped.select(
+        "source",
+        "direction",
+        "api_name",
+        "api_version",
+        "exchanges",
+        F.col("q")[0].alias("p50_ms"),
+        F.col("q")[1].alias("p95_ms"),
+        F.col("q")[2].alias("p99_ms"),
+        "mean_ms",
+        "max_ms",
+    )
+
+
+def error_counts(exchanges: DataFrame) -> DataFrame:
+    """Answered exchanges per source, direction, API, version and error code (NONE included)."""
+    answered = exchanges.filter(F.col("error_code").isNotNull())
+    return answered.groupBy("source", "direction", "api_name", "api_version", "error_code", "error_name").agg(
+        F.count(F.lit(1)).alias("exchanges")
+    )
+
+
+def with_newest_epoch(exchanges: DataFrame) -> DataFrame:
+    """Exchanges with `newest_broker_epoch` (newest epoch of the broker seen so far) and `stale_incarnation`."""
+    so_far = Window.partitionBy("broker_id").orderBy("request_time_ns").rowsBetween(Window.unboundedPreceding, 0)
+    newest = F.when(F.col("broker_id").isNotNull(), F.max("broker_epoch").over(so_far))
+    marked = exchanges.withColumn("newest_broker_epoch", newest)
+    return marked.withColumn(
+        "stale_incarnation", F.coalesce(F.col("broker_epoch") < F.col("newest_broker_epoch"), F.lit(False))
+    )
+
+
+def broker_epochs(exchanges: DataFrame) -> DataFrame:
+    """Per broker: the broker epochs seen, whether it bounced, and its stale traffic."""
+    known = with_newest_epoch(exchanges.filter(F.col("broker_id").isNotNull()))
+    is_stale_error = F.col("error_code").isin(*(int(code) for code in STALE_ERRORS))
+    return known.groupBy("broker_id").agg(
+        F.array_sort(F.collect_set("broker_epoch")).alias("epochs"),
+        F.size(F.collect_set("broker_epoch")).alias("incarnations"),
+        (F.size(F.collect_set("broker_epoch")) > 1).alias("bounced"),
+        F.min("time").alias("first_seen"),
+        F.max("time").alias("last_seen"),
+        F.count(F.lit(1)).alias("exchanges"),
+        F.sum(is_stale_error.cast("long")).alias("stale_rejections"),
+        F.sum(F.col("stale_incarnation").cast("long")).alias("stale_incarnation_requests"),
+        F.sum((F.col("stale_incarnation") & (F.col("error_code") == 0)).cast("long")).alias(
+            "stale_incarnation_accepted"
+        ),
+    )
+
+
+def stale_rejections(exchanges: DataFrame, partition_rows: DataFrame) -> DataFrame:
+    """Every exchange rejected for a stale epoch, with its broker's state and the partitions refused."""
+    stale_codes = [int(code) for code in STALE_ERRORS]
+    marked = with_newest_epoch(exchanges)
+    bounced = broker_epochs(exchanges).filter("bounced").select("broker_id", F.lit(True).alias("bounced_broker"))
+    rejected = marked.filter(F.col("error_code").isin(*stale_codes))
+    exchange_key = ["source", "connection_id", "request_time_ns", "correlation_id"]
+    refused = (
+        partition_rows.filter(F.col("error_code").isin(*stale_codes))
+        .groupBy(*exchange_key)
+        .agg(F.count(F.lit(1)).alias("partitions_rejected"))
+    )
+    rows = rejected.join(refused, exchange_key, "left").join(F.broadcast(bounced), "broker_id", "left")
+    return rows.select(
+        "time",
+        "request_time_ns",
+        "source",
+        "direction",
+        "api_name",
+        "api_version",
+        "correlation_id",
+        "broker_id",
+        "broker_epoch",
+        "newest_broker_epoch",
+        "error_code",
+        "error_name",
+        F.coalesce("partitions_rejected", F.lit(0)).alias("partitions_rejected"),
+        F.coalesce("bounced_broker", F.lit(False)).alias("bounced_broker"),
+        "stale_incarnation",
+    )
+
+
+def stale_rejections_per_window(rejections: DataFrame, window_seconds: float) -> DataFrame:
+    """Stale-epoch rejections per window, broker and error."""
+    windowed = rejections.withColumn("window_start_ns", window_start_ns(window_seconds))
+    counts = windowed.groupBy("window_start_ns", "broker_id", "error_name").agg(F.count(F.lit(1)).alias("rejections"))
+    return counts.select(timestamp_of("window_start_ns").alias("window_start"), "broker_id", "error_name", "rejections")
+
+
+def isr_changes(partition_rows: DataFrame) -> DataFrame:
+    """Each change of a partition's granted ISR: shrink, expand, or reassign (same size, other members)."""
+    states = (
+        partition_rows.filter(F.col("isr_after").isNotNull() & F.col("partition_epoch_granted").isNotNull())
+        .groupBy("topic", "partition", "partition_epoch_granted", "isr_after")
+        .agg(F.min("request_time_ns").alias("request_time_ns"))
+    )
+    order = Window.partitionBy("topic", "partition").orderBy("request_time_ns", "partition_epoch_granted")
+    states = states.withColumn("isr_before", F.lag("isr_after").over(order))
+    changed = states.filter(F.col("isr_before").isNotNull() & (F.array_sort("isr_before") != F.array_sort("isr_after")))
+    before, after = F.size("isr_before"), F.size("isr_after")
+    change = F.when(after < before, "shrink").when(after > before, "expand").otherwise("reassign")
+    return changed.select(
+        timestamp_of("request_time_ns").alias("time"),
+        "request_time_ns",
+        "topic",
+        "partition",
+        F.col("partition_epoch_granted").alias("partition_epoch"),
+        "isr_before",
+        "isr_after",
+        change.alias("change"),
+    )
+
+
+def unstable_partitions(changes: DataFrame) -> DataFrame:
+    """Per partition: its ISR changes by kind, the most unstable first."""
+    counted = changes.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("changes"),
+        F.sum((F.col("change") == "shrink").cast("long")).alias("shrinks"),
+        F.sum((F.col("change") == "expand").cast("long")).alias("expansions"),
+        F.sum((F.col("change") == "reassign").cast("long")).alias("reassignments"),
+        F.min("time").alias("first_change"),
+        F.max("time").alias("last_change"),
+    )
+    return counted.orderBy(F.col("changes").desc(), "topic", "partition")
+
+
+def controlled_shutdowns(exchanges: DataFrame) -> DataFrame:
+    """Per source, broker and broker epoch: when its controlled shutdown started, ended, and how long it took."""
+    steps = exchanges.filter(F.col("shutdown_state").isin("requested", "complete") & F.col("broker_id").isNotNull())
+    done_at = F.when(F.col("shutdown_state") == "complete", F.coalesce("response_time_ns", "request_time_ns"))
+    spans = steps.groupBy("source", "broker_id", "broker_epoch").agg(
+        F.min("request_time_ns").alias("started_ns"),
+        F.min(done_at).alias("completed_ns"),
+        F.count(F.lit(1)).alias("requests"),
+        F.array_sort(F.collect_set("api_name")).alias("apis"),
+    )
+    return spans.select(
+        "source",
+        "broker_id",
+        "broker_epoch",
+        timestamp_of("started_ns").alias("started"),
+        timestamp_of("completed_ns").alias("completed"),
+        ((F.col("completed_ns") - F.col("started_ns")) / 1e9).alias("duration_s"),
+        "requests",
+        "apis",
+    )
+
+
+def replica_state_events(partition_rows: DataFrame) -> DataFrame:
+    """AlterReplicaState partitions: a replica reported OFFLINE or ONLINE, and whether it was accepted."""
+    events = partition_rows.filter(F.col("api_name") == "AlterReplicaState")
+    return events.select(
+        "time",
+        "source",
+        "broker_id",
+        "broker_epoch",
+        "topic",
+        "partition",
+        "replica_state",
+        "error_name",
+        (F.col("error_code") == 0).alias("accepted"),
+    )

@@ -1,0 +1,176 @@
+"""The report's charts, drawn with matplotlib from plain Python values, as PNG bytes.
+
+Purpose: one function per chart of the report; each takes the few values it plots (already
+collected from Spark by report.py) and returns a PNG. No pyplot: each chart is its own `Figure`
+on an Agg canvas, so nothing global is touched and nothing needs a display.
+
+Rules:
+- A chart with nothing to plot is still a PNG: it says, in words, that the capture holds none of
+  it (a report must never lose a section silently).
+- Long category lists are cut to the largest `MAX_SERIES`/`MAX_BARS`, and the title says so.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+MAX_SERIES = 10
+MAX_BARS = 15
+SIZE = (9.0, 4.2)
+DPI = 100
+
+
+def _png(figure: Figure) -> bytes:
+    FigureCanvasAgg(figure)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def _empty(title: str, message: str) -> bytes:
+    figure = Figure(figsize=(SIZE[0], 1.6))
+    axes = figure.add_subplot()
+    axes.set_axis_off()
+    axes.set_title(title)
+    axes.text(0.5, 0.4, message, ha="center", va="center", fontsize=12, color="#555555")
+    return _png(figure)
+
+
+def request_rate_chart(series: dict[str, list[tuple[float, float]]], start_label: str) -> bytes:
+    """Requests/s over time, one line per series (API, and source when several captured)."""
+    title = "Request rate by API"
+    if not series:
+        return _empty(title, "no exchanges in this capture")
+    ranked = sorted(series, key=lambda name: -sum(rate for _, rate in series[name]))
+    if len(ranked) > MAX_SERIES:
+        title += f" (the {MAX_SERIES} busiest of {len(ranked)})"
+    figure = Figure(figsize=SIZE)
+    axes = figure.add_subplot()
+    for name in ranked[:MAX_SERIES]:
+        points = sorted(series[name])
+        axes.plot([x for x, _ in points], [y for _, y in points], marker="." if len(points) < 50 else None, label=name)
+    axes.set_title(title)
+    axes.set_xlabel(f"seconds since {start_label}")
+    axes.set_ylabel("requests/s")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(figure)
+
+
+def latency_chart(rows: Sequence[tuple[str, float, float, float]]) -> bytes:
+    """p50/p95/p99 latency per API and version (label, p50, p95, p99), log scale."""
+    title = "Latency percentiles (ms, log scale)"
+    if not rows:
+        return _empty(title, "no answered exchanges in this capture")
+    rows = sorted(rows, key=lambda row: -row[3])[:MAX_BARS]
+    figure = Figure(figsize=(SIZE[0], max(2.5, 0.45 * len(rows) + 1.2)))
+    axes = figure.add_subplot()
+    height = 0.27
+    for offset, (index, name) in zip((-height, 0.0, height), enumerate(("p50", "p95", "p99")), strict=True):
+        values = [max(row[index + 1], 1e-3) for row in rows]
+        axes.barh([i + offset for i in range(len(rows))], values, height=height, label=name)
+    axes.set_yticks(range(len(rows)), [row[0] for row in rows], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    axes.set_xlabel("ms")
+    axes.set_title(title)
+    axes.grid(axis="x", alpha=0.3)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
+def error_heatmap(counts: dict[tuple[str, str], int]) -> bytes:
+    """Exchanges per (API, error name), errors other than NONE, as a heat map with counts."""
+    title = "Errors by API and code (exchanges, NONE left out)"
+    if not counts:
+        return _empty(title, "no error answers in this capture")
+    apis = sorted({api for api, _ in counts})
+    errors = sorted(
+        {error for _, error in counts}, key=lambda error: -sum(n for (_, e), n in counts.items() if e == error)
+    )
+    grid = [[counts.get((api, error), 0) or math.nan for error in errors] for api in apis]
+    figure = Figure(figsize=(max(6.0, 1.1 * len(errors) + 3), max(2.5, 0.5 * len(apis) + 1.8)))
+    axes = figure.add_subplot()
+    image = axes.imshow(grid, cmap="Reds", norm=LogNorm(vmin=0.5, vmax=max(counts.values()) + 1), aspect="auto")
+    axes.set_xticks(range(len(errors)), errors, rotation=30, ha="right", fontsize=8)
+    axes.set_yticks(range(len(apis)), apis, fontsize=8)
+    for row, api in enumerate(apis):
+        for column, error in enumerate(errors):
+            if counts.get((api, error)):
+                axes.text(column, row, f"{counts[(api, error)]:,}", ha="center", va="center", fontsize=8)
+    figure.colorbar(image, ax=axes, label="exchanges")
+    axes.set_title(title)
+    return _png(figure)
+
+
+def stale_timeline(points: Sequence[tuple[float, int, str]], start_label: str, bounced: set[int]) -> bytes:
+    """Stale-epoch rejections (seconds, broker id, error name) on a timeline, one row per broker."""
+    title = "Stale-epoch rejections per broker (* = bounced)"
+    if not points:
+        return _empty(title, "no stale-epoch rejections in this capture")
+    brokers = sorted({broker for _, broker, _ in points})
+    row_of = {broker: index for index, broker in enumerate(brokers)}
+    figure = Figure(figsize=(SIZE[0], max(2.5, 0.4 * len(brokers) + 1.6)))
+    axes = figure.add_subplot()
+    for error in sorted({error for _, _, error in points}):
+        chosen = [(x, row_of[broker]) for x, broker, name in points if name == error]
+        axes.scatter([x for x, _ in chosen], [y for _, y in chosen], s=14, alpha=0.7, label=error)
+    labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in brokers]
+    axes.set_yticks(range(len(brokers)), labels, fontsize=8)
+    axes.set_xlabel(f"seconds since {start_label}")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(figure)
+
+
+def isr_churn_chart(rows: Sequence[tuple[str, int, int, int]]) -> bytes:
+    """ISR shrinks, expansions and reassignments of the most unstable partitions (label, s, e, r)."""
+    title = f"ISR churn: the {MAX_BARS} most unstable partitions"
+    if not rows:
+        return _empty("ISR churn", "no ISR changes in this capture")
+    rows = list(rows)[:MAX_BARS]
+    figure = Figure(figsize=(SIZE[0], max(2.5, 0.35 * len(rows) + 1.4)))
+    axes = figure.add_subplot()
+    left = [0] * len(rows)
+    kinds = (("shrinks", "#d62728"), ("expansions", "#2ca02c"), ("reassignments", "#7f7f7f"))
+    for index, (name, color) in enumerate(kinds):
+        values: list[int] = [row[1:][index] for row in rows]
+        axes.barh(range(len(rows)), values, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    axes.set_yticks(range(len(rows)), [row[0] for row in rows], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("ISR changes")
+    axes.set_title(title)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
+def shutdown_chart(rows: Sequence[tuple[str, float | None]]) -> bytes:
+    """Controlled-shutdown durations (label, seconds or None while unfinished)."""
+    title = "Controlled-shutdown durations (s)"
+    if not rows:
+        return _empty(title, "no controlled shutdowns in this capture")
+    rows = list(rows)[:MAX_BARS]
+    longest = max((duration for _, duration in rows if duration is not None), default=1.0) or 1.0
+    figure = Figure(figsize=(SIZE[0], max(2.5, 0.35 * len(rows) + 1.4)))
+    axes = figure.add_subplot()
+    for index, (_, duration) in enumerate(rows):
+        if duration is None:
+            axes.barh(index, longest, color="#cccccc", hatch="//")
+            axes.text(longest, index, " unfinished", va="center", fontsize=8)
+        else:
+            axes.barh(index, duration, color="#1f77b4")
+            axes.text(duration, index, f" {duration:.3f} s", va="center", fontsize=8)
+    axes.set_yticks(range(len(rows)), [label for label, _ in rows], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("seconds from the first request to 'nothing remains'")
+    axes.set_title(title)
+    return _png(figure)

@@ -1,0 +1,157 @@
+"""fencer-analyze: the command line of the analytics job (`python -m analytics`, `spark-submit`).
+
+Purpose: parse the arguments, refuse what cannot work with one clear line (exit 2), make or
+join the Spark session, run the pipeline, print the summary and the report's path.
+
+Rules:
+- The master is never hard-coded: `--master` if given; else, under `spark-submit`, whatever
+  spark-submit configured (the same job runs on a cluster unchanged); else, run directly,
+  `local[*]`. Run directly, the Python workers use this interpreter (PYSPARK_PYTHON, unless set)
+  and this checkout's packages (PYTHONPATH); under spark-submit, `--py-files` ships them.
+- Exit 2, one line on stderr: bad arguments, no Java (run directly), a capture dir that is
+  missing, unreadable or holds no parts, an output path that is a file. Exit 1: the job failed
+  (Spark's error follows). Exit 0: the output is in place; the last stdout line is
+  `report: <path>`.
+- A session this job created is stopped at the end; one that existed (a test's, a notebook's)
+  is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from .output import OutputError, check_output
+from .pipeline import run
+from .read import CaptureError, check_capture_dirs
+
+LOCAL_MASTER = "local[*]"
+
+
+class UsageError(Exception):
+    """A command line the job refuses; the message is the one line the user sees."""
+
+
+def parser() -> argparse.ArgumentParser:
+    parse = argparse.ArgumentParser(
+        prog="fencer-analyze", description="Decode and aggregate fencer capture directories with Spark."
+    )
+    parse.add_argument("captures", nargs="+", metavar="CAPTURE_DIR", help="capture directories (daemon's or fleet's)")
+    parse.add_argument("--out", required=True, type=Path, help="output directory (replaced when the job succeeds)")
+    parse.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parse.add_argument("--from", dest="time_from", type=instant, help="first request time (ISO 8601, UTC if no zone)")
+    parse.add_argument("--to", dest="time_to", type=instant, help="end of the time range, exclusive")
+    parse.add_argument("--window-seconds", type=positive_seconds, default=1.0, help="rate window (default 1)")
+    return parse
+
+
+def instant(text: str) -> int:
+    """An ISO 8601 time (UTC unless it names a zone), or seconds since the epoch, as ns."""
+    try:
+        return round(float(text) * 1e9)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch seconds: {text!r}") from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return round(moment.timestamp() * 1e9)
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"must be > 0 and <= 86400: {text!r}")
+    return value
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit launched this process (it hands the driver its JVM's gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def java_found() -> bool:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return True
+    return shutil.which("java") is not None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job; the process's exit status."""
+    args = parser().parse_args(argv)
+    try:
+        captures = check_capture_dirs(args.captures)
+        out = check_output(args.out)
+        if args.time_from is not None and args.time_to is not None and args.time_from >= args.time_to:
+            raise UsageError("--from must be before --to")
+        if not under_spark_submit() and not java_found():
+            raise UsageError("Java not found: install Java 17 and put `java` on PATH or set JAVA_HOME")
+    except (CaptureError, OutputError, UsageError) as error:
+        print(f"fencer-analyze: {error}", file=sys.stderr)
+        return 2
+    already_running = SparkSession.getActiveSession() is not None
+    try:
+        spark = session(args.master)
+    except Exception as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        print(f"fencer-analyze: Spark could not start: {first_line}", file=sys.stderr)
+        return 2
+    try:
+        result = run(
+            spark,
+            captures,
+            out,
+            window_seconds=args.window_seconds,
+            time_from_ns=args.time_from,
+            time_to_ns=args.time_to,
+        )
+    finally:
+        if not already_running:
+            spark.stop()
+    print("\n".join(result.summary))
+    print(f"tables: {result.out}")
+    print(f"report: {result.report}")
+    return 0
+
+
+def session(master: str | None) -> SparkSession:
+    """The session to run on: `master` if given, spark-submit's, or local[*] when run directly."""
+    builder = SparkSession.builder.appName("fencer-analyze")
+    if master:
+        builder = builder.master(master)
+    elif not under_spark_submit():
+        builder = builder.master(LOCAL_MASTER)
+    if not under_spark_submit():
+        workers_import_this_code()
+        builder = builder.config("spark.ui.showConsoleProgress", "true")
+    return builder.getOrCreate()
+
+
+def workers_import_this_code() -> None:
+    """Make local Python workers run this interpreter and import this copy of `analytics` and `protocol`.
+
+    Run directly, Spark starts its Python workers with the driver's environment; without this
+    they would use whatever `python3` is on PATH and whatever `analytics` it finds first."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = str(Path(__file__).resolve().parent.parent)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, paths)])
+
+
+def console() -> None:
+    """The `fencer-analyze` console script."""
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""The report: the few numbers a person wants, collected from the tables, as HTML and as text.
+
+Purpose: `collect(tables)` brings the small aggregates to the driver (never a whole table);
+`html(report)` renders one self-contained page (charts embedded as PNG data URIs, no scripts, no
+links to fetch) that opens from disk; `summary(report)` is the console's version.
+
+Rules:
+- Everything here reads the aggregates, which are small by construction (windows x APIs, the
+  most unstable partitions, brokers); rows of a large table are only ever counted.
+- Chart ids (`CHARTS`) are fixed: tests and readers find each chart by its id.
+- Times are shown in UTC, and charts count seconds from the capture's first request.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html as markup
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from . import charts
+
+#: (chart id, caption), in the page's order; the first is the README's picture.
+CHARTS = [
+    ("request-rate", "Request rate over time by API"),
+    ("latency", "Latency percentiles per API and version"),
+    ("errors", "Error codes by API"),
+    ("stale-rejections", "Stale-epoch rejections per broker over time"),
+    ("isr-churn", "ISR churn: the most unstable partitions"),
+    ("shutdowns", "Controlled-shutdown durations"),
+]
+
+
+@dataclass
+class Report:
+    """What the page and the summary show."""
+
+    captures: list[str]
+    window_seconds: float
+    exchanges: int = 0
+    first_ns: int | None = None
+    last_ns: int | None = None
+    by_source: dict[str, int] = field(default_factory=dict)
+    decode_errors: int = 0
+    decode_reasons: list[tuple[str, int]] = field(default_factory=list)
+    rates: list[Row] = field(default_factory=list)
+    latencies: list[Row] = field(default_factory=list)
+    errors: list[Row] = field(default_factory=list)
+    stale: list[Row] = field(default_factory=list)
+    stale_total: int = 0
+    brokers: list[Row] = field(default_factory=list)
+    unstable: list[Row] = field(default_factory=list)
+    isr_changes: dict[str, int] = field(default_factory=dict)
+    shutdowns: list[Row] = field(default_factory=list)
+    replica_events: list[Row] = field(default_factory=list)
+    pairs: list[Row] = field(default_factory=list)
+    charts: dict[str, bytes] = field(default_factory=dict)
+
+
+STALE_POINTS = 20_000  # rejections drawn on the timeline at most (the table has them all)
+
+
+def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: float) -> Report:
+    """The report's numbers, from the job's tables (as written, so nothing is recomputed)."""
+    report = Report(captures, window_seconds)
+    exchanges = tables["exchanges"]
+    span = exchanges.agg(F.count(F.lit(1)), F.min("request_time_ns"), F.max("request_time_ns")).first()
+    assert span is not None
+    report.exchanges, report.first_ns, report.last_ns = span[0], span[1], span[2]
+    report.by_source = {row["source"]: row["count"] for row in exchanges.groupBy("source").count().collect()}
+    errors = tables["decode_errors"]
+    report.decode_errors = errors.count()
+    reasons = errors.groupBy("reason").count().orderBy(F.col("count").desc()).limit(10).collect()
+    report.decode_reasons = [(row["reason"], row["count"]) for row in reasons]
+    report.rates = tables["request_rates"].collect()
+    report.latencies = tables["latency_percentiles"].collect()
+    report.errors = tables["error_counts"].collect()
+    stale = tables["stale_rejections"]
+    report.stale_total = stale.count()
+    report.stale = stale.select("request_time_ns", "broker_id", "error_name").limit(STALE_POINTS).collect()
+    report.brokers = tables["broker_epochs"].orderBy("broker_id").collect()
+    report.unstable = (
+        tables["unstable_partitions"].orderBy(F.col("changes").desc(), "topic", "partition").limit(15).collect()
+    )
+    report.isr_changes = {
+        row["change"]: row["count"] for row in tables["isr_changes"].groupBy("change").count().collect()
+    }
+    report.shutdowns = tables["controlled_shutdowns"].orderBy("started").limit(200).collect()
+    report.replica_events = (
+        tables["replica_state_events"].groupBy("replica_state", "accepted").count().orderBy("replica_state").collect()
+    )
+    report.pairs = (
+        tables["paired_exchanges"]
+        .groupBy("api_name")
+        .agg(F.count(F.lit(1)).alias("pairs"), F.percentile_approx("between_ms", [0.5, 0.99], 10_000).alias("q"))
+        .orderBy("api_name")
+        .collect()
+    )
+    report.charts = draw(report)
+    return report
+
+
+def _utc(nanoseconds: int | None) -> str:
+    if nanoseconds is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(nanoseconds / 1e9, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def draw(report: Report) -> dict[str, bytes]:
+    """Every chart of `CHARTS`, as PNG bytes."""
+    start = report.first_ns or 0
+    several_sources = len(report.by_source) > 1
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in report.rates:
+        name = row["api_name"] + (f" ({row['source']}, {row['direction']})" if several_sources else "")
+        series.setdefault(name, []).append(((row["window_start_ns"] - start) / 1e9, row["requests_per_second"]))
+    latencies = [
+        (f"{row['api_name']} v{row['api_version']}" + (f" ({row['source']})" if several_sources else ""),
+         row["p50_ms"], row["p95_ms"], row["p99_ms"])
+        for row in report.latencies
+    ]  # fmt: skip
+    error_cells: dict[tuple[str, str], int] = {}
+    for row in report.errors:
+        if row["error_code"] != 0:
+            key = (row["api_name"], row["error_name"])
+            error_cells[key] = error_cells.get(key, 0) + row["exchanges"]
+    bounced = {row["broker_id"] for row in report.brokers if row["bounced"]}
+    points = [((row["request_time_ns"] - start) / 1e9, row["broker_id"], row["error_name"]) for row in report.stale]
+    points = [point for point in points if point[1] is not None]
+    churn = [
+        (f"{row['topic']}-{row['partition']}", row["shrinks"], row["expansions"], row["reassignments"])
+        for row in report.unstable
+    ]
+    shutdowns = [
+        (f"broker {row['broker_id']} epoch {row['broker_epoch']} ({row['source']})", row["duration_s"])
+        for row in report.shutdowns
+    ]
+    start_label = _utc(report.first_ns)
+    return {
+        "request-rate": charts.request_rate_chart(series, start_label),
+        "latency": charts.latency_chart(latencies),
+        "errors": charts.error_heatmap(error_cells),
+        "stale-rejections": charts.stale_timeline(points, start_label, bounced),
+        "isr-churn": charts.isr_churn_chart(churn),
+        "shutdowns": charts.shutdown_chart(shutdowns),
+    }
+
+
+def summary(report: Report) -> list[str]:
+    """The console summary, one finding per line."""
+    sources = ", ".join(f"{source} {count:,}" for source, count in sorted(report.by_source.items()))
+    lines = [
+        f"exchanges: {report.exchanges:,} ({sources or 'none'}), {_utc(report.first_ns)} .. {_utc(report.last_ns)}",
+        f"decode errors: {report.decode_errors:,}"
+        + "".join(f"; {count:,} x {reason[:80]}" for reason, count in report.decode_reasons[:3]),
+    ]
+    busiest = sorted(report.latencies, key=lambda row: -row["exchanges"])[:6]
+    lines.append(
+        "busiest: "
+        + (
+            ", ".join(
+                f"{r['api_name']} v{r['api_version']} {r['exchanges']:,} (p99 {r['p99_ms']:.2f} ms)" for r in busiest
+            )
+            or "-"
+        )
+    )
+    errors: dict[str, int] = {}
+    for row in report.errors:
+        if row["error_code"] != 0:
+            errors[row["error_name"]] = errors.get(row["error_name"], 0) + row["exchanges"]
+    lines.append(
+        "errors: " + (", ".join(f"{name} {n:,}" for name, n in sorted(errors.items(), key=lambda i: -i[1])) or "none")
+    )
+    bounced = [row for row in report.brokers if row["bounced"]]
+    stale_sent = sum(row["stale_incarnation_requests"] or 0 for row in report.brokers)
+    stale_accepted = sum(row["stale_incarnation_accepted"] or 0 for row in report.brokers)
+    lines.append(
+        f"stale-epoch rejections: {report.stale_total:,}; bounced brokers: "
+        + (", ".join(f"{row['broker_id']} (epochs {', '.join(map(str, row['epochs']))})" for row in bounced) or "none")
+        + f"; requests from stale incarnations: {stale_sent:,} ({stale_accepted:,} accepted)"
+    )
+    changes = ", ".join(f"{count:,} {kind}" for kind, count in sorted(report.isr_changes.items())) or "none"
+    top = report.unstable[0] if report.unstable else None
+    lines.append(
+        f"ISR changes: {changes}"
+        + (f"; most unstable: {top['topic']}-{top['partition']} ({top['changes']})" if top else "")
+    )
+    done = [row for row in report.shutdowns if row["duration_s"] is not None]
+    lines.append(
+        f"controlled shutdowns: {len(report.shutdowns)} ({len(done)} complete"
+        + (f", longest {max(row['duration_s'] for row in done):.3f} s" if done else "")
+        + ")"
+    )
+    events = ", ".join(
+        f"{row['replica_state']} {row['count']:,}{'' if row['accepted'] else ' refused'}"
+        for row in report.replica_events
+    )
+    lines.append(f"replica state events: {events or 'none'}")
+    pairs = sum(row["pairs"] for row in report.pairs)
+    lines.append(f"exchanges seen by both sides: {pairs:,}")
+    return lines
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{markup.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{markup.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return "-" if value is None else str(value)
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+figure{margin:1em 0}img{max-width:100%}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}th{background:#f4f4f4}
+ul.summary li{margin:.2em 0}"""
+
+
+def html(report: Report) -> str:
+    """The report as one self-contained HTML page."""
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>fencer traffic report</title>",
+        f"<style>{STYLE}</style></head><body><h1>fencer traffic report</h1>",
+        f"<p>Captures: {markup.escape(', '.join(report.captures))}; windows of {report.window_seconds:g} s.</p>",
+        "<ul class='summary'>" + "".join(f"<li>{markup.escape(line)}</li>" for line in summary(report)) + "</ul>",
+    ]
+    for chart_id, caption in CHARTS:
+        encoded = base64.b64encode(report.charts[chart_id]).decode("ascii")
+        parts.append(
+            f"<h2>{markup.escape(caption)}</h2><figure id='chart-{chart_id}'>"
+            f"<img alt='{markup.escape(caption)}' src='data:image/png;base64,{encoded}'></figure>"
+        )
+    parts.append(_details(report))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _details(report: Report) -> str:
+    brokers = [
+        [r["broker_id"], r["epochs"], "yes" if r["bounced"] else "no", r["exchanges"], r["stale_rejections"],
+         r["stale_incarnation_requests"], r["stale_incarnation_accepted"]]
+        for r in report.brokers
+    ]  # fmt: skip
+    shutdowns = [
+        [r["source"], r["broker_id"], r["broker_epoch"], r["started"], r["completed"], r["duration_s"], r["requests"]]
+        for r in report.shutdowns
+    ]
+    pairs = [[r["api_name"], r["pairs"], r["q"][0], r["q"][1]] for r in report.pairs]
+    return "".join(
+        [
+            "<h2>Brokers</h2>",
+            _table(
+                [
+                    "broker",
+                    "epochs",
+                    "bounced",
+                    "exchanges",
+                    "stale rejections",
+                    "stale-incarnation requests",
+                    "of them accepted",
+                ],
+                brokers,
+            ),
+            "<h2>Controlled shutdowns</h2>",
+            _table(["source", "broker", "epoch", "started", "completed", "seconds", "requests"], shutdowns),
+            "<h2>Between broker and controller (exchanges both sides captured)</h2>",
+            _table(["API", "pairs", "p50 ms outside the receiver", "p99 ms"], pairs),
+            "<h2>Decode errors</h2>",
+            f"<p>{report.decode_errors:,} frames did not decode (table decode_errors).</p>",
+            _table(["reason", "frames"], [[reason, count] for reason, count in report.decode_reasons]),
+        ]
+    )
