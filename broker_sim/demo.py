@@ -10,7 +10,8 @@ Steps (each announced by one line):
 3. Stop the controller with SIGTERM and wait for it (it drains and exits 0).
 4. The invariant check on the stopped controller's log with the run's journal
    (`python -m broker_sim check data --journal journal.jsonl --report check.json`).
-5. (The analytics step goes here: see `run_analytics`.)
+5. The analytics job over both captures (`python -m analytics ... --out analysis`): tables and
+   `analysis/report.html`.
 6. The summary and the paths.
 
 Rules: the controller is stopped before the script exits, whatever happens (a Ctrl-C reaches the
@@ -70,6 +71,14 @@ class DemoPaths:
     @property
     def check_report(self) -> Path:
         return self.output / "check.json"
+
+    @property
+    def analysis(self) -> Path:
+        return self.output / "analysis"
+
+    @property
+    def analysis_report(self) -> Path:
+        return self.analysis / "report.html"
 
 
 def free_port() -> int:
@@ -134,10 +143,15 @@ def run_check(paths: DemoPaths) -> int:
 
 
 def run_analytics(paths: DemoPaths) -> int:
-    """ANALYTICS HOOK (issue 10): the lead adds the analytics job over both captures here, with
-    its report under `paths.output`; until then the demo has no analytics step."""
-    del paths
-    return 0
+    """The analytics job (`python -m analytics`, Spark local) over both captures; its tables and
+    `report.html` go to `paths.analysis`. A separate process: broker_sim never imports analytics."""
+    captures = [str(path) for path in (paths.controller_capture, paths.fleet_capture) if path.exists()]
+    if not captures:
+        print("demo: no capture to analyse", flush=True)
+        return 1
+    print(f"demo: the analytics job over {' and '.join(captures)}", flush=True)
+    command = [sys.executable, "-m", "analytics", *captures, "--out", str(paths.analysis)]
+    return subprocess.run(command, check=False).returncode
 
 
 def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metrics_port: int) -> str:
@@ -164,6 +178,8 @@ def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metri
         ("fleet report (JSON)", paths.report),
         ("fleet journal", paths.journal),
         ("check report (JSON)", paths.check_report),
+        ("analytics tables (Parquet)", paths.analysis),
+        ("analytics report (open it)", paths.analysis_report),
     ):
         lines.append(f"    {label + ':':<32} {path}{'' if path.exists() else '  (not written)'}")
     lines.append(f"    {'metrics (while it ran):':<32} http://127.0.0.1:{metrics_port}/metrics")
