@@ -103,7 +103,7 @@ def test_an_unreachable_controller_exits_2_with_one_line(tmp_path: Path) -> None
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1
     assert run.stderr.startswith(f"{PROG}: error: ") and f"127.0.0.1:{port}" in run.stderr
-    assert "unreachable" in run.stderr
+    assert "cannot reach the controller" in run.stderr
     outcome = json.loads(report.read_text())["outcome"]
     assert outcome["exit_status"] == 2 and f"127.0.0.1:{port}" in outcome["unreachable"]
     assert outcome["finished"] is False
