@@ -5,12 +5,14 @@ Run: `.venv/bin/python benchmarks/fleet.py [--brokers 1000] [--topics 100] [--pa
 
 One run starts the real daemon (fsync on, default session timeout 9 s) and runs `run_fleet` in this
 process (heartbeats every 2 s), then prints: requests/s by API; the controller's latency seen by the
-brokers (p50/p99 per API); heartbeat lateness (sent minus due: p50, p99 and the maximum of all);
-the brokers' unintended fencing seen in the journal; violations (the invariant checker, when
-`broker_sim.check` is there); CPU seconds of the fleet and of the controller. A heartbeat is on
-time when it leaves less than one heartbeat interval after it was due (its gap then stays under two
-intervals, far below the session timeout). `--sizes` repeats the run for each fleet size (same
-topics) and reports the largest whose heartbeats were all on time.
+brokers (p50/p99 per API); heartbeat lateness (sent minus due: p50, p99, the maximum of all, and how
+many were later than a whole interval); the brokers' unintended fencing seen in the journal;
+violations (the invariant checker, when `broker_sim.check` is there); CPU seconds of the fleet and
+of the controller. A heartbeat is on time when it leaves at most half a session timeout after it was
+due: the gap since the previous one then stays under interval + session/2 (6.5 s with the defaults),
+below the session timeout with room for the controller's own delay. `--sizes` repeats the run for
+each fleet size (same topics) and reports the largest whose heartbeats were all on time and none of
+whose brokers was fenced by its own late heartbeat.
 """
 
 from __future__ import annotations
@@ -35,16 +37,20 @@ from broker_sim.stats import FleetStats, percentile
 from tests.e2e.daemon_process import DaemonProcess
 
 HEARTBEAT_MS = 2000
+SESSION_TIMEOUT_MS = 9000
+ON_TIME_MS = SESSION_TIMEOUT_MS / 2
 
 
 class MeasuredStats(FleetStats):
     """The fleet's stats plus the exact worst heartbeat lateness (the reservoir only samples)."""
 
     worst_lateness_ms: float = 0.0
+    later_than_an_interval: int = 0
 
     def heartbeat(self, lateness_ms: float) -> None:
         super().heartbeat(lateness_ms)
         self.worst_lateness_ms = max(self.worst_lateness_ms, lateness_ms)
+        self.later_than_an_interval += lateness_ms > HEARTBEAT_MS
 
 
 @dataclass
@@ -59,7 +65,7 @@ class Result:
 
     @property
     def on_time(self) -> bool:
-        return self.stats.worst_lateness_ms < HEARTBEAT_MS and self.unintended_fenced == 0
+        return self.stats.worst_lateness_ms <= ON_TIME_MS and self.unintended_fenced == 0
 
 
 def process_cpu_s(pid: int) -> float:
@@ -90,6 +96,7 @@ def run_once(args: argparse.Namespace, brokers: int, root: Path) -> Result:
         seed=args.seed,
         scenario=args.scenario,
         heartbeat_ms=HEARTBEAT_MS,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         journal_path=root / "journal.jsonl",
     )
     cpu = time.process_time()
@@ -125,7 +132,8 @@ def report(result: Result) -> None:
     lateness = stats.heartbeat_lateness_ms
     print(
         f"heartbeats {stats.heartbeats}: lateness p50 {percentile(lateness, 0.5):.1f} ms, "
-        f"p99 {percentile(lateness, 0.99):.1f} ms, worst {stats.worst_lateness_ms:.1f} ms "
+        f"p99 {percentile(lateness, 0.99):.1f} ms, worst {stats.worst_lateness_ms:.1f} ms, "
+        f"{stats.later_than_an_interval} later than an interval "
         f"({'all on time' if result.on_time else 'NOT all on time'})"
     )
     print(f"brokers fenced by their own late heartbeat: {result.unintended_fenced}")

@@ -5,8 +5,8 @@ Rules:
   running then (restarting, paused) is skipped and not journalled. `FaultInjected` is journalled
   when a fault is applied.
 - A controlled shutdown starts only when every partition the broker leads has another eligible
-  ISR member (as the leader sees it) that has no fault of its own scheduled within the shutdown
-  bound, waiting up to `READY_WAIT_S` (chaos: skipped otherwise; rolling restart: it goes
+  ISR member (as the leader sees it) that has no fault of its own scheduled in the next two
+  heartbeat intervals, waiting up to `READY_WAIT_S` (chaos: skipped otherwise; rolling restart: it goes
   anyway), so that a shutdown is not stuck on a partition nobody can take over (the controller
   keeps such a leader in place). The broker restarts `duration_s` after the shutdown ends.
 - Rolling restart: one broker at a time in the schedule's order; the next goes once the previous
@@ -40,8 +40,9 @@ class FaultDriver:
                 self._busy.setdefault(fault.broker, []).append((fault.at_s, end))
 
     def _failing_soon(self, now: float) -> frozenset[int]:
-        """Brokers with a fault of their own between now and the end of a shutdown bound."""
-        horizon = now + self.ctx.timing.shutdown_bound_s
+        """Brokers with a fault of their own in the next two heartbeat intervals (by then the first
+        ControlledShutdown or WantShutDown heartbeat has moved the leaderships)."""
+        horizon = now + 2 * self.ctx.timing.heartbeat_s
         return frozenset(
             broker
             for broker, windows in self._busy.items()
