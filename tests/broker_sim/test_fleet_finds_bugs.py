@@ -1,0 +1,92 @@
+"""The fleet finds bugs (acceptance 2): a short `chaos` run with a fixed seed against the real daemon
+with one safety check off (tests/broker_sim/broken_daemon.py) exits 1 and names the violation.
+
+The run is the user's command (`python -m broker_sim run ... --data-dir`), so the verdict comes
+from both halves of the product: the fleet's stale replays and journal, and the invariant checker
+over the broken controller's log. Nothing in broker_sim knows these bugs. The bugs not listed
+here are shown on the wire by test_broken_daemon.py; how the fleet fares against them is in the
+README ("What the fleet catches").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.daemon_process import ROOT, DaemonProcess
+
+SESSION_TIMEOUT_MS = 3000
+
+# bug -> the rules of which at least one must be reported
+CAUGHT = {
+    "stale-partition-epoch": {"stale-replay-accepted"},
+    "no-leader-epoch-bump": {"observed-state", "split-leadership", "ack-answer", "leader-epoch"},
+    "fenced-keeps-leadership": {"fenced-leader", "leader-eligibility"},
+    "successor-outside-isr": {"leader-in-isr"},
+    "offline-stays-in-isr": {"offline-in-isr", "offline-leader"},
+    "forget-acknowledged": {"ack-lost"},
+}
+
+
+def run_chaos(tmp_path: Path, bug: str | None, seed: int = 1) -> tuple[int, dict[str, object]]:
+    data_dir = tmp_path / "data"
+    options = ("--session-timeout-ms", str(SESSION_TIMEOUT_MS))
+    if bug is None:
+        daemon = DaemonProcess(data_dir, *options)
+    else:
+        daemon = DaemonProcess(data_dir, "--bug", bug, *options, module="tests.broker_sim.broken_daemon")
+    daemon.start()
+    report = tmp_path / "report.json"
+    try:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "broker_sim",
+                "run",
+                f"--controller=127.0.0.1:{daemon.port}",
+                "--brokers=5",
+                "--topics=3",
+                "--partitions=4",
+                "--replication-factor=3",
+                "--duration=20",
+                f"--seed={seed}",
+                "--scenario=chaos",
+                "--heartbeat-ms=1000",
+                f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
+                f"--data-dir={data_dir}",
+                f"--report={report}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        daemon.stop()
+    assert report.exists(), run.stderr
+    return run.returncode, json.loads(report.read_text())
+
+
+def rules_reported(report: dict[str, object]) -> set[str]:
+    check = report["check"]
+    assert isinstance(check, dict)
+    return {violation["rule"] for violation in check["violations"]}
+
+
+@pytest.mark.slow
+def test_the_same_run_against_the_real_daemon_is_clean(tmp_path: Path) -> None:
+    status, report = run_chaos(tmp_path, None)
+    assert (status, rules_reported(report)) == (0, set())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", sorted(CAUGHT))
+def test_a_broken_controller_is_reported(tmp_path: Path, bug: str) -> None:
+    status, report = run_chaos(tmp_path, bug)
+    assert status == 1
+    assert rules_reported(report) & CAUGHT[bug], rules_reported(report)
