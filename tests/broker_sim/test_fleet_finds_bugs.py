@@ -20,6 +20,7 @@ import pytest
 from tests.e2e.daemon_process import ROOT, DaemonProcess
 
 SESSION_TIMEOUT_MS = 3000
+SEEDS = (1, 2)
 
 # bug -> the rules of which at least one must be reported
 CAUGHT = {
@@ -33,6 +34,7 @@ CAUGHT = {
 
 
 def run_chaos(tmp_path: Path, bug: str | None, seed: int = 1) -> tuple[int, dict[str, object]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     data_dir = tmp_path / "data"
     options = ("--session-timeout-ms", str(SESSION_TIMEOUT_MS))
     if bug is None:
@@ -87,6 +89,13 @@ def test_the_same_run_against_the_real_daemon_is_clean(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("bug", sorted(CAUGHT))
 def test_a_broken_controller_is_reported(tmp_path: Path, bug: str) -> None:
-    status, report = run_chaos(tmp_path, bug)
-    assert status == 1
-    assert rules_reported(report) & CAUGHT[bug], rules_reported(report)
+    """Caught within two short runs (seeds 1 and 2): a run's timing is real, so whether a given
+    20-second run happens to exercise a path (a replay landing while its epochs still match)
+    varies; a tester runs more seeds, longer."""
+    verdicts = []
+    for seed in SEEDS:
+        status, report = run_chaos(tmp_path / f"seed-{seed}", bug, seed)
+        verdicts.append((seed, status, rules_reported(report)))
+        if status == 1 and rules_reported(report) & CAUGHT[bug]:
+            return
+    pytest.fail(f"{bug} not reported: {verdicts}")
