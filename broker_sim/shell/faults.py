@@ -4,11 +4,12 @@ Rules:
 - Faults other than rolling restarts fire at their scheduled time; a fault whose broker is not
   running then (restarting, paused) is skipped and not journalled. `FaultInjected` is journalled
   when a fault is applied.
-- A controlled shutdown starts only when every partition the broker leads has another eligible
-  ISR member (as the leader sees it) that has no fault of its own scheduled in the next two
-  heartbeat intervals, waiting up to a session timeout (at least `READY_WAIT_S`; chaos: skipped otherwise; rolling restart: it goes
-  anyway), so that a shutdown is not stuck on a partition nobody can take over (the controller
-  keeps such a leader in place). The broker restarts `duration_s` after the shutdown ends.
+- A controlled shutdown starts only when every partition the broker leads has another ISR member
+  that could take over (eligible and caught up, as the leader sees it) and has no fault of its own
+  starting in the next two heartbeat intervals. It waits for that up to a session timeout (at
+  least `READY_WAIT_S`); then chaos skips the shutdown and a rolling restart goes anyway. So a
+  shutdown is rarely stuck on a partition nobody can take over (the controller keeps such a leader
+  in place). The broker restarts `duration_s` after the shutdown ends.
 - Rolling restart: one broker at a time in the schedule's order; the next goes once the previous
   one is back, unfenced and in the ISR of every partition it hosts (bounded by
   `shutdown_bound_s` + three session timeouts), and rounds repeat while time remains.
