@@ -167,12 +167,13 @@ class Leadership:
         )
 
     def successors_ready(self, followers: Followers, t: float, excluded: frozenset[int]) -> bool:
-        """Every led partition with other replicas has another eligible ISR member outside `excluded`."""
+        """Every led partition with other replicas has another ISR member outside `excluded` that could
+        take over: eligible and caught up (its replica online and fetching)."""
         for led in self.led.values():
             if len(led.replicas) > 1 and not any(
                 member != self.broker_id
                 and member not in excluded
-                and followers.state(member, led.topic, led.partition, t).eligible
+                and _can_take_over(followers.state(member, led.topic, led.partition, t))
                 for member in led.isr
             ):
                 return False
@@ -257,6 +258,11 @@ class Leadership:
         else:  # BACK_TO_COMMITTED and anything unexpected: keep the committed state, try later
             led.failures += 1
             led.retry_at = t + self.timing.backoff(led.failures)
+
+
+def _can_take_over(state: FollowerState) -> bool:
+    """Eligible, and its replica fetching (caught up: so neither offline nor stopped)."""
+    return state.eligible and state.caught_up
 
 
 def _led_from(view: PartitionView, t: float) -> Led:

@@ -4,11 +4,12 @@ Rules:
 - Faults other than rolling restarts fire at their scheduled time; a fault whose broker is not
   running then (restarting, paused) is skipped and not journalled. `FaultInjected` is journalled
   when a fault is applied.
-- A controlled shutdown starts only when every partition the broker leads has another eligible
-  ISR member (as the leader sees it) that has no fault of its own scheduled in the next two
-  heartbeat intervals, waiting up to `READY_WAIT_S` (chaos: skipped otherwise; rolling restart: it goes
-  anyway), so that a shutdown is not stuck on a partition nobody can take over (the controller
-  keeps such a leader in place). The broker restarts `duration_s` after the shutdown ends.
+- A controlled shutdown starts only when every partition the broker leads has another ISR member
+  that could take over (eligible and caught up, as the leader sees it) and has no fault of its own
+  starting in the next two heartbeat intervals. It waits for that up to a session timeout (at
+  least `READY_WAIT_S`); then chaos skips the shutdown and a rolling restart goes anyway. So a
+  shutdown is rarely stuck on a partition nobody can take over (the controller keeps such a leader
+  in place). The broker restarts `duration_s` after the shutdown ends.
 - Rolling restart: one broker at a time in the schedule's order; the next goes once the previous
   one is back, unfenced and in the ISR of every partition it hosts (bounded by
   `shutdown_bound_s` + three session timeouts), and rounds repeat while time remains.
@@ -33,20 +34,18 @@ class FaultDriver:
         self.ctx = ctx
         self.runners = runners
         self.faults = faults
-        self._busy: dict[int, list[tuple[float, float]]] = {}
+        self._starts: dict[int, list[float]] = {}
         for fault in faults:
             if ctx.scenario != "rolling-restart" and fault.kind != "drop-connection":
-                end = fault.at_s + fault.duration_s + ctx.timing.session_timeout_s
-                self._busy.setdefault(fault.broker, []).append((fault.at_s, end))
+                self._starts.setdefault(fault.broker, []).append(fault.at_s)
 
     def _failing_soon(self, now: float) -> frozenset[int]:
-        """Brokers with a fault of their own in the next two heartbeat intervals (by then the first
-        ControlledShutdown or WantShutDown heartbeat has moved the leaderships)."""
+        """Brokers with a fault of their own starting in the next two heartbeat intervals (by then
+        the first ControlledShutdown or WantShutDown heartbeat has moved the leaderships; brokers
+        already down or paused are not eligible anyway)."""
         horizon = now + 2 * self.ctx.timing.heartbeat_s
         return frozenset(
-            broker
-            for broker, windows in self._busy.items()
-            if any(start < horizon and end > now for start, end in windows)
+            broker for broker, starts in self._starts.items() if any(now <= start < horizon for start in starts)
         )
 
     async def run(self) -> None:
@@ -76,7 +75,7 @@ class FaultDriver:
         return True
 
     async def _shutdown(self, runner: BrokerRunner, fault: Fault, insist: bool) -> bool:
-        deadline = self.ctx.now() + READY_WAIT_S
+        deadline = self.ctx.now() + max(READY_WAIT_S, self.ctx.timing.session_timeout_s)
         while not runner.model.ready_to_shut_down(self.ctx.now(), self._failing_soon(self.ctx.now())):
             if self.ctx.now() >= deadline:
                 if not insist:
