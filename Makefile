@@ -37,6 +37,10 @@ analyze: $(STAMP)
 	@test -n "$(CAPTURE)" || { echo 'usage: make analyze CAPTURE="dir [dir ...]" [OUT=dir]'; exit 2; }
 	$(BIN)/python -m analytics $(CAPTURE) --out $(OUT)
 
+## bench-fleet: 1,000 simulated brokers in one process, chaos, 120 s, against the daemon with fsync on
+bench-fleet: $(STAMP)
+	$(BIN)/python benchmarks/fleet.py
+
 ## bench-analytics: the job over a generated capture of 5,000,000 exchanges, against one plain Python process
 bench-analytics: $(STAMP)
 	$(BIN)/python benchmarks/analytics.py --exchanges 5000000

@@ -8,7 +8,11 @@ display). Every random choice comes from a seeded `random.Random`. Modules:
   enforcing the broker-side epoch rules of semantics.md.
 - `journal`: the run's journal (JSON lines), the contract between the fleet and the checker.
 - `stats`: live counters for the display and the report, mergeable across fleet processes.
+- `model/` (pure): one broker's lifecycle, replicas and lag, ISR decisions, reactions to errors,
+  disks, stale replays, version choices and the fault schedule.
+- `shell/` (trio): connections, per-broker runners, faults, admin requests, capture, journal.
 - `fleet`: the fleet engine (`run_fleet(FleetConfig, FleetStats) -> FleetOutcome`).
+- `check/`: the invariant checker (the metadata log read with `protocol`, plus the journal).
 - `cli` (and `__main__`): the command line, `python -m broker_sim run|check` and `fencer-fleet`;
   `runner`: a run from start to verdict; `processes`: `--processes K`; `display`: the live view
   and the summary; `report`: the verdict, exit status, final check and JSON report; `demo`:
