@@ -111,19 +111,42 @@ def _utc(nanoseconds: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
+MAX_FILLED_WINDOWS = 100_000  # a longer span is drawn from the windows that have traffic only
+
+
+def rate_series(report: Report) -> dict[str, list[tuple[float, float]]]:
+    """Requests/s per API (and source and direction when several sources were captured), as
+    (seconds since the first exchange, rate) per window, every window from the report's first to
+    its last included: a window without requests of an API is a 0, not a line drawn across it."""
+    start = report.first_ns or 0
+    several_sources = len(report.by_source) > 1
+    window_ns = round(report.window_seconds * 1e9)
+    rates: dict[str, dict[int, float]] = {}
+    for row in report.rates:
+        name = row["api_name"] + (f" ({row['source']}, {row['direction']})" if several_sources else "")
+        rates.setdefault(name, {})[row["window_start_ns"]] = row["requests_per_second"]
+    windows = sorted({window for by_window in rates.values() for window in by_window})
+    if windows and window_ns > 0 and (windows[-1] - windows[0]) // window_ns < MAX_FILLED_WINDOWS:
+        windows = list(range(windows[0], windows[-1] + 1, window_ns))
+    return {
+        name: [((window - start) / 1e9, by_window.get(window, 0.0)) for window in windows]
+        for name, by_window in rates.items()
+    }
+
+
+def _api_label(row: Row, several_sources: bool) -> str:
+    """`API vN`, and its source when the report has several."""
+    return f"{row['api_name']} v{row['api_version']}" + (f" ({row['source']})" if several_sources else "")
+
+
 def draw(report: Report) -> dict[str, bytes]:
     """Every chart of `CHARTS`, as PNG bytes."""
     start = report.first_ns or 0
     several_sources = len(report.by_source) > 1
-    series: dict[str, list[tuple[float, float]]] = {}
-    for row in report.rates:
-        name = row["api_name"] + (f" ({row['source']}, {row['direction']})" if several_sources else "")
-        series.setdefault(name, []).append(((row["window_start_ns"] - start) / 1e9, row["requests_per_second"]))
+    series = rate_series(report)
     latencies = [
-        (f"{row['api_name']} v{row['api_version']}" + (f" ({row['source']})" if several_sources else ""),
-         row["p50_ms"], row["p95_ms"], row["p99_ms"])
-        for row in report.latencies
-    ]  # fmt: skip
+        (_api_label(row, several_sources), row["p50_ms"], row["p95_ms"], row["p99_ms"]) for row in report.latencies
+    ]
     error_cells: dict[tuple[str, str], int] = {}
     for row in report.errors:
         if row["error_code"] != 0:
@@ -159,12 +182,13 @@ def summary(report: Report) -> list[str]:
         f"decode errors: {report.decode_errors:,}"
         + "".join(f"; {count:,} x {reason[:80]}" for reason, count in report.decode_reasons[:3]),
     ]
+    several_sources = len(report.by_source) > 1
     busiest = sorted(report.latencies, key=lambda row: -row["exchanges"])[:6]
     lines.append(
         "busiest: "
         + (
             ", ".join(
-                f"{r['api_name']} v{r['api_version']} {r['exchanges']:,} (p99 {r['p99_ms']:.2f} ms)" for r in busiest
+                f"{_api_label(r, several_sources)} {r['exchanges']:,} (p99 {r['p99_ms']:.2f} ms)" for r in busiest
             )
             or "-"
         )

@@ -7,9 +7,10 @@ import io
 import re
 
 from PIL import Image
+from pyspark.sql import Row
 
 from analytics import charts
-from analytics.report import CHARTS
+from analytics.report import CHARTS, Report, rate_series, summary
 
 from .conftest import Analysed
 
@@ -56,3 +57,34 @@ def test_the_report_says_how_many_frames_did_not_decode(analysed: Analysed) -> N
 def test_a_chart_with_nothing_to_show_says_so_in_a_picture() -> None:
     png = charts.shutdown_chart([])
     assert png.startswith(PNG_SIGNATURE) and distinct_colours(png) > 2
+
+
+def test_the_request_rate_is_zero_in_windows_without_requests_not_a_line_across_them() -> None:
+    second = 1_000_000_000
+    report = Report(["capture"], 1.0, first_ns=10 * second, by_source={"controller": 9})
+    report.rates = [
+        Row(
+            source="controller",
+            direction="inbound",
+            api_name=api,
+            window_start_ns=start * second,
+            requests_per_second=rate,
+        )
+        for api, start, rate in [("BrokerHeartbeat", 10, 5.0), ("BrokerHeartbeat", 13, 2.0), ("ApiVersions", 11, 1.0)]
+    ]
+    assert rate_series(report) == {
+        "BrokerHeartbeat": [(0.0, 5.0), (1.0, 0.0), (2.0, 0.0), (3.0, 2.0)],
+        "ApiVersions": [(0.0, 0.0), (1.0, 1.0), (2.0, 0.0), (3.0, 0.0)],
+    }
+
+
+def test_the_summary_names_the_source_of_each_busiest_api_when_both_sides_captured() -> None:
+    report = Report(["a", "b"], 1.0, by_source={"controller": 20, "fleet": 20})
+    report.latencies = [
+        Row(source=source, direction="inbound", api_name="BrokerHeartbeat", api_version=1, exchanges=20, p99_ms=1.5)
+        for source in ("controller", "fleet")
+    ]
+    busiest = next(line for line in summary(report) if line.startswith("busiest: "))
+    assert busiest == (
+        "busiest: BrokerHeartbeat v1 (controller) 20 (p99 1.50 ms), BrokerHeartbeat v1 (fleet) 20 (p99 1.50 ms)"
+    )
