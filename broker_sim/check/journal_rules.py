@@ -40,6 +40,7 @@ from broker_sim.journal import (
     StateObserved,
     TopicCreated,
 )
+from protocol.error_codes import ErrorCode
 
 from .journal_plan import JournalPlan, Key
 from .liveness import NS_PER_MS, render_entry
@@ -314,6 +315,14 @@ class JournalCheck:
                 broker=entry.broker,
                 records=records,
             )
+        elif (wrong := wrong_stale_answer(entry)) is not None:
+            self.violation(
+                "stale-replay-answer",
+                f"{entry.api} v{entry.api_version} ({entry.reason}) built with broker epoch "
+                f"{entry.stale_broker_epoch} was answered {entry.errors}: {wrong}",
+                entry,
+                broker=entry.broker,
+            )
         elif nearby and self._run_finished() and not self._shutdown_started(entry):
             self.violation(
                 "stale-replay-accepted",
@@ -347,3 +356,43 @@ class JournalCheck:
             entry,
             broker=entry.broker,
         )
+
+
+#: what a partition of a stale AlterPartition may be answered (semantics.md, rows c and e), besides
+#: an unknown topic (deleted since: UNKNOWN_TOPIC_ID for v2+, UNKNOWN_TOPIC_OR_PARTITION for v0-1)
+STALE_PARTITION_ANSWERS = {
+    "old-leader-epoch": frozenset({ErrorCode.FENCED_LEADER_EPOCH}),
+    "old-partition-epoch": frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION}),
+}
+GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+
+def wrong_stale_answer(entry: StaleReplay) -> str | None:
+    """Why a rejected stale replay's answer is not the one semantics.md names, or None.
+
+    The fleet sends a replay only once it knows its epochs are stale, and the controller's state can
+    only be newer than what the fleet knew, so the check that must fire is known:
+    - previous-incarnation: the request's broker epoch is no longer registered: the top-level (or
+      ControlledShutdown's, BrokerHeartbeat's) error is STALE_BROKER_EPOCH;
+    - old-leader-epoch: a newer leader epoch was committed: FENCED_LEADER_EPOCH (row c comes before
+      "not the leader", row d, and "older partition epoch", row e);
+    - old-partition-epoch: the change was applied: INVALID_UPDATE_VERSION, or FENCED_LEADER_EPOCH
+      when the leader changed since.
+    Where the broker bounced since, STALE_BROKER_EPOCH at the top level is right for every reason."""
+    if not entry.errors or entry.accepted:
+        return None
+    top, partitions = entry.errors[0], entry.errors[1:]
+    if top == ErrorCode.STALE_BROKER_EPOCH:
+        return None
+    if entry.reason == "previous-incarnation":
+        return "expected STALE_BROKER_EPOCH (77): the request's broker epoch belongs to an earlier incarnation"
+    allowed = STALE_PARTITION_ANSWERS.get(entry.reason)
+    if allowed is None or entry.api != "AlterPartition":
+        return None
+    if top != ErrorCode.NONE:
+        return f"expected a per-partition rejection, not the top-level error {top}"
+    wrong = [code for code in partitions if code not in allowed and code not in GONE]
+    if wrong:
+        names = " or ".join(f"{code.name} ({int(code)})" for code in sorted(allowed))
+        return f"expected {names} for every partition, got {wrong}"
+    return None

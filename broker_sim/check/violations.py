@@ -48,6 +48,7 @@ RULES: dict[str, str] = {
     "registration-lost": "an acknowledged registration is a RegisterBrokerRecord of that broker, epoch and incarnation",
     "topic-lost": "an acknowledged topic is a TopicRecord with its id, name, partition count and replication factor",
     "stale-replay-accepted": "no request built with stale epochs is accepted",
+    "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
     "bad-answer": "every answer of the controller is well formed",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
     "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",

@@ -384,26 +384,23 @@ class BrokerModel:
             )
 
     def _plan_previous_incarnation(self, t: float) -> None:
-        if self.rng.random() >= 0.7:
-            return
-
         def replayable(led: Led) -> Proposal | None:
             ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
             return ready[0] if ready else None
 
         hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        plan = stale.previous_incarnation_plan(
-            self.rng,
-            self.broker_id,
-            self.epoch,
-            self.lifecycle.versions,
-            self.leadership.led,
-            hosted,
-            replayable,
-            self._topic_id,
+        self.stale_plans.extend(
+            stale.previous_incarnation_plans(
+                self.rng,
+                self.broker_id,
+                self.epoch,
+                self.lifecycle.versions,
+                self.leadership.led,
+                hosted,
+                replayable,
+                self._topic_id,
+            )
         )
-        if plan is not None:
-            self.stale_plans.append(plan)
 
     # ------------------------------------------------------------------ helpers
     def _tick_at_or_after(self, t: float) -> float:

@@ -1,10 +1,11 @@
 """Stale replays: requests built with epochs the broker knows are stale, sent on purpose.
 
 Rules (the chaos scenario; each replay is journalled with its answer):
-- "previous-incarnation" (KIP-380): built by an incarnation as it ends (crash or shutdown): an
-  AlterPartition for a partition it led, a ControlledShutdown (only v2+, which carries the broker
-  epoch: v0-1 cannot be told apart from a fresh one) or an AlterReplicaState OFFLINE for a replica
-  it hosted. Sent only once the next incarnation holds a different broker epoch.
+- "previous-incarnation" (KIP-380): built by an incarnation as it ends (crash or shutdown), one of
+  each kind it can build: an AlterPartition for a partition it led, a ControlledShutdown (only v2+,
+  which carries the broker epoch: v0-1 cannot be told apart from a fresh one), an AlterReplicaState
+  OFFLINE for a replica it hosted and a BrokerHeartbeat. Sent only once the next incarnation holds
+  a different broker epoch.
 - "old-leader-epoch" (KIP-497): a deposed leader re-sends an ISR change built on the leader epoch
   it had, once its listener shows a newer leader epoch.
 - "old-partition-epoch": an applied AlterPartition re-sent as it was, once the answer showed a newer
@@ -25,6 +26,7 @@ from typing import Any
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
 from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
+from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
@@ -32,7 +34,7 @@ from . import requests
 from .disks import Replica
 from .leadership import Led
 from .requests import Proposal
-from .versions import ALTER_PARTITION, ALTER_REPLICA_STATE, CONTROLLED_SHUTDOWN
+from .versions import ALTER_PARTITION, ALTER_REPLICA_STATE, BROKER_HEARTBEAT, CONTROLLED_SHUTDOWN
 from .views import PartitionView
 
 PREVIOUS_INCARNATION = "previous-incarnation"
@@ -53,7 +55,7 @@ class StalePlan:
 
 def judge(response: Data) -> tuple[list[int], bool]:
     """(errors: top level then partitions, accepted: any NONE where state would have changed)."""
-    if isinstance(response, ControlledShutdownResponse):
+    if isinstance(response, (ControlledShutdownResponse, BrokerHeartbeatResponse)):
         return [response.error_code], response.error_code == ErrorCode.NONE
     if isinstance(response, AlterPartitionResponse):
         codes = [p.error_code for t in response.topics for p in t.partitions]
@@ -64,7 +66,7 @@ def judge(response: Data) -> tuple[list[int], bool]:
     raise TypeError(f"no stale replay answers with {type(response).__name__}")
 
 
-def previous_incarnation_plan(
+def previous_incarnation_plans(
     rng: random.Random,
     broker_id: int,
     broker_epoch: int,
@@ -73,32 +75,30 @@ def previous_incarnation_plan(
     hosted: Sequence[PartitionView],
     replayable: Callable[[Led], Proposal | None],
     topic_id: Callable[[PartitionView], uuid.UUID],
-) -> StalePlan | None:
-    """A request the ending incarnation builds for a later replay: an ISR change of a partition it
-    leads, a ControlledShutdown (v2+ only) or an AlterReplicaState OFFLINE of a replica it hosts."""
-    kinds = []
+) -> list[StalePlan]:
+    """The requests the ending incarnation builds for later replays, one of each kind it can: an ISR
+    change of a partition it leads, a ControlledShutdown (v2+ only), an AlterReplicaState OFFLINE
+    of a replica it hosts, a BrokerHeartbeat."""
+    plans: list[StalePlan | None] = []
     if led and ALTER_PARTITION in negotiated:
-        kinds.append(ALTER_PARTITION)
-    if negotiated.get(CONTROLLED_SHUTDOWN, 0) >= 2:
-        kinds.append(CONTROLLED_SHUTDOWN)
-    if hosted and ALTER_REPLICA_STATE in negotiated:
-        kinds.append(ALTER_REPLICA_STATE)
-    if not kinds:
-        return None
-    kind = rng.choice(kinds)
-    version = negotiated[kind]
-    if kind == ALTER_PARTITION:
         proposal = replayable(led[rng.choice(sorted(led))])
-        if proposal is None:
-            return None
-        return alter_partition_plan(PREVIOUS_INCARNATION, version, broker_id, broker_epoch, [proposal])
-    if kind == CONTROLLED_SHUTDOWN:
-        return controlled_shutdown_plan(version, broker_id, broker_epoch)
-    view = rng.choice(list(hosted))
-    replica = (view.topic_name, topic_id(view), view.partition)
-    if version >= 1 and replica[1] == ZERO_UUID:
-        return None
-    return replica_state_plan(version, broker_id, broker_epoch, replica)
+        if proposal is not None:
+            plans.append(
+                alter_partition_plan(
+                    PREVIOUS_INCARNATION, negotiated[ALTER_PARTITION], broker_id, broker_epoch, [proposal]
+                )
+            )
+    if negotiated.get(CONTROLLED_SHUTDOWN, 0) >= 2:
+        plans.append(controlled_shutdown_plan(negotiated[CONTROLLED_SHUTDOWN], broker_id, broker_epoch))
+    if hosted and ALTER_REPLICA_STATE in negotiated:
+        view = rng.choice(list(hosted))
+        replica = (view.topic_name, topic_id(view), view.partition)
+        version = negotiated[ALTER_REPLICA_STATE]
+        if version == 0 or replica[1] != ZERO_UUID:
+            plans.append(replica_state_plan(version, broker_id, broker_epoch, replica))
+    if BROKER_HEARTBEAT in negotiated:
+        plans.append(heartbeat_plan(negotiated[BROKER_HEARTBEAT], broker_id, broker_epoch))
+    return [plan for plan in plans if plan is not None]
 
 
 def alter_partition_plan(
@@ -118,6 +118,12 @@ def resent_plan(version: int, body: Data, broker_epoch: int, proposals: Sequence
 def controlled_shutdown_plan(version: int, broker_id: int, broker_epoch: int) -> StalePlan:
     body = requests.controlled_shutdown(version, broker_id, broker_epoch)
     return StalePlan(PREVIOUS_INCARNATION, CONTROLLED_SHUTDOWN, version, body, broker_epoch, True)
+
+
+def heartbeat_plan(version: int, broker_id: int, broker_epoch: int) -> StalePlan:
+    """A heartbeat of the incarnation of `broker_epoch`, caught up to its registration."""
+    body = requests.broker_heartbeat(version, broker_id, broker_epoch, broker_epoch, False, ())
+    return StalePlan(PREVIOUS_INCARNATION, BROKER_HEARTBEAT, version, body, broker_epoch, True)
 
 
 def replica_state_plan(version: int, broker_id: int, broker_epoch: int, replica: Replica) -> StalePlan:

@@ -209,6 +209,39 @@ def test_an_accepted_stale_replay_is_a_violation_and_rejected_ones_are_not(tmp_p
     assert result.counts["journal_stale_replay"] == 3
 
 
+def replay(reason: str, errors: list[int], api: str = "AlterPartition") -> StaleReplay:
+    return StaleReplay(START_NS, 4, api, 2, reason, 4, 40, 7, errors, False)
+
+
+@pytest.mark.parametrize(
+    ("entry", "wrong"),
+    [
+        # a previous incarnation's request: the broker epoch check must fire, whatever the API
+        (replay("previous-incarnation", [77]), False),
+        (replay("previous-incarnation", [0, 74]), True),  # the broker epoch went unchecked
+        (replay("previous-incarnation", [8], "ControlledShutdown"), True),
+        (replay("previous-incarnation", [77], "BrokerHeartbeat"), False),
+        (replay("previous-incarnation", [0, 95], "AlterReplicaState"), True),
+        # a deposed leader's change: the leader epoch check (row c) fires before rows d and e
+        (replay("old-leader-epoch", [0, 74, 74]), False),
+        (replay("old-leader-epoch", [0, 42]), True),  # "not the leader": row c was skipped
+        (replay("old-leader-epoch", [0, 95]), True),
+        (replay("old-leader-epoch", [0, 100]), False),  # the topic is gone
+        (replay("old-leader-epoch", [77]), False),  # the broker bounced since
+        # an applied change again: its partition epoch (row e), or its leader epoch, is stale
+        (replay("old-partition-epoch", [0, 95]), False),
+        (replay("old-partition-epoch", [0, 74]), False),
+        (replay("old-partition-epoch", [0, 107]), True),
+        (replay("old-partition-epoch", [41]), True),
+    ],
+)
+def test_a_stale_replay_rejected_by_the_wrong_check_is_reported(
+    tmp_path: Path, entry: StaleReplay, wrong: bool
+) -> None:
+    result, _ = checked(tmp_path, [entry])
+    assert rules(result) == (["stale-replay-answer"] if wrong else [])
+
+
 def test_a_rejected_stale_shutdown_whose_flag_is_in_the_log_was_applied_all_the_same(tmp_path: Path) -> None:
     def build(log: LogBuilder) -> None:
         log.change(1, isr=(2, 3))

@@ -156,29 +156,37 @@ def test_a_failed_log_dir_reports_its_replicas_offline_and_online_after_repair()
     assert model.caught_up(TOPIC, min(offline), t + 3 + TIMING.catch_up_s, lagging=False)
 
 
-def test_a_previous_incarnations_request_is_replayed_once_the_new_one_has_its_epoch() -> None:
+def test_an_ending_incarnation_plans_one_replay_of_each_kind_sent_once_the_new_one_has_its_epoch() -> None:
     model, _ = broker(stale_replays=True, broker_id=2)
-    for _attempt in range(20):  # the replay is drawn with a seeded chance: bounce until one is planned
-        t = register(model, epoch=100 + model.incarnations)
-        model.next_data(t, views(view(leader=2, isr=(2, 3), replicas=(2, 3))), 1)
-        model.end_incarnation(t)
-        if model.stale_plans:
-            break
-    (plan,) = model.stale_plans
-    assert plan.reason == stale.PREVIOUS_INCARNATION and plan.stale_broker_epoch == 99 + model.incarnations
+    t = register(model, epoch=100)
+    model.next_data(t, views(view(leader=2, isr=(2, 3), replicas=(2, 3))), 1)
+    model.end_incarnation(t)
+    kinds = {plan.api_key: plan for plan in model.stale_plans}
+    expected = {56: AlterPartitionRequest, 1000: AlterReplicaStateRequest, 63: BrokerHeartbeatRequest}
+    if model.lifecycle.versions[7] >= 2:  # v0-1 carry no broker epoch: not a stale request
+        expected[7] = ControlledShutdownRequest
+    assert {key: type(plan.body) for key, plan in kinds.items()} == expected
+    assert {(plan.reason, plan.stale_broker_epoch, plan.body.broker_epoch) for plan in kinds.values()} == {
+        (stale.PREVIOUS_INCARNATION, 100, 100)
+    }
     model.start(t, "h", 1)
     assert model.next_data(t, {}, 1) == t + TIMING.tick_s  # not registered yet: nothing sent
     t = register(model, epoch=500)
-    out = take(model.next_data(t, {}, 2))
-    assert out.stale is plan and out.body is plan.body
-    response: Data = AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-    if plan.api_key == 7:
-        response = ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-    elif plan.api_key == 1000:
-        response = AlterReplicaStateResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-    model.data_answered(out, response, t)
-    (answered,) = [e for e in model.events if isinstance(e, StaleAnswered)]
-    assert (answered.errors, answered.accepted, answered.current_broker_epoch) == ((77,), False, 500)
+    answers: dict[int, Data] = {
+        56: AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH),
+        7: ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH),
+        1000: AlterReplicaStateResponse(error_code=ErrorCode.STALE_BROKER_EPOCH),
+        63: BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH),
+    }
+    sent = []
+    for _ in kinds:
+        out = take(model.next_data(t, {}, 2))
+        assert out.stale is not None and out.body is out.stale.body
+        sent.append(out.stale.api_key)
+        model.data_answered(out, answers[out.stale.api_key], t)
+    assert sorted(sent) == sorted(kinds) and not model.stale_plans
+    answered = [e for e in model.events if isinstance(e, StaleAnswered)]
+    assert {(a.errors, a.accepted, a.current_broker_epoch) for a in answered} == {((77,), False, 500)}
 
 
 def test_judging_a_replay_accepts_only_a_none_that_would_change_state() -> None:
@@ -196,3 +204,5 @@ def test_judging_a_replay_accepts_only_a_none_that_would_change_state() -> None:
     assert stale.judge(fenced) == ([0, 74], False)
     assert stale.judge(ControlledShutdownResponse()) == ([0], True)
     assert stale.judge(ControlledShutdownResponse(error_code=77)) == ([77], False)
+    assert stale.judge(BrokerHeartbeatResponse()) == ([0], True)
+    assert stale.judge(BrokerHeartbeatResponse(error_code=77)) == ([77], False)
