@@ -134,6 +134,27 @@ class StaleReplay:
 
 
 @dataclass(frozen=True, slots=True)
+class Probe:
+    """A leader's ISR expansion built on a stale view of a follower, sent on purpose (KIP-841, KIP-903):
+    the follower is fenced, shutting down or offline as far as the fleet knows, or named with its
+    previous incarnation's broker epoch. `errors`: the answer's (top level, then the partition's);
+    empty when no answer came. Acceptance is judged from the log (isr-admission) and, for v3, from
+    the PartitionAcked entry the acceptance also writes (ack-member-epoch): between the fleet's view
+    and the controller's decision the follower may have become eligible."""
+
+    kind: ClassVar[str] = "probe"
+    wall_ns: int
+    broker: int
+    api_version: int
+    why: str  # "fenced", "shutting-down", "offline", "previous-epoch"
+    topic_id: str
+    partition: int
+    follower: int
+    member_epoch: int
+    errors: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class ShutdownTracked:
     """A controlled shutdown: from the first ControlledShutdown or WantShutDown to nothing remaining."""
 
@@ -193,6 +214,7 @@ Entry = (
     | PartitionAcked
     | StateObserved
     | StaleReplay
+    | Probe
     | ShutdownTracked
     | Fenced
     | FaultInjected
@@ -208,6 +230,7 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         PartitionAcked,
         StateObserved,
         StaleReplay,
+        Probe,
         ShutdownTracked,
         Fenced,
         FaultInjected,

@@ -16,6 +16,10 @@ from typing import Any
 RESERVOIR = 4096
 
 
+#: the Counter fields, added up when the figures of several fleet processes are merged
+COUNTERS = ("brokers_by_state", "requests_by_api", "errors_by_code", "control_requests_by_api", "faults", "probes")
+
+
 @dataclass
 class FleetStats:
     brokers_by_state: Counter[str] = field(default_factory=Counter)  # set by the shell each tick
@@ -25,6 +29,7 @@ class FleetStats:
     faults: Counter[str] = field(default_factory=Counter)
     stale_replays_sent: int = 0
     stale_replays_rejected: int = 0
+    probes: Counter[str] = field(default_factory=Counter)  # "shutting-down:INELIGIBLE_REPLICA", "fenced:NONE", ...
     violations: list[str] = field(default_factory=list)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)  # per API, a reservoir
     latency_counts: Counter[str] = field(default_factory=Counter)
@@ -55,6 +60,7 @@ class FleetStats:
             "faults": dict(self.faults),
             "stale_replays_sent": self.stale_replays_sent,
             "stale_replays_rejected": self.stale_replays_rejected,
+            "probes": dict(self.probes),
             "violations": list(self.violations),
             "latencies_ms": {api: list(values) for api, values in self.latencies_ms.items()},
             "latency_counts": dict(self.latency_counts),
@@ -64,7 +70,7 @@ class FleetStats:
 
     def merge(self, other: dict[str, Any]) -> None:
         """Add another fleet process's `snapshot()`."""
-        for name in ("brokers_by_state", "requests_by_api", "errors_by_code", "control_requests_by_api", "faults"):
+        for name in COUNTERS:
             getattr(self, name).update(other.get(name, {}))
         self.stale_replays_sent += int(other.get("stale_replays_sent", 0))
         self.stale_replays_rejected += int(other.get("stale_replays_rejected", 0))

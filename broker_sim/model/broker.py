@@ -9,10 +9,11 @@ Rules:
   drains them).
 - The data channel, in priority order: the ControlledShutdown RPC (retried every
   `shutdown_retry_s` until nothing remains), a stale replay that is ready, AlterReplicaState
-  (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), then the leader's ISR
-  decisions, taken once per tick at the tick's logical time (ticks are never skipped while the
-  broker runs, so the same answers give the same requests). A broker's ticks are offset by a
-  seeded phase, so that a thousand brokers do not all decide at the same instant.
+  (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), in chaos a probe
+  (`leadership.probe`), then the leader's ISR decisions, taken once per tick at the tick's
+  logical time (ticks are never skipped while the broker runs, so the same answers give the
+  same requests). A broker's ticks are offset by a seeded phase, so that a thousand brokers do
+  not all decide at the same instant.
 - The listener's views are the only source of what the broker leads and hosts; the model reads
   them again whenever their version changes.
 - Controlled shutdown `via` "rpc" (ControlledShutdown until RemainingPartitions is empty),
@@ -38,7 +39,16 @@ from protocol.spec import ZERO_UUID, Data
 
 from . import requests, stale, versions
 from .disks import Disks, Replica
-from .events import DATA, Event, Outgoing, PartitionAcked, ShapeProblem, ShutdownEnded, StaleAnswered
+from .events import (
+    DATA,
+    Event,
+    Outgoing,
+    PartitionAcked,
+    ProbeAnswered,
+    ShapeProblem,
+    ShutdownEnded,
+    StaleAnswered,
+)
 from .leadership import Followers, Leadership, Led
 from .lifecycle import Lifecycle, Phase
 from .requests import Proposal
@@ -46,7 +56,8 @@ from .timing import Timing
 from .views import PartitionView
 
 VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
-REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation per broker in this time
+REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation (or one probe) per broker in this time
+PROBE_CHANCE = 0.5
 Views = Mapping[tuple[str, int], PartitionView]
 
 
@@ -85,12 +96,12 @@ class BrokerModel:
         self.events: list[Event] = []
         self.views: Views = {}
         self.incarnations = 0
-        self.paused_until = self.resumed_at = 0.0
+        self.paused_until = self.resumed_at = self.paused_at = 0.0
         self.ready_at = 0.0  # a restarted broker's replicas are caught up from then on
         self.shutdown: Shutdown | None = None
         self.incarnation_over = False
         self.stale_plans: list[stale.StalePlan] = []
-        self.last_replay = -1e9
+        self.last_replay = self.last_probe = -1e9
         self.next_tick = 0.0
         self.data_in_flight = False
         self._views_version = -1
@@ -128,7 +139,8 @@ class BrokerModel:
         """The run ends: a shutdown still in progress ends unfinished."""
         self._end_shutdown(None)
 
-    def pause(self, until: float) -> None:
+    def pause(self, until: float, t: float) -> None:
+        self.paused_at = t
         self.paused_until = self.resumed_at = until
 
     def running(self, t: float) -> bool:
@@ -216,6 +228,10 @@ class BrokerModel:
                 return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
         if self.disks.pending and t >= self.disks.retry_at:
             return self._replica_state(*self.disks.pending[0])
+        if shutdown is None and self.stale_replays and t - self.last_probe >= REPLAY_GAP_S:
+            probe = self._probe(t)
+            if probe is not None:
+                return probe
         while t >= self.next_tick:
             tick = self.next_tick
             self.next_tick += self.timing.tick_s
@@ -234,6 +250,9 @@ class BrokerModel:
 
     def data_answered(self, out: Outgoing, response: Data, t: float) -> None:
         self.data_in_flight = False
+        if out.probe is not None and isinstance(response, AlterPartitionResponse):
+            errors = [response.error_code, *(p.error_code for tp in response.topics for p in tp.partitions)]
+            self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, tuple(errors)))
         if out.stale is not None:
             errors, accepted = stale.judge(response)
             self.events.append(StaleAnswered(out.stale, self.epoch, tuple(errors), accepted))
@@ -246,6 +265,8 @@ class BrokerModel:
 
     def data_failed(self, out: Outgoing, t: float) -> None:
         self.data_in_flight = False
+        if out.probe is not None:
+            self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, ()))
         if out.stale is not None:
             self.events.append(StaleAnswered(out.stale, self.epoch, (), False))
         elif out.purpose == "alter-partition":
@@ -382,6 +403,26 @@ class BrokerModel:
             self.stale_plans.append(
                 stale.alter_partition_plan(stale.OLD_LEADER_EPOCH, version, self.broker_id, self.epoch, ready)
             )
+
+    def _probe(self, t: float) -> Outgoing | None:
+        """An ISR expansion built on a stale view of a follower (`leadership.probe`), at most one per
+        `REPLAY_GAP_S`, drawn with a seeded chance once a follower qualifies."""
+        version = self.lifecycle.versions.get(versions.ALTER_PARTITION)
+        if version is None or not self.leadership.led:
+            return None
+        found = self.leadership.probe(t, self.followers, self.epoch, member_epochs=version >= 3)
+        if found is None:
+            return None
+        proposal, target = found
+        self.last_probe = t
+        if self.rng.random() >= PROBE_CHANCE:
+            self.leadership.led[(proposal.topic, proposal.partition)].in_flight = False
+            return None
+        ready = self._with_topic_ids([proposal])
+        if not ready:
+            return None
+        request = requests.alter_partition(version, self.broker_id, self.epoch, ready)
+        return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(ready), probe=target)
 
     def _plan_previous_incarnation(self, t: float) -> None:
         def replayable(led: Led) -> Proposal | None:

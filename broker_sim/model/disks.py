@@ -50,6 +50,10 @@ class Disks:
             return False
         return not self.failed or dir_of(topic, partition) not in self.failed
 
+    def offline(self, topic: str, partition: int) -> bool:
+        """The replica's log dir has failed (and is not repaired yet)."""
+        return bool(self.failed) and dir_of(topic, partition) in self.failed
+
     def fail(self, index: int, views: Iterable[PartitionView], topic_id: Callable[[PartitionView], uuid.UUID]) -> None:
         if index in self.failed:
             return

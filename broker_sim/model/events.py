@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from protocol.spec import Data
 
+from .leadership import ProbeTarget
 from .requests import Proposal
 from .stale import StalePlan
 
@@ -28,6 +29,7 @@ class Outgoing:
     proposals: tuple[Proposal, ...] = ()
     stale: StalePlan | None = None
     replicas: tuple[tuple[str, uuid.UUID, int], ...] = ()  # AlterReplicaState: (topic, id, partition)
+    probe: ProbeTarget | None = None  # an ISR expansion built on a stale view of this follower
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,14 @@ class StaleAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeAnswered:
+    target: ProbeTarget
+    proposal: Proposal
+    version: int
+    errors: tuple[int, ...]  # top level, then the partition's; empty: no answer
+
+
+@dataclass(frozen=True, slots=True)
 class ShapeProblem:
     """An answer that decoded but does not fit the request (a partition missing, ...)."""
 
@@ -88,4 +98,6 @@ class ShapeProblem:
     reason: str
 
 
-Event = Registered | Unfenced | FencedSeen | PartitionAcked | ShutdownEnded | StaleAnswered | ShapeProblem
+Event = (
+    Registered | Unfenced | FencedSeen | PartitionAcked | ShutdownEnded | StaleAnswered | ProbeAnswered | ShapeProblem
+)

@@ -19,6 +19,11 @@ Rules:
   state with a backoff. Top level: STALE_BROKER_EPOCH waits for a newer LeaderAndIsr; NOT_CONTROLLER
   retries; anything else goes back with a backoff. A wait that sees no newer LeaderAndIsr within
   `lai_wait_s` ends (an update the controller could not deliver).
+- Probes (`probe`, chaos only): an ISR expansion built on a stale view of a follower that the
+  controller must refuse (KIP-841: a leader's metadata lags, so it re-adds a follower that is
+  fenced, shutting down or offline; KIP-903: it names the broker epoch of the follower's previous
+  incarnation, from a fetch that predates its bounce). It goes out and is answered like any other
+  change of the partition (an INELIGIBLE_REPLICA goes back to the committed state).
 """
 
 from __future__ import annotations
@@ -56,10 +61,22 @@ class FollowerState(NamedTuple):
     epoch: int  # its current broker epoch as the leader knows it from its fetches (-1: unknown)
 
 
+class ProbeTarget(NamedTuple):
+    """A follower the controller must not admit to an ISR, with the broker epoch a stale view names."""
+
+    follower: int
+    member_epoch: int
+    why: str  # "fenced", "shutting-down", "offline", "previous-epoch"
+
+
 class Followers(Protocol):
     """What a leader learns of its followers from their fetch requests (fed by the shell)."""
 
     def state(self, follower: int, topic: str, partition: int, t: float) -> FollowerState: ...
+
+    def ineligible(self, follower: int, topic: str, partition: int, t: float) -> ProbeTarget | None:
+        """The follower as a stale view would propose it, when the controller must refuse it."""
+        ...
 
 
 @dataclass(slots=True)
@@ -165,6 +182,40 @@ class Leadership:
             member_epochs=tuple(epochs.get(member, -1) for member in new_isr),
             recovery_state=RECOVERED,
         )
+
+    def probe(
+        self, t: float, followers: Followers, own_epoch: int, member_epochs: bool
+    ) -> tuple[Proposal, ProbeTarget] | None:
+        """The first led partition (in key order) that is idle and has a follower out of its ISR that
+        the controller must refuse: a change adding that follower (marked in flight). Without
+        `member_epochs` (AlterPartition before v3) a previous epoch cannot be named, so is no probe."""
+        for key in sorted(self.led):
+            led = self.led[key]
+            if led.in_flight or t < led.retry_at or led.waiting_since is not None or led.recovery_state != RECOVERED:
+                continue
+            for follower in led.replicas:
+                if follower == self.broker_id or follower in led.isr:
+                    continue
+                target = followers.ineligible(follower, led.topic, led.partition, t)
+                if target is None or (target.why == "previous-epoch" and not member_epochs):
+                    continue
+                isr = (*led.isr, follower)
+                epochs = {m: followers.state(m, led.topic, led.partition, t).epoch for m in led.isr}
+                epochs[self.broker_id] = own_epoch
+                epochs[follower] = target.member_epoch
+                led.in_flight = True
+                proposal = Proposal(
+                    topic=led.topic,
+                    topic_id=led.topic_id,
+                    partition=led.partition,
+                    leader_epoch=led.leader_epoch,
+                    partition_epoch=led.partition_epoch,
+                    isr=isr,
+                    member_epochs=tuple(epochs[member] for member in isr),
+                    recovery_state=RECOVERED,
+                )
+                return proposal, target
+        return None
 
     def successors_ready(self, followers: Followers, t: float, excluded: frozenset[int]) -> bool:
         """Every led partition with other replicas has another ISR member outside `excluded` that could

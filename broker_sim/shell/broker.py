@@ -128,7 +128,8 @@ class BrokerRunner:
         gate = trio.Event()
         if listener is not None:
             listener.gate = gate
-        self.model.pause(self.ctx.now() + duration_s)
+        now = self.ctx.now()
+        self.model.pause(now + duration_s, now)
         try:
             await trio.sleep(duration_s)
         finally:

@@ -106,6 +106,8 @@ class Recorder:
             self._shutdown(broker, event)
         elif isinstance(event, ev.StaleAnswered):
             self._stale(now, broker, event, correlation_id)
+        elif isinstance(event, ev.ProbeAnswered):
+            self._probe(now, broker, event)
         elif isinstance(event, ev.ShapeProblem):
             self.bad_answer(broker, event.api_key, event.version, correlation_id, event.reason)
 
@@ -155,6 +157,24 @@ class Recorder:
                 errors=list(event.errors),
                 accepted=event.accepted,
                 detail=dict(plan.detail),
+            )
+        )
+
+    def _probe(self, now: int, broker: int, event: ev.ProbeAnswered) -> None:
+        errors = list(event.errors)
+        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        self.stats.probes[f"{event.target.why}:{answer}"] += 1
+        self.write(
+            journal.Probe(
+                wall_ns=now,
+                broker=broker,
+                api_version=event.version,
+                why=event.target.why,
+                topic_id=str(event.proposal.topic_id),
+                partition=event.proposal.partition,
+                follower=event.target.follower,
+                member_epoch=event.target.member_epoch,
+                errors=errors,
             )
         )
 

@@ -169,7 +169,7 @@ def _brokers(spec: RunSpec, ctx: FleetContext) -> dict[int, BrokerRunner]:
         warmup_s=spec.timing.warmup_s,
         horizon_s=spec.duration_s,
     )
-    view = FleetView(ctx.models, lag)
+    view = FleetView(ctx.models, lag, spec.timing)
     for broker_id in spec.broker_ids:
         ctx.models[broker_id] = BrokerModel(
             broker_id, spec.seed, spec.timing, view, ctx.topic_ids, stale_replays=spec.scenario == "chaos"

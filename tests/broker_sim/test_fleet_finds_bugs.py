@@ -3,9 +3,8 @@ with one safety check off (tests/broker_sim/broken_daemon.py) exits 1 and names 
 
 The run is the user's command (`python -m broker_sim run ... --data-dir`), so the verdict comes
 from both halves of the product: the fleet's stale replays and journal, and the invariant checker
-over the broken controller's log. Nothing in broker_sim knows these bugs. The bugs not listed
-here are shown on the wire by test_broken_daemon.py; how the fleet fares against them is in the
-README ("What the fleet catches").
+over the broken controller's log. Nothing in broker_sim knows these bugs: every bug of
+broken_daemon.py is here (test_broken_daemon.py shows each on the wire).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker_sim.broken_daemon import BUGS
 from tests.e2e.daemon_process import ROOT, DaemonProcess
 
 SESSION_TIMEOUT_MS = 3000
@@ -24,7 +24,12 @@ SEEDS = (1, 2)
 
 # bug -> the rules of which at least one must be reported
 CAUGHT = {
+    "admit-ineligible": {"isr-admission", "ack-member-epoch"},
+    "stale-shutdown-epoch": {"stale-replay-accepted"},
+    "stale-replica-state-epoch": {"stale-replay-accepted"},
     "stale-partition-epoch": {"stale-replay-accepted"},
+    "stale-leader-epoch": {"stale-replay-answer", "stale-replay-accepted"},
+    "stale-broker-epoch": {"stale-replay-answer", "stale-replay-accepted"},
     "no-leader-epoch-bump": {"observed-state", "split-leadership", "ack-answer", "leader-epoch"},
     "fenced-keeps-leadership": {"fenced-leader", "leader-eligibility"},
     "successor-outside-isr": {"leader-in-isr"},
@@ -78,6 +83,10 @@ def rules_reported(report: dict[str, object]) -> set[str]:
     check = report["check"]
     assert isinstance(check, dict)
     return {violation["rule"] for violation in check["violations"]}
+
+
+def test_every_planted_bug_has_a_fleet_run() -> None:
+    assert set(CAUGHT) == set(BUGS)
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from broker_sim.journal import (
     JournalError,
     JournalWriter,
     PartitionAcked,
+    Probe,
     RunEnded,
     StaleReplay,
     read_journal,
@@ -21,6 +22,7 @@ def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
     entries = [
         PartitionAcked(1, 2, 30, 3, "6f1c4d2a-0000-4000-8000-000000000001", 4, [2, 1], [30, 12], 2, 5, 9, [2, 1]),
         StaleReplay(2, 2, "ControlledShutdown", 3, "previous-incarnation", 30, 77, 9, [77], False, {"p": [1]}),
+        Probe(3, 1, 3, "previous-epoch", "6f1c4d2a-0000-4000-8000-000000000001", 2, 3, 40, [0, 107]),
         RunEnded(3, True),
     ]
     writer = JournalWriter(tmp_path / "journal.jsonl")
@@ -44,4 +46,4 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 11
+    assert len(ENTRY_TYPES) == 12

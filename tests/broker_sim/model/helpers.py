@@ -6,7 +6,7 @@ import uuid
 
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing
-from broker_sim.model.leadership import FollowerState
+from broker_sim.model.leadership import FollowerState, ProbeTarget
 from broker_sim.model.timing import Timing, timing_for
 from broker_sim.model.views import PartitionView
 from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
@@ -27,6 +27,10 @@ class FakeFollowers:
         self.caught_up: dict[int, bool] = {}
         self.eligible: dict[int, bool] = {}
         self.epochs: dict[int, int] = {}
+        self.ineligibles: dict[int, ProbeTarget] = {}
+
+    def ineligible(self, follower: int, topic: str, partition: int, t: float) -> ProbeTarget | None:
+        return self.ineligibles.get(follower)
 
     def state(self, follower: int, topic: str, partition: int, t: float) -> FollowerState:
         return FollowerState(

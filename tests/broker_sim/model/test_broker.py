@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from broker_sim.model import stale
 from broker_sim.model.broker import BrokerModel
-from broker_sim.model.events import ShutdownEnded, StaleAnswered
+from broker_sim.model.events import ProbeAnswered, ShutdownEnded, StaleAnswered
+from broker_sim.model.leadership import ProbeTarget
 from broker_sim.model.views import PartitionView
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import (
@@ -206,3 +207,41 @@ def test_judging_a_replay_accepts_only_a_none_that_would_change_state() -> None:
     assert stale.judge(ControlledShutdownResponse(error_code=77)) == ([77], False)
     assert stale.judge(BrokerHeartbeatResponse()) == ([0], True)
     assert stale.judge(BrokerHeartbeatResponse(error_code=77)) == ([77], False)
+
+
+def test_in_chaos_a_leader_probes_a_follower_the_controller_must_refuse_and_goes_back_on_ineligible() -> None:
+    model, followers = broker(stale_replays=True, broker_id=1)
+    t = register(model)
+    hosted = views(view(leader=1, isr=(1, 2), replicas=(1, 2, 3)))
+    followers.caught_up[3] = False  # the normal decision adds no one
+    followers.epochs[2] = 200
+    followers.ineligibles[3] = ProbeTarget(3, 300, "previous-epoch")
+    version = model.lifecycle.versions[56]
+    probes = []
+    for step in range(40):  # the probe is drawn with a seeded chance: ask until one goes out
+        out = model.next_data(t + step * 0.5, hosted, 1)
+        if not isinstance(out, float) and out.probe is not None:
+            probes.append(out)
+            break
+        if not isinstance(out, float):
+            model.data_answered(out, AlterPartitionResponse(), t + step * 0.5)
+    if version < 3:  # a previous epoch cannot be named before v3: no probe
+        assert probes == []
+        return
+    (out,) = probes
+    assert out.probe == ProbeTarget(3, 300, "previous-epoch")
+    (proposal,) = out.proposals
+    assert (proposal.isr, proposal.member_epochs) == ((1, 2, 3), (100, 200, 300))
+    refused = AlterPartitionResponse(
+        topics=(
+            AlterPartitionResponseTopicData(
+                topic_id=TOPIC_ID,
+                partitions=(AlterPartitionResponsePartitionData(partition_index=0, error_code=107),),
+            ),
+        )
+    )
+    model.data_answered(out, refused, t)
+    (answered,) = [e for e in model.events if isinstance(e, ProbeAnswered)]
+    assert answered.errors == (0, 107) and answered.target.why == "previous-epoch"
+    led = model.leadership.led[(TOPIC, 0)]
+    assert led.isr == (1, 2) and not led.in_flight and led.retry_at > t  # back to the committed state

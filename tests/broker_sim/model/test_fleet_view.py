@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.fleet_view import NOT_FETCHING, FleetView
 from broker_sim.model.lag import LagModel
+from broker_sim.model.leadership import ProbeTarget
 
 from .helpers import TIMING, TOPIC, TOPIC_ID, register, view
 
@@ -12,7 +13,7 @@ from .helpers import TIMING, TOPIC, TOPIC_ID, register, view
 def fleet() -> tuple[FleetView, dict[int, BrokerModel], LagModel]:
     models: dict[int, BrokerModel] = {}
     lag = LagModel(0, mean_gap_s=5.0, warmup_s=1.0, horizon_s=200.0)
-    fleet_view = FleetView(models, lag)
+    fleet_view = FleetView(models, lag, TIMING)
     models[2] = BrokerModel(2, 0, TIMING, fleet_view, {TOPIC: TOPIC_ID})
     return fleet_view, models, lag
 
@@ -29,7 +30,7 @@ def test_a_follower_of_this_process_is_caught_up_when_running_hosting_and_not_la
     lagging = next(x / 10 for x in range(10, 2000) if lag.lagging(2, TOPIC, 0, x / 10))
     assert not fleet_view.state(2, TOPIC, 0, lagging).caught_up
     assert not fleet_view.state(2, TOPIC, 1, max(quiet, t)).caught_up  # a replica it does not host
-    follower.pause(1000.0)
+    follower.pause(1000.0, 0.0)
     assert fleet_view.state(2, TOPIC, 0, max(quiet, t)) == NOT_FETCHING
 
 
@@ -39,3 +40,27 @@ def test_a_follower_of_another_process_is_seen_through_its_lag_only() -> None:
         state = fleet_view.state(9, TOPIC, 0, tenth / 10)
         assert state.caught_up == (not lag.lagging(9, TOPIC, 0, tenth / 10))
         assert state.eligible and state.epoch == -1
+
+
+def test_a_follower_the_controller_must_refuse_is_named_with_the_reason_and_the_epoch_a_stale_view_has() -> None:
+    fleet_view, models, _ = fleet()
+    follower = models[2]
+    assert fleet_view.ineligible(2, TOPIC, 0, 0.0) is None  # not registered: nothing to name
+    t = register(follower, epoch=77)
+    hosted = {(TOPIC, 0): view(leader=1)}
+    follower.next_data(t, hosted, 1)
+    assert fleet_view.ineligible(2, TOPIC, 0, t) is None  # active, online, first incarnation
+    assert fleet_view.ineligible(9, TOPIC, 0, t) is None  # another process's broker: never probed
+    follower.pause(t + 100, t)
+    assert fleet_view.ineligible(2, TOPIC, 0, t + 1) is None  # paused, not yet fenced
+    late = t + TIMING.session_timeout_s + TIMING.heartbeat_s + 0.1
+    assert fleet_view.ineligible(2, TOPIC, 0, late) == ProbeTarget(2, 77, "fenced")
+    follower.pause(0.0, t)
+    follower.begin_shutdown("rpc", t)
+    assert fleet_view.ineligible(2, TOPIC, 0, t) == ProbeTarget(2, 77, "shutting-down")
+    follower.end_incarnation(t)
+    assert fleet_view.ineligible(2, TOPIC, 0, t) is None  # down: nothing a leader could name
+    t = register(follower, t + 1, epoch=90)
+    assert fleet_view.ineligible(2, TOPIC, 0, t) == ProbeTarget(2, 77, "previous-epoch")
+    later = follower.ready_at + TIMING.session_timeout_s
+    assert fleet_view.ineligible(2, TOPIC, 0, later) is None
