@@ -14,6 +14,12 @@ Rules:
   let go: a `shutdown-bound` violation, if the state said so already a grace period before the
   bound (three heartbeat intervals, at least 5 s, at most half the bound): a successor that became
   eligible just before the bound only moves at the broker's next retry.
+- A shutdown that finished (RemainingPartitions empty, or ShouldShutDown) lets the broker go: in the
+  state the log reaches by then (`RELEASE_SLACK_MS` after the fleet had the answer: the records
+  behind an answer are written before it), that incarnation leads no partition of replication
+  factor > 1. Nothing may make a shutting-down broker leader again, so the state can only be
+  better later; a leader left behind is a `shutdown-release` violation (the broker goes away
+  with partitions that wait for its session to time out).
 - Every Fenced with intended=False is a violation: `fleet-late-heartbeat` when the broker's longest
   heartbeat gap reached the session timeout (the fleet was late), `live-broker-fenced` otherwise.
   The fence record of that broker epoch nearest before it, if the log has one, is named.
@@ -34,6 +40,7 @@ from .violations import Violation, ViolationSink
 #: Faults that do not stop a broker from completing its controlled shutdown.
 HARMLESS_FAULTS = frozenset({"controlled-shutdown", "disk-failure", "disk-repair"})
 NS_PER_MS = 1_000_000
+RELEASE_SLACK_MS = 50
 
 
 class Deadline(NamedTuple):
@@ -52,6 +59,8 @@ class Liveness:
     run_end_ns: int | None = None
     pending: list[Deadline] = field(default_factory=list)
     verdicts: dict[int, list[tuple[Deadline, str | None]]] = field(default_factory=dict)  # index -> (probe, why)
+    releases: list[Deadline] = field(default_factory=list)  # finished shutdowns, judged when they finished
+    release_verdicts: list[tuple[Deadline, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -68,6 +77,15 @@ class Liveness:
                 continue
             self.pending.extend((deadline._replace(at_ms=deadline.at_ms - self._grace_ms(shutdown)), deadline))
         self.pending.sort(key=lambda deadline: deadline.at_ms)
+        shutdowns = (e for e in self.entries if isinstance(e, ShutdownTracked))
+        self.releases = sorted(
+            (
+                Deadline(shutdown.finished_wall_ns // NS_PER_MS + RELEASE_SLACK_MS, shutdown, "", index)
+                for index, shutdown in enumerate(shutdowns)
+                if shutdown.finished_wall_ns is not None
+            ),
+            key=lambda deadline: deadline.at_ms,
+        )
         if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
             self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
 
@@ -107,12 +125,30 @@ class Liveness:
         while self.pending and self.pending[0].at_ms < until_ms:
             deadline = self.pending.pop(0)
             self.verdicts.setdefault(deadline.number, []).append((deadline, _judge(model, deadline.shutdown)))
+        while self.releases and self.releases[0].at_ms < until_ms:
+            deadline = self.releases.pop(0)
+            left = _left_leading(model, deadline.shutdown)
+            if left is not None:
+                self.release_verdicts.append((deadline, left))
 
     def finish(self, model: Model) -> None:
         self.probe(model, 1 << 62)
 
     def report(self, history: History, sink: ViolationSink) -> None:
         self._report_shutdowns(history, sink)
+        for deadline, left in self.release_verdicts:
+            shutdown = deadline.shutdown
+            flags = history.shutdowns.get((shutdown.broker, shutdown.broker_epoch), [])
+            sink.add(
+                Violation(
+                    "shutdown-release",
+                    f"the controlled shutdown ({shutdown.via}) was answered complete, yet {left}",
+                    flags[0].offset if flags else None,
+                    journal=render_entry(shutdown),
+                    broker=shutdown.broker,
+                    records=tuple(event.rendering for event in flags[:1]),
+                )
+            )
         for fenced in (e for e in self.entries if isinstance(e, Fenced) and not e.intended):
             sink.add(self._unintended_fence(fenced, history))
 
@@ -187,6 +223,18 @@ def _judge(model: Model, shutdown: ShutdownTracked) -> str | None:
         return None
     flagged = "" if broker.shutting_down or broker.fenced else " (the log never flagged it in controlled shutdown)"
     return f"at the bound it led nothing it could hand over, yet it was not let go{flagged}"
+
+
+def _left_leading(model: Model, shutdown: ShutdownTracked) -> str | None:
+    """What the incarnation still led (replication factor > 1) when its shutdown finished, or None."""
+    broker = model.brokers.get(shutdown.broker)
+    if broker is None or broker.epoch != shutdown.broker_epoch:
+        return None  # a new incarnation by then
+    led = sorted(p.label for p in model.leads.get(shutdown.broker, ()) if len(p.replicas) > 1)
+    if not led:
+        return None
+    more = f" and {len(led) - LISTED} more" if len(led) > LISTED else ""
+    return f"it still led {', '.join(led[:LISTED])}{more}"
 
 
 def render_entry(entry: Entry) -> str:

@@ -51,6 +51,7 @@ RULES: dict[str, str] = {
     "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
     "bad-answer": "every answer of the controller is well formed",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
+    "shutdown-release": "a shutdown answered complete leaves its broker leading no partition of replication factor > 1",
     "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",
     "live-broker-fenced": "a broker heartbeating on time is never fenced",
 }

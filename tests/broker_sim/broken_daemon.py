@@ -138,6 +138,26 @@ def forget_acknowledged() -> None:
     alter_partition.records_of = lambda changes: original([])
 
 
+def shutdown_lets_go_leading() -> None:
+    """ControlledShutdown flags the broker but moves no leadership, and answers nothing remaining."""
+    from controller.ops import brokers
+
+    def controlled_shutdown(state: Any, request: Any, version: int) -> Any:
+        outcome = original(state, request, version)
+        if isinstance(outcome, brokers.Result):
+            return outcome
+        return flag_only(state, state.cluster.get(request.broker_id))
+
+    def flag_only(state: Any, broker: Any) -> Any:
+        flags = brokers._shutdown_flag(broker)
+        if flags:
+            yield [*flags]
+        return brokers.ControlledShutdownResponse()
+
+    original = brokers.controlled_shutdown
+    brokers.controlled_shutdown = controlled_shutdown  # the core's API table looks it up at each call
+
+
 BUGS: dict[str, Callable[[], None]] = {
     "admit-ineligible": admit_ineligible,
     "stale-shutdown-epoch": stale_shutdown_epoch,
@@ -150,6 +170,7 @@ BUGS: dict[str, Callable[[], None]] = {
     "offline-stays-in-isr": offline_stays_in_isr,
     "stale-replica-state-epoch": stale_replica_state_epoch,
     "forget-acknowledged": forget_acknowledged,
+    "shutdown-lets-go-leading": shutdown_lets_go_leading,
 }
 
 

@@ -166,6 +166,12 @@ def stale_replica_state_epoch(cluster: Cluster) -> object:
     return cluster.client.request(request, 1).error_code
 
 
+def shutdown_lets_go_leading(cluster: Cluster) -> object:
+    request = ControlledShutdownRequest(broker_id=0, broker_epoch=cluster.epochs[0])
+    remaining = cluster.client.request(request, 3).remaining_partitions
+    return (len(remaining), cluster.partition()["leader"])  # answered done: does broker 0 still lead?
+
+
 def forget_acknowledged(cluster: Cluster) -> object:
     assert cluster.alter(0, 0, (0, 1), 0).partition_epoch == 1  # acknowledged
     return cluster.partition()["partition_epoch"]
@@ -184,6 +190,7 @@ CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "offline-stays-in-isr": (offline_stays_in_isr, [0, 2], [0, 1, 2]),
     "stale-replica-state-epoch": (stale_replica_state_epoch, 77, 0),
     "forget-acknowledged": (forget_acknowledged, 1, 0),
+    "shutdown-lets-go-leading": (shutdown_lets_go_leading, (0, 1), (0, 0)),
 }
 
 

@@ -35,6 +35,7 @@ CAUGHT = {
     "successor-outside-isr": {"leader-in-isr"},
     "offline-stays-in-isr": {"offline-in-isr", "offline-leader"},
     "forget-acknowledged": {"ack-lost"},
+    "shutdown-lets-go-leading": {"shutdown-release"},
 }
 
 

@@ -276,13 +276,28 @@ def shutdown(broker: int, epoch: int, took_ms: int | None, start_ns: int = START
     return ShutdownTracked(broker, epoch, "ControlledShutdown v3", start_ns, finished, 3)
 
 
+def handed_over(log: LogBuilder) -> None:
+    log.change_broker(1, in_controlled_shutdown=1)
+    log.change(0, leader=2, isr=(2, 3))  # partition 0 to broker 2, broker 1 out of its ISR
+
+
 def test_a_shutdown_within_the_bound_is_fine_and_a_late_one_with_a_successor_is_not(tmp_path: Path) -> None:
     end = RunEnded(START_NS + 100_000 * MS, True)
-    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, 1_000), end])
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, 1_000), end], handed_over)
     assert result.violations == []
     result, _ = checked(tmp_path / "late", [run_started(), shutdown(1, 1, BOUND_MS + 5_000), end])
-    assert rules(result) == ["shutdown-bound"]  # broker 1 still led partition 0, whose ISR had 2 and 3
-    assert "t-0" in result.violations[0].message
+    # broker 1 still led partition 0, whose ISR had 2 and 3: late, and let go while still leading
+    assert rules(result) == ["shutdown-bound", "shutdown-release"]
+    assert all("t-0" in violation.message for violation in result.violations)
+
+
+def test_a_shutdown_answered_complete_while_the_broker_still_leads_is_reported(tmp_path: Path) -> None:
+    end = RunEnded(START_NS + 100_000 * MS, True)
+    result, _ = checked(tmp_path, [run_started(), shutdown(1, 1, 1_000), end])  # partition 0 never moved
+    assert rules(result) == ["shutdown-release"]
+    assert "it still led t-0" in result.violations[0].message and result.violations[0].broker == 1
+    result, _ = checked(tmp_path / "other", [run_started(), shutdown(1, 7, 1_000), end])
+    assert result.violations == []  # not this incarnation's (epoch 7): another one was let go
 
 
 def test_a_late_shutdown_is_excused_when_the_leadership_had_no_successor_or_the_fleet_interfered(
