@@ -172,16 +172,7 @@ class Leadership:
         if tuple(isr) == led.isr and led.recovery_state == RECOVERED:
             return None
         new_isr = tuple(isr) if led.recovery_state == RECOVERED else led.isr
-        return Proposal(
-            topic=led.topic,
-            topic_id=led.topic_id,
-            partition=led.partition,
-            leader_epoch=led.leader_epoch,
-            partition_epoch=led.partition_epoch,
-            isr=new_isr,
-            member_epochs=tuple(epochs.get(member, -1) for member in new_isr),
-            recovery_state=RECOVERED,
-        )
+        return _proposal(led, new_isr, epochs, RECOVERED)
 
     def probe(
         self, t: float, followers: Followers, own_epoch: int, member_epochs: bool
@@ -204,17 +195,7 @@ class Leadership:
                 epochs[self.broker_id] = own_epoch
                 epochs[follower] = target.member_epoch
                 led.in_flight = True
-                proposal = Proposal(
-                    topic=led.topic,
-                    topic_id=led.topic_id,
-                    partition=led.partition,
-                    leader_epoch=led.leader_epoch,
-                    partition_epoch=led.partition_epoch,
-                    isr=isr,
-                    member_epochs=tuple(epochs[member] for member in isr),
-                    recovery_state=RECOVERED,
-                )
-                return proposal, target
+                return _proposal(led, isr, epochs, RECOVERED), target
         return None
 
     def successors_ready(self, followers: Followers, t: float, excluded: frozenset[int]) -> bool:
@@ -240,16 +221,7 @@ class Leadership:
             isr = led.isr + tuple(missing[:1])
         epochs = {r: followers.state(r, led.topic, led.partition, t).epoch for r in isr if r != self.broker_id}
         epochs[self.broker_id] = own_epoch
-        return Proposal(
-            topic=led.topic,
-            topic_id=led.topic_id,
-            partition=led.partition,
-            leader_epoch=led.leader_epoch,
-            partition_epoch=led.partition_epoch,
-            isr=isr,
-            member_epochs=tuple(epochs.get(member, -1) for member in isr),
-            recovery_state=led.recovery_state,
-        )
+        return _proposal(led, isr, epochs, led.recovery_state)
 
     # ------------------------------------------------------------------ answers
     def answered(
@@ -309,6 +281,20 @@ class Leadership:
         else:  # BACK_TO_COMMITTED and anything unexpected: keep the committed state, try later
             led.failures += 1
             led.retry_at = t + self.timing.backoff(led.failures)
+
+
+def _proposal(led: Led, isr: tuple[int, ...], epochs: dict[int, int], recovery_state: int) -> Proposal:
+    """A change of `led` to `isr`, built on its epochs, naming each member's broker epoch (-1: unknown)."""
+    return Proposal(
+        topic=led.topic,
+        topic_id=led.topic_id,
+        partition=led.partition,
+        leader_epoch=led.leader_epoch,
+        partition_epoch=led.partition_epoch,
+        isr=isr,
+        member_epochs=tuple(epochs.get(member, -1) for member in isr),
+        recovery_state=recovery_state,
+    )
 
 
 def _can_take_over(state: FollowerState) -> bool:
