@@ -4,9 +4,9 @@ Purpose: `run(spark, captures, out, ...)` is the whole job on a given session (j
 session and handles the command line; tests and `make demo` may call this directly).
 
 Rules:
-- Frames are decoded exactly once: the decoded rows are staged as Parquet inside the staging
-  output (`_decoded`, deleted before the output is put in place) and every table is built from
-  that; the aggregates are built from the base tables as written, and the report from the
+- Frames are decoded exactly once: the executors stage the decoded rows as Parquet inside the
+  staging output (`_decoded`, written by the decoding tasks themselves, see decode.py; deleted
+  before the output is put in place) and every table is built from that; the aggregates are built from the base tables as written, and the report from the
   aggregates as written, so no Spark plan ever decodes twice or recomputes a join it wrote.
 - Every table is a Parquet directory `<out>/<table>`; the report is `<out>/report.html` and the
   console summary also `<out>/summary.txt`.
@@ -24,7 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from . import aggregates, report, transforms
-from .decode import decode_captures
+from .decode import stage_decoded
 from .output import staged_output
 from .read import read_captures
 from .schema import decoded_spark_schema
@@ -98,7 +98,7 @@ def run(
     with staged_output(out) as staging:
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
         decoded_path = staging / "_decoded"
-        decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns)).write.parquet(decoded_path.as_uri())
+        stage_decoded(read_captures(spark, captures, time_from_ns, time_to_ns), decoded_path)
         decoded = spark.read.schema(decoded_spark_schema()).parquet(decoded_path.as_uri())
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)

@@ -41,7 +41,7 @@ import pyarrow.dataset as ds
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analytics import aggregates, transforms
-from analytics.decode import decode_batch, decode_captures
+from analytics.decode import decode_batch, stage_decoded
 from analytics.job import workers_import_this_code
 from analytics.output import staged_output
 from analytics.pipeline import run
@@ -85,9 +85,9 @@ def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
     """The same work with the job's steps on Spark; seconds."""
     started = time.perf_counter()
     with staged_output(out) as staging:
-        decoded_path = (staging / "_decoded").as_uri()
-        decode_captures(read_captures(spark, check_capture_dirs([directory]))).write.parquet(decoded_path)
-        exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(decoded_path))
+        decoded_path = staging / "_decoded"
+        stage_decoded(read_captures(spark, check_capture_dirs([directory])), decoded_path)
+        exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(decoded_path.as_uri()))
         exchanges.write.parquet((staging / "exchanges").as_uri())
         exchanges = spark.read.parquet((staging / "exchanges").as_uri())
         aggregates.request_rates(exchanges, 1.0).write.parquet((staging / "request_rates").as_uri())
