@@ -6,8 +6,9 @@ session and handles the command line; tests and `make demo` may call this direct
 Rules:
 - Frames are decoded exactly once: the executors stage the decoded rows as Parquet inside the
   staging output (`_decoded`, written by the decoding tasks themselves, see decode.py; deleted
-  before the output is put in place) and every table is built from that; the aggregates are built from the base tables as written, and the report from the
-  aggregates as written, so no Spark plan ever decodes twice or recomputes a join it wrote.
+  before the output is put in place) and every table is built from that; the aggregates are
+  built from the base tables as written, and the report from the aggregates as written, so no
+  Spark plan ever decodes twice or recomputes a join it wrote.
 - Every table is a Parquet directory `<out>/<table>`; the report is `<out>/report.html` and the
   console summary also `<out>/summary.txt`.
 - The session's time zone is set to UTC, so timestamps mean the same on every machine.

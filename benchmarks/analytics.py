@@ -11,11 +11,19 @@ Run: `.venv/bin/python benchmarks/analytics.py [--exchanges N] [--capture-dir DI
   (50,000 rows each, zstd). Seeded: the same arguments give the same capture. With
   `--capture-dir`, a capture already there (from an earlier run with the same N) is reused.
 - Baseline: one Python process, no Spark: pyarrow reads the parts, `analytics.decode.decode_batch`
-  decodes them batch by batch (the same function the executors run), pyarrow computes the same
-  three aggregates (requests per window and API, latency p50/p95/p99 per API and version, error
-  counts per API and version).
+  decodes them batch by batch (the same function the executors run), pyarrow builds the
+  `exchanges` table (transforms.exchanges: the same columns and rows, control requests' brokers
+  resolved from the registrations' listeners) and writes it as Parquet, then computes and writes
+  the same three aggregates (requests per window and API, latency p50/p95/p99 per API and
+  version, error counts per API and version). Until 2026-11-24 the baseline wrote nothing while
+  Spark wrote the exchanges and the aggregates; it now writes the same tables, so both sides do
+  the same work. One difference is left, in the baseline's favour: it does not hash the request
+  frames (Spark's `request_digest`, xxhash64, for pairing the two sides of an exchange; pyarrow
+  has no such kernel) and writes 0 there.
 - Spark, decode-and-aggregate: the job's own steps for the same work (decode in the executors,
-  staged as Parquet, the exchanges, the same three aggregates written as Parquet), `local[2]`.
+  which stage the decoded rows as Parquet themselves, `analytics.decode.stage_decoded`; the
+  exchanges table written as Parquet; the same three aggregates, read from it, written as
+  Parquet), `local[2]`, driver JVM with 4 GiB and the parallel (throughput) collector.
 - Spark, the whole job: `analytics.pipeline.run` (every table, the report).
 Prints times, exchanges/s and the ratios baseline / Spark (target: >= 1.6x for decode-and-aggregate
 on a 2-core machine). The session's start-up (JVM) is timed apart and not in the job times.
@@ -37,6 +45,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -49,36 +58,80 @@ from analytics.read import check_capture_dirs, read_captures
 from analytics.schema import ENVELOPE, decoded_spark_schema
 from benchmarks.analytics_mix import PART_ROWS, write_capture
 from benchmarks.codec import machine
+from protocol.capture import OUTBOUND
 
 
-def baseline(directory: Path) -> float:
-    """Decode and aggregate in this process (pyarrow + protocol, no Spark); seconds."""
+def baseline(directory: Path, out: Path) -> float:
+    """Decode and aggregate in this process (pyarrow + protocol, no Spark), writing what Spark writes; seconds."""
     started = time.perf_counter()
-    kept = ["request_time_ns", "direction", "source", "api_name", "api_version", "error_code", "error_name"]
-    pieces = []
+    out.mkdir(parents=True, exist_ok=True)
+    pieces, registrations = [], []
     for batch in ds.dataset(directory, format="parquet").to_batches(batch_size=10_000):
         rows = batch.num_rows
         batch = pa.RecordBatch.from_arrays(
             [*batch.columns, pa.array(["controller"] * rows), pa.array([0] * rows, pa.int64())],
             names=[*batch.schema.names, "source", "request_digest"],
         )
-        decoded = decode_batch(batch.select([*ENVELOPE, "request", "response"]))
-        decoded = decoded.filter(decoded.column("request_decoded"))
-        latency = pc.divide(pc.subtract(decoded.column("response_time_ns"), decoded.column("request_time_ns")), 1e6)
-        pieces.append(pa.Table.from_batches([decoded.select(kept)]).append_column("latency_ms", latency))
-    table = pa.concat_tables(pieces)
-    window = pc.divide(table.column("request_time_ns"), pa.scalar(1_000_000_000, pa.int64()))
+        decoded = pa.Table.from_batches([decode_batch(batch.select([*ENVELOPE, "request", "response"]))])
+        registered = decoded.filter(pc.and_(pc.equal(decoded["api_key"], 62), pc.equal(decoded["error_code"], 0)))
+        if registered.num_rows:
+            listeners = registered["listeners"].combine_chunks()
+            parents = pc.list_parent_indices(listeners)
+            registrations.append(
+                pa.table(
+                    {
+                        "listener": pc.list_flatten(listeners),
+                        "request_time_ns": pc.take(registered["request_time_ns"], parents),
+                        "broker_id": pc.take(registered["broker_id"], parents),
+                    }
+                )
+            )
+        pieces.append(decoded.filter(decoded["request_decoded"]).select(EXCHANGE_SOURCE_COLUMNS))
+    table = _exchanges(pa.concat_tables(pieces), registrations)
+    pq.write_table(table, out / "exchanges.parquet")
+    window = pc.divide(table["request_time_ns"], pa.scalar(1_000_000_000, pa.int64()))
     table = table.append_column("window", window)
-    table.group_by(["window", "source", "direction", "api_name"]).aggregate([("api_name", "count")])
+    rates = table.group_by(["window", "source", "direction", "api_name"]).aggregate([("api_name", "count")])
     quantiles = pc.TDigestOptions(q=[0.5, 0.95, 0.99])
-    table.group_by(["source", "direction", "api_name", "api_version"]).aggregate(
+    latency = table.group_by(["source", "direction", "api_name", "api_version"]).aggregate(
         [("latency_ms", "tdigest", quantiles), ("latency_ms", "count"), ("latency_ms", "mean"), ("latency_ms", "max")]
     )
-    answered = table.filter(pc.is_valid(table.column("error_code")))
-    answered.group_by(["source", "direction", "api_name", "api_version", "error_code", "error_name"]).aggregate(
-        [("error_code", "count")]
-    )
+    answered = table.filter(pc.is_valid(table["error_code"]))
+    errors = answered.group_by(
+        ["source", "direction", "api_name", "api_version", "error_code", "error_name"]
+    ).aggregate([("error_code", "count")])
+    for name, aggregate in (("request_rates", rates), ("latency_percentiles", latency), ("error_counts", errors)):
+        pq.write_table(aggregate, out / f"{name}.parquet")
     return time.perf_counter() - started
+
+
+#: The decoded columns the exchanges table keeps (transforms.EXCHANGE_COLUMNS less those computed from them).
+EXCHANGE_SOURCE_COLUMNS = [name for name in transforms.EXCHANGE_COLUMNS if name not in ("time", "latency_ms")]
+
+
+def _exchanges(decoded: pa.Table, registrations: list[pa.Table]) -> pa.Table:
+    """transforms.exchanges in pyarrow: time, latency, and control requests' broker from the peer's registration."""
+    if registrations:
+        listed = pa.concat_tables(registrations).sort_by("request_time_ns")
+        latest = listed.group_by("listener", use_threads=False).aggregate([("broker_id", "last")])
+        found = pc.take(latest["broker_id_last"], pc.index_in(decoded["peer"], value_set=latest["listener"]))
+    else:
+        found = pa.nulls(decoded.num_rows, pa.int32())
+    control = pc.and_(
+        pc.is_in(decoded["api_key"], pa.array([4, 5], pa.int16())), pc.equal(decoded["direction"], OUTBOUND)
+    )
+    broker = pc.if_else(control, pc.coalesce(decoded["broker_id"], found), decoded["broker_id"])
+    micros = pc.divide(decoded["request_time_ns"], pa.scalar(1000, pa.int64()))
+    computed = {
+        "time": pc.cast(micros, pa.timestamp("us", tz="UTC")),
+        "latency_ms": pc.divide(
+            pc.cast(pc.subtract(decoded["response_time_ns"], decoded["request_time_ns"]), pa.float64()), 1e6
+        ),
+        "broker_id": broker,
+    }
+    return pa.table(
+        {name: computed[name] if name in computed else decoded[name] for name in transforms.EXCHANGE_COLUMNS}
+    )
 
 
 def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
@@ -157,7 +210,9 @@ def main() -> None:
         how = f"{'generated' if made else 'reused'} in {time.perf_counter() - started:.1f} s"
         parts = -(-args.exchanges // PART_ROWS)
         print(f"capture: {args.exchanges:,} exchanges, {parts} parts, {size / 2**20:,.0f} MiB ({how})")
-        plain, plain_cpu = timed_rounds("baseline (one Python process)", args.rounds, lambda: baseline(capture))
+        plain, plain_cpu = timed_rounds(
+            "baseline (one Python process)", args.rounds, lambda: baseline(capture, scratch / "baseline")
+        )
         workers_import_this_code()
         from pyspark.sql import SparkSession
 
@@ -165,7 +220,8 @@ def main() -> None:
         spark = (
             SparkSession.builder.master("local[2]").appName("bench-analytics")
             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "4g").getOrCreate()
+            .config("spark.driver.memory", "4g")
+            .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC").getOrCreate()
         )  # fmt: skip
         spark.sparkContext.setLogLevel("ERROR")
         print(f"  Spark session start-up: {time.perf_counter() - started:.1f} s (not counted below)")

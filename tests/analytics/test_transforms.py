@@ -9,8 +9,9 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import transforms
-from analytics.decode import decode_captures
+from analytics.decode import decode_captures, stage_decoded
 from analytics.read import read_captures
+from analytics.schema import decoded_spark_schema
 
 from . import scenario
 from .captures import T0_NS, write_capture
@@ -151,3 +152,23 @@ def test_paired_exchanges_join_the_fleet_and_controller_rows_of_one_request(stor
         between_ms=1.5,
     )
     assertDataFrameEqual(pairs.select(*expected.__fields__), [expected])
+
+
+def test_staged_decoded_rows_are_the_decoded_rows_and_only_finished_files_are_read(
+    spark: SparkSession, story: DataFrame, story_dirs: list[Path], tmp_path: Path
+) -> None:
+    staged = tmp_path / "_decoded"
+    staged.mkdir()
+    (staged / ".part-00007-3.tmp").write_bytes(b"an attempt that died mid-write")
+    rows = stage_decoded(read_captures(spark, story_dirs), staged)
+    assert rows == story.count()
+    assert all(path.name.startswith("part-") for path in staged.iterdir() if not path.name.startswith("."))
+    assertDataFrameEqual(spark.read.schema(decoded_spark_schema()).parquet(staged.as_uri()), story)
+
+
+def test_staging_nothing_still_leaves_readable_decoded_parts(
+    spark: SparkSession, story_dirs: list[Path], tmp_path: Path
+) -> None:
+    staged = tmp_path / "_decoded"
+    assert stage_decoded(read_captures(spark, story_dirs, time_from_ns=0, time_to_ns=1), staged) == 0
+    assert spark.read.schema(decoded_spark_schema()).parquet(staged.as_uri()).count() == 0
