@@ -7,7 +7,7 @@ Rules (architecture.md "Records, then replay"):
 - `replay(record, offset)` is the only mutation. Start-up is replay: a snapshot's records, then
   the log's tail. The caller appends a request's records, replays them, then answers.
 - `apply(records)` replays a committed group and returns the control requests (LeaderAndIsr,
-  StopReplica) that brokers must receive because of it (see `controller.outbound`).
+  StopReplica) that brokers must receive because of it (see `controller.control.orders`).
 - Time (monotonic ns) and randomness (a seeded `random.Random`) are arguments; nothing here
   reads a clock, a socket or the environment.
 """
@@ -32,9 +32,9 @@ from protocol.records.metadata import (
 )
 from protocol.spec import Data
 
+from .control.orders import ControlOrder, OutboundCollector
 from .ops import alter_partition as alter_partition_op
 from .ops import brokers, cluster_info, elections, replica_state, topics
-from .outbound import ControlOrder, OutboundCollector
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, freeze, snapshot_records

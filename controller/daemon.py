@@ -34,12 +34,12 @@ from protocol.capture import INBOUND, Exchange, from_batches, to_batches
 from protocol.registry import peek_request
 
 from .budget import MemoryBudget
-from .channel import ControlChannel
 from .connection import Connection, Pending
+from .control.channel import ControlChannel
+from .control.orders import full_state_orders
 from .engine import ControllerEngine
 from .logs import RateLimitedLogger
 from .metrics import ControllerMetrics, response_error_code
-from .outbound import full_state_orders
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")

@@ -30,13 +30,13 @@ from typing import NamedTuple
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
 
+from .control.orders import ControlOrder, OutboundCollector
 from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
-from .outbound import ControlOrder, OutboundCollector
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, snapshot_records

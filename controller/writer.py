@@ -40,9 +40,9 @@ import trio
 from protocol.registry import api, encode_response
 
 from .connection import LARGE_FRAME_BYTES, Pending
+from .control.orders import ControlOrder
 from .engine import ControllerEngine
 from .log import LogError
-from .outbound import ControlOrder
 from .slices import COMMIT_POINT, Done, Slices, Work
 
 log = logging.getLogger("fencer.writer")

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from broker_sim.listener import BrokerControlListener, PartitionView
-from controller.control_requests import leader_and_isr_request, stop_replica_requests
-from controller.outbound import ControlOrder, PartitionState, StopPartition
+from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.requests import leader_and_isr_request, stop_replica_requests
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse, ApiVersionsResponseApiVersion

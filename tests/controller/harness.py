@@ -11,8 +11,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.control.orders import ControlOrder
 from controller.core import ControllerCore, batches
-from controller.outbound import ControlOrder
 from controller.state.controller_state import ControllerConfig, Outcome
 from controller.state.model import PartitionRegistration
 from protocol.messages.alter_partition import (

@@ -20,9 +20,9 @@ import trio
 import trio.testing
 
 from controller.connection import Pending
+from controller.control.orders import ControlOrder
 from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
 from controller.metrics import ControllerMetrics
-from controller.outbound import ControlOrder
 from controller.slices import finish
 from controller.writer import SNAPSHOT_RETRY_S, Writer
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest

@@ -14,15 +14,11 @@ import pytest
 import trio
 
 from broker_sim.listener import BrokerControlListener
-from controller import channel as channel_module
-from controller.channel import (
-    LARGE_ORDER_PARTITIONS,
-    OUTBOUND_CONNECTION_IDS,
-    RECENT_ANSWERS,
-    ControlChannel,
-    SentRequest,
-)
-from controller.outbound import ControlOrder, PartitionState, StopPartition
+from controller.control import channel as channel_module
+from controller.control.channel import ControlChannel
+from controller.control.links import LARGE_ORDER_PARTITIONS, OUTBOUND_CONNECTION_IDS
+from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.outcomes import RECENT_ANSWERS, SentRequest
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -160,8 +156,8 @@ async def test_orders_arrive_in_order_with_epochs_at_the_highest_versions(
     assert leader_epochs(one) == [3, 4]
     assert one.partitions[("foo", 0)].leader_epoch == 4
     assert not one.partitions[("foo", 0)].stopped  # the later LeaderAndIsr made it a replica again
-    assert SentRequest(1, 18, 3, 0) in channel.recent_answers
-    assert [s for s in channel.recent_answers if s.broker_id == 1 and s.api_key != 18] == [
+    assert SentRequest(1, 18, 3, 0) in channel.outcomes.recent_answers
+    assert [s for s in channel.outcomes.recent_answers if s.broker_id == 1 and s.api_key != 18] == [
         SentRequest(1, 4, 7, 0),
         SentRequest(1, 5, 4, 0),
         SentRequest(1, 4, 7, 0),
@@ -192,7 +188,7 @@ async def test_a_broker_with_older_versions_gets_those_versions(cluster: Cluster
     channel.submit([lai(1), stops(1, stop(0), stop(1, delete=True))])
     await until(lambda: channel.queue_depth(1) == 0)
     # ApiVersions v3 is refused with the KIP-511 v0 body; v2 (its key-18 max) follows
-    assert [s for s in channel.recent_answers if s.api_key == 18] == [
+    assert [s for s in channel.outcomes.recent_answers if s.api_key == 18] == [
         SentRequest(1, 18, 3, ErrorCode.UNSUPPORTED_VERSION),
         SentRequest(1, 18, 2, 0),
     ]
@@ -209,7 +205,7 @@ async def test_an_order_the_broker_cannot_take_is_dropped_and_counted(cluster: C
     await nursery.start(channel.run)
     channel.submit([lai(1), stops(1, stop())])
     await until(lambda: channel.queue_depth(1) == 0)
-    assert [s for s in channel.recent_answers if s.api_key != 18] == [
+    assert [s for s in channel.outcomes.recent_answers if s.api_key != 18] == [
         SentRequest(1, 4, -1, ErrorCode.UNSUPPORTED_VERSION),
         SentRequest(1, 5, 4, 0),
     ]
@@ -234,11 +230,11 @@ async def test_a_stale_order_is_rejected_logged_counted_and_not_resent(
         channel.submit([lai(1, pstate(leader_epoch=4), epoch=150, controller_epoch=6)])
         await until(lambda: channel.queue_depth(1) == 0)
         await trio.sleep(0.05)
-    rejected = [s.error_code for s in channel.recent_answers if s.api_key == 4]
+    rejected = [s.error_code for s in channel.outcomes.recent_answers if s.api_key == 4]
     assert rejected == [ErrorCode.STALE_BROKER_EPOCH, 0, 0]
     assert len(control(one)) == 3  # nothing was resent
-    assert channel.stale_rejections == 1
-    assert channel.error_counts == {(4, ErrorCode.STALE_BROKER_EPOCH): 1}
+    assert channel.outcomes.stale_rejections == 1
+    assert channel.outcomes.error_counts == {(4, ErrorCode.STALE_BROKER_EPOCH): 1}
     assert (1, 4, ErrorCode.STALE_BROKER_EPOCH) in metrics.responses
     assert any("rejected LeaderAndIsr v7 as stale (STALE_BROKER_EPOCH (77))" in r.message for r in caplog.records)
 
@@ -260,15 +256,15 @@ async def test_stale_controller_and_leader_epochs_are_counted_not_resent(
         )
         await until(lambda: channel.queue_depth(1) == 0)
         await trio.sleep(0.05)
-    assert [s.error_code for s in channel.recent_answers if s.api_key != 18] == [
+    assert [s.error_code for s in channel.outcomes.recent_answers if s.api_key != 18] == [
         0,
         ErrorCode.STALE_CONTROLLER_EPOCH,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.FENCED_LEADER_EPOCH,
     ]
     assert len(control(one)) == 4
-    assert channel.stale_rejections == 3
-    assert channel.error_counts == {(4, 11): 1, (4, 74): 1, (5, 74): 1}
+    assert channel.outcomes.stale_rejections == 3
+    assert channel.outcomes.error_counts == {(4, 11): 1, (4, 74): 1, (5, 74): 1}
     assert any("1 partitions (foo-0)" in r.message for r in caplog.records)
 
 
@@ -466,15 +462,15 @@ async def test_only_the_recent_answers_are_kept_however_many_requests_are_sent(
     await until(lambda: channel.queue_depth(1) == 0)
     assert len(control(one)) == total  # every request was sent
     assert len(metrics.responses) == total  # and every answer counted
-    assert list(channel.recent_answers) == [SentRequest(1, 5, 4, 0)] * RECENT_ANSWERS  # the latest only
+    assert list(channel.outcomes.recent_answers) == [SentRequest(1, 5, 4, 0)] * RECENT_ANSWERS  # the latest only
 
 
 async def test_an_unreachable_brokers_queue_stays_bounded() -> None:
     """LeaderAndIsr orders behind the in-flight window merge; the latest state of each partition wins."""
     import uuid as _uuid
 
-    from controller.channel import ControlChannel
-    from controller.outbound import ControlOrder, PartitionState
+    from controller.control.channel import ControlChannel
+    from controller.control.orders import ControlOrder, PartitionState
 
     channel = ControlChannel(controller_id=1, broker_address=lambda broker_id: None, max_in_flight=4)
     topic = _uuid.UUID(int=7)

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from controller.control_requests import (
+from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.requests import (
     TYPE_FULL,
     TYPE_INCREMENTAL,
     TYPE_UNKNOWN,
@@ -16,7 +17,6 @@ from controller.control_requests import (
     response_errors,
     stop_replica_requests,
 )
-from controller.outbound import ControlOrder, PartitionState, StopPartition
 from protocol.compiler import codec
 from protocol.messages.leader_and_isr import (
     LeaderAndIsrRequest,

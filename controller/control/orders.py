@@ -23,9 +23,9 @@ from protocol.records.metadata import (
 )
 from protocol.spec import Data
 
-from .state.controller_state import ControllerState
-from .state.model import PartitionRegistration, TopicPartition
-from .state.replication import Replaced
+from ..state.controller_state import ControllerState
+from ..state.model import PartitionRegistration, TopicPartition
+from ..state.replication import Replaced
 
 DELETE_EPOCH = -2
 

@@ -1,7 +1,7 @@
 """From a control order (what a broker must be told) to the LeaderAndIsr / StopReplica message at a version,
 and from the broker's answer back to its errors.
 
-Pure: no I/O. The control channel (`controller.channel`) picks the version from the broker's
+Pure: no I/O. The control channel (`controller.control.channel`) picks the version from the broker's
 ApiVersions answer (`common_version`); these functions shape the order's content for that
 version, and `response_errors` reads the top-level and per-partition errors of the answer.
 
@@ -45,7 +45,7 @@ from protocol.registry import api
 from protocol.spec import ZERO_UUID, Data
 from protocol.versions import Versions
 
-from .outbound import ControlOrder, PartitionState, StopPartition
+from .orders import ControlOrder, PartitionState, StopPartition
 
 LEADER_AND_ISR_KEY = 4
 STOP_REPLICA_KEY = 5

@@ -10,8 +10,8 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
   closes the connection. Each order is sent at the highest version both sides support; an order
   the broker cannot take at all is logged, counted as UNSUPPORTED_VERSION and dropped.
 - Errors in responses, top-level and per partition, are logged (logger `fencer.channel`) and
-  counted. Stale rejections (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, FENCED_LEADER_EPOCH)
-  are answers like any other: the order is never resent.
+  counted (`controller.control.outcomes`). Stale rejections (STALE_BROKER_EPOCH,
+  STALE_CONTROLLER_EPOCH, FENCED_LEADER_EPOCH) are answers like any other: the order is never resent.
 - A connection error, a timeout or a malformed response closes the connection and counts a
   failure; the task reconnects with exponential backoff and jitter, and re-sends the orders not
   yet answered, while `broker_address` still gives an address. When it gives None (broker
@@ -21,9 +21,8 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
 - An idle connection is kept for `idle_timeout_s` (new orders reuse it), and closed earlier if the
   broker closes it.
 - Nothing a broker sends can crash the channel.
-- Nothing grows with the number of requests sent: `recent_answers` keeps the last
-  `RECENT_ANSWERS` outcomes only; the totals are counters (`error_counts`, `stale_rejections`, ...)
-  and the metrics.
+- Nothing grows with the number of requests sent: `outcomes` keeps the last answers only; the
+  totals are counters and the metrics.
 - Metrics (optional): the queue depth at every change, one `outbound_response` per answer with its
   outcome (top-level error, else the first partition error), one `outbound_connection_failure` per
   failed connection. Capture (optional): every exchange, as `protocol.capture.Exchange`.
@@ -37,7 +36,6 @@ import itertools
 import logging
 import random
 import time
-from collections import Counter, deque
 from collections.abc import Sequence
 
 import trio
@@ -50,7 +48,7 @@ from protocol.registry import api, decode_response
 from protocol.spec import Data
 from protocol.versions import Versions
 
-from .channel_links import (  # noqa: F401 - re-exported: the channel's public names
+from .links import (
     API_VERSIONS_KEY,
     API_VERSIONS_VERSION,
     CLIENT_SOFTWARE_NAME,
@@ -59,33 +57,21 @@ from .channel_links import (  # noqa: F401 - re-exported: the channel's public n
     JITTER,
     LARGE_ORDER_PARTITIONS,
     LARGE_PAYLOAD_BYTES,
-    LOGGED_PARTITIONS,
-    MAX_RESPONSE_BYTES,
     OUTBOUND_CONNECTION_IDS,
-    RECENT_ANSWERS,
     SMALL_ORDER_PARTITIONS,
-    STALE_ERRORS,
     BrokerAddress,
     BrokerConnection,
     CaptureSink,
-    ChannelMetrics,
     Link,
     OutboundRequest,
     PeerError,
-    SentRequest,
     encode_order,
-    log,
-    log_error,
     mergeable,
     order_pieces,
 )
-from .control_requests import (
-    LEADER_AND_ISR_KEY,
-    STOP_REPLICA_KEY,
-    common_version,
-    response_errors,
-)
-from .outbound import ControlOrder
+from .orders import ControlOrder
+from .outcomes import ChannelMetrics, Outcomes, log
+from .requests import LEADER_AND_ISR_KEY, STOP_REPLICA_KEY, common_version
 
 
 class ControlChannel:
@@ -122,11 +108,8 @@ class ControlChannel:
         self._nursery: trio.Nursery | None = None
         # a range of their own, so that captured outbound connections never share an id with inbound ones
         self._connection_ids = itertools.count(OUTBOUND_CONNECTION_IDS + 1)
-        #: the outcomes of the last `RECENT_ANSWERS` requests answered (or dropped as unsendable), oldest first
-        self.recent_answers: deque[SentRequest] = deque(maxlen=RECENT_ANSWERS)
-        #: (api key, error code) -> count, top-level and per partition
-        self.error_counts: Counter[tuple[int, int]] = Counter()
-        self.stale_rejections = 0
+        #: the answers: the recent ones (`recent_answers`), error counts, stale rejections
+        self.outcomes = Outcomes(metrics)
         self.connection_failures = 0
         self.dropped_orders = 0
 
@@ -285,7 +268,7 @@ class ControlChannel:
             response = await self._receive(conn, request)
             if not isinstance(response, ApiVersionsResponse):  # pragma: no cover - decode_response's type
                 raise PeerError("not an ApiVersions response")
-            self.recent_answers.append(SentRequest(link.broker_id, API_VERSIONS_KEY, version, response.error_code))
+            self.outcomes.negotiated(link.broker_id, API_VERSIONS_KEY, version, response.error_code)
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
                 fallback = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
                 if not 0 <= fallback < version:
@@ -324,7 +307,7 @@ class ControlChannel:
         for order, requests in plans:
             for request in requests:
                 response = await self._receive(conn, request)
-                self._on_response(link.broker_id, order, request, response)
+                self.outcomes.response(link.broker_id, order, request.api_key, request.version, response)
             if link.queue and link.queue[0] is order:
                 link.queue.popleft()
             link.failures = 0
@@ -357,7 +340,7 @@ class ControlChannel:
         version = common_version(api(api_key).versions, versions.get(api_key))
         if version is None:
             log.error("broker %d supports no version of api key %d: dropping an order", link.broker_id, api_key)
-            self._count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION, ())
+            self.outcomes.count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION)
             return []
         live = {} if api_key == STOP_REPLICA_KEY else self._live_leaders(order)
         requests: list[OutboundRequest] = []
@@ -373,7 +356,7 @@ class ControlChannel:
                         await trio.sleep(0)
         except (EncodeError, ValueError):
             log.exception("broker %d: cannot encode an order at v%d of api key %d", link.broker_id, version, api_key)
-            self._count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR, ())
+            self.outcomes.count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR)
             return []
         return requests
 
@@ -385,37 +368,7 @@ class ControlChannel:
                 out[leader] = (address[0], address[1])
         return out
 
-    # ------------------------------------------------------------------ outcomes
-    def _on_response(self, broker_id: int, order: ControlOrder, request: OutboundRequest, response: Data) -> None:
-        top, partitions = response_errors(order, response)
-        failed = tuple(entry for entry in partitions if entry[2] != ErrorCode.NONE and entry[2] != top)
-        self._count(broker_id, request.api_key, request.version, top, failed)
-
-    def _count(
-        self, broker_id: int, api_key: int, version: int, top: int, failed: tuple[tuple[str, int, int], ...]
-    ) -> None:
-        """Record one answer: `recent_answers`, counters and logs of its top-level and partition errors.
-
-        The metric counts the answer once, with its outcome (the top-level error, else the first
-        partition error); `error_counts` counts every failed partition."""
-        outcome = top or (failed[0][2] if failed else ErrorCode.NONE)
-        self.recent_answers.append(SentRequest(broker_id, api_key, version, outcome))
-        if self._metrics is not None:
-            self._metrics.outbound_response(broker_id, api_key, outcome)
-        for code in (top, *(code for _, _, code in failed)):
-            if code != ErrorCode.NONE:
-                self.error_counts[(api_key, code)] += 1
-            if code in STALE_ERRORS:
-                self.stale_rejections += 1
-        if top != ErrorCode.NONE:
-            log_error(broker_id, api_key, version, top, "the whole request")
-        by_code: dict[int, list[str]] = {}
-        for topic, partition, code in failed:
-            by_code.setdefault(code, []).append(f"{topic}-{partition}")
-        for code, names in by_code.items():
-            shown = ", ".join(names[:LOGGED_PARTITIONS]) + (" ..." if len(names) > LOGGED_PARTITIONS else "")
-            log_error(broker_id, api_key, version, code, f"{len(names)} partitions ({shown})")
-
+    # ------------------------------------------------------------------ queues and capture
     def _queue_changed(self, link: Link) -> None:
         if self._metrics is not None:
             self._metrics.outbound_queue(link.broker_id, len(link.queue))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from controller.outbound import ControlOrder, PartitionState, StopPartition
+from controller.control.orders import ControlOrder, PartitionState, StopPartition
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
 from protocol.records.control import LeaderChangeMessage
 
-from .harness import Harness
+from ..harness import Harness
 
 CONTROLLER_ID = 3000
 

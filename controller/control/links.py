@@ -1,5 +1,5 @@
-"""The pieces of the outbound control channel (`controller.channel`): constants, the per-broker
-queue (`Link`) and connection (`BrokerConnection`), the stand-in capture row, and error logging.
+"""The pieces of the outbound control channel (`controller.control.channel`): constants, the per-broker
+queue (`Link`) and connection (`BrokerConnection`), and an order cut into request frames.
 
 Rules: a LeaderAndIsr order queued behind the in-flight window merges into the LeaderAndIsr just
 before it (`mergeable`, `Link.merge_into_tail`: the later state of a partition wins), so that a slow or
@@ -10,62 +10,37 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import logging
 import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import trio
 
 from protocol.capture import Exchange
-from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.framing import FrameBuffer
-from protocol.registry import api, encode_request
+from protocol.registry import encode_request
 from protocol.spec import Data
 
-from .control_requests import STOP_REPLICA_KEY, leader_and_isr_request, stop_replica_requests
-from .outbound import ControlOrder
-
-log = logging.getLogger("fencer.channel")
+from .orders import ControlOrder
+from .requests import STOP_REPLICA_KEY, leader_and_isr_request, stop_replica_requests
 
 API_VERSIONS_KEY = 18
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "fencer"
 CLIENT_SOFTWARE_VERSION = "0.1"
-STALE_ERRORS = frozenset(
-    {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH}
-)
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-LOGGED_PARTITIONS = 20
 JITTER = random.Random(0x5EED)
 OUTBOUND_CONNECTION_IDS = 1 << 40
-#: Answers kept in `ControlChannel.recent_answers` (for tests and debugging; the totals are counters).
-RECENT_ANSWERS = 256
 
 #: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
 BrokerAddress = Callable[[int], tuple[str, int, int] | None]
 
 
-class ChannelMetrics(Protocol):
-    def outbound_queue(self, broker_id: int, depth: int) -> None: ...
-    def outbound_response(self, broker_id: int, api_key: int, error_code: int) -> None: ...
-    def outbound_connection_failure(self, broker_id: int) -> None: ...
-
-
 class CaptureSink(Protocol):
     def add(self, exchange: Exchange) -> None: ...
-
-
-class SentRequest(NamedTuple):
-    """One answered request: its outcome is the top-level error, else the first partition error, else 0."""
-
-    broker_id: int
-    api_key: int
-    api_version: int
-    error_code: int
 
 
 class PeerError(Exception):
@@ -149,19 +124,7 @@ class BrokerConnection:
         return payload
 
 
-# ---------------------------------------------------------------------- helpers
-def log_error(broker_id: int, api_key: int, version: int, code: int, what: str) -> None:
-    name = api(api_key).name
-    try:
-        label = f"{ErrorCode(code).name} ({code})"
-    except ValueError:
-        label = str(code)
-    if code in STALE_ERRORS:
-        log.warning("broker %d rejected %s v%d as stale (%s) for %s; not resent", broker_id, name, version, label, what)
-    else:
-        log.error("broker %d answered %s v%d with %s for %s", broker_id, name, version, label, what)
-
-
+# ---------------------------------------------------------------------- orders into requests
 #: An order becomes requests of at most this many partitions (a few ms to build and encode here,
 #: and to digest the answer), each built on the event loop with other tasks running between
 #: them. A full LeaderAndIsr must stay one request (the broker drops what it does not name): a
