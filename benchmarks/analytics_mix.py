@@ -1,7 +1,7 @@
 """A generated capture in the fleet's mix, for benchmarks/analytics.py (real frames, seeded).
 
 `write_capture(directory, count, seed)` writes `count` exchanges as the daemon writes parts
-(`controller.capture.write_part`, 50,000 rows each). Each kind of exchange has 64 variants (random
+(`controller.server.capture.write_part`, 50,000 rows each). Each kind of exchange has 64 variants (random
 ids, epochs, partitions, ISRs, a few stale-epoch answers); rows pick a kind by the mix's weights
 and a variant at random, get their own correlation id (patched into both frames), a time (50,000
 exchanges/s) and a latency (log-normal around 1 ms).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from controller.capture import write_part
+from controller.server.capture import write_part
 from protocol.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, part_name
 from protocol.error_codes import ErrorCode
 from protocol.messages import (

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import alter_partition, machine
 from benchmarks.core import brokers_records, load, new_core, topic_records
-from controller.capture import INBOUND, CaptureWriter, Exchange, to_table, write_part
+from controller.server.capture import INBOUND, CaptureWriter, Exchange, to_table, write_part
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,

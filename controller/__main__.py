@@ -1,7 +1,7 @@
 """`python -m controller [FLAGS]` runs the daemon; `python -m controller COMMAND ...` a tool.
 
 Commands:
-    (none)              the controller daemon: `--data-dir PATH` is required (see controller/cli.py)
+    (none)              the controller daemon: `--data-dir PATH` is required (see controller/server/cli.py)
     dump-log DATA_DIR   print the metadata log and snapshots as `kafka-dump-log` does (read-only)
 
 Rules:
@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from controller import cli
 from controller.log import dump
+from controller.server import cli
 
 
 class CommandLineParser(argparse.ArgumentParser):

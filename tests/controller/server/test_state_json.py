@@ -1,4 +1,4 @@
-"""The /state document (controller.state_view): `state_json` and its text in pieces, `state_json_pieces`."""
+"""The /state document (controller.server.state_json): `state_json` and its text in pieces, `state_json_pieces`."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.log.ids import uuid_string
+from controller.server.state_json import PARTITIONS_PER_PIECE, state_json, state_json_pieces
 from controller.state.frozen import FrozenState, FrozenTopic
 from controller.state.model import RECOVERED, RECOVERING, PartitionRegistration
-from controller.state_view import PARTITIONS_PER_PIECE, state_json, state_json_pieces
 from protocol.messages.alter_replica_state import OFFLINE
 from protocol.records.metadata import LOST_DIRECTORY, NO_LEADER, UNASSIGNED_DIRECTORY
 
-from .harness import CLUSTER_ID, Harness, incarnation
+from ..harness import CLUSTER_ID, Harness, incarnation
 from .test_metrics import fenced_cluster
 
 

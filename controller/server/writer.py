@@ -39,11 +39,11 @@ import trio
 
 from protocol.registry import api, encode_response
 
+from ..control.orders import ControlOrder
+from ..engine import ControllerEngine
+from ..log import LogError
+from ..slices import COMMIT_POINT, Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending
-from .control.orders import ControlOrder
-from .engine import ControllerEngine
-from .log import LogError
-from .slices import COMMIT_POINT, Done, Slices, Work
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")

@@ -57,7 +57,7 @@ from protocol.capture import (
     to_table,
 )
 
-from .log.segments import fsync_directory
+from ..log.segments import fsync_directory
 
 __all__ = [
     "CAPTURE_SCHEMA",

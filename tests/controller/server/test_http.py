@@ -1,4 +1,4 @@
-"""The metrics listener (controller.http) over real sockets on 127.0.0.1, port 0."""
+"""The metrics listener (controller.server.http) over real sockets on 127.0.0.1, port 0."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 import trio
 
 from controller.core import ControllerCore
-from controller.http import BODY_BLOCK_BYTES, MAX_HEAD_BYTES, build_state_body, serve_http
-from controller.metrics import ControllerMetrics
+from controller.server.http import BODY_BLOCK_BYTES, MAX_HEAD_BYTES, build_state_body, serve_http
+from controller.server.metrics import ControllerMetrics
+from controller.server.state_json import PARTITIONS_PER_PIECE, state_json
 from controller.state.frozen import FrozenState
-from controller.state_view import PARTITIONS_PER_PIECE, state_json
 
-from .harness import Harness
+from ..harness import Harness
 
 IDLE_TIMEOUT_S = 0.2
 GATE_TIMEOUT_S = 5.0

@@ -1,4 +1,4 @@
-"""The controller's state as the JSON document `GET /state` serves (see `controller.http`).
+"""The controller's state as the JSON document `GET /state` serves (see `controller.server.http`).
 
 The document: cluster id, controller id and epoch, the last applied offset, the brokers (by id),
 then the topics (by name), each with its partitions (by index).
@@ -28,10 +28,10 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .core import ControllerCore
-from .log.ids import uuid_string
-from .state.frozen import FrozenState, FrozenTopic
-from .state.model import BrokerRegistration, PartitionRegistration
+from ..core import ControllerCore
+from ..log.ids import uuid_string
+from ..state.frozen import FrozenState, FrozenTopic
+from ..state.model import BrokerRegistration, PartitionRegistration
 
 #: Partitions in one piece of text (~170 KB).
 PARTITIONS_PER_PIECE = 1000

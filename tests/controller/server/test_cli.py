@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from controller.cli import log_failure
-from controller.daemon import Daemon, DaemonOptions
 from controller.engine import ControllerEngine
 from controller.log import LogError
+from controller.server.cli import log_failure
+from controller.server.daemon import Daemon, DaemonOptions
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.registry import encode_request
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import trio
 
-from . import logs
+from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
+from ..log import LogError
+from ..log.retention import DEFAULT_RETENTION_BYTES
+from ..log.store import DEFAULT_SEGMENT_BYTES
+from ..state.controller_state import ControllerConfig
+from . import logging_config
 from .daemon import Daemon, DaemonOptions
-from .engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
-from .log import LogError
-from .log.retention import DEFAULT_RETENTION_BYTES
-from .log.store import DEFAULT_SEGMENT_BYTES
-from .state.controller_state import ControllerConfig
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    logs.configure(args.log_level, args.log_format)
+    logging_config.configure(args.log_level, args.log_format)
     try:
         engine = start_engine(args)
     except LogError as exc:

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import capture
-from controller.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, CaptureWriter, Exchange
 from controller.log.segments import fsync_directory
+from controller.server import capture
+from controller.server.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, CaptureWriter, Exchange
 from protocol.capture import CHUNK_ROWS
 
 PART_NAME = re.compile(r"capture-\d{19}-\d{6}\.parquet")
@@ -283,7 +283,7 @@ def test_publish_order_is_write_fsync_rename_fsync_directory(directory: Path, mo
     monkeypatch.setattr(pq, "write_table", record("write", pq.write_table))
     monkeypatch.setattr(os, "fsync", record("fsync", os.fsync))
     monkeypatch.setattr(os, "replace", record("rename", os.replace))
-    monkeypatch.setattr("controller.capture.fsync_directory", record("fsync directory", fsync_directory))
+    monkeypatch.setattr("controller.server.capture.fsync_directory", record("fsync directory", fsync_directory))
     writer.add(exchange(1))
     writer.flush()
     assert events[:4] == ["write", "fsync", "rename", "fsync directory"]

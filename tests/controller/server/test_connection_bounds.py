@@ -10,9 +10,9 @@ import threading
 import pytest
 import trio
 
-from controller import connection as connection_module
-from controller.budget import MemoryBudget
-from controller.connection import LARGE_FRAME_BYTES
+from controller.server import connection as connection_module
+from controller.server.budget import MemoryBudget
+from controller.server.connection import LARGE_FRAME_BYTES
 
 from .connection_peer import (
     Host,

@@ -1,4 +1,4 @@
-"""Prometheus metrics and `response_error_code` (controller.metrics)."""
+"""Prometheus metrics and `response_error_code` (controller.server.metrics)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.core import ControllerCore
-from controller.metrics import ControllerMetrics, response_error_code
+from controller.server.metrics import ControllerMetrics, response_error_code
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import (
     AlterPartitionResponse,
@@ -31,7 +31,7 @@ from protocol.messages.leader_and_isr import LeaderAndIsrResponse, LeaderAndIsrR
 from protocol.records.control import LeaderChangeMessage
 from protocol.spec import Data
 
-from .harness import Harness
+from ..harness import Harness
 
 Labels = dict[str, str]
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from controller.logs import RateLimitedLogger
+from controller.server.logging_config import RateLimitedLogger
 
 
 class FakeClock:

@@ -1,7 +1,7 @@
 """The controller daemon: a trio TCP server around the engine: wiring, accepting, timers, shutdown.
 
 Rules:
-- Requests go to the group-commit writer (`controller.writer`), which decides them in arrival
+- Requests go to the group-commit writer (`controller.server.writer`), which decides them in arrival
   order and answers each once its records are durable.
 - Connections: at most `max_connections` at once (Kafka's max.connections); past it a new one
   is closed at once and counted. When accept fails for lack of descriptors or memory it is
@@ -33,12 +33,12 @@ import trio
 from protocol.capture import INBOUND, Exchange, from_batches, to_batches
 from protocol.registry import peek_request
 
+from ..control.channel import ControlChannel
+from ..control.orders import full_state_orders
+from ..engine import ControllerEngine
 from .budget import MemoryBudget
 from .connection import Connection, Pending
-from .control.channel import ControlChannel
-from .control.orders import full_state_orders
-from .engine import ControllerEngine
-from .logs import RateLimitedLogger
+from .logging_config import RateLimitedLogger
 from .metrics import ControllerMetrics, response_error_code
 from .writer import Writer
 

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from controller.budget import MemoryBudget
+from controller.server.budget import MemoryBudget
 
 
 def test_a_budget_smaller_than_the_largest_frame_is_refused() -> None:

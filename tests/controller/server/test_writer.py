@@ -1,4 +1,4 @@
-"""The group-commit writer (controller.writer) around a real engine and log, in one trio run.
+"""The group-commit writer (controller.server.writer) around a real engine and log, in one trio run.
 
 Connections are recorders (the writer only calls `respond` and `abandon` on them), the channel a
 list. Blocking a worker thread on a `threading.Event` makes the orderings explicit: a snapshot or
@@ -19,12 +19,12 @@ import pytest
 import trio
 import trio.testing
 
-from controller.connection import Pending
 from controller.control.orders import ControlOrder
 from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
-from controller.metrics import ControllerMetrics
+from controller.server.connection import Pending
+from controller.server.metrics import ControllerMetrics
+from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
-from controller.writer import SNAPSHOT_RETRY_S, Writer
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import (

@@ -2,7 +2,7 @@
 
 Routes (GET only):
 - `/metrics`: `ControllerMetrics.render()`, Prometheus' text format 0.0.4;
-- `/state`: `controller.state_view.state_json` of the core as JSON (503 "starting" while the
+- `/state`: `controller.server.state_json.state_json` of the core as JSON (503 "starting" while the
   core does not exist yet);
 - `/healthz`: 200 "ok" once the core exists, 503 "starting" before.
 A query string is ignored. Another path is 404; another method on a route is 405.
@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from .core import ControllerCore
+from ..core import ControllerCore
+from ..state.frozen import FrozenState
 from .metrics import ControllerMetrics
-from .state.frozen import FrozenState
-from .state_view import state_json_pieces
+from .state_json import state_json_pieces
 
 log = logging.getLogger("fencer.http")
 

@@ -35,7 +35,7 @@ from protocol.error_codes import error_name
 from protocol.error_codes import response_error_code as response_error_code  # re-exported: the daemon uses it from here
 from protocol.registry import api
 
-from .core import ControllerCore
+from ..core import ControllerCore
 
 CoreProvider = Callable[[], ControllerCore | None]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from controller.budget import MemoryBudget
-from controller.connection import Connection, Pending
+from controller.server.budget import MemoryBudget
+from controller.server.connection import Connection, Pending
 from protocol.framing import FrameBuffer
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
