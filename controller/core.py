@@ -35,9 +35,10 @@ from protocol.spec import Data
 from .control.orders import ControlOrder, OutboundCollector
 from .ops import alter_partition as alter_partition_op
 from .ops import brokers, cluster_info, elections, replica_state, topics
+from .ops.snapshot import snapshot_records
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
-from .state.frozen import FrozenState, freeze, snapshot_records
+from .state.frozen import FrozenState, freeze
 from .state.replication import Replaced
 
 Handler = Callable[[ControllerState, Any, int, int, int], Outcome]

@@ -37,9 +37,10 @@ from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
+from .ops.snapshot import snapshot_records
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
-from .state.frozen import FrozenState, snapshot_records
+from .state.frozen import FrozenState
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 #: Staged records past which a long operation yields a commit point (see `controller.slices`).

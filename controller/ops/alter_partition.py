@@ -23,13 +23,14 @@ from protocol.messages.alter_partition import (
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
 )
-from protocol.records.metadata import NO_LEADER_CHANGE, PartitionChangeRecord
+from protocol.records.metadata import PartitionChangeRecord
 from protocol.spec import ZERO_UUID
 
 from ..state.controller_state import ControllerState, Outcome, Result
 from ..state.model import RECOVERED, RECOVERING, PartitionRegistration, TopicPartition
-from ..state.replication import Topic, change_record
-from .batches import fits_one_step, piece_by_piece, records_of
+from ..state.replication import Topic
+from .batches import fits_one_step, piece_by_piece
+from .changes import change_record, eligible, records_of
 
 
 def find_topic(state: ControllerState, name: str, topic_id: uuid.UUID, by_id: bool) -> Topic | None:
@@ -131,15 +132,10 @@ def _check_partition(
         part.leader_recovery_state == RECOVERED and recovery == RECOVERING
     ):
         return ErrorCode.INVALID_REQUEST
-    brokers = state.cluster.brokers
     for broker_id, broker_epoch in members:
-        broker = brokers.get(broker_id)
-        if (
-            broker is None
-            or broker.fenced
-            or broker.in_controlled_shutdown
-            or part.is_offline(broker_id)
-            or (broker_epoch != -1 and broker_epoch != broker.epoch)
+        # v3 names each member's broker epoch (KIP-903): another incarnation's is ineligible too
+        if not eligible(state, part, broker_id) or (
+            broker_epoch != -1 and not state.cluster.epoch_matches(broker_id, broker_epoch)
         ):
             return ErrorCode.INELIGIBLE_REPLICA if version >= 2 else ErrorCode.OPERATION_NOT_ATTEMPTED
     return ErrorCode.NONE
@@ -166,11 +162,7 @@ def _alter_one(
         return failed(code)
     isr = tuple(broker_id for broker_id, _ in _new_isr(part_request, version))
     change = change_record(tp, part, isr=isr, leader_recovery_state=part_request.leader_recovery_state)
-    after = part if change is None else part.merge(change)
-    if change is not None and change.leader not in (NO_LEADER_CHANGE, requester):
-        # only a completed reassignment that removes the leader gets here (none in this version)
-        code = ErrorCode.NEW_LEADER_ELECTED if version >= 2 else ErrorCode.FENCED_LEADER_EPOCH
-        return AlterPartitionResponsePartitionData(partition_index=tp.partition, error_code=code), change
+    after = part if change is None else part.merge(change)  # the leader stays: no leader was asked for
     response = AlterPartitionResponsePartitionData(
         partition_index=tp.partition,
         leader_id=after.leader,

@@ -24,7 +24,7 @@ from protocol.spec import Data
 
 from ..state.controller_state import ControllerState, RecordAndVersion, Steps
 from ..state.model import PartitionRegistration, TopicPartition
-from ..state.replication import change_version
+from .changes import records_of, versioned
 
 STEP_PARTITIONS = 2000
 T = TypeVar("T")
@@ -35,10 +35,6 @@ Decide = Callable[[TopicPartition, PartitionRegistration], PartitionChangeRecord
 def step_size(state: ControllerState) -> int:
     """Partitions decided per step, and records per batch: never above the operation limit."""
     return max(1, min(STEP_PARTITIONS, state.config.max_records_per_operation))
-
-
-def records_of(changes: Sequence[PartitionChangeRecord]) -> tuple[RecordAndVersion, ...]:
-    return tuple([(change, change_version(change)) for change in changes])
 
 
 class TopicRequest(Protocol):
@@ -139,7 +135,7 @@ def batches(
         decided += 1
         change = decide(item)
         if change is not None:
-            batch.append((change, change_version(change)))
+            batch.append(versioned(change))
     if batch and len(batch) + len(last) > size:
         yield batch
         batch = []

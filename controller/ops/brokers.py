@@ -41,12 +41,9 @@ from protocol.records.metadata import (
 )
 
 from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
-from ..state.frozen import REGISTER_BROKER_VERSION
 from ..state.model import BrokerRegistration, PartitionRegistration, TopicPartition
-from ..state.replication import change_record, removal
 from .batches import answered_after, partition_batches
-from .eligibility import others_eligible
-from .replica_state import bring_online
+from .changes import bring_online, change_record, eligible, others_eligible, removal, versioned
 
 FENCE = 1
 UNFENCE = -1
@@ -91,7 +88,7 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
         log_dirs=request.log_dirs,
     )
     response = BrokerRegistrationResponse(broker_epoch=epoch)
-    registered: list[RecordAndVersion] = [(record, REGISTER_BROKER_VERSION)]
+    registered: list[RecordAndVersion] = [versioned(record)]
     if same:
         state.heartbeats.touch(request.broker_id, now_ns)
         return Result(response, tuple(registered))
@@ -124,21 +121,19 @@ def fence(
         state.replication.in_isr_of.get(broker_id, set()) | state.replication.leader_of.get(broker_id, set())
     )
     flag = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=FENCE)
-    return partition_batches(state, tps, remove, first=first, last=[(flag, 0)])
+    return partition_batches(state, tps, remove, first=first, last=[versioned(flag)])
 
 
 def unfence(state: ControllerState, broker: BrokerRegistration) -> Iterator[list[RecordAndVersion]]:
     """Batches that unfence a broker, and elect it where a partition has no leader and its ISR holds it."""
     broker_id = broker.broker_id
-    flag: list[RecordAndVersion] = [
-        (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=UNFENCE), 0)
-    ]
+    flag = [versioned(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=UNFENCE))]
 
     def elect(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
         if part.has_leader or part.is_offline(broker_id):
             return None
         candidates = [r for r in part.replicas if r in part.isr]
-        leader = next((r for r in candidates if r == broker_id or state.eligible(part, r)), None)
+        leader = next((r for r in candidates if r == broker_id or eligible(state, part, r)), None)
         return None if leader is None else change_record(tp, part, leader=leader)
 
     tps = [] if broker.in_controlled_shutdown else state.replication.isrs_with(broker_id)
@@ -186,7 +181,7 @@ def _shutdown_flag(broker: BrokerRegistration) -> list[RecordAndVersion]:
     flag = BrokerRegistrationChangeRecord(
         broker_id=broker.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=1
     )
-    return [(flag, 1)]
+    return [versioned(flag)]
 
 
 def controlled_shutdown(state: ControllerState, request: ControlledShutdownRequest, version: int) -> Outcome:

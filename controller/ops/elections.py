@@ -32,8 +32,7 @@ from protocol.records.metadata import PartitionChangeRecord
 
 from ..state.controller_state import ControllerState, Result
 from ..state.model import RECOVERING, TopicPartition
-from ..state.replication import change_record
-from .batches import records_of
+from .changes import change_record, eligible, records_of
 from .topics import TOO_MANY_RECORDS
 
 
@@ -116,13 +115,13 @@ def _elect(
         preferred = part.replicas[0]
         if part.leader == preferred:
             return ErrorCode.ELECTION_NOT_NEEDED, None
-        if preferred in part.isr and state.eligible(part, preferred):
+        if preferred in part.isr and eligible(state, part, preferred):
             return ErrorCode.NONE, change_record(tp, part, leader=preferred)
         return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, None
     if election == UNCLEAN:
         if part.has_leader:
             return ErrorCode.ELECTION_NOT_NEEDED, None
-        leader = next((r for r in part.replicas if state.eligible(part, r)), None)
+        leader = next((r for r in part.replicas if eligible(state, part, r)), None)
         if leader is None:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
         return ErrorCode.NONE, change_record(tp, part, leader=leader, isr=(leader,), leader_recovery_state=RECOVERING)

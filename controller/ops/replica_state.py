@@ -24,14 +24,13 @@ from protocol.messages.alter_replica_state import (
     AlterReplicaStateResponsePartitionResult,
     AlterReplicaStateResponseTopicResult,
 )
-from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionChangeRecord
+from protocol.records.metadata import PartitionChangeRecord
 
 from ..state.controller_state import ControllerState, Outcome, Result
-from ..state.model import PartitionRegistration, TopicPartition
-from ..state.replication import change_record, removal
+from ..state.model import TopicPartition
 from .alter_partition import find_topic
-from .batches import fits_one_step, piece_by_piece, records_of
-from .eligibility import others_eligible
+from .batches import fits_one_step, piece_by_piece
+from .changes import bring_online, others_eligible, records_of, removal
 
 
 def alter_replica_state(state: ControllerState, request: AlterReplicaStateRequest, version: int) -> Outcome:
@@ -101,16 +100,3 @@ def _one(
     if not offline:
         return ErrorCode.NONE, None
     return ErrorCode.NONE, bring_online(state, tp, part, broker_id, may_lead=True)
-
-
-def bring_online(
-    state: ControllerState, tp: TopicPartition, part: PartitionRegistration, broker_id: int, *, may_lead: bool
-) -> PartitionChangeRecord | None:
-    """Mark a replica online again. With `may_lead`, a leaderless partition whose ISR holds it
-    (on an active broker) elects it; a re-registering broker is fenced, so it may not."""
-    directories = list(part.directories)
-    directories[part.replicas.index(broker_id)] = UNASSIGNED_DIRECTORY
-    leader = part.leader
-    if may_lead and not part.has_leader and broker_id in part.isr and state.cluster.is_active(broker_id):
-        leader = broker_id
-    return change_record(tp, part, directories=tuple(directories), leader=leader)

@@ -49,6 +49,7 @@ from protocol.spec import ZERO_UUID
 from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .alter_partition import find_topic
 from .batches import STEP_PARTITIONS
+from .changes import versioned
 from .placement import place_replicas
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -139,9 +140,9 @@ def _creation_records(state: ControllerState, created: Created) -> Iterator[Reco
     """A TopicRecord per topic, then its PartitionRecords (built as consumed)."""
     active = set(state.cluster.active_ids())
     for name, topic_id, assignments in created:
-        yield TopicRecord(name=name, topic_id=topic_id), 0
+        yield versioned(TopicRecord(name=name, topic_id=topic_id))
         for index, replicas in assignments:
-            yield _partition_record(active, topic_id, index, replicas), 1
+            yield versioned(_partition_record(active, topic_id, index, replicas))
 
 
 def _created_in_steps(records: Iterator[RecordAndVersion], response: CreateTopicsResponse) -> Steps:
@@ -294,5 +295,5 @@ def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version:
             )
         else:
             results.append(DeleteTopicsResponseDeletableTopicResult(name=topic.name, topic_id=topic.topic_id))
-    records = tuple((RemoveTopicRecord(topic_id=topic_id), 0) for topic_id in removed)
+    records = tuple(versioned(RemoveTopicRecord(topic_id=topic_id)) for topic_id in removed)
     return Result(DeleteTopicsResponse(responses=tuple(results)), records)

@@ -14,7 +14,6 @@ from protocol.spec import Data
 
 from .cluster import ClusterState
 from .heartbeats import HeartbeatTracker
-from .model import PartitionRegistration
 from .replication import ReplicationState
 
 RecordAndVersion = tuple[Data, int]
@@ -63,7 +62,3 @@ class ControllerState:
 
     def __post_init__(self) -> None:
         self.heartbeats.session_timeout_ns = self.config.session_timeout_ms * 1_000_000
-
-    def eligible(self, part: PartitionRegistration, broker_id: int) -> bool:
-        """May this replica lead the partition or join its ISR? Active broker, replica online."""
-        return self.cluster.is_active(broker_id) and not part.is_offline(broker_id)

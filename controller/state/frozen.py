@@ -11,33 +11,20 @@ Rules:
   frozen copy is kept on the topic until a replay changes it, so a freeze copies only the topics
   changed since the last one (100,000 one-partition topics would otherwise take ~150 ms).
 - A frozen state is never mutated and shares nothing mutable with the live state.
-- `snapshot_records` is the one definition of what a snapshot holds: every broker registration
-  (by id), then every topic (by name) followed by its partitions (by index).
+- What a snapshot holds is built from a frozen state by `controller.ops.snapshot`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
-
-from protocol.records.metadata import (
-    RegisterBrokerRecord,
-    RegisterBrokerRecordBrokerEndpoint,
-    TopicRecord,
-)
-from protocol.spec import Data
 
 from .model import BrokerRegistration, PartitionRegistration
 
 if TYPE_CHECKING:
     from .controller_state import ControllerConfig, ControllerState
     from .replication import Topic
-
-#: Record versions a snapshot writes (RegisterBrokerRecord v3 carries InControlledShutdown and log dirs).
-REGISTER_BROKER_VERSION = 3
-PARTITION_RECORD_VERSION = 1
 
 
 class FrozenTopic(NamedTuple):
@@ -77,32 +64,3 @@ def _frozen_topic(topic: Topic) -> FrozenTopic:
     if frozen is None:
         frozen = topic.frozen = FrozenTopic(topic.topic_id, topic.name, dict(topic.partitions))
     return frozen
-
-
-def snapshot_records(frozen: FrozenState) -> Iterator[tuple[Data, int]]:
-    """Records that rebuild the durable state: brokers, then topics with their partitions (built
-    as they are consumed, so a snapshot of a large state never holds all of them at once)."""
-    for broker_id in sorted(frozen.brokers):
-        yield _register_record(frozen.brokers[broker_id]), REGISTER_BROKER_VERSION
-    for topic in frozen.sorted_topics():
-        yield TopicRecord(name=topic.name, topic_id=topic.topic_id), 0
-        for index, part in sorted(topic.partitions.items()):
-            yield part.to_record(topic.topic_id, index), PARTITION_RECORD_VERSION
-
-
-def _register_record(broker: BrokerRegistration) -> RegisterBrokerRecord:
-    return RegisterBrokerRecord(
-        broker_id=broker.broker_id,
-        incarnation_id=broker.incarnation_id,
-        broker_epoch=broker.epoch,
-        end_points=tuple(
-            RegisterBrokerRecordBrokerEndpoint(
-                name=endpoint.name, host=endpoint.host, port=endpoint.port, security_protocol=endpoint.security_protocol
-            )
-            for endpoint in broker.listeners
-        ),
-        rack=broker.rack,
-        fenced=broker.fenced,
-        in_controlled_shutdown=broker.in_controlled_shutdown,
-        log_dirs=broker.log_dirs,
-    )

@@ -5,25 +5,18 @@ Rules:
   replica of, in the ISR of, and leads) so that fencing or shutting down a broker touches only
   its own partitions, and two counts (`partition_count`, `leaderless_count`) so that the
   metrics never walk every partition.
-- `change_record` builds the PartitionChangeRecord that moves a partition to a target, or
-  None when nothing would change (Kafka writes no record for a no-op).
-- `removal` is the one rule for taking a broker out of a partition (fencing, offline replica,
-  controlled shutdown): the ISR loses it unless it is the last member; if it led, the first
-  eligible replica of the new ISR in assignment order leads (leader epoch + 1), or nobody (-1),
-  or, for controlled shutdown, nothing changes at all.
+- Which changes to make is decided in `controller.ops.changes`; this module only replays them.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from protocol.records.metadata import (
-    LOST_DIRECTORY,
     NO_LEADER,
-    NO_LEADER_CHANGE,
     PartitionChangeRecord,
     PartitionRecord,
     RemoveTopicRecord,
@@ -32,8 +25,6 @@ from protocol.records.metadata import (
 
 from .cluster import ReplayError
 from .model import PartitionRegistration, TopicPartition
-
-Eligible = Callable[[int], bool]
 
 
 class Replaced(NamedTuple):
@@ -179,69 +170,3 @@ def _move(
     for broker in after:
         if broker not in before:
             index.setdefault(broker, set()).add(tp)
-
-
-def change_record(
-    tp: TopicPartition,
-    current: PartitionRegistration,
-    *,
-    isr: tuple[int, ...] | None = None,
-    leader: int = NO_LEADER_CHANGE,
-    directories: tuple[uuid.UUID, ...] | None = None,
-    leader_recovery_state: int = -1,
-) -> PartitionChangeRecord | None:
-    """The record moving `current` to the given targets (None: keep), or None for a no-op."""
-    record = PartitionChangeRecord(
-        partition_id=tp.partition,
-        topic_id=tp.topic_id,
-        isr=None if isr is None or isr == current.isr else isr,
-        leader=NO_LEADER_CHANGE if leader == current.leader else leader,
-        directories=None if directories is None or directories == current.directories else directories,
-        leader_recovery_state=(
-            -1 if leader_recovery_state in (-1, current.leader_recovery_state) else leader_recovery_state
-        ),
-    )
-    changed = (
-        record.isr is not None
-        or record.leader != NO_LEADER_CHANGE
-        or record.directories is not None
-        or record.leader_recovery_state != -1
-    )
-    return record if changed else None
-
-
-def change_version(record: PartitionChangeRecord) -> int:
-    """PartitionChangeRecord version to write: v1 carries directories."""
-    return 1 if record.directories is not None else 0
-
-
-def removal(
-    tp: TopicPartition,
-    part: PartitionRegistration,
-    broker_id: int,
-    eligible: Eligible,
-    *,
-    offline: bool = False,
-    keep_stuck_leader: bool = False,
-) -> PartitionChangeRecord | None:
-    """Take `broker_id` out of a partition's ISR (and leadership); `offline` also marks its replica lost.
-
-    `eligible(r)` says whether replica r may lead or stay in the ISR now (active broker, replica
-    online); the broker being removed is never eligible.
-    """
-    directories = None
-    if offline and broker_id in part.replicas:
-        dirs = list(part.directories)
-        dirs[part.replicas.index(broker_id)] = LOST_DIRECTORY
-        directories = tuple(dirs)
-    isr = tuple(r for r in part.isr if r != broker_id) or part.isr
-    leader = part.leader
-    if part.leader == broker_id:
-        successor = next((r for r in part.replicas if r in isr and r != broker_id and eligible(r)), None)
-        if successor is not None:
-            leader = successor
-        elif keep_stuck_leader:
-            return change_record(tp, part, directories=directories)
-        else:
-            leader = NO_LEADER
-    return change_record(tp, part, isr=isr, leader=leader, directories=directories)

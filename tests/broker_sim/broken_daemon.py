@@ -108,7 +108,7 @@ def successor_outside_isr() -> None:
 def offline_stays_in_isr() -> None:
     """AlterReplicaState OFFLINE marks the replica lost but leaves it in the ISR and leading."""
     from controller.ops import replica_state
-    from controller.state.replication import change_record
+    from controller.ops.changes import change_record
     from protocol.records.metadata import LOST_DIRECTORY
 
     original = replica_state.removal

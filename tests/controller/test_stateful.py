@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from controller.core import ControllerCore
+from controller.ops.changes import eligible
 from protocol.messages.alter_replica_state import (
     AlterReplicaStateRequest,
     AlterReplicaStateRequestTopicReplicas,
@@ -288,7 +289,7 @@ class ControllerMachine(RuleBasedStateMachine):
             for broker_id in joined:
                 if (tp.topic_id, tp.partition) not in self.before:
                     continue  # a new partition starts with its active replicas
-                assert state.eligible(part, broker_id), f"{broker_id} joined the ISR of {tp} while ineligible"
+                assert eligible(state, part, broker_id), f"{broker_id} joined the ISR of {tp} while ineligible"
 
     @invariant()
     def epochs_never_decrease(self) -> None:

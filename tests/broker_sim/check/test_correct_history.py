@@ -18,6 +18,7 @@ import pytest
 
 from broker_sim.check import check
 from broker_sim.journal import Entry, PartitionAcked, Registered, TopicCreated
+from controller.ops.changes import eligible
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.elect_leaders import PREFERRED, UNCLEAN, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
@@ -159,7 +160,7 @@ class Scenario:
             part = h.partition("a", index)
             if part.leader == -1:
                 continue
-            active = [r for r in part.replicas if h.core.state.eligible(part, r)]
+            active = [r for r in part.replicas if eligible(h.core.state, part, r)]
             if set(active) != set(part.isr):
                 self.alter_isr("a", index, [*part.isr, *(r for r in active if r not in part.isr)])
             if h.partition("a", index).leader != part.replicas[0] and part.replicas[0] in active:
@@ -188,7 +189,7 @@ class Scenario:
         chosen = h.partition("b", 0)
         assert chosen.leader_recovery_state == 1 and chosen.isr == (chosen.leader,)
         self.alter_isr("b", 0, [chosen.leader], version=1, recovery=0)
-        follower = next(r for r in chosen.replicas if r != chosen.leader and h.core.state.eligible(chosen, r))
+        follower = next(r for r in chosen.replicas if r != chosen.leader and eligible(h.core.state, chosen, r))
         self.alter_isr("b", 0, [chosen.leader, follower])
         h.heartbeat(part.leader)  # the fenced leader comes back (same incarnation): unfenced, a follower
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from controller.state.frozen import REGISTER_BROKER_VERSION
+from controller.ops.changes import versioned
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -206,7 +206,7 @@ def test_a_negative_replica_id_is_invalid_replica_assignment_even_if_a_log_regis
     old = RegisterBrokerRecord(
         broker_id=-1, incarnation_id=uuid.uuid4(), broker_epoch=h.next_offset, end_points=(endpoint,), fenced=False
     )
-    h.commit([(old, REGISTER_BROKER_VERSION)])
+    h.commit([versioned(old)])
     assert h.core.state.cluster.is_active(-1)
     assert_rejected(
         h, manual("t", [0, -1]), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partition 0 names negative broker id(s) [-1]."

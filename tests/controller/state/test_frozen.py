@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from controller.state.frozen import freeze, snapshot_records
+from controller.ops.snapshot import snapshot_records
+from controller.state.frozen import freeze
 from protocol.records.metadata import PartitionRecord
 
 from ..harness import Harness

@@ -1,4 +1,4 @@
-"""Partition changes as records: `change_record`, `change_version`, `removal`, and replay's indexes."""
+"""Replaying partition records: the partitions, the per-broker indexes and the counts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.state.cluster import ReplayError
-from controller.state.model import RECOVERING, PartitionRegistration, TopicPartition
-from controller.state.replication import ReplicationState, change_record, change_version, removal
+from controller.state.model import PartitionRegistration, TopicPartition
+from controller.state.replication import ReplicationState
 from protocol.records.metadata import (
     LOST_DIRECTORY,
     NO_LEADER,
@@ -31,73 +31,6 @@ PART = PartitionRegistration(
 
 def change(**fields: object) -> PartitionChangeRecord:
     return PartitionChangeRecord(partition_id=0, topic_id=TOPIC, **fields)  # type: ignore[arg-type]
-
-
-def everyone(broker_id: int) -> bool:
-    return True
-
-
-# ---------------------------------------------------------------------- change_record
-def test_change_record_is_none_for_a_no_op() -> None:
-    assert change_record(TP, PART) is None
-    assert change_record(TP, PART, isr=(1, 2, 3), leader=1, directories=(U, U, U), leader_recovery_state=0) is None
-
-
-def test_change_record_carries_only_what_changes() -> None:
-    assert change_record(TP, PART, isr=(1, 2), leader=1) == change(isr=(1, 2))
-    assert change_record(TP, PART, isr=(1, 2, 3), leader=2) == change(leader=2)
-    assert change_record(TP, PART, leader_recovery_state=RECOVERING) == change(leader_recovery_state=RECOVERING)
-    assert change_record(TP, PART, directories=(U, LOST, U)) == change(directories=(U, LOST, U))
-
-
-def test_change_record_counts_a_reordered_isr_as_a_change() -> None:
-    assert change_record(TP, PART, isr=(3, 2, 1)) == change(isr=(3, 2, 1))
-
-
-def test_change_version_is_1_only_with_directories() -> None:
-    assert change_version(change(isr=(1,))) == 0
-    assert change_version(change(directories=(U, U, U))) == 1
-
-
-# ---------------------------------------------------------------------- removal
-def test_removal_of_a_follower_shrinks_the_isr_only() -> None:
-    assert removal(TP, PART, 2, everyone) == change(isr=(1, 3))
-
-
-def test_removal_of_the_leader_elects_the_first_eligible_new_isr_member_by_assignment_order() -> None:
-    part = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 3, 2), leader=1, leader_epoch=0, partition_epoch=0)
-    assert removal(TP, part, 1, everyone) == change(isr=(3, 2), leader=2)
-    assert removal(TP, part, 1, lambda b: b != 2) == change(isr=(3, 2), leader=3)
-
-
-def test_removal_of_the_leader_with_no_eligible_successor_leaves_no_leader() -> None:
-    assert removal(TP, PART, 1, lambda b: False) == change(isr=(2, 3), leader=NO_LEADER)
-
-
-def test_removal_keeps_the_last_isr_member() -> None:
-    last_leader = PartitionRegistration(replicas=(1, 2), isr=(1,), leader=1, leader_epoch=0, partition_epoch=0)
-    assert removal(TP, last_leader, 1, everyone) == change(leader=NO_LEADER)
-    last_leaderless = PartitionRegistration(replicas=(1, 2), isr=(1,), leader=-1, leader_epoch=1, partition_epoch=1)
-    assert removal(TP, last_leaderless, 1, everyone) is None
-
-
-def test_removal_never_elects_the_broker_being_removed() -> None:
-    assert removal(TP, PART, 1, lambda b: True) == change(isr=(2, 3), leader=2)
-    only_self = PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=1, leader_epoch=0, partition_epoch=0)
-    assert removal(TP, only_self, 1, lambda b: b == 1) == change(isr=(2,), leader=NO_LEADER)
-
-
-def test_removal_keeping_a_stuck_leader_changes_nothing() -> None:
-    assert removal(TP, PART, 1, lambda b: False, keep_stuck_leader=True) is None
-    assert removal(TP, PART, 1, everyone, keep_stuck_leader=True) == change(isr=(2, 3), leader=2)
-
-
-def test_offline_removal_marks_the_replica_lost_in_the_same_record() -> None:
-    assert removal(TP, PART, 3, everyone, offline=True) == change(isr=(1, 2), directories=(U, U, LOST))
-    out_of_isr = PartitionRegistration(
-        replicas=(1, 2, 3), isr=(1, 2), leader=1, leader_epoch=0, partition_epoch=0, directories=(U, U, U)
-    )
-    assert removal(TP, out_of_isr, 3, everyone, offline=True) == change(directories=(U, U, LOST))
 
 
 # ---------------------------------------------------------------------- replay and indexes
