@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.records.metadata import (
@@ -42,6 +42,18 @@ from .state.frozen import FrozenState, freeze
 from .state.replication import Replaced
 
 Handler = Callable[[ControllerState, Any, int, int, int], Outcome]
+
+
+class ClusterCounts(NamedTuple):
+    """What the cluster holds, counted without walking every partition (for the metrics)."""
+
+    active_brokers: int
+    fenced_brokers: int
+    topics: int
+    partitions: int
+    leaderless_partitions: int
+    last_offset: int
+    controller_epoch: int
 
 
 def batches(outcome: Outcome) -> Steps:
@@ -162,6 +174,21 @@ class ControllerCore:
     def snapshot_records(self) -> list[RecordAndVersion]:
         """Records that rebuild the durable state: brokers, then topics with their partitions."""
         return list(snapshot_records(self.freeze()))
+
+    def counts(self) -> ClusterCounts:
+        state = self.state
+        replication = state.replication
+        brokers = state.cluster.brokers.values()
+        fenced = sum(1 for broker in brokers if broker.fenced)
+        return ClusterCounts(
+            active_brokers=len(brokers) - fenced,
+            fenced_brokers=fenced,
+            topics=len(replication.topics),
+            partitions=replication.partition_count,
+            leaderless_partitions=replication.leaderless_count,
+            last_offset=state.last_offset,
+            controller_epoch=state.controller_epoch,
+        )
 
     def durable_view(self) -> tuple[object, ...]:
         """The durable state as comparable values (replay equivalence is checked on this)."""

@@ -6,20 +6,26 @@ Rules:
   later batch carries and every control request names.
 - `decide` runs one request through the core and stages its records: they get their offsets at
   once and are replayed at once, so the next request sees them (as KRaft does), but nothing
-  may be answered before `commit`, which appends every staged request's records, one batch per
-  request (atomic), in one write and one fsync. A failed append leaves the engine unusable: the
-  in-memory state is ahead of the disk, and only a restart's recovery can reconcile them.
-- After a commit, once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since
-  the last snapshot, the state is written as a snapshot; then retention runs as in Kafka's
-  metadata log: nothing is deleted until the segments and snapshots together pass
+  may be answered before they are durable. The one commit path (the group-commit writer's):
+  `take_staged` hands over every staged request's records, `prepare` encodes them (one batch per
+  request, atomic) and `write` appends them with one write and one fsync. A failed append leaves
+  the engine unusable: the in-memory state is ahead of the disk, and only a restart's recovery
+  can reconcile them.
+- Once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since the last snapshot
+  (`snapshot_wanted`) and the state equals the log, the state is frozen, encoded and written as
+  a snapshot (`freeze`, `encode_snapshot`, `write_encoded_snapshot`); then retention runs as in
+  Kafka's metadata log: nothing is deleted until the segments and snapshots together pass
   `metadata_retention_bytes` (default 100 MiB); then the oldest snapshots go, with the segments
   wholly below the oldest snapshot kept. The newest snapshot and the active segment always stay.
 - A snapshot that cannot be written (or files retention cannot delete) is a `SnapshotWriteError`:
-  the log and the engine stay usable, and `snapshot_due` stays true: the caller picks the retry.
+  the log and the engine stay usable, and `snapshot_wanted` stays true: the caller picks the retry.
+- The shell reads the engine, never through it: the daemon and the CLI use its methods, not its
+  log or its core's state.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -30,7 +36,7 @@ from typing import NamedTuple
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.spec import Data
 
-from .control.orders import ControlOrder, OutboundCollector
+from .control.orders import ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
 from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
 from .log.encoding import PreparedAppend
@@ -38,7 +44,7 @@ from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
 from .ops.snapshot import snapshot_records
-from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
+from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState
 
@@ -150,10 +156,35 @@ class ControllerEngine:
             core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
         )
 
-    # ------------------------------------------------------------------ decisions
+    # ------------------------------------------------------------------ what the shell reads
     @property
     def controller_epoch(self) -> int:
         return self.core.state.controller_epoch
+
+    @property
+    def config(self) -> ControllerConfig:
+        return self.core.config
+
+    def advertise_port(self, port: int) -> None:
+        """The port the daemon listens on, once bound (DescribeCluster names it)."""
+        self.core.state.config = dataclasses.replace(self.core.state.config, port=port)
+
+    def full_state_orders(self) -> list[ControlOrder]:
+        """A full LeaderAndIsr for every live broker (at start, in the new controller epoch)."""
+        return full_state_orders(self.core.state)
+
+    def broker_address(self, broker_id: int) -> tuple[str, int, int] | None:
+        """(host, port, broker epoch) of a registered, unfenced broker with a listener; else None."""
+        broker = self.core.state.cluster.get(broker_id)
+        if broker is None or broker.fenced or not broker.listeners:
+            return None
+        listener = broker.listeners[0]
+        return listener.host, listener.port, broker.epoch
+
+    def next_session_deadline_ns(self) -> int | None:
+        return self.core.next_session_deadline_ns()
+
+    # ------------------------------------------------------------------ decisions
 
     def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Work[Data | None]:
         """Decide one request and stage its records; the work's result is the response (send it
@@ -253,12 +284,6 @@ class ControllerEngine:
         self.core.apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
 
     # ------------------------------------------------------------------ durability
-    def commit(self) -> int:
-        """Append every staged request (one batch each) with one write and one fsync; then snapshot if due."""
-        records = self.append(self.take_staged())
-        self.maybe_snapshot()
-        return records
-
     def take_staged(self) -> list[Sequence[RecordAndVersion]]:
         """The staged batches, handed over for `append` (call from the deciding thread, between
         steps: a batch still being staged is not among them)."""
@@ -266,10 +291,6 @@ class ControllerEngine:
         groups, self._staged = self._staged, []
         self._taken_offset += sum(len(group) for group in groups)
         return groups
-
-    def append(self, groups: list[Sequence[RecordAndVersion]]) -> int:
-        """Make taken groups durable (encode and write on this thread)."""
-        return self.write(finish(self.prepare(groups)))
 
     def prepare(self, groups: list[Sequence[RecordAndVersion]]) -> Slices[tuple[PreparedAppend, int]]:
         """Encode taken groups as batches (the deciding thread: this is CPU under the GIL), paced."""
@@ -295,25 +316,16 @@ class ControllerEngine:
         """Is the state exactly what the log holds (nothing decided and not yet durable)?"""
         return self._next_offset == self.log.next_offset
 
-    def snapshot_due(self) -> bool:
-        return self.settled and self.log.bytes_since_snapshot >= self.snapshot_bytes
-
-    def maybe_snapshot(self) -> Path | None:
-        return self.snapshot() if self.snapshot_due() else None
-
-    def snapshot(self) -> Path:
-        """Write the committed state as a snapshot now, then apply retention."""
-        return self.write_snapshot(self.freeze())
+    @property
+    def snapshot_wanted(self) -> bool:
+        """Were `snapshot_bytes` of log appended since the last snapshot? (Take one once settled.)"""
+        return self.log.bytes_since_snapshot >= self.snapshot_bytes
 
     def freeze(self) -> tuple[int, FrozenState]:
         """(end offset, frozen state) of the settled state, for `write_snapshot` (deciding thread)."""
         if not self.settled:
             raise RuntimeError("cannot snapshot while decided records are not yet durable")
         return self.log.next_offset, self.core.freeze()
-
-    def write_snapshot(self, taken: tuple[int, FrozenState]) -> Path:
-        """Write a snapshot of a state taken with `freeze` (encoded here), then apply retention."""
-        return self.write_encoded_snapshot(finish(self.encode_snapshot(taken)))
 
     def encode_snapshot(self, taken: tuple[int, FrozenState]) -> Slices[EncodedSnapshot]:
         """The batches of a snapshot of a frozen state, encoded in paced slices (on the deciding

@@ -8,7 +8,6 @@ Once the listener accepts connections, one line `listening on HOST:PORT` goes to
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import logging
 import resource
@@ -166,8 +165,8 @@ def start_engine(args: argparse.Namespace) -> ControllerEngine:
     report = engine.startup
     log.info(
         "started: cluster %s, node %d, controller epoch %d, %d snapshot + %d log records replayed in %.2f s",
-        engine.core.config.cluster_id,
-        engine.core.config.node_id,
+        engine.config.cluster_id,
+        engine.config.node_id,
         report.controller_epoch,
         report.snapshot_records,
         report.replayed_records,
@@ -237,5 +236,5 @@ async def _serve(engine: ControllerEngine, options: DaemonOptions) -> None:
     daemon = Daemon(engine, options)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(daemon.run)
-        engine.core.state.config = dataclasses.replace(engine.core.state.config, port=port)
+        engine.advertise_port(port)
         print(f"listening on {options.host}:{port}", flush=True)

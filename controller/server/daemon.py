@@ -34,7 +34,6 @@ from protocol.capture import INBOUND, Exchange, from_batches, to_batches
 from protocol.registry import peek_request
 
 from ..control.channel import ControlChannel
-from ..control.orders import full_state_orders
 from ..engine import ControllerEngine
 from .budget import MemoryBudget
 from .connection import Connection, Pending
@@ -116,7 +115,7 @@ class Daemon:
                     self.metrics,
                     lambda: self.engine.core,
                 )
-            self.channel.submit(full_state_orders(self.engine.core.state))
+            self.channel.submit(self.engine.full_state_orders())
             listeners = await trio.open_tcp_listeners(self.options.port, host=self.options.host)
             self.port = listeners[0].socket.getsockname()[1]
             handlers: trio.Nursery = await nursery.start(_nursery_task)
@@ -265,7 +264,7 @@ class Daemon:
 
     async def _session_timer(self) -> None:
         while True:
-            deadline = self.engine.core.next_session_deadline_ns()
+            deadline = self.engine.next_session_deadline_ns()
             now = time.monotonic_ns()
             if deadline is not None and deadline < now:
                 self.writer.tick()
@@ -339,16 +338,9 @@ def _make_capture(options: DaemonOptions) -> Any:
 
 
 def _make_channel(daemon: Daemon) -> ControlChannel:
-    def broker_address(broker_id: int) -> tuple[str, int, int] | None:
-        broker = daemon.engine.core.state.cluster.get(broker_id)
-        if broker is None or broker.fenced or not broker.listeners:
-            return None
-        listener = broker.listeners[0]
-        return listener.host, listener.port, broker.epoch
-
     return ControlChannel(
-        controller_id=daemon.engine.core.config.node_id,
-        broker_address=broker_address,
+        controller_id=daemon.engine.config.node_id,
+        broker_address=daemon.engine.broker_address,
         metrics=daemon.metrics,
         capture=daemon.capture,
     )

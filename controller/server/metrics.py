@@ -330,16 +330,13 @@ class ClusterCollector(Collector):
 
 def cluster_gauges(core: ControllerCore) -> dict[str, float]:
     """The values of `ClusterCollector.GAUGES` for this core."""
-    state = core.state
-    replication = state.replication
-    brokers = state.cluster.brokers.values()
-    fenced = sum(1 for broker in brokers if broker.fenced)
+    counts = core.counts()
     return {
-        "fencer_controller_active_broker_count": len(brokers) - fenced,
-        "fencer_controller_fenced_broker_count": fenced,
-        "fencer_controller_global_topic_count": len(replication.topics),
-        "fencer_controller_global_partition_count": replication.partition_count,
-        "fencer_controller_offline_partitions_count": replication.leaderless_count,
-        "fencer_controller_last_applied_record_offset": state.last_offset,
-        "fencer_controller_epoch": state.controller_epoch,
+        "fencer_controller_active_broker_count": counts.active_brokers,
+        "fencer_controller_fenced_broker_count": counts.fenced_brokers,
+        "fencer_controller_global_topic_count": counts.topics,
+        "fencer_controller_global_partition_count": counts.partitions,
+        "fencer_controller_offline_partitions_count": counts.leaderless_partitions,
+        "fencer_controller_last_applied_record_offset": counts.last_offset,
+        "fencer_controller_epoch": counts.controller_epoch,
     }

@@ -238,7 +238,7 @@ class Writer:
     # ------------------------------------------------------------------ snapshots
     async def _maybe_snapshot(self) -> None:
         engine = self.engine
-        if self._snapshotting or engine.log.bytes_since_snapshot < engine.snapshot_bytes:
+        if self._snapshotting or not engine.snapshot_wanted:
             return
         if self._clock() < self._snapshot_not_before:
             return

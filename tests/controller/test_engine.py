@@ -26,6 +26,8 @@ from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
 
+from . import engine_steps
+
 PARTITION = "__cluster_metadata-0"
 SEGMENT = f"{PARTITION}/00000000000000000000.log"
 
@@ -39,7 +41,7 @@ def workload(engine: ControllerEngine, rounds: int = 3) -> list[tuple[int, objec
     views = []
 
     def commit() -> None:
-        engine.commit()
+        engine_steps.commit(engine)
         views.append((engine.log.next_offset, engine.core.durable_view()))
 
     cluster_id = engine.core.config.cluster_id
@@ -82,7 +84,7 @@ def one_more_request(engine: ControllerEngine) -> object:
     before = engine.core.durable_view()
     topic = CreateTopicsRequestCreatableTopic(name="last", num_partitions=1, replication_factor=2)
     finish(engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0))
-    engine.commit()
+    engine_steps.commit(engine)
     assert engine.core.durable_view() != before
     return before
 
@@ -156,12 +158,12 @@ def test_a_failed_snapshot_leaves_the_engine_usable(tmp_path: Path) -> None:
     obstacle.mkdir()  # a real OS error as root: the .part cannot be opened for writing (EISDIR)
     before = (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes)
     with pytest.raises(SnapshotWriteError, match=f"{name[: -len('.part')]}: .*Is a directory"):
-        engine.write_snapshot(taken)
+        engine.write_encoded_snapshot(finish(engine.encode_snapshot(taken)))
     assert (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes) == before
     obstacle.rmdir()
     expected = one_more_request(engine)  # commits still work
     assert engine.core.durable_view() != expected
-    path = engine.snapshot()
+    path = engine_steps.snapshot(engine)
     assert path.exists() and engine.log.bytes_since_snapshot == 0
     written = SnapshotId(engine.log.next_offset, engine.controller_epoch)
     assert engine.log.snapshots()[-1] == written
