@@ -27,9 +27,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, OUTBOUND
 
-CONTROL_API_KEYS = (4, 5)  # LeaderAndIsr, StopReplica: sent by the controller to a broker
+CONTROL_API_KEYS = (int(ApiKey.LEADER_AND_ISR), int(ApiKey.STOP_REPLICA))  # sent by the controller to a broker
 
 
 def timestamp_of(nanoseconds: str) -> Column:
@@ -39,7 +40,7 @@ def timestamp_of(nanoseconds: str) -> Column:
 
 def broker_listeners(decoded: DataFrame) -> DataFrame:
     """(listener "host:port", broker_id) from accepted BrokerRegistrations, the latest per listener."""
-    registrations = decoded.filter((F.col("api_key") == 62) & (F.col("error_code") == 0))
+    registrations = decoded.filter((F.col("api_key") == int(ApiKey.BROKER_REGISTRATION)) & (F.col("error_code") == 0))
     listed = registrations.select("request_time_ns", "broker_id", F.explode("listeners").alias("listener"))
     return listed.groupBy("listener").agg(F.max_by("broker_id", "request_time_ns").alias("listener_broker_id"))
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import DecodeError
 from protocol.framing import FrameBuffer
@@ -62,10 +63,7 @@ __all__ = ["BrokerControlListener", "PartitionView"]
 
 log = logging.getLogger("fencer.broker_sim.listener")
 
-API_VERSIONS_KEY = 18
-LEADER_AND_ISR_KEY = 4
-STOP_REPLICA_KEY = 5
-SERVED_API_KEYS = frozenset({API_VERSIONS_KEY, LEADER_AND_ISR_KEY, STOP_REPLICA_KEY})
+SERVED_API_KEYS: frozenset[int] = frozenset({ApiKey.API_VERSIONS, ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
 NO_EPOCH = -1
 DELETE_EPOCH = -2
 TYPE_FULL = 2
@@ -146,14 +144,14 @@ class BrokerControlListener:
             key, version, correlation_id = peek_request(payload)
         except DecodeError:
             return None
-        if key == API_VERSIONS_KEY and version not in self._versions[key]:
+        if key == ApiKey.API_VERSIONS and version not in self._versions[key]:
             if correlation_id is None:
                 return None
             return encode_response(self._api_versions_fallback(), 0, correlation_id)
         if key not in SERVED_API_KEYS or version not in self._versions[key]:
             log.warning("broker %d: closing on api key %d version %d", self.broker_id, key, version)
             return None
-        if key != API_VERSIONS_KEY and self.drop_next_requests > 0:
+        if key != ApiKey.API_VERSIONS and self.drop_next_requests > 0:
             self.drop_next_requests -= 1
             return None
         try:
@@ -187,7 +185,9 @@ class BrokerControlListener:
         return ApiVersionsResponse(api_keys=tuple(self._entry(key) for key in sorted(SERVED_API_KEYS)))
 
     def _api_versions_fallback(self) -> ApiVersionsResponse:
-        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(self._entry(API_VERSIONS_KEY),))
+        return ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(self._entry(ApiKey.API_VERSIONS),)
+        )
 
     def _entry(self, key: int) -> ApiVersionsResponseApiVersion:
         versions = self._versions[key]

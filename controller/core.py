@@ -18,6 +18,17 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from protocol.api_keys import ApiKey
+from protocol.messages.alter_partition import AlterPartitionRequest
+from protocol.messages.alter_replica_state import AlterReplicaStateRequest
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
+from protocol.messages.broker_registration import BrokerRegistrationRequest
+from protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.records.control import LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -41,7 +52,8 @@ from .state.controller_state import ControllerConfig, ControllerState, Outcome, 
 from .state.frozen import FrozenState, freeze
 from .state.replication import Replaced
 
-Handler = Callable[[ControllerState, Any, int, int, int], Outcome]
+#: a named handler: (request, version, now in monotonic ns, the offset its first record would get)
+Handler = Callable[[Any, int, int, int], Outcome]
 
 
 class ClusterCounts(NamedTuple):
@@ -71,17 +83,18 @@ class ControllerCore:
     def __init__(self, config: ControllerConfig, rng: random.Random | None = None) -> None:
         self.state = ControllerState(config)
         self.rng = rng if rng is not None else random.Random()
+        #: the API table: each API the controller serves, to the handler named after it
         self._handlers: dict[int, Handler] = {
-            18: lambda s, r, v, now, off: cluster_info.api_versions(r, v),
-            60: lambda s, r, v, now, off: cluster_info.describe_cluster(s, r, v),
-            62: lambda s, r, v, now, off: brokers.register(s, r, now, off),
-            63: lambda s, r, v, now, off: brokers.heartbeat(s, r, now),
-            7: lambda s, r, v, now, off: brokers.controlled_shutdown(s, r, v),
-            19: lambda s, r, v, now, off: topics.create_topics(s, r, v, self.rng),
-            20: lambda s, r, v, now, off: topics.delete_topics(s, r, v),
-            43: lambda s, r, v, now, off: elections.elect_leaders(s, r, v),
-            56: lambda s, r, v, now, off: alter_partition_op.alter_partition(s, r, v),
-            1000: lambda s, r, v, now, off: replica_state.alter_replica_state(s, r, v),
+            ApiKey.API_VERSIONS: self.api_versions,
+            ApiKey.DESCRIBE_CLUSTER: self.describe_cluster,
+            ApiKey.BROKER_REGISTRATION: self.register_broker,
+            ApiKey.BROKER_HEARTBEAT: self.broker_heartbeat,
+            ApiKey.CONTROLLED_SHUTDOWN: self.controlled_shutdown,
+            ApiKey.CREATE_TOPICS: self.create_topics,
+            ApiKey.DELETE_TOPICS: self.delete_topics,
+            ApiKey.ELECT_LEADERS: self.elect_leaders,
+            ApiKey.ALTER_PARTITION: self.alter_partition,
+            ApiKey.ALTER_REPLICA_STATE: self.alter_replica_state,
         }
         self._replayers = self._make_replayers()
 
@@ -96,7 +109,45 @@ class ControllerCore:
         handler = self._handlers.get(api_key)
         if handler is None:
             raise ValueError(f"the controller does not serve api key {api_key}")
-        return handler(self.state, request, version, now_ns, next_offset)
+        return handler(request, version, now_ns, next_offset)
+
+    # Each handler looks its operation up in its module at every call (tests and the planted
+    # bugs of tests/broker_sim/broken_daemon.py replace operations by name).
+    def api_versions(self, request: ApiVersionsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return cluster_info.api_versions(request, version)
+
+    def describe_cluster(self, request: DescribeClusterRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return cluster_info.describe_cluster(self.state, request, version)
+
+    def register_broker(
+        self, request: BrokerRegistrationRequest, version: int, now_ns: int, next_offset: int
+    ) -> Outcome:
+        return brokers.register(self.state, request, now_ns, next_offset)
+
+    def broker_heartbeat(self, request: BrokerHeartbeatRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return brokers.heartbeat(self.state, request, now_ns)
+
+    def controlled_shutdown(
+        self, request: ControlledShutdownRequest, version: int, now_ns: int, next_offset: int
+    ) -> Outcome:
+        return brokers.controlled_shutdown(self.state, request, version)
+
+    def create_topics(self, request: CreateTopicsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return topics.create_topics(self.state, request, version, self.rng)
+
+    def delete_topics(self, request: DeleteTopicsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return topics.delete_topics(self.state, request, version)
+
+    def elect_leaders(self, request: ElectLeadersRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return elections.elect_leaders(self.state, request, version)
+
+    def alter_partition(self, request: AlterPartitionRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return alter_partition_op.alter_partition(self.state, request, version)
+
+    def alter_replica_state(
+        self, request: AlterReplicaStateRequest, version: int, now_ns: int, next_offset: int
+    ) -> Outcome:
+        return replica_state.alter_replica_state(self.state, request, version)
 
     def expire_sessions(self, now_ns: int) -> Outcome | None:
         """Fence the broker whose session expired first, if any (call again after applying)."""

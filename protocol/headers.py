@@ -10,10 +10,8 @@
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from .api_keys import ApiKey
 from .spec import HEADER, INT16, INT32, STRING, Api, Data, F
-
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,13 +31,13 @@ class ResponseHeader(Data):
 
 def request_header_version(api_key: int, api_version: int, flexible: bool) -> int:
     """The request header version of a request, given whether its body version is flexible."""
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if flexible else 1
 
 
 def response_header_version(api_key: int, flexible: bool) -> int:
     """The response header version of a response, given whether its body version is flexible."""
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if flexible else 0

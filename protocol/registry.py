@@ -9,45 +9,90 @@ fallback or close the connection. Responses carry no api key: the caller says wh
 
 from __future__ import annotations
 
-import importlib
 import struct
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from .api_keys import ApiKey
 from .compiler import Codec, codec
 from .errors import DecodeError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .framing import frame
-from .headers import (
-    API_VERSIONS_KEY,
-    RequestHeader,
-    ResponseHeader,
-    request_header_version,
-    response_header_version,
+from .headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
+from .messages import (
+    alter_partition,
+    alter_replica_state,
+    api_versions,
+    broker_heartbeat,
+    broker_registration,
+    controlled_shutdown,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    elect_leaders,
+    leader_and_isr,
+    stop_replica,
 )
 from .spec import Data
 from .versions import Versions
 
-# api key -> (module under protocol.messages, class name prefix)
-_API_MODULES: dict[int, tuple[str, str]] = {
-    4: ("leader_and_isr", "LeaderAndIsr"),
-    5: ("stop_replica", "StopReplica"),
-    7: ("controlled_shutdown", "ControlledShutdown"),
-    18: ("api_versions", "ApiVersions"),
-    19: ("create_topics", "CreateTopics"),
-    20: ("delete_topics", "DeleteTopics"),
-    43: ("elect_leaders", "ElectLeaders"),
-    56: ("alter_partition", "AlterPartition"),
-    60: ("describe_cluster", "DescribeCluster"),
-    62: ("broker_registration", "BrokerRegistration"),
-    63: ("broker_heartbeat", "BrokerHeartbeat"),
-    1000: ("alter_replica_state", "AlterReplicaState"),
+#: every API: its name, request and response classes (one module of protocol.messages each)
+_APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
+    ApiKey.LEADER_AND_ISR: ("LeaderAndIsr", leader_and_isr.LeaderAndIsrRequest, leader_and_isr.LeaderAndIsrResponse),
+    ApiKey.STOP_REPLICA: ("StopReplica", stop_replica.StopReplicaRequest, stop_replica.StopReplicaResponse),
+    ApiKey.CONTROLLED_SHUTDOWN: (
+        "ControlledShutdown",
+        controlled_shutdown.ControlledShutdownRequest,
+        controlled_shutdown.ControlledShutdownResponse,
+    ),
+    ApiKey.API_VERSIONS: ("ApiVersions", api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
+    ApiKey.CREATE_TOPICS: ("CreateTopics", create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: ("DeleteTopics", delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
+    ApiKey.ELECT_LEADERS: ("ElectLeaders", elect_leaders.ElectLeadersRequest, elect_leaders.ElectLeadersResponse),
+    ApiKey.ALTER_PARTITION: (
+        "AlterPartition",
+        alter_partition.AlterPartitionRequest,
+        alter_partition.AlterPartitionResponse,
+    ),
+    ApiKey.DESCRIBE_CLUSTER: (
+        "DescribeCluster",
+        describe_cluster.DescribeClusterRequest,
+        describe_cluster.DescribeClusterResponse,
+    ),
+    ApiKey.BROKER_REGISTRATION: (
+        "BrokerRegistration",
+        broker_registration.BrokerRegistrationRequest,
+        broker_registration.BrokerRegistrationResponse,
+    ),
+    ApiKey.BROKER_HEARTBEAT: (
+        "BrokerHeartbeat",
+        broker_heartbeat.BrokerHeartbeatRequest,
+        broker_heartbeat.BrokerHeartbeatResponse,
+    ),
+    ApiKey.ALTER_REPLICA_STATE: (
+        "AlterReplicaState",
+        alter_replica_state.AlterReplicaStateRequest,
+        alter_replica_state.AlterReplicaStateResponse,
+    ),
 }
 
 #: APIs the controller serves on its listener.
-INBOUND_API_KEYS = frozenset({7, 18, 19, 20, 43, 56, 60, 62, 63, 1000})
+INBOUND_API_KEYS = frozenset(
+    {
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.API_VERSIONS,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.ALTER_REPLICA_STATE,
+    }
+)
 #: APIs the controller sends to brokers (and the broker simulator serves).
-OUTBOUND_API_KEYS = frozenset({4, 5})
+OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
 
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
@@ -55,7 +100,7 @@ _CORRELATION = struct.Struct(">i")
 
 @dataclass(frozen=True, slots=True)
 class ApiInfo:
-    key: int
+    key: ApiKey
     name: str
     request: type[Data]
     response: type[Data]
@@ -74,17 +119,16 @@ class ApiInfo:
 @cache
 def api(key: int) -> ApiInfo:
     """The API with this key; `KeyError` if there is none."""
-    module_name, prefix = _API_MODULES[key]
-    module = importlib.import_module(f"protocol.messages.{module_name}")
-    return ApiInfo(key, prefix, getattr(module, f"{prefix}Request"), getattr(module, f"{prefix}Response"))
+    name, request, response = _APIS[key]
+    return ApiInfo(ApiKey(key), name, request, response)
 
 
 def all_apis() -> list[ApiInfo]:
-    return [api(key) for key in sorted(_API_MODULES)]
+    return [api(key) for key in sorted(_APIS)]
 
 
 def api_keys() -> list[int]:
-    return sorted(_API_MODULES)
+    return sorted(_APIS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +179,7 @@ _REQUEST_CODECS: dict[tuple[int, int], tuple[Codec[RequestHeader], Codec[Any]]] 
 
 
 def _request_codecs(key: int, version: int, correlation: int | None) -> tuple[Codec[RequestHeader], Codec[Any]]:
-    if key not in _API_MODULES:
+    if key not in _APIS:
         raise UnknownApiError(key, version, correlation)
     info = api(key)
     if version not in info.versions:
@@ -189,7 +233,7 @@ def _response_plan(body: Data, version: int) -> tuple[bytes, Codec[Any]]:
 
 def decode_response(payload: bytes, api_key: int, version: int) -> tuple[ResponseHeader, Data]:
     """Decode one response frame payload for a request of `api_key` at `version`."""
-    if api_key not in _API_MODULES:
+    if api_key not in _APIS:
         raise DecodeError(f"no response schema for api key {api_key}")
     info = api(api_key)
     if version not in info.versions:
@@ -199,7 +243,7 @@ def decode_response(payload: bytes, api_key: int, version: int) -> tuple[Respons
     try:
         return header, codec(info.response, version).decode_exact(payload, pos)
     except DecodeError:
-        if api_key != API_VERSIONS_KEY or version == 0:
+        if api_key != ApiKey.API_VERSIONS or version == 0:
             raise
         # KIP-511: a server that does not speak our ApiVersions version answers with a v0 body
         return header, codec(info.response, 0).decode_exact(payload, pos)

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
 from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
@@ -37,7 +38,7 @@ from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
-from . import requests, stale, versions
+from . import requests, stale
 from .disks import Disks, Replica
 from .events import (
     DATA,
@@ -219,7 +220,7 @@ class BrokerModel:
             return float("inf")
         if shutdown is not None and shutdown.rpc_pending and t >= shutdown.retry_at:
             shutdown.attempts += 1
-            version = self.lifecycle.versions.get(versions.CONTROLLED_SHUTDOWN, 0)
+            version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
             body = requests.controlled_shutdown(version, self.broker_id, self.epoch)
             return Outgoing(DATA, "shutdown", version, body)
         for plan in self.stale_plans:
@@ -238,7 +239,7 @@ class BrokerModel:
             if shutdown is None:
                 proposals = self._with_topic_ids(self.leadership.decide(tick, self.followers, self.epoch))
                 if proposals:
-                    version = self.lifecycle.versions.get(versions.ALTER_PARTITION, 0)
+                    version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION, 0)
                     request = requests.alter_partition(version, self.broker_id, self.epoch, proposals)
                     return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(proposals))
         wake = self.next_tick
@@ -310,7 +311,7 @@ class BrokerModel:
             )
         if missing:
             self.events.append(
-                ShapeProblem(versions.ALTER_PARTITION, out.version, f"{len(missing)} partitions unanswered")
+                ShapeProblem(ApiKey.ALTER_PARTITION, out.version, f"{len(missing)} partitions unanswered")
             )
         applied = len(acked) == len(out.proposals) and all(
             item.partition_epoch > item.proposal.partition_epoch for item in acked
@@ -356,7 +357,7 @@ class BrokerModel:
         if shutdown is None:
             return
         attempts = max(1, shutdown.attempts)
-        version = self.lifecycle.versions.get(versions.CONTROLLED_SHUTDOWN, 0)
+        version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
         self.events.append(ShutdownEnded(self.epoch, shutdown.via, version, shutdown.started, finished, attempts))
         self.shutdown = None
 
@@ -375,7 +376,7 @@ class BrokerModel:
         return view.topic_id if view.topic_id != ZERO_UUID else self.topic_ids.get(view.topic_name, ZERO_UUID)
 
     def _replica_state(self, new_state: int, replicas: tuple[Replica, ...]) -> Outgoing:
-        version = self.lifecycle.versions.get(versions.ALTER_REPLICA_STATE, 0)
+        version = self.lifecycle.versions.get(ApiKey.ALTER_REPLICA_STATE, 0)
         named = tuple(r for r in replicas if version == 0 or r[1] != ZERO_UUID)
         reason = "log dir failed" if new_state == OFFLINE else "log dir repaired"
         body = requests.alter_replica_state(version, self.broker_id, self.epoch, new_state, reason, named)
@@ -395,7 +396,7 @@ class BrokerModel:
         return True
 
     def _maybe_replay_deposed(self, led: Led, t: float) -> None:
-        version = self.lifecycle.versions.get(versions.ALTER_PARTITION)
+        version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
         if version is None or not self._may_replay(t, 0.5):
             return
         ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
@@ -407,7 +408,7 @@ class BrokerModel:
     def _probe(self, t: float) -> Outgoing | None:
         """An ISR expansion built on a stale view of a follower (`leadership.probe`), at most one per
         `REPLAY_GAP_S`, drawn with a seeded chance once a follower qualifies."""
-        version = self.lifecycle.versions.get(versions.ALTER_PARTITION)
+        version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
         if version is None or not self.leadership.led:
             return None
         found = self.leadership.probe(t, self.followers, self.epoch, member_epochs=version >= 3)

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Sequence
 from enum import Enum
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
@@ -68,7 +69,7 @@ class Lifecycle:
         self.port = 0
         self.cluster_id = ""
         self.versions: dict[int, int] = {}
-        self.api_versions_version = self.first_contact[versions.API_VERSIONS]
+        self.api_versions_version = self.first_contact[ApiKey.API_VERSIONS]
         self.retry_at = 0.0
         self.failures = 0
         self.next_heartbeat = 0.0
@@ -88,7 +89,7 @@ class Lifecycle:
         self.epoch = -1
         self.incarnation_id = incarnation_id
         self.host, self.port = host, port
-        self.api_versions_version = self.first_contact[versions.API_VERSIONS]
+        self.api_versions_version = self.first_contact[ApiKey.API_VERSIONS]
         self.retry_at = t
         self.failures = 0
         self.heartbeats_answered = 0
@@ -120,12 +121,12 @@ class Lifecycle:
         if t < self.retry_at:
             return self.retry_at
         if self.phase == Phase.DESCRIBING:
-            version = self.first_contact[versions.DESCRIBE_CLUSTER]
+            version = self.first_contact[ApiKey.DESCRIBE_CLUSTER]
             return self._sent(Outgoing(LIFECYCLE, "describe", version, requests.describe_cluster(version)))
         if self.phase == Phase.NEGOTIATING:
             version = self.api_versions_version
             return self._sent(Outgoing(LIFECYCLE, "api-versions", version, requests.api_versions(version)))
-        version = self.versions.get(versions.BROKER_REGISTRATION, 0)
+        version = self.versions.get(ApiKey.BROKER_REGISTRATION, 0)
         body = requests.broker_registration(
             version,
             self.broker_id,
@@ -143,7 +144,7 @@ class Lifecycle:
         return out
 
     def _heartbeat(self, due: float) -> Outgoing:
-        version = self.versions.get(versions.BROKER_HEARTBEAT, 0)
+        version = self.versions.get(ApiKey.BROKER_HEARTBEAT, 0)
         offset = self.epoch - 1 if self.heartbeats_answered == 0 else self.epoch
         body = requests.broker_heartbeat(
             version, self.broker_id, self.epoch, offset, self.want_shut_down, self.offline_dirs
@@ -195,8 +196,10 @@ class Lifecycle:
 
     def _api_versions_answer(self, response: ApiVersionsResponse, t: float) -> None:
         ranges = {entry.api_key: Versions(entry.min_version, entry.max_version) for entry in response.api_keys}
-        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and versions.API_VERSIONS in ranges:
-            self.api_versions_version = min(ranges[versions.API_VERSIONS].highest, versions.ours(18).highest)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ApiKey.API_VERSIONS in ranges:
+            self.api_versions_version = min(
+                ranges[ApiKey.API_VERSIONS].highest, versions.ours(ApiKey.API_VERSIONS).highest
+            )
             self.failures += 1
             self.retry_at = t
         elif response.error_code == ErrorCode.NONE:

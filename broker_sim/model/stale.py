@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
 from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
@@ -34,7 +35,6 @@ from . import requests
 from .disks import Replica
 from .leadership import Led
 from .requests import Proposal
-from .versions import ALTER_PARTITION, ALTER_REPLICA_STATE, BROKER_HEARTBEAT, CONTROLLED_SHUTDOWN
 from .views import PartitionView
 
 PREVIOUS_INCARNATION = "previous-incarnation"
@@ -80,24 +80,24 @@ def previous_incarnation_plans(
     change of a partition it leads, a ControlledShutdown (v2+ only), an AlterReplicaState OFFLINE
     of a replica it hosts, a BrokerHeartbeat."""
     plans: list[StalePlan | None] = []
-    if led and ALTER_PARTITION in negotiated:
+    if led and ApiKey.ALTER_PARTITION in negotiated:
         proposal = replayable(led[rng.choice(sorted(led))])
         if proposal is not None:
             plans.append(
                 alter_partition_plan(
-                    PREVIOUS_INCARNATION, negotiated[ALTER_PARTITION], broker_id, broker_epoch, [proposal]
+                    PREVIOUS_INCARNATION, negotiated[ApiKey.ALTER_PARTITION], broker_id, broker_epoch, [proposal]
                 )
             )
-    if negotiated.get(CONTROLLED_SHUTDOWN, 0) >= 2:
-        plans.append(controlled_shutdown_plan(negotiated[CONTROLLED_SHUTDOWN], broker_id, broker_epoch))
-    if hosted and ALTER_REPLICA_STATE in negotiated:
+    if negotiated.get(ApiKey.CONTROLLED_SHUTDOWN, 0) >= 2:
+        plans.append(controlled_shutdown_plan(negotiated[ApiKey.CONTROLLED_SHUTDOWN], broker_id, broker_epoch))
+    if hosted and ApiKey.ALTER_REPLICA_STATE in negotiated:
         view = rng.choice(list(hosted))
         replica = (view.topic_name, topic_id(view), view.partition)
-        version = negotiated[ALTER_REPLICA_STATE]
+        version = negotiated[ApiKey.ALTER_REPLICA_STATE]
         if version == 0 or replica[1] != ZERO_UUID:
             plans.append(replica_state_plan(version, broker_id, broker_epoch, replica))
-    if BROKER_HEARTBEAT in negotiated:
-        plans.append(heartbeat_plan(negotiated[BROKER_HEARTBEAT], broker_id, broker_epoch))
+    if ApiKey.BROKER_HEARTBEAT in negotiated:
+        plans.append(heartbeat_plan(negotiated[ApiKey.BROKER_HEARTBEAT], broker_id, broker_epoch))
     return [plan for plan in plans if plan is not None]
 
 
@@ -106,30 +106,32 @@ def alter_partition_plan(
 ) -> StalePlan:
     body = requests.alter_partition(version, broker_id, broker_epoch, proposals)
     return StalePlan(
-        reason, ALTER_PARTITION, version, body, broker_epoch, reason == PREVIOUS_INCARNATION, _detail(proposals)
+        reason, ApiKey.ALTER_PARTITION, version, body, broker_epoch, reason == PREVIOUS_INCARNATION, _detail(proposals)
     )
 
 
 def resent_plan(version: int, body: Data, broker_epoch: int, proposals: Sequence[Proposal]) -> StalePlan:
     """An applied AlterPartition again, as it was sent."""
-    return StalePlan(OLD_PARTITION_EPOCH, ALTER_PARTITION, version, body, broker_epoch, False, _detail(proposals))
+    return StalePlan(
+        OLD_PARTITION_EPOCH, ApiKey.ALTER_PARTITION, version, body, broker_epoch, False, _detail(proposals)
+    )
 
 
 def controlled_shutdown_plan(version: int, broker_id: int, broker_epoch: int) -> StalePlan:
     body = requests.controlled_shutdown(version, broker_id, broker_epoch)
-    return StalePlan(PREVIOUS_INCARNATION, CONTROLLED_SHUTDOWN, version, body, broker_epoch, True)
+    return StalePlan(PREVIOUS_INCARNATION, ApiKey.CONTROLLED_SHUTDOWN, version, body, broker_epoch, True)
 
 
 def heartbeat_plan(version: int, broker_id: int, broker_epoch: int) -> StalePlan:
     """A heartbeat of the incarnation of `broker_epoch`, caught up to its registration."""
     body = requests.broker_heartbeat(version, broker_id, broker_epoch, broker_epoch, False, ())
-    return StalePlan(PREVIOUS_INCARNATION, BROKER_HEARTBEAT, version, body, broker_epoch, True)
+    return StalePlan(PREVIOUS_INCARNATION, ApiKey.BROKER_HEARTBEAT, version, body, broker_epoch, True)
 
 
 def replica_state_plan(version: int, broker_id: int, broker_epoch: int, replica: Replica) -> StalePlan:
     body = requests.alter_replica_state(version, broker_id, broker_epoch, OFFLINE, "stale replay", [replica])
     detail = {"partitions": [{"topic": replica[0], "topic_id": str(replica[1]), "partition": replica[2]}]}
-    return StalePlan(PREVIOUS_INCARNATION, ALTER_REPLICA_STATE, version, body, broker_epoch, True, detail)
+    return StalePlan(PREVIOUS_INCARNATION, ApiKey.ALTER_REPLICA_STATE, version, body, broker_epoch, True, detail)
 
 
 def _detail(proposals: Sequence[Proposal]) -> dict[str, Any]:

@@ -14,24 +14,19 @@ import random
 from collections.abc import Mapping
 from functools import cache
 
+from protocol.api_keys import ApiKey
 from protocol.registry import api
 from protocol.versions import Versions
 
-API_VERSIONS = 18
-DESCRIBE_CLUSTER = 60
-BROKER_REGISTRATION = 62
-BROKER_HEARTBEAT = 63
-CONTROLLED_SHUTDOWN = 7
-ALTER_PARTITION = 56
-ALTER_REPLICA_STATE = 1000
-CREATE_TOPICS = 19
-DELETE_TOPICS = 20
-ELECT_LEADERS = 43
-LEADER_AND_ISR = 4
-STOP_REPLICA = 5
 #: the APIs a broker sends after ApiVersions, negotiated against the controller's ranges
-NEGOTIATED = (BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLED_SHUTDOWN, ALTER_PARTITION, ALTER_REPLICA_STATE)
-ADMIN = (CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS)
+NEGOTIATED = (
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.CONTROLLED_SHUTDOWN,
+    ApiKey.ALTER_PARTITION,
+    ApiKey.ALTER_REPLICA_STATE,
+)
+ADMIN = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.ELECT_LEADERS)
 
 
 @cache
@@ -66,12 +61,12 @@ def negotiate(seed: int, broker_id: int, theirs: Mapping[int, Versions]) -> dict
 
 def first_contact(seed: int, broker_id: int) -> dict[int, int]:
     """Versions used before anything is known of the controller: DescribeCluster and ApiVersions."""
-    return {key: spread(seed, broker_id, key, ours(key)) for key in (DESCRIBE_CLUSTER, API_VERSIONS)}
+    return {key: spread(seed, broker_id, key, ours(key)) for key in (ApiKey.DESCRIBE_CLUSTER, ApiKey.API_VERSIONS)}
 
 
 def listener_max_versions(seed: int, broker_id: int) -> dict[int, int]:
     """The highest LeaderAndIsr and StopReplica versions the broker's listener offers."""
-    return {key: spread(seed, broker_id, key, ours(key)) for key in (LEADER_AND_ISR, STOP_REPLICA)}
+    return {key: spread(seed, broker_id, key, ours(key)) for key in (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA)}
 
 
 def admin_version(seed: int, counter: int, api_key: int) -> int:

@@ -29,6 +29,7 @@ import trio
 from broker_sim import journal
 from broker_sim.model import versions
 from broker_sim.model.lifecycle import Phase
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode, error_name
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -142,7 +143,7 @@ class Admin:
         return listed or sorted(self.own_brokers)
 
     async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> None:
-        version = versions.admin_version(self.ctx.seed, counter, versions.CREATE_TOPICS)
+        version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
         topics = tuple(self._creatable(name, partitions, factor) for name in names)
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
@@ -200,7 +201,7 @@ class Admin:
 
     async def _elect(self) -> None:
         self.counter += 1
-        version = versions.admin_version(self.ctx.seed, self.counter, versions.ELECT_LEADERS)
+        version = versions.admin_version(self.ctx.seed, self.counter, ApiKey.ELECT_LEADERS)
         if self.rng.random() < ALL_PARTITIONS_CHANCE or self.topics == 0:
             wanted = None
         else:
@@ -211,7 +212,7 @@ class Admin:
     async def _delete_later(self, name: str, delay_s: float) -> None:
         await trio.sleep(delay_s)
         self.counter += 1
-        version = versions.admin_version(self.ctx.seed, self.counter, versions.DELETE_TOPICS)
+        version = versions.admin_version(self.ctx.seed, self.counter, ApiKey.DELETE_TOPICS)
         if version >= 6:
             topic_id = self.ctx.topic_ids.get(name)
             state = (

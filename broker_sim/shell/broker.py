@@ -29,6 +29,7 @@ from broker_sim.model import versions
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing
 from broker_sim.model.lifecycle import Phase
+from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import DecodeError
@@ -39,7 +40,7 @@ from protocol.spec import ZERO_UUID, Data
 from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
 
-CONTROL_NAMES = {versions.LEADER_AND_ISR: "LeaderAndIsr", versions.STOP_REPLICA: "StopReplica"}
+CONTROL_NAMES: dict[int, str] = {ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica"}
 
 
 class BrokerRunner:

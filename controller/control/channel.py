@@ -40,6 +40,7 @@ from collections.abc import Sequence
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.capture import OUTBOUND, Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import EncodeError
@@ -49,7 +50,6 @@ from protocol.spec import Data
 from protocol.versions import Versions
 
 from .links import (
-    API_VERSIONS_KEY,
     API_VERSIONS_VERSION,
     CLIENT_SOFTWARE_NAME,
     CLIENT_SOFTWARE_VERSION,
@@ -71,7 +71,7 @@ from .links import (
 )
 from .orders import ControlOrder
 from .outcomes import ChannelMetrics, Outcomes, log
-from .requests import LEADER_AND_ISR_KEY, STOP_REPLICA_KEY, common_version
+from .requests import common_version
 
 
 class ControlChannel:
@@ -268,9 +268,9 @@ class ControlChannel:
             response = await self._receive(conn, request)
             if not isinstance(response, ApiVersionsResponse):  # pragma: no cover - decode_response's type
                 raise PeerError("not an ApiVersions response")
-            self.outcomes.negotiated(link.broker_id, API_VERSIONS_KEY, version, response.error_code)
+            self.outcomes.negotiated(link.broker_id, ApiKey.API_VERSIONS, version, response.error_code)
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
-                fallback = next((k.max_version for k in response.api_keys if k.api_key == API_VERSIONS_KEY), 0)
+                fallback = next((k.max_version for k in response.api_keys if k.api_key == ApiKey.API_VERSIONS), 0)
                 if not 0 <= fallback < version:
                     raise PeerError(f"ApiVersions fallback to v{fallback} after v{version}")
                 log.info(
@@ -336,13 +336,13 @@ class ControlChannel:
         A large order (a new big topic) becomes several requests, built one at a time with the
         event loop running in between; only a large full LeaderAndIsr, which must stay one
         request, is built in a worker thread (from the order and addresses taken here)."""
-        api_key = STOP_REPLICA_KEY if order.stops else LEADER_AND_ISR_KEY
+        api_key = ApiKey.STOP_REPLICA if order.stops else ApiKey.LEADER_AND_ISR
         version = common_version(api(api_key).versions, versions.get(api_key))
         if version is None:
             log.error("broker %d supports no version of api key %d: dropping an order", link.broker_id, api_key)
             self.outcomes.count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION)
             return []
-        live = {} if api_key == STOP_REPLICA_KEY else self._live_leaders(order)
+        live = {} if api_key == ApiKey.STOP_REPLICA else self._live_leaders(order)
         requests: list[OutboundRequest] = []
         try:
             for piece in order_pieces(order):

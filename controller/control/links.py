@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.capture import Exchange
 from protocol.errors import ProtocolError
 from protocol.framing import FrameBuffer
@@ -25,9 +26,8 @@ from protocol.registry import encode_request
 from protocol.spec import Data
 
 from .orders import ControlOrder
-from .requests import STOP_REPLICA_KEY, leader_and_isr_request, stop_replica_requests
+from .requests import leader_and_isr_request, stop_replica_requests
 
-API_VERSIONS_KEY = 18
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "fencer"
 CLIENT_SOFTWARE_VERSION = "0.1"
@@ -156,7 +156,7 @@ def encode_order(
     """The request frames of one order piece (may run in a worker thread: reads only its arguments)."""
     bodies: list[Data] = (
         list(stop_replica_requests(order, version))
-        if api_key == STOP_REPLICA_KEY
+        if api_key == ApiKey.STOP_REPLICA
         else [leader_and_isr_request(order, version, live)]
     )
     return [conn.request(body, version) for body in bodies]

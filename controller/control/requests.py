@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.leader_and_isr import (
     LeaderAndIsrRequest,
@@ -47,8 +48,6 @@ from protocol.versions import Versions
 
 from .orders import ControlOrder, PartitionState, StopPartition
 
-LEADER_AND_ISR_KEY = 4
-STOP_REPLICA_KEY = 5
 #: LeaderAndIsr request types (v5+), as Kafka's `LeaderAndIsrRequest.Type` numbers them.
 TYPE_UNKNOWN = 0
 TYPE_INCREMENTAL = 1
@@ -66,7 +65,7 @@ def leader_and_isr_request(
     `live_leaders` maps broker id -> (host, port) for the leaders the request names; leaders
     missing from it (or -1) are not listed.
     """
-    _check_version(LEADER_AND_ISR_KEY, version)
+    _check_version(ApiKey.LEADER_AND_ISR, version)
     leaders = _live_leaders(order.partitions, live_leaders or {})
     if version < 2:
         return LeaderAndIsrRequest(
@@ -121,7 +120,7 @@ def _live_leaders(
 
 def stop_replica_requests(order: ControlOrder, version: int) -> list[StopReplicaRequest]:
     """The StopReplica request(s) for `order` at `version` (0-4): one, or one per delete flag for v0-2."""
-    _check_version(STOP_REPLICA_KEY, version)
+    _check_version(ApiKey.STOP_REPLICA, version)
     if not order.stops:
         return []
     broker_epoch = order.broker_epoch if version >= 1 else -1

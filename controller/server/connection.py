@@ -43,6 +43,8 @@ from typing import Protocol
 
 import trio
 
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 from protocol.errors import (
     DecodeError,
     FrameTooLargeError,
@@ -52,7 +54,6 @@ from protocol.errors import (
     UnsupportedVersionError,
 )
 from protocol.framing import FrameBuffer
-from protocol.headers import API_VERSIONS_KEY
 from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
 from protocol.spec import Data
@@ -117,11 +118,11 @@ class Host(Protocol):
 
 def api_versions_fallback(correlation_id: int) -> bytes:
     """KIP-511: the v0 answer to an ApiVersions version we do not speak."""
-    info = api(API_VERSIONS_KEY)
+    info = api(ApiKey.API_VERSIONS)
     entry = ApiVersionsResponseApiVersion(
-        api_key=API_VERSIONS_KEY, min_version=info.versions.lowest, max_version=info.versions.highest
+        api_key=ApiKey.API_VERSIONS, min_version=info.versions.lowest, max_version=info.versions.highest
     )
-    body = ApiVersionsResponse(error_code=35, api_keys=(entry,))
+    body = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(entry,))
     return encode_response(body, 0, correlation_id)
 
 
@@ -333,7 +334,7 @@ class Connection:
         frame that does not decode is refused."""
         if (
             isinstance(exc, UnsupportedVersionError)
-            and exc.api_key == API_VERSIONS_KEY
+            and exc.api_key == ApiKey.API_VERSIONS
             and exc.correlation_id is not None
         ):
             pending.frame = api_versions_fallback(exc.correlation_id)

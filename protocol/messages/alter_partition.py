@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     INT8,
@@ -24,7 +25,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 56
+API_KEY = ApiKey.ALTER_PARTITION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     INT8,
@@ -30,7 +31,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 1000
+API_KEY = ApiKey.ALTER_REPLICA_STATE
 
 #: NewState values. Anything else is answered with UNKNOWN_REPLICA_STATE (1000).
 OFFLINE = 1

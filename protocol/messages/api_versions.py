@@ -11,6 +11,7 @@ response header v0, whatever its version (KIP-511).
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -25,7 +26,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 18
+API_KEY = ApiKey.API_VERSIONS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -24,7 +25,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 63
+API_KEY = ApiKey.BROKER_HEARTBEAT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

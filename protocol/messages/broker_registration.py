@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -27,7 +28,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 62
+API_KEY = ApiKey.BROKER_REGISTRATION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

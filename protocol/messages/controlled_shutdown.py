@@ -12,9 +12,10 @@ version. The response body is the same in every version.
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import ARRAY, INT16, INT32, INT64, REQUEST, RESPONSE, STRING, Api, Data, F
 
-API_KEY = 7
+API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

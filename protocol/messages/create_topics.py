@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -29,7 +30,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     INT16,
@@ -25,7 +26,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 20
+API_KEY = ApiKey.DELETE_TOPICS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,6 +8,7 @@ allows the MISMATCHED_ENDPOINT_TYPE and UNSUPPORTED_ENDPOINT_TYPE top-level erro
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -22,7 +23,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 60
+API_KEY = ApiKey.DESCRIBE_CLUSTER
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

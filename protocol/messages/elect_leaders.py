@@ -11,9 +11,10 @@ code. v2 is the first flexible version.
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import ARRAY, INT8, INT16, INT32, REQUEST, RESPONSE, STRING, Api, Data, F
 
-API_KEY = 43
+API_KEY = ApiKey.ELECT_LEADERS
 
 #: ElectionType values (v1+).
 PREFERRED = 0

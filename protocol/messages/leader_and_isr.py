@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -34,7 +35,7 @@ from protocol.spec import (
     F,
 )
 
-API_KEY = 4
+API_KEY = ApiKey.LEADER_AND_ISR
 
 
 # One struct for both UngroupedPartitionStates (v0-1) and TopicStates[].PartitionStates (v2+).

@@ -17,9 +17,10 @@ Response: the same body in every version.
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
+from protocol.api_keys import ApiKey
 from protocol.spec import ARRAY, BOOL, INT16, INT32, INT64, REQUEST, RESPONSE, STRING, Api, Data, F
 
-API_KEY = 5
+API_KEY = ApiKey.STOP_REPLICA
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ import pytest
 from broker_sim.model import versions
 from broker_sim.model.lag import LagModel, episodes
 from broker_sim.model.schedule import CHAOS_KINDS, SCENARIOS, fault_schedule
+from protocol.api_keys import ApiKey
 from protocol.versions import Versions
 
 from .helpers import TIMING
@@ -65,16 +66,16 @@ def test_consecutive_brokers_use_every_version_of_every_api() -> None:
         span = everything[key].highest - everything[key].lowest + 1
         used = {versions.negotiate(3, broker, everything)[key] for broker in range(20, 20 + span)}
         assert used == set(everything[key])
-    for key in (versions.API_VERSIONS, versions.DESCRIBE_CLUSTER):
+    for key in (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER):
         assert {versions.first_contact(3, b)[key] for b in range(5)} == set(versions.ours(key))
 
 
 def test_negotiation_stays_within_both_sides_ranges() -> None:
-    theirs = {versions.ALTER_PARTITION: Versions(1, 2), versions.BROKER_HEARTBEAT: Versions(0, 0)}
+    theirs = {ApiKey.ALTER_PARTITION: Versions(1, 2), ApiKey.BROKER_HEARTBEAT: Versions(0, 0)}
     for broker in range(10):
         chosen = versions.negotiate(0, broker, theirs)
-        assert chosen[versions.ALTER_PARTITION] in (1, 2) and chosen[versions.BROKER_HEARTBEAT] == 0
-        assert versions.CONTROLLED_SHUTDOWN not in chosen  # the controller does not offer it
+        assert chosen[ApiKey.ALTER_PARTITION] in (1, 2) and chosen[ApiKey.BROKER_HEARTBEAT] == 0
+        assert ApiKey.CONTROLLED_SHUTDOWN not in chosen  # the controller does not offer it
 
 
 def test_lag_episodes_are_seeded_per_replica_and_start_after_the_warm_up() -> None:

@@ -1,0 +1,23 @@
+"""The API table: every API fencer speaks, by the key Kafka gave it (fencer's own AlterReplicaState is 1000).
+
+An `IntEnum`, so a key compares, hashes and encodes as the int on the wire; code names an API by
+its member (`ApiKey.ALTER_PARTITION`), never by a bare number. Which message classes an API has
+is `protocol.registry`'s table; who serves which API is `INBOUND_API_KEYS` / `OUTBOUND_API_KEYS` there.
+"""
+
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    CONTROLLED_SHUTDOWN = 7
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    ELECT_LEADERS = 43
+    ALTER_PARTITION = 56
+    DESCRIBE_CLUSTER = 60
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    ALTER_REPLICA_STATE = 1000
