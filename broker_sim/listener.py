@@ -44,7 +44,12 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import DecodeError
 from protocol.framing import FrameBuffer
-from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse, ApiVersionsResponseApiVersion
+from protocol.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    unsupported_version_answer,
+)
 from protocol.messages.leader_and_isr import (
     LeaderAndIsrRequest,
     LeaderAndIsrRequestPartitionState,
@@ -185,9 +190,7 @@ class BrokerControlListener:
         return ApiVersionsResponse(api_keys=tuple(self._entry(key) for key in sorted(SERVED_API_KEYS)))
 
     def _api_versions_fallback(self) -> ApiVersionsResponse:
-        return ApiVersionsResponse(
-            error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(self._entry(ApiKey.API_VERSIONS),)
-        )
+        return unsupported_version_answer(self._versions[ApiKey.API_VERSIONS])
 
     def _entry(self, key: int) -> ApiVersionsResponseApiVersion:
         versions = self._versions[key]

@@ -1,8 +1,14 @@
 """One client connection of the daemon: read frames, hand requests to the writer, answer in order.
 
+Calls go one way: the daemon creates a connection and cancels its `scope` (idle, shutdown); the
+connection turns bytes into requests for the writer (`RequestSink.submit`) and reports what
+became of each frame downwards (`ExchangeSink`: metrics, capture, log); the writer, which owns a
+request's lifecycle, answers through `respond` or gives up through `abandon`. Nothing here calls
+the daemon.
+
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
-- Memory for requests is bounded across connections by the host's `MemoryBudget` (Kafka's
+- Memory for requests is bounded across connections by the daemon's `MemoryBudget` (Kafka's
   `queued.max.request.bytes`): once a frame's size prefix has arrived its whole size is
   reserved, or the connection reads nothing more until it can be. A frame keeps its reservation
   until answered or dropped; closing releases whatever the connection still holds. Frames that a
@@ -44,17 +50,13 @@ from typing import Protocol
 import trio
 
 from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
 from protocol.errors import (
     DecodeError,
     FrameTooLargeError,
-    TrailingBytesError,
-    TruncatedError,
-    UnknownApiError,
     UnsupportedVersionError,
 )
 from protocol.framing import FrameBuffer
-from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from protocol.messages.api_versions import unsupported_version_answer
 from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
 from protocol.spec import Data
 
@@ -101,29 +103,25 @@ class Pending:
         return self.connection.peer
 
 
-class Host(Protocol):
-    """What a connection needs from the daemon."""
+class RequestSink(Protocol):
+    """Where decoded requests go (the group-commit writer, which answers them through `respond`)."""
 
-    max_frame_bytes: int
     draining: bool
-    budget: MemoryBudget
 
     def submit(self, pending: Pending) -> None: ...
+
+
+class ExchangeSink(Protocol):
+    """Where the connection reports what became of each frame (`controller.server.exchanges`)."""
+
     def answered(self, pending: Pending) -> None: ...
     def unanswered(self, pending: Pending) -> None: ...
-    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None: ...
-    def register(self, connection: Connection) -> None: ...
-    def unregister(self, connection: Connection) -> None: ...
+    def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None: ...
 
 
 def api_versions_fallback(correlation_id: int) -> bytes:
     """KIP-511: the v0 answer to an ApiVersions version we do not speak."""
-    info = api(ApiKey.API_VERSIONS)
-    entry = ApiVersionsResponseApiVersion(
-        api_key=ApiKey.API_VERSIONS, min_version=info.versions.lowest, max_version=info.versions.highest
-    )
-    body = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(entry,))
-    return encode_response(body, 0, correlation_id)
+    return encode_response(unsupported_version_answer(api(ApiKey.API_VERSIONS).versions), 0, correlation_id)
 
 
 def _peer_name(stream: trio.SocketStream) -> str:
@@ -137,30 +135,25 @@ def _peer_name(stream: trio.SocketStream) -> str:
     return str(address) or "local"
 
 
-def _reason(exc: DecodeError) -> str:
-    if isinstance(exc, UnknownApiError):
-        return "unknown_api"
-    if isinstance(exc, UnsupportedVersionError):
-        return "unsupported_version"
-    if isinstance(exc, TrailingBytesError):
-        return "trailing_bytes"
-    if isinstance(exc, FrameTooLargeError):
-        return "frame_too_large"
-    if isinstance(exc, TruncatedError):
-        return "truncated"
-    return "undecodable"
-
-
 class Connection:
-    def __init__(self, host: Host, stream: trio.SocketStream) -> None:
-        self.host = host
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        *,
+        writer: RequestSink,
+        exchanges: ExchangeSink,
+        budget: MemoryBudget,
+        max_frame_bytes: int,
+    ) -> None:
+        self.writer = writer
+        self.exchanges = exchanges
         self.stream = stream
         self.id = next(_IDS)
         self.peer = _peer_name(stream)
         self._fd = stream.socket.fileno()
-        self.buffer = FrameBuffer(host.max_frame_bytes)
-        self.budget = host.budget
-        #: cancelled by the host (idle, or shutting down); the request in flight is still answered
+        self.buffer = FrameBuffer(max_frame_bytes)
+        self.budget = budget
+        #: cancelled by the daemon (idle, or shutting down); the request in flight is still answered
         self.scope = trio.CancelScope()
         self.last_activity = trio.current_time()  # the last whole frame received (or memory granted)
         self.in_flight: Pending | None = None  # handed to the writer (or being sent), not yet answered
@@ -190,7 +183,6 @@ class Connection:
         return 0.0 if self.busy else now - self.last_activity
 
     async def run(self) -> None:
-        self.host.register(self)
         try:
             async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender, a decode
                 self._nursery = nursery
@@ -201,7 +193,6 @@ class Connection:
                 finally:
                     self._close()  # from here on an answer is dropped, never handed to a closing nursery
         finally:
-            self.host.unregister(self)
             self._release(self._reserved)  # every task of the connection is done: nothing holds it now
             await trio.aclose_forcefully(self.stream)
 
@@ -280,7 +271,7 @@ class Connection:
         self._pumping = True
         try:
             while self.in_flight is None and held and not self.closed:
-                if self.host.draining:
+                if self.writer.draining:
                     self._release(sum(len(frame) for frame in held if isinstance(frame, bytes)))
                     held.clear()
                     break
@@ -310,7 +301,7 @@ class Connection:
         except DecodeError as exc:
             self._not_decoded(pending, exc)
             return
-        self.host.submit(pending)
+        self.writer.submit(pending)
 
     async def _decode_in_thread(self, pending: Pending) -> None:
         error: DecodeError | None = None
@@ -319,14 +310,14 @@ class Connection:
             pending.request = await trio.to_thread.run_sync(decode)
         except DecodeError as exc:
             error = exc
-        if self.closed or self.host.draining:  # never handed to the writer: nobody will answer it
+        if self.closed or self.writer.draining:  # never handed to the writer: nobody will answer it
             self.in_flight = None
             self._release(len(pending.payload))
             self._close()
         elif error is not None:
             self._not_decoded(pending, error)
         else:
-            self.host.submit(pending)
+            self.writer.submit(pending)
         self._pump()  # wakes `_settle` if the connection is done
 
     def _not_decoded(self, pending: Pending, exc: DecodeError) -> None:
@@ -345,7 +336,7 @@ class Connection:
         self._refuse(exc, pending.payload)
 
     def _refuse(self, exc: DecodeError, payload: bytes | None) -> None:
-        self.host.invalid_frame(_reason(exc), self.peer, payload, str(exc))
+        self.exchanges.refused(exc.reason, self.peer, payload, str(exc))
         self._close()
 
     # ------------------------------------------------------------------ answering (the writer calls these)
@@ -373,7 +364,7 @@ class Connection:
         """No answer for `pending` (it could not be decided, or the peer is gone): close, as Kafka does."""
         self.in_flight = None
         self._release(len(pending.payload))
-        self.host.unanswered(pending)
+        self.exchanges.unanswered(pending)
         self._close()
         self._pump()
 
@@ -393,7 +384,7 @@ class Connection:
     def _answered(self, pending: Pending) -> None:
         self.in_flight = None
         self._release(len(pending.payload))
-        self.host.answered(pending)
+        self.exchanges.answered(pending)
         self._pump()
 
     def _close(self) -> None:

@@ -30,15 +30,14 @@ from typing import Any
 
 import trio
 
-from protocol.capture import INBOUND, Exchange, from_batches, to_batches
-from protocol.registry import peek_request
+from protocol.capture import from_batches, to_batches
 
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
 from .budget import MemoryBudget
-from .connection import Connection, Pending
-from .logging_config import RateLimitedLogger
-from .metrics import ControllerMetrics, response_error_code
+from .connection import Connection
+from .exchanges import ExchangeRecorder
+from .metrics import ControllerMetrics
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
@@ -83,7 +82,6 @@ class Daemon:
         self.max_connections = options.max_connections or default_max_connections()
         #: memory for requests across connections (`used` is what they hold now)
         self.budget = MemoryBudget(options.max_queued_bytes, largest_frame=options.max_frame_bytes)
-        self._flood_log = RateLimitedLogger(log)  # a flood of bad frames or refused connections, logged sparsely
         self.draining = False
         self.port: int | None = None
         self._connections: set[Connection] = set()
@@ -92,6 +90,7 @@ class Daemon:
         self.metrics = _make_metrics(self)
         self.metrics.watch_server(lambda: self._open, lambda: self.budget.used)
         self.capture = _make_capture(options)
+        self.exchanges = ExchangeRecorder(self.metrics, self.capture)
         self.channel = _make_channel(self)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic)
 
@@ -141,14 +140,14 @@ class Daemon:
                 if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
                     raise
                 self.metrics.connection_refused("descriptors")
-                self._flood_log.log(
+                self.exchanges.flood_log.log(
                     logging.ERROR, "accept", "cannot accept connections (%s) with %d open; retrying", exc, self._open
                 )
                 await trio.sleep(_ACCEPT_RETRY_S)
                 continue
             if self._open >= self.max_connections:
                 self.metrics.connection_refused("max_connections")
-                self._flood_log.log(
+                self.exchanges.flood_log.log(
                     logging.WARNING, "max", "refusing connections: %d open (--max-connections)", self._open
                 )
                 await trio.aclose_forcefully(stream)
@@ -157,9 +156,20 @@ class Daemon:
             handlers.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
+        connection = Connection(
+            stream,
+            writer=self.writer,
+            exchanges=self.exchanges,
+            budget=self.budget,
+            max_frame_bytes=self.options.max_frame_bytes,
+        )
+        self._connections.add(connection)
+        if self.draining:
+            connection.scope.cancel()
         try:
-            await Connection(self, stream).run()
+            await connection.run()
         finally:
+            self._connections.discard(connection)
             self._open -= 1
 
     async def _watch_signals(self, main_scope: trio.CancelScope) -> None:
@@ -183,6 +193,7 @@ class Daemon:
         """Stop accepting and reading; answer and commit what was read; let every commit and
         snapshot finish; flush the capture; close the log."""
         self.draining = True
+        self.writer.begin_drain()  # from here on, connections hand nothing more to the writer
         self._accepting.cancel()
         for connection in list(self._connections):
             connection.scope.cancel()  # stops reading; a request in flight is still answered
@@ -198,40 +209,6 @@ class Daemon:
         self.engine.close()
         log.info("stopped")
 
-    # ------------------------------------------------------------------ connections call these
-    def submit(self, pending: Pending) -> None:
-        self.writer.submit(pending)
-
-    def answered(self, pending: Pending) -> None:
-        assert pending.request is not None or pending.frame is not None
-        if pending.request is not None:
-            now = time.monotonic_ns()
-            header = pending.request.header
-            code = _error_code(pending.response)
-            self.metrics.request(
-                header.request_api_key,
-                header.request_api_version,
-                code,
-                (now - pending.received_ns) / 1e9,
-                (pending.decided_ns - pending.received_ns) / 1e9,
-            )
-        self._capture(pending, pending.frame)
-
-    def unanswered(self, pending: Pending) -> None:
-        self._capture(pending, None)
-
-    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
-        self._flood_log.log(logging.WARNING, reason, "closing connection from %s: %s (%s)", peer, reason, detail)
-        self.metrics.invalid_frame(reason)
-
-    def register(self, connection: Connection) -> None:
-        self._connections.add(connection)
-        if self.draining:
-            connection.scope.cancel()
-
-    def unregister(self, connection: Connection) -> None:
-        self._connections.discard(connection)
-
     async def _sweep_idle(self) -> None:
         """Close connections idle for longer than the idle timeout (checked a few times per timeout)."""
         interval = min(1.0, self.idle_timeout_s / 3)
@@ -242,25 +219,6 @@ class Daemon:
                 if connection.idle_for(now) > self.idle_timeout_s:
                     log.info("closing idle connection %s from %s", connection.id, connection.peer)
                     connection.scope.cancel()
-
-    def _capture(self, pending: Pending, frame: bytes | None) -> None:
-        if self.capture is None or (pending.request is None and frame is None):
-            return
-        key, version, correlation = _identity(pending)
-        self.capture.add(
-            Exchange(
-                pending.received_wall_ns,
-                time.time_ns() if frame is not None else None,
-                INBOUND,
-                pending.connection_id,
-                pending.peer,
-                key,
-                version,
-                correlation,
-                pending.payload,
-                frame[4:] if frame is not None else None,
-            )
-        )
 
     async def _session_timer(self) -> None:
         while True:
@@ -311,18 +269,6 @@ async def _nursery_task(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TAS
     async with trio.open_nursery() as nursery:
         task_status.started(nursery)
         await trio.sleep_forever()
-
-
-def _error_code(response: Any) -> int:
-    return response_error_code(response) if response is not None else 0
-
-
-def _identity(pending: Pending) -> tuple[int, int, int]:
-    if pending.request is not None:
-        header = pending.request.header
-        return header.request_api_key, header.request_api_version, header.correlation_id
-    key, version, correlation = peek_request(pending.payload)
-    return key, version, correlation if correlation is not None else -1
 
 
 def _make_metrics(daemon: Daemon) -> ControllerMetrics:

@@ -33,6 +33,14 @@ from prometheus_client.registry import Collector
 
 from protocol.error_codes import error_name
 from protocol.error_codes import response_error_code as response_error_code  # re-exported: the daemon uses it from here
+from protocol.errors import (
+    DecodeError,
+    FrameTooLargeError,
+    TrailingBytesError,
+    TruncatedError,
+    UnknownApiError,
+    UnsupportedVersionError,
+)
 from protocol.registry import api
 
 from ..core import ControllerCore
@@ -52,13 +60,16 @@ SNAPSHOT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 #: Why a connection was closed at accept.
 CONNECTION_REFUSAL_REASONS = ("max_connections", "descriptors")
 #: Why a frame was refused (the connection is closed without a response).
-INVALID_FRAME_REASONS = (
-    "unknown_api",
-    "unsupported_version",
-    "undecodable",
-    "trailing_bytes",
-    "frame_too_large",
-    "truncated",
+INVALID_FRAME_REASONS = tuple(
+    error.reason
+    for error in (
+        UnknownApiError,
+        UnsupportedVersionError,
+        DecodeError,
+        TrailingBytesError,
+        FrameTooLargeError,
+        TruncatedError,
+    )
 )
 
 

@@ -101,10 +101,14 @@ class Writer:
     def snapshotting(self) -> bool:
         return self._snapshotting
 
+    def begin_drain(self) -> None:
+        """Shutdown begins: connections submit nothing more (what is submitted is still answered)."""
+        self.draining = True
+
     async def drain(self, timeout_s: float) -> None:
         """Answer what was submitted (up to `timeout_s`), then stop; returns once no commit or
         snapshot is in progress (those cannot be cut short: their threads must finish)."""
-        self.draining = True
+        self.begin_drain()
         with trio.move_on_after(timeout_s):
             while self._in_flight > 0:
                 self._idle = trio.Event()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -25,6 +26,7 @@ from protocol.spec import (
     Data,
     F,
 )
+from protocol.versions import Versions
 
 API_KEY = ApiKey.API_VERSIONS
 
@@ -73,3 +75,12 @@ class ApiVersionsResponse(Data):
         F(ARRAY(ApiVersionsResponseFinalizedFeatureKey), "3+", tag=2, ignorable=True),
     ] = ()
     zk_migration_ready: Annotated[bool, F(BOOL, "3+", tag=3, ignorable=True)] = False
+
+
+def unsupported_version_answer(versions: Versions) -> ApiVersionsResponse:
+    """KIP-511: the answer (sent as v0) to an ApiVersions request at a version the server does not
+    speak: UNSUPPORTED_VERSION, listing only ApiVersions with the `versions` the server does speak."""
+    entry = ApiVersionsResponseApiVersion(
+        api_key=ApiKey.API_VERSIONS, min_version=versions.lowest, max_version=versions.highest
+    )
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(entry,))

@@ -27,7 +27,7 @@ from protocol.registry import encode_request, encode_response
 
 @dataclass
 class Host:
-    """The daemon's side of a connection: `submitted` is the writer's queue."""
+    """The connection's writer and exchange sink: `submitted` is the writer's queue."""
 
     max_frame_bytes: int = 1 << 20
     draining: bool = False
@@ -48,14 +48,8 @@ class Host:
     def unanswered(self, pending: Pending) -> None:
         self.unanswered_.append(pending)
 
-    def invalid_frame(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
+    def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
         self.invalid.append(reason)
-
-    def register(self, connection: Connection) -> None:
-        pass
-
-    def unregister(self, connection: Connection) -> None:
-        pass
 
     async def next_request(self, count: int) -> Pending:
         """Wait until `count` requests have been handed over; return the last."""
@@ -84,7 +78,10 @@ class Pair:
 def open_pair(host: Host, nursery: trio.Nursery) -> Pair:
     """A connection of `host` running in `nursery`, and the peer's end of its socket (non-blocking)."""
     ours, theirs = socket.socketpair()
-    connection = Connection(host, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+    connection = Connection(
+        stream, writer=host, exchanges=host, budget=host.budget, max_frame_bytes=host.max_frame_bytes
+    )
     done = trio.Event()
 
     async def run() -> None:
