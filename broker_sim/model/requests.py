@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from protocol.ids import BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestBrokerState,
@@ -70,7 +71,7 @@ def broker_registration(
     previous_epoch: int,
 ) -> BrokerRegistrationRequest:
     return BrokerRegistrationRequest(
-        broker_id=broker_id,
+        broker_id=BrokerId(broker_id),
         cluster_id=cluster_id,
         incarnation_id=incarnation_id,
         listeners=(BrokerRegistrationRequestListener(name=LISTENER_NAME, host=host, port=port),),
@@ -81,7 +82,7 @@ def broker_registration(
         ),
         rack=None,
         log_dirs=tuple(log_dirs) if version >= 2 else (),
-        previous_broker_epoch=previous_epoch if version >= 3 else -1,
+        previous_broker_epoch=BrokerEpoch(previous_epoch if version >= 3 else -1),
     )
 
 
@@ -94,8 +95,8 @@ def broker_heartbeat(
     offline_dirs: Sequence[uuid.UUID],
 ) -> BrokerHeartbeatRequest:
     return BrokerHeartbeatRequest(
-        broker_id=broker_id,
-        broker_epoch=broker_epoch,
+        broker_id=BrokerId(broker_id),
+        broker_epoch=BrokerEpoch(broker_epoch),
         current_metadata_offset=metadata_offset,
         want_shut_down=want_shut_down,
         offline_log_dirs=tuple(offline_dirs) if version >= 1 else (),
@@ -103,7 +104,8 @@ def broker_heartbeat(
 
 
 def controlled_shutdown(version: int, broker_id: int, broker_epoch: int) -> ControlledShutdownRequest:
-    return ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch if version >= 2 else -1)
+    epoch = BrokerEpoch(broker_epoch if version >= 2 else -1)
+    return ControlledShutdownRequest(broker_id=BrokerId(broker_id), broker_epoch=epoch)
 
 
 def alter_partition(
@@ -120,28 +122,30 @@ def alter_partition(
             topics.append(AlterPartitionRequestTopicData(topic_id=items[0].topic_id, partitions=partitions))
         else:
             topics.append(AlterPartitionRequestTopicData(topic_name=name, partitions=partitions))
-    return AlterPartitionRequest(broker_id=broker_id, broker_epoch=broker_epoch, topics=tuple(topics))
+    return AlterPartitionRequest(
+        broker_id=BrokerId(broker_id), broker_epoch=BrokerEpoch(broker_epoch), topics=tuple(topics)
+    )
 
 
 def _partition_data(version: int, proposal: Proposal) -> AlterPartitionRequestPartitionData:
     if version >= 3:
         members = tuple(
-            AlterPartitionRequestBrokerState(broker_id=member, broker_epoch=epoch)
+            AlterPartitionRequestBrokerState(broker_id=BrokerId(member), broker_epoch=BrokerEpoch(epoch))
             for member, epoch in zip(proposal.isr, proposal.member_epochs, strict=True)
         )
         return AlterPartitionRequestPartitionData(
             partition_index=proposal.partition,
-            leader_epoch=proposal.leader_epoch,
+            leader_epoch=LeaderEpoch(proposal.leader_epoch),
             new_isr_with_epochs=members,
             leader_recovery_state=proposal.recovery_state,
-            partition_epoch=proposal.partition_epoch,
+            partition_epoch=PartitionEpoch(proposal.partition_epoch),
         )
     return AlterPartitionRequestPartitionData(
         partition_index=proposal.partition,
-        leader_epoch=proposal.leader_epoch,
-        new_isr=proposal.isr,
+        leader_epoch=LeaderEpoch(proposal.leader_epoch),
+        new_isr=tuple(BrokerId(member) for member in proposal.isr),
         leader_recovery_state=proposal.recovery_state if version >= 1 else 0,
-        partition_epoch=proposal.partition_epoch,
+        partition_epoch=PartitionEpoch(proposal.partition_epoch),
     )
 
 
@@ -164,5 +168,9 @@ def alter_replica_state(
         for name, (topic_id, parts) in grouped.items()
     )
     return AlterReplicaStateRequest(
-        broker_id=broker_id, broker_epoch=broker_epoch, new_state=new_state, reason=reason, topics=topics
+        broker_id=BrokerId(broker_id),
+        broker_epoch=BrokerEpoch(broker_epoch),
+        new_state=new_state,
+        reason=reason,
+        topics=topics,
     )

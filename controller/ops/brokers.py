@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from protocol.error_codes import ErrorCode
+from protocol.ids import BrokerEpoch
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from protocol.messages.controlled_shutdown import (
@@ -87,7 +88,7 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
         in_controlled_shutdown=existing.in_controlled_shutdown if same and existing is not None else False,
         log_dirs=request.log_dirs,
     )
-    response = BrokerRegistrationResponse(broker_epoch=epoch)
+    response = BrokerRegistrationResponse(broker_epoch=BrokerEpoch(epoch))
     registered: list[RecordAndVersion] = [versioned(record)]
     if same:
         state.heartbeats.touch(request.broker_id, now_ns)

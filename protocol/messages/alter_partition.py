@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.ids import BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch
 from protocol.spec import (
     ARRAY,
     INT8,
@@ -30,20 +31,20 @@ API_KEY = ApiKey.ALTER_PARTITION
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterPartitionRequestBrokerState(Data):
-    broker_id: Annotated[int, F(INT32, "3+")] = 0
-    broker_epoch: Annotated[int, F(INT64, "3+")] = -1
+    broker_id: Annotated[BrokerId, F(INT32, "3+")] = BrokerId(0)
+    broker_epoch: Annotated[BrokerEpoch, F(INT64, "3+")] = BrokerEpoch(-1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterPartitionRequestPartitionData(Data):
     partition_index: Annotated[int, F(INT32)]
-    leader_epoch: Annotated[int, F(INT32)]
-    new_isr: Annotated[tuple[int, ...], F(ARRAY(INT32), "0-2")] = ()
+    leader_epoch: Annotated[LeaderEpoch, F(INT32)]
+    new_isr: Annotated[tuple[BrokerId, ...], F(ARRAY(INT32), "0-2")] = ()
     new_isr_with_epochs: Annotated[
         tuple[AlterPartitionRequestBrokerState, ...], F(ARRAY(AlterPartitionRequestBrokerState), "3+")
     ] = ()
     leader_recovery_state: Annotated[int, F(INT8, "1+")] = 0
-    partition_epoch: Annotated[int, F(INT32)]
+    partition_epoch: Annotated[PartitionEpoch, F(INT32)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,8 +57,8 @@ class AlterPartitionRequestTopicData(Data):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterPartitionRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-3", flexible="0+")
-    broker_id: Annotated[int, F(INT32)]
-    broker_epoch: Annotated[int, F(INT64)] = -1
+    broker_id: Annotated[BrokerId, F(INT32)]
+    broker_epoch: Annotated[BrokerEpoch, F(INT64)] = BrokerEpoch(-1)
     topics: Annotated[tuple[AlterPartitionRequestTopicData, ...], F(ARRAY(AlterPartitionRequestTopicData))]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.ids import BrokerEpoch, BrokerId
 from protocol.spec import (
     ARRAY,
     INT8,
@@ -48,8 +49,8 @@ class AlterReplicaStateRequestTopicReplicas(Data):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterReplicaStateRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-1", flexible="0+")
-    broker_id: Annotated[int, F(INT32)]
-    broker_epoch: Annotated[int, F(INT64)]
+    broker_id: Annotated[BrokerId, F(INT32)]
+    broker_epoch: Annotated[BrokerEpoch, F(INT64)]
     new_state: Annotated[int, F(INT8)]
     reason: Annotated[str, F(STRING)] = ""
     topics: Annotated[

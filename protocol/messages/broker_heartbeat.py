@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.ids import BrokerEpoch, BrokerId
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -31,8 +32,8 @@ API_KEY = ApiKey.BROKER_HEARTBEAT
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerHeartbeatRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-1", flexible="0+")
-    broker_id: Annotated[int, F(INT32)]
-    broker_epoch: Annotated[int, F(INT64)] = -1
+    broker_id: Annotated[BrokerId, F(INT32)]
+    broker_epoch: Annotated[BrokerEpoch, F(INT64)] = BrokerEpoch(-1)
     current_metadata_offset: Annotated[int, F(INT64)] = 0
     want_fence: Annotated[bool, F(BOOL)] = False
     want_shut_down: Annotated[bool, F(BOOL)] = False

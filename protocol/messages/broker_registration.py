@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.ids import BrokerEpoch, BrokerId
 from protocol.spec import (
     ARRAY,
     BOOL,
@@ -49,7 +50,7 @@ class BrokerRegistrationRequestFeature(Data):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerRegistrationRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-4", flexible="0+")
-    broker_id: Annotated[int, F(INT32)]
+    broker_id: Annotated[BrokerId, F(INT32)]
     cluster_id: Annotated[str, F(STRING)]
     incarnation_id: Annotated[uuid.UUID, F(UUID)]
     listeners: Annotated[
@@ -59,7 +60,7 @@ class BrokerRegistrationRequest(Data):
     rack: Annotated[str | None, F(STRING, nullable="0+")] = ""
     is_migrating_zk_broker: Annotated[bool, F(BOOL, "1+")] = False
     log_dirs: Annotated[tuple[uuid.UUID, ...], F(ARRAY(UUID), "2+", ignorable=True)] = ()
-    previous_broker_epoch: Annotated[int, F(INT64, "3+", ignorable=True)] = -1
+    previous_broker_epoch: Annotated[BrokerEpoch, F(INT64, "3+", ignorable=True)] = BrokerEpoch(-1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,4 +68,4 @@ class BrokerRegistrationResponse(Data):
     API: ClassVar[Api] = Api.of(API_KEY, RESPONSE, valid="0-4", flexible="0+")
     throttle_time_ms: Annotated[int, F(INT32)] = 0
     error_code: Annotated[int, F(INT16)] = 0
-    broker_epoch: Annotated[int, F(INT64)] = -1
+    broker_epoch: Annotated[BrokerEpoch, F(INT64)] = BrokerEpoch(-1)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from protocol.api_keys import ApiKey
+from protocol.ids import BrokerEpoch, BrokerId
 from protocol.spec import ARRAY, INT16, INT32, INT64, REQUEST, RESPONSE, STRING, Api, Data, F
 
 API_KEY = ApiKey.CONTROLLED_SHUTDOWN
@@ -21,8 +22,8 @@ API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControlledShutdownRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-3", flexible="3+")
-    broker_id: Annotated[int, F(INT32)]
-    broker_epoch: Annotated[int, F(INT64, "2+", ignorable=True)] = -1
+    broker_id: Annotated[BrokerId, F(INT32)]
+    broker_epoch: Annotated[BrokerEpoch, F(INT64, "2+", ignorable=True)] = BrokerEpoch(-1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
