@@ -1,8 +1,14 @@
 """The rings of architecture.md: what each package may import.
 
-`protocol` is a pure codec (no sockets, clock, logging, trio or upper rings); `analytics`
-imports `protocol` but nothing of the controller or the fleet. Checked two ways: statically
-over every module's imports, and by importing the package alone in a fresh interpreter.
+- `protocol` is a pure codec: no sockets, clock, logging, trio or upper rings.
+- The controller's core (decisions in `controller/ops`, state and replay in `controller/state`,
+  the entry point `controller/core.py`) is pure: no trio, os, socket, time, threads or logging,
+  and nothing of the shell (`controller.server`), the control channel (`controller.control`,
+  whose orders the core derives: `controller.control.orders` is pure and allowed) or the log.
+- The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in.
+- `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet.
+Checked two ways: statically over every module's imports (relative ones resolved), and by
+importing `protocol` alone in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -16,31 +22,75 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-FORBIDDEN = {
-    "protocol": {"trio", "socket", "logging", "time", "asyncio", "threading", "controller", "broker_sim", "analytics"},
-    "analytics": {"controller", "broker_sim", "trio"},
-    "broker_sim": {"controller"},
+IMPURE = {"trio", "os", "socket", "time", "asyncio", "threading", "logging", "subprocess", "selectors"}
+
+#: (files, modules they may not import: a name forbids the module and everything under it)
+RINGS: dict[str, tuple[list[str], set[str]]] = {
+    "protocol": (
+        ["protocol"],
+        {"trio", "socket", "logging", "time", "asyncio", "threading", "controller", "broker_sim", "analytics"},
+    ),
+    "controller core": (
+        ["controller/ops", "controller/state", "controller/core.py"],
+        IMPURE
+        | {
+            "controller.server",
+            "controller.log",
+            "controller.engine",
+            "controller.control.channel",
+            "controller.control.links",
+            "controller.control.outcomes",
+        },
+    ),
+    "fleet model": (["broker_sim/model"], IMPURE | {"controller", "broker_sim.shell"}),
+    "fleet": (["broker_sim"], {"controller"}),
+    "analytics": (["analytics"], {"controller", "broker_sim", "trio"}),
 }
 
 
-def imported_roots(path: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, by absolute name (relative imports resolved)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    roots = set()
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)  # `from x import submodule`
+    return found
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_package_imports_stay_in_their_ring(package: str) -> None:
+def files_of(places: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for place in places:
+        target = ROOT / place
+        out.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+    return out
+
+
+def forbidden(module: str, names: set[str]) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in names)
+
+
+@pytest.mark.parametrize("ring", sorted(RINGS))
+def test_each_ring_imports_only_what_it_may(ring: str) -> None:
+    places, names = RINGS[ring]
     offenders = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        bad = imported_roots(path) & FORBIDDEN[package]
+    for path in files_of(places):
+        bad = sorted(module for module in imported_modules(path) if forbidden(module, names))
         if bad:
-            offenders[str(path.relative_to(ROOT))] = sorted(bad)
+            offenders[str(path.relative_to(ROOT))] = bad
     assert offenders == {}
 
 
@@ -55,5 +105,10 @@ def test_protocol_imports_alone_without_upper_rings() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_the_checker_sees_imports() -> None:
-    assert {"struct", "construct"} <= imported_roots(ROOT / "protocol" / "constructs.py")
+def test_the_checker_sees_imports_relative_ones_included() -> None:
+    assert {"struct", "construct"} <= imported_modules(ROOT / "protocol" / "constructs.py")
+    core = imported_modules(ROOT / "controller" / "core.py")
+    assert {"controller.ops.snapshot", "controller.state.frozen", "controller.control.orders"} <= core
+    assert forbidden("controller.server.daemon", RINGS["controller core"][1])
+    assert not forbidden("controller.control.orders", RINGS["controller core"][1])
+    assert forbidden("os.path", IMPURE)
