@@ -44,7 +44,8 @@ from protocol.messages.leader_and_isr import (
     LeaderAndIsrRequestPartitionState,
     LeaderAndIsrRequestTopicState,
 )
-from protocol.records.batch import decode_batch, metadata_batch
+from protocol.records.batch import decode_batch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import PartitionChangeRecord, decode_metadata_value, encode_metadata_value
 from tests.protocol.kio_bridge import kio_payload_class, to_kio
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.records.batch import PlainBatchBuilder, metadata_batch
+from protocol.records.batch_writer import PlainBatchBuilder, metadata_batch
 from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
 

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from protocol.errors import DecodeError
-from protocol.records.batch import RecordBatch, metadata_batch
+from protocol.records.batch import RecordBatch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.control import (
     ControlMessage,
     SnapshotFooterRecord,

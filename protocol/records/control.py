@@ -27,7 +27,7 @@ from protocol.compiler import codec
 from protocol.errors import DecodeError, EncodeError, TruncatedError
 from protocol.spec import ARRAY, CONTROL, INT16, INT32, INT64, UUID, ZERO_UUID, Api, Data, F
 
-from .batch import metadata_batch
+from .batch_writer import metadata_batch
 from .metadata import UnknownRecordTypeError, UnsupportedRecordVersionError
 
 KEY_VERSION = 0

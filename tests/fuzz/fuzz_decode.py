@@ -29,7 +29,8 @@ from hypothesis import Phase, given, settings
 
 from protocol.errors import DecodeError
 from protocol.framing import FrameBuffer
-from protocol.records.batch import decode_batch, metadata_batch
+from protocol.records.batch import decode_batch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import (
     METADATA_RECORD_TYPES,
     decode_metadata_value,

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 from controller.log import MetadataLog
-from protocol.records.batch import metadata_batch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,

@@ -9,7 +9,8 @@ import pytest
 
 from broker_sim.check import CheckError, check
 from broker_sim.check.cli import main
-from protocol.records.batch import iter_batches, metadata_batch
+from protocol.records.batch import iter_batches
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import PartitionChangeRecord, encode_metadata_value
 
 from .logs import TOPIC_ID, LogBuilder

@@ -13,7 +13,7 @@ import pytest
 
 from controller.log import dump
 from controller.log.kafka_json import camel_case, metadata_payload, record_type_name, to_json_tree
-from protocol.records.batch import metadata_batch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import (
     BrokerRegistrationChangeRecord,
     PartitionRecord,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.log import LogError
-from protocol.records.batch import metadata_batch
+from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
 from tests.controller.log.helpers import (

@@ -21,17 +21,8 @@ from kio.records.writers import write_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from protocol.errors import CorruptRecordError, DecodeError, EncodeError, TruncatedError
-from protocol.records.batch import (
-    CONTROL_FLAG,
-    HEADER_SIZE,
-    PlainBatchBuilder,
-    Record,
-    RecordBatch,
-    decode_batch,
-    encode_batch,
-    iter_batches,
-    metadata_batch,
-)
+from protocol.records.batch import CONTROL_FLAG, HEADER_SIZE, Record, RecordBatch, decode_batch, iter_batches
+from protocol.records.batch_writer import PlainBatchBuilder, encode_batch, metadata_batch
 from protocol.records.metadata import (
     PartitionChangeRecord,
     TopicRecord,
