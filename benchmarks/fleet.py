@@ -31,8 +31,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import machine
-from broker_sim.fleet import FleetConfig, run_fleet
 from broker_sim.journal import Fenced, read_journal
+from broker_sim.shell.fleet import FleetConfig, run_fleet
 from broker_sim.stats import FleetStats, percentile
 from tests.e2e.daemon_process import DaemonProcess
 

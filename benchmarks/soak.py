@@ -36,7 +36,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import machine
-from broker_sim.listener import BrokerControlListener
+from broker_sim.shell.listener import BrokerControlListener
 from tests.e2e.daemon_process import DaemonProcess, free_port
 from tests.stress.load import Load
 from tests.stress.model import DATA_BROKERS

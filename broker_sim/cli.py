@@ -28,9 +28,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
-from broker_sim.fleet import SCENARIOS, FleetConfig
 from broker_sim.report import EXIT_INTERRUPTED
-from broker_sim.runner import RunPlan, execute
+from broker_sim.shell.fleet import SCENARIOS, FleetConfig
+from broker_sim.shell.run import RunPlan, execute
 
 CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"

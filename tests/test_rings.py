@@ -5,7 +5,8 @@
   the entry point `controller/core.py`) is pure: no trio, os, socket, time, threads or logging,
   and nothing of the shell (`controller.server`), the control channel (`controller.control`,
   whose orders the core derives: `controller.control.orders` is pure and allowed) or the log.
-- The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in.
+- The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in;
+  its checker (`broker_sim/check`) reads files, never the network; trio lives in `broker_sim/shell`.
 - `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet.
 Checked two ways: statically over every module's imports (relative ones resolved), and by
 importing `protocol` alone in a fresh interpreter.
@@ -43,6 +44,8 @@ RINGS: dict[str, tuple[list[str], set[str]]] = {
         },
     ),
     "fleet model": (["broker_sim/model"], IMPURE | {"controller", "broker_sim.shell"}),
+    "fleet checker": (["broker_sim/check"], {"trio", "socket", "asyncio", "controller", "broker_sim.shell"}),
+    "fleet outside its shell": (["broker_sim/*.py"], {"trio", "asyncio", "controller"}),
     "fleet": (["broker_sim"], {"controller"}),
     "analytics": (["analytics"], {"controller", "broker_sim", "trio"}),
 }
@@ -75,7 +78,10 @@ def files_of(places: list[str]) -> list[Path]:
     out: list[Path] = []
     for place in places:
         target = ROOT / place
-        out.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+        if "*" in place:
+            out.extend(sorted(ROOT.glob(place)))
+        else:
+            out.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
     return out
 
 

@@ -16,10 +16,8 @@ Rules:
   not all decide at the same instant.
 - The listener's views are the only source of what the broker leads and hosts; the model reads
   them again whenever their version changes.
-- Controlled shutdown `via` "rpc" (ControlledShutdown until RemainingPartitions is empty),
-  "heartbeat" (WantShutDown until ShouldShutDown) or "rpc+heartbeat" (both, in turn). It
-  ends when done (`ShutdownEnded` finished), or unfinished when `shutdown_bound_s` passes or the
-  broker crashes; either way the incarnation ends (`incarnation_over`).
+- Controlled shutdown: `shutdown` (its ways and how it ends); either way the incarnation ends
+  (`incarnation_over`).
 - Log dirs and replica states: `disks`. Stale replays: `stale`.
 """
 
@@ -28,7 +26,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -47,28 +45,18 @@ from .events import (
     PartitionAcked,
     ProbeAnswered,
     ShapeProblem,
-    ShutdownEnded,
     StaleAnswered,
 )
 from .leadership import Followers, Leadership, Led
 from .lifecycle import Lifecycle, Phase
 from .requests import Proposal
+from .shutdown import Shutdown
 from .timing import Timing
 from .views import PartitionView
 
-VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
 REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation (or one probe) per broker in this time
 PROBE_CHANCE = 0.5
 Views = Mapping[tuple[str, int], PartitionView]
-
-
-@dataclass(slots=True)
-class Shutdown:
-    via: str
-    started: float
-    rpc_pending: bool
-    retry_at: float
-    attempts: int = 0
 
 
 class BrokerModel:
@@ -214,12 +202,11 @@ class BrokerModel:
 
     def _next_data(self, t: float) -> Outgoing | float:
         shutdown = self.shutdown
-        if shutdown is not None and t - shutdown.started > self.timing.shutdown_bound_s:
+        if shutdown is not None and shutdown.over_bound(t, self.timing.shutdown_bound_s):
             self._end_shutdown(None)
             self.incarnation_over = True
             return float("inf")
-        if shutdown is not None and shutdown.rpc_pending and t >= shutdown.retry_at:
-            shutdown.attempts += 1
+        if shutdown is not None and shutdown.rpc_due(t):
             version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
             body = requests.controlled_shutdown(version, self.broker_id, self.epoch)
             return Outgoing(DATA, "shutdown", version, body)
@@ -273,7 +260,7 @@ class BrokerModel:
         elif out.purpose == "alter-partition":
             self.leadership.failed(out.proposals, t)
         elif out.purpose == "shutdown" and self.shutdown is not None:
-            self.shutdown.retry_at = t + self.timing.shutdown_retry_s
+            self.shutdown.rpc_failed(t, self.timing.shutdown_retry_s)
         elif out.purpose == "replica-state":
             self.disks.retry_at = t + self.timing.backoff(2)
 
@@ -298,17 +285,8 @@ class BrokerModel:
     def _alter_partition_answer(self, out: Outgoing, response: AlterPartitionResponse, t: float) -> None:
         acked, missing = self.leadership.answered(out.proposals, response, out.version, t)
         for item in acked:
-            self.events.append(
-                PartitionAcked(
-                    self.epoch,
-                    out.version,
-                    item.proposal,
-                    item.leader,
-                    item.leader_epoch,
-                    item.partition_epoch,
-                    item.isr,
-                )
-            )
+            granted = (item.leader, item.leader_epoch, item.partition_epoch, item.isr)
+            self.events.append(PartitionAcked(self.epoch, out.version, item.proposal, *granted))
         if missing:
             self.events.append(
                 ShapeProblem(ApiKey.ALTER_PARTITION, out.version, f"{len(missing)} partitions unanswered")
@@ -328,20 +306,16 @@ class BrokerModel:
     def begin_shutdown(self, via: str, t: float) -> None:
         if self.shutdown is not None or not self.lifecycle.registered:
             return
-        self.shutdown = Shutdown(via=via, started=t, rpc_pending=via != "heartbeat", retry_at=t)
+        self.shutdown = shutdown = Shutdown.begin(via, t)
         self.lifecycle.shutting_down = True
-        self.lifecycle.want_shut_down = via == "heartbeat"
-        if via == "heartbeat":
+        self.lifecycle.want_shut_down = shutdown.by_heartbeat_only
+        if shutdown.by_heartbeat_only:
             self.lifecycle.next_heartbeat = min(self.lifecycle.next_heartbeat, t)
 
     def _shutdown_answer(self, response: ControlledShutdownResponse, t: float) -> None:
         shutdown = self.shutdown
-        if shutdown is None:
+        if shutdown is None or not shutdown.rpc_answered(response, t, self.timing.shutdown_retry_s):
             return
-        if response.error_code != ErrorCode.NONE or response.remaining_partitions:
-            shutdown.retry_at = t + self.timing.shutdown_retry_s
-            return
-        shutdown.rpc_pending = False
         if shutdown.via == "rpc":
             self._finish_shutdown(t)
         else:
@@ -356,9 +330,8 @@ class BrokerModel:
         shutdown = self.shutdown
         if shutdown is None:
             return
-        attempts = max(1, shutdown.attempts)
         version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
-        self.events.append(ShutdownEnded(self.epoch, shutdown.via, version, shutdown.started, finished, attempts))
+        self.events.append(shutdown.ended(self.epoch, version, finished))
         self.shutdown = None
 
     # ------------------------------------------------------------------ disks

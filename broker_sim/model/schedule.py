@@ -25,11 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .disks import LOG_DIRS
+from .shutdown import VIAS
 from .timing import Timing
 
 SCENARIOS = ("steady", "rolling-restart", "disk-failures", "chaos")
 CHAOS_KINDS = ("crash", "pause", "drop-connection", "disk-failure", "controlled-shutdown")
-VIAS = ("rpc", "heartbeat", "rpc+heartbeat")
 TAIL_S = 2.0
 
 

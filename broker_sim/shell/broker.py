@@ -24,11 +24,11 @@ from collections.abc import Callable
 import trio
 
 from broker_sim import journal
-from broker_sim.listener import BrokerControlListener, flatten_states
 from broker_sim.model import versions
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing
 from broker_sim.model.lifecycle import Phase
+from broker_sim.shell.listener import BrokerControlListener, flatten_states
 from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, Exchange
 from protocol.error_codes import ErrorCode

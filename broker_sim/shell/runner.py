@@ -48,14 +48,14 @@ from .context import FleetContext
 from .faults import FaultDriver
 from .recorder import Recorder
 
-log = logging.getLogger("fencer.broker_sim.fleet")
+log = logging.getLogger("fencer.broker_sim.shell.fleet")
 REACH_S = 5.0
 GC_THRESHOLDS = (20_000, 20, 50)
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """The fleet's configuration as the shell needs it (broker_sim.fleet.FleetConfig, resolved)."""
+    """The fleet's configuration as the shell needs it (broker_sim.shell.fleet.FleetConfig, resolved)."""
 
     controller_host: str
     controller_port: int

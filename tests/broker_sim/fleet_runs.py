@@ -13,8 +13,8 @@ from typing import Any
 
 import trio
 
-from broker_sim.fleet import FleetConfig, FleetOutcome, run_fleet
 from broker_sim.journal import Entry, read_journal
+from broker_sim.shell.fleet import FleetConfig, FleetOutcome, run_fleet
 from broker_sim.stats import FleetStats
 from tests.e2e.daemon_process import DaemonProcess
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import trio
 
-from broker_sim.fleet import FleetConfig, run_fleet
 from broker_sim.journal import BadAnswer, RunEnded, read_journal
+from broker_sim.shell.fleet import FleetConfig, run_fleet
 from broker_sim.stats import FleetStats
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from broker_sim.fleet import SCENARIOS
+from broker_sim.shell.fleet import SCENARIOS
 from protocol.registry import INBOUND_API_KEYS, api
 
 from .fleet_runs import FleetRun, scenario_run

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker_sim.listener import BrokerControlListener
+from broker_sim.shell.listener import BrokerControlListener
 from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 

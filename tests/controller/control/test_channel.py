@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from broker_sim.listener import BrokerControlListener
+from broker_sim.shell.listener import BrokerControlListener
 from controller.control import channel as channel_module
 from controller.control.channel import ControlChannel
 from controller.control.links import LARGE_ORDER_PARTITIONS, OUTBOUND_CONNECTION_IDS

@@ -33,10 +33,10 @@ from typing import Any
 import trio
 from rich.console import Console
 
-from broker_sim.display import announce, show_progress
-from broker_sim.fleet import FleetConfig, FleetOutcome, run_fleet
 from broker_sim.journal import Entry, JournalError, JournalWriter, ShutdownTracked, read_journal
 from broker_sim.report import RunResult
+from broker_sim.shell.display import announce, show_progress
+from broker_sim.shell.fleet import FleetConfig, FleetOutcome, run_fleet
 from broker_sim.stats import FleetStats
 
 SNAPSHOT_INTERVAL_S = 1.0

@@ -62,11 +62,11 @@ from protocol.registry import api, decode_request, encode_response, peek_request
 from protocol.spec import ZERO_UUID, Data
 from protocol.versions import Versions
 
-from .model.views import PartitionView
+from ..model.views import PartitionView
 
 __all__ = ["BrokerControlListener", "PartitionView"]
 
-log = logging.getLogger("fencer.broker_sim.listener")
+log = logging.getLogger("fencer.broker_sim.shell.listener")
 
 SERVED_API_KEYS: frozenset[int] = frozenset({ApiKey.API_VERSIONS, ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
 NO_EPOCH = -1

@@ -11,14 +11,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from broker_sim.fleet import FleetConfig
 from broker_sim.journal import Fenced, JournalWriter, RunEnded, RunStarted, ShutdownTracked, read_journal
-from broker_sim.processes import broker_slices, merge_journals, merge_snapshots, worker_configs
+from broker_sim.shell.fleet import FleetConfig
+from broker_sim.shell.processes import broker_slices, merge_journals, merge_snapshots, worker_configs
 from broker_sim.stats import FleetStats
 from tests.e2e.daemon_process import DaemonProcess
 
-from .fleet_command import daemon, run_fleet_command, start_fleet_command
-from .test_cli import first_line
+from ..fleet_command import daemon, run_fleet_command, start_fleet_command
+from ..test_cli import first_line
 
 __all__ = ["daemon"]
 

@@ -8,7 +8,7 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from broker_sim.display import (
+from broker_sim.shell.display import (
     PLAIN_INTERVAL_S,
     RateMeter,
     RunClock,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import trio
 
-from .model.schedule import SCENARIOS
-from .model.timing import Timing, timing_for
-from .shell import runner
-from .stats import FleetStats
+from ..model.schedule import SCENARIOS
+from ..model.timing import Timing, timing_for
+from ..stats import FleetStats
+from . import runner
 
 __all__ = ["SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet", "shutdown_bound_ms"]
 

@@ -23,7 +23,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from broker_sim.fleet import FleetConfig
+from broker_sim.shell.fleet import FleetConfig
 from broker_sim.stats import FleetStats, percentile
 
 LIVE_REFRESH_S = 0.5

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from broker_sim.listener import BrokerControlListener, PartitionView
+from broker_sim.shell.listener import BrokerControlListener, PartitionView
 from controller.control.orders import ControlOrder, PartitionState, StopPartition
 from controller.control.requests import leader_and_isr_request, stop_replica_requests
 from protocol.error_codes import ErrorCode

@@ -24,9 +24,6 @@ from typing import Any, TextIO
 import trio
 from rich.console import Console
 
-from broker_sim.display import announce, show_progress, summary_figures, summary_table, summary_text
-from broker_sim.fleet import FleetConfig, run_fleet
-from broker_sim.processes import run_in_processes
 from broker_sim.report import (
     FinalCheck,
     RunResult,
@@ -36,6 +33,9 @@ from broker_sim.report import (
     run_final_check,
     write_report,
 )
+from broker_sim.shell.display import announce, show_progress, summary_figures, summary_table, summary_text
+from broker_sim.shell.fleet import FleetConfig, run_fleet
+from broker_sim.shell.processes import run_in_processes
 from broker_sim.stats import FleetStats
 
 
