@@ -54,7 +54,6 @@ from .shutdown import Shutdown
 from .timing import Timing
 from .views import PartitionView
 
-REPLAY_GAP_S = 4.0  # at most one stale replay of a live incarnation (or one probe) per broker in this time
 PROBE_CHANCE = 0.5
 Views = Mapping[tuple[str, int], PartitionView]
 
@@ -75,7 +74,6 @@ class BrokerModel:
         self.timing = timing
         self.followers = followers
         self.topic_ids = topic_ids
-        self.stale_replays = stale_replays
         self.rng = random.Random(f"{seed}:{broker_id}")
         log_dirs = tuple(uuid.UUID(int=self.rng.getrandbits(128)) for _ in range(2))
         self.disks = Disks(log_dirs, timing.catch_up_s)
@@ -89,8 +87,7 @@ class BrokerModel:
         self.ready_at = 0.0  # a restarted broker's replicas are caught up from then on
         self.shutdown: Shutdown | None = None
         self.incarnation_over = False
-        self.stale_plans: list[stale.StalePlan] = []
-        self.last_replay = self.last_probe = -1e9
+        self.replays = stale.Replays(stale_replays, self.rng)
         self.next_tick = 0.0
         self.data_in_flight = False
         self._views_version = -1
@@ -110,15 +107,14 @@ class BrokerModel:
         self.views, self._views_version = {}, -1
         self.disks.reset()
         self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
-        # only requests built for a later incarnation survive a bounce
-        self.stale_plans = [plan for plan in self.stale_plans if plan.needs_new_epoch]
+        self.replays.new_incarnation()  # only requests built for a later incarnation survive a bounce
         self.paused_until = 0.0
         self.next_tick = self._tick_at_or_after(t)
 
     def end_incarnation(self, t: float) -> None:
         """The incarnation stops at once (a hard crash, a given-up shutdown, or a finished one)."""
         self._end_shutdown(None)
-        if self.stale_replays and self.lifecycle.registered:
+        if self.replays.enabled and self.lifecycle.registered:
             self._plan_previous_incarnation(t)
         self.lifecycle.stop()
         self.leadership.led.clear()
@@ -134,18 +130,6 @@ class BrokerModel:
 
     def running(self, t: float) -> bool:
         return self.lifecycle.registered and t >= self.paused_until and not self.incarnation_over
-
-    def state_name(self, t: float) -> str:
-        """The broker's state for the live display."""
-        if t < self.paused_until:
-            return "paused"
-        if self.shutdown is not None:
-            return "shutting-down"
-        phase = self.lifecycle.phase
-        if phase in (Phase.DESCRIBING, Phase.NEGOTIATING, Phase.REGISTERING):
-            return "registering"
-        name: str = phase.value
-        return name
 
     # ------------------------------------------------------------------ what followers look like
     def caught_up(self, topic: str, partition: int, t: float, lagging: bool) -> bool:
@@ -210,13 +194,12 @@ class BrokerModel:
             version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
             body = requests.controlled_shutdown(version, self.broker_id, self.epoch)
             return Outgoing(DATA, "shutdown", version, body)
-        for plan in self.stale_plans:
-            if not plan.needs_new_epoch or self.epoch != plan.stale_broker_epoch:
-                self.stale_plans.remove(plan)
-                return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
+        plan = self.replays.take_ready(self.epoch)
+        if plan is not None:
+            return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
         if self.disks.pending and t >= self.disks.retry_at:
             return self._replica_state(*self.disks.pending[0])
-        if shutdown is None and self.stale_replays and t - self.last_probe >= REPLAY_GAP_S:
+        if shutdown is None and self.replays.probe_due(t):
             probe = self._probe(t)
             if probe is not None:
                 return probe
@@ -294,8 +277,8 @@ class BrokerModel:
         applied = len(acked) == len(out.proposals) and all(
             item.partition_epoch > item.proposal.partition_epoch for item in acked
         )
-        if applied and self._may_replay(t, 0.1):
-            self.stale_plans.append(stale.resent_plan(out.version, out.body, self.epoch, out.proposals))
+        if applied and self.replays.may_replay(t, 0.1):
+            self.replays.plans.append(stale.resent_plan(out.version, out.body, self.epoch, out.proposals))
 
     # ------------------------------------------------------------------ controlled shutdown
     def ready_to_shut_down(self, t: float, excluded: frozenset[int] = frozenset()) -> bool:
@@ -362,25 +345,19 @@ class BrokerModel:
             self.disks.retry_at = t + self.timing.backoff(2)
 
     # ------------------------------------------------------------------ stale replays
-    def _may_replay(self, t: float, chance: float) -> bool:
-        if not self.stale_replays or t - self.last_replay < REPLAY_GAP_S or self.rng.random() >= chance:
-            return False
-        self.last_replay = t
-        return True
-
     def _maybe_replay_deposed(self, led: Led, t: float) -> None:
         version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
-        if version is None or not self._may_replay(t, 0.5):
+        if version is None or not self.replays.may_replay(t, 0.5):
             return
         ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
         if ready:
-            self.stale_plans.append(
+            self.replays.plans.append(
                 stale.alter_partition_plan(stale.OLD_LEADER_EPOCH, version, self.broker_id, self.epoch, ready)
             )
 
     def _probe(self, t: float) -> Outgoing | None:
         """An ISR expansion built on a stale view of a follower (`leadership.probe`), at most one per
-        `REPLAY_GAP_S`, drawn with a seeded chance once a follower qualifies."""
+        `stale.REPLAY_GAP_S`, drawn with a seeded chance once a follower qualifies."""
         version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
         if version is None or not self.leadership.led:
             return None
@@ -388,7 +365,7 @@ class BrokerModel:
         if found is None:
             return None
         proposal, target = found
-        self.last_probe = t
+        self.replays.last_probe = t
         if self.rng.random() >= PROBE_CHANCE:
             self.leadership.led[(proposal.topic, proposal.partition)].in_flight = False
             return None
@@ -404,7 +381,7 @@ class BrokerModel:
             return ready[0] if ready else None
 
         hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        self.stale_plans.extend(
+        self.replays.plans.extend(
             stale.previous_incarnation_plans(
                 self.rng,
                 self.broker_id,

@@ -148,3 +148,39 @@ def _detail(proposals: Sequence[Proposal]) -> dict[str, Any]:
             for p in proposals
         ]
     }
+
+
+#: At most one stale replay of a live incarnation (or one probe) per broker in this time.
+REPLAY_GAP_S = 4.0
+
+
+class Replays:
+    """A broker's stale replays: the plans waiting to be sent, and their pacing (at most one replay
+    and one probe per `REPLAY_GAP_S`, each replay drawn with a seeded chance). Plans for a
+    previous incarnation survive a bounce; the others do not."""
+
+    def __init__(self, enabled: bool, rng: random.Random) -> None:
+        self.enabled = enabled
+        self.rng = rng
+        self.plans: list[StalePlan] = []
+        self.last_replay = self.last_probe = -1e9
+
+    def may_replay(self, t: float, chance: float) -> bool:
+        if not self.enabled or t - self.last_replay < REPLAY_GAP_S or self.rng.random() >= chance:
+            return False
+        self.last_replay = t
+        return True
+
+    def probe_due(self, t: float) -> bool:
+        return self.enabled and t - self.last_probe >= REPLAY_GAP_S
+
+    def new_incarnation(self) -> None:
+        self.plans = [plan for plan in self.plans if plan.needs_new_epoch]
+
+    def take_ready(self, epoch: int) -> StalePlan | None:
+        """The first plan that may go now (one for a previous incarnation waits for a new epoch)."""
+        for plan in self.plans:
+            if not plan.needs_new_epoch or epoch != plan.stale_broker_epoch:
+                self.plans.remove(plan)
+                return plan
+        return None

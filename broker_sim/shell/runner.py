@@ -32,6 +32,7 @@ from broker_sim import journal
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.fleet_view import FleetView
 from broker_sim.model.lag import LagModel, mean_gap_for
+from broker_sim.model.lifecycle import Phase
 from broker_sim.model.schedule import fault_schedule
 from broker_sim.model.timing import Timing
 from broker_sim.stats import FleetStats
@@ -195,7 +196,7 @@ async def _ticker(ctx: FleetContext) -> None:
     while True:
         await trio.sleep(1.0)
         now = ctx.now()
-        states = Counter(model.state_name(now) for model in ctx.models.values())
+        states = Counter(state_name(model, now) for model in ctx.models.values())
         recorder.stats.brokers_by_state.clear()
         recorder.stats.brokers_by_state.update(states)
         if recorder.writer is not None:
@@ -221,3 +222,16 @@ async def _close(
         writer.close()
     if capture is not None:
         await capture.flush()
+
+
+def state_name(model: BrokerModel, t: float) -> str:
+    """A broker's state for the live display."""
+    if t < model.paused_until:
+        return "paused"
+    if model.shutdown is not None:
+        return "shutting-down"
+    phase = model.lifecycle.phase
+    if phase in (Phase.DESCRIBING, Phase.NEGOTIATING, Phase.REGISTERING):
+        return "registering"
+    name: str = phase.value
+    return name

@@ -162,7 +162,7 @@ def test_an_ending_incarnation_plans_one_replay_of_each_kind_sent_once_the_new_o
     t = register(model, epoch=100)
     model.next_data(t, views(view(leader=2, isr=(2, 3), replicas=(2, 3))), 1)
     model.end_incarnation(t)
-    kinds = {plan.api_key: plan for plan in model.stale_plans}
+    kinds = {plan.api_key: plan for plan in model.replays.plans}
     expected = {56: AlterPartitionRequest, 1000: AlterReplicaStateRequest, 63: BrokerHeartbeatRequest}
     if model.lifecycle.versions[7] >= 2:  # v0-1 carry no broker epoch: not a stale request
         expected[7] = ControlledShutdownRequest
@@ -185,7 +185,7 @@ def test_an_ending_incarnation_plans_one_replay_of_each_kind_sent_once_the_new_o
         assert out.stale is not None and out.body is out.stale.body
         sent.append(out.stale.api_key)
         model.data_answered(out, answers[out.stale.api_key], t)
-    assert sorted(sent) == sorted(kinds) and not model.stale_plans
+    assert sorted(sent) == sorted(kinds) and not model.replays.plans
     answered = [e for e in model.events if isinstance(e, StaleAnswered)]
     assert {(a.errors, a.accepted, a.current_broker_epoch) for a in answered} == {((77,), False, 500)}
 
