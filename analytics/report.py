@@ -182,24 +182,7 @@ def summary(report: Report) -> list[str]:
         f"decode errors: {report.decode_errors:,}"
         + "".join(f"; {count:,} x {reason[:80]}" for reason, count in report.decode_reasons[:3]),
     ]
-    several_sources = len(report.by_source) > 1
-    busiest = sorted(report.latencies, key=lambda row: -row["exchanges"])[:6]
-    lines.append(
-        "busiest: "
-        + (
-            ", ".join(
-                f"{_api_label(r, several_sources)} {r['exchanges']:,} (p99 {r['p99_ms']:.2f} ms)" for r in busiest
-            )
-            or "-"
-        )
-    )
-    errors: dict[str, int] = {}
-    for row in report.errors:
-        if row["error_code"] != 0:
-            errors[row["error_name"]] = errors.get(row["error_name"], 0) + row["exchanges"]
-    lines.append(
-        "errors: " + (", ".join(f"{name} {n:,}" for name, n in sorted(errors.items(), key=lambda i: -i[1])) or "none")
-    )
+    lines += [_busiest_line(report), _errors_line(report)]
     bounced = [row for row in report.brokers if row["bounced"]]
     stale_sent = sum(row["stale_incarnation_requests"] or 0 for row in report.brokers)
     stale_accepted = sum(row["stale_incarnation_accepted"] or 0 for row in report.brokers)
@@ -228,6 +211,24 @@ def summary(report: Report) -> list[str]:
     pairs = sum(row["pairs"] for row in report.pairs)
     lines.append(f"exchanges seen by both sides: {pairs:,}")
     return lines
+
+
+def _busiest_line(report: Report) -> str:
+    several_sources = len(report.by_source) > 1
+    busiest = sorted(report.latencies, key=lambda row: -row["exchanges"])[:6]
+    shown = ", ".join(
+        f"{_api_label(row, several_sources)} {row['exchanges']:,} (p99 {row['p99_ms']:.2f} ms)" for row in busiest
+    )
+    return f"busiest: {shown or '-'}"
+
+
+def _errors_line(report: Report) -> str:
+    errors: dict[str, int] = {}
+    for row in report.errors:
+        if row["error_code"] != 0:
+            errors[row["error_name"]] = errors.get(row["error_name"], 0) + row["exchanges"]
+    shown = ", ".join(f"{name} {n:,}" for name, n in sorted(errors.items(), key=lambda item: -item[1]))
+    return f"errors: {shown or 'none'}"
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -18,11 +18,13 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import resource
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,35 +134,46 @@ async def run(spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[Non
         t0=recorder.t0,
     )
     runners = _brokers(spec, ctx)
-    recorder.write(
-        journal.RunStarted(
-            recorder.wall0_ns,
-            spec.seed,
-            spec.scenario,
-            len(spec.broker_ids),
-            spec.broker_ids[0],
-            int(spec.timing.heartbeat_s * 1000),
-            int(spec.timing.session_timeout_s * 1000),
-            spec.shutdown_bound_ms,
-        )
-    )
+    recorder.write(_run_started(spec, recorder.wall0_ns))
     task_status.started()
     lasted = False
+    with _collector_tuned():
+        try:
+            with trio.move_on_after(spec.duration_s) as scope:
+                await _fleet(spec, ctx, runners)
+            lasted = scope.cancelled_caught
+        finally:
+            with trio.CancelScope(shield=True):
+                finished = lasted and ctx.now() - ctx.last_answer < max(10.0, 3 * spec.timing.session_timeout_s)
+                await _close(ctx, runners, writer, capture, finished)
+    return finished, None
+
+
+def _run_started(spec: RunSpec, wall_ns: int) -> journal.RunStarted:
+    return journal.RunStarted(
+        wall_ns,
+        spec.seed,
+        spec.scenario,
+        len(spec.broker_ids),
+        spec.broker_ids[0],
+        int(spec.timing.heartbeat_s * 1000),
+        int(spec.timing.session_timeout_s * 1000),
+        spec.shutdown_bound_ms,
+    )
+
+
+@contextlib.contextmanager
+def _collector_tuned() -> Iterator[None]:
+    """The garbage collector for a long run: what exists at start frozen, `GC_THRESHOLDS` meanwhile."""
     thresholds = gc.get_threshold()
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
-        with trio.move_on_after(spec.duration_s) as scope:
-            await _fleet(spec, ctx, runners)
-        lasted = scope.cancelled_caught
+        yield
     finally:
-        with trio.CancelScope(shield=True):
-            finished = lasted and ctx.now() - ctx.last_answer < max(10.0, 3 * spec.timing.session_timeout_s)
-            await _close(ctx, runners, writer, capture, finished)
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    return finished, None
 
 
 def _brokers(spec: RunSpec, ctx: FleetContext) -> dict[int, BrokerRunner]:

@@ -71,26 +71,11 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
         return fail(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
     if request.is_migrating_zk_broker:
         return fail(ErrorCode.BROKER_ID_NOT_REGISTERED)
-    same = existing is not None and existing.incarnation_id == request.incarnation_id
-    epoch = existing.epoch if same and existing is not None else next_offset
-    record = RegisterBrokerRecord(
-        broker_id=request.broker_id,
-        incarnation_id=request.incarnation_id,
-        broker_epoch=epoch,
-        end_points=tuple(
-            RegisterBrokerRecordBrokerEndpoint(
-                name=listener.name, host=listener.host, port=listener.port, security_protocol=listener.security_protocol
-            )
-            for listener in request.listeners
-        ),
-        rack=request.rack,
-        fenced=existing.fenced if same and existing is not None else True,
-        in_controlled_shutdown=existing.in_controlled_shutdown if same and existing is not None else False,
-        log_dirs=request.log_dirs,
-    )
+    same = existing if existing is not None and existing.incarnation_id == request.incarnation_id else None
+    epoch = same.epoch if same is not None else next_offset
     response = BrokerRegistrationResponse(broker_epoch=BrokerEpoch(epoch))
-    registered: list[RecordAndVersion] = [versioned(record)]
-    if same:
+    registered: list[RecordAndVersion] = [versioned(_registration_record(request, epoch, same))]
+    if same is not None:
         state.heartbeats.touch(request.broker_id, now_ns)
         return Result(response, tuple(registered))
     state.heartbeats.forget(request.broker_id)
@@ -106,6 +91,27 @@ def _bring_replicas_online(
         return bring_online(state, tp, part, broker_id, may_lead=False) if part.is_offline(broker_id) else None
 
     return partition_batches(state, state.replication.hosted_by(broker_id), online, first=first)
+
+
+def _registration_record(
+    request: BrokerRegistrationRequest, epoch: int, same: BrokerRegistration | None
+) -> RegisterBrokerRecord:
+    """The incarnation's registration; the same incarnation again keeps its flags, a new one starts fenced."""
+    return RegisterBrokerRecord(
+        broker_id=request.broker_id,
+        incarnation_id=request.incarnation_id,
+        broker_epoch=epoch,
+        end_points=tuple(
+            RegisterBrokerRecordBrokerEndpoint(
+                name=listener.name, host=listener.host, port=listener.port, security_protocol=listener.security_protocol
+            )
+            for listener in request.listeners
+        ),
+        rack=request.rack,
+        fenced=same.fenced if same is not None else True,
+        in_controlled_shutdown=same.in_controlled_shutdown if same is not None else False,
+        log_dirs=request.log_dirs,
+    )
 
 
 # ---------------------------------------------------------------------- fencing

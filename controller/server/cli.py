@@ -50,6 +50,7 @@ def non_negative_int(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # A declarative table, one flag per statement: long because the daemon has many flags.
     parser.add_argument(
         "--listen",
         type=host_port,
