@@ -322,7 +322,7 @@ class ControllerEngine:
         return self.log.bytes_since_snapshot >= self.snapshot_bytes
 
     def freeze(self) -> tuple[int, FrozenState]:
-        """(end offset, frozen state) of the settled state, for `write_snapshot` (deciding thread)."""
+        """(end offset, frozen state) of the settled state, for `encode_snapshot` (deciding thread)."""
         if not self.settled:
             raise RuntimeError("cannot snapshot while decided records are not yet durable")
         return self.log.next_offset, self.core.freeze()
