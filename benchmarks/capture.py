@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import alter_partition, machine
 from benchmarks.core import brokers_records, load, new_core, topic_records
-from controller.server.capture import INBOUND, CaptureWriter, Exchange, to_table, write_part
+from controller.server.capture import CaptureWriter, write_part
+from protocol.capture import INBOUND, Exchange, to_table
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,

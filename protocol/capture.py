@@ -1,9 +1,10 @@
 """The capture format: one row per exchange (request and response frames plus an envelope), as Arrow.
 
 Purpose: the daemon and the fleet write captures in this format and analytics reads them, so the
-format lives with the codec that every program shares. Pure data: the schema, the row type, the
-conversion of rows to Arrow record batches and the names of part files. Writing parts (files,
-fsync, threads) belongs to the programs' shells.
+format lives with the codec that every program shares: the schema, the row type, the conversion
+of rows to Arrow record batches, the names of part files and how a part's Parquet is encoded
+(`write_parquet`). Publishing parts (temporary names, renames, fsync, threads) belongs to the
+programs' shells.
 
 Rules:
 - A part file is `<prefix>-<start ns, 19 digits>-<sequence, 6+ digits>.parquet`, so names sort by
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 INBOUND = "inbound"
 OUTBOUND = "outbound"
@@ -89,6 +91,19 @@ def to_batches(exchanges: Sequence[Exchange]) -> Iterator[pa.RecordBatch]:
         columns = zip(*exchanges[start : start + CHUNK_ROWS], strict=True)
         arrays = [pa.array(column, type=kind) for column, kind in zip(columns, _TYPES, strict=True)]
         yield pa.RecordBatch.from_arrays(arrays, schema=CAPTURE_SCHEMA)
+
+
+def write_parquet(table: pa.Table, path: str) -> None:
+    """Encode a part: zstd, the low-cardinality envelope columns dictionary-encoded, statistics on
+    the envelope (readers filter on time) and not on the frames, one row group."""
+    pq.write_table(
+        table,
+        path,
+        compression="zstd",
+        use_dictionary=DICTIONARY_COLUMNS,
+        write_statistics=ENVELOPE_COLUMNS,
+        row_group_size=max(1, table.num_rows),
+    )
 
 
 def part_name(prefix: str, started_ns: int, sequence: int) -> str:

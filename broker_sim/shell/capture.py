@@ -15,10 +15,10 @@ import os
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import pyarrow as pa
 import trio
 
-from protocol.capture import DICTIONARY_COLUMNS, ENVELOPE_COLUMNS, OUTBOUND, Exchange, part_name, to_table
+from protocol.capture import OUTBOUND, Exchange, part_name, to_table, write_parquet
 
 log = logging.getLogger("fencer.broker_sim.capture")
 PREFIX = "fleet"
@@ -57,16 +57,10 @@ class FleetCapture:
         self.parts_written += 1
 
 
-def _write(table: object, directory: Path, name: str) -> None:
+def _write(table: pa.Table, directory: Path, name: str) -> None:
     temporary = directory / f".{name}.tmp"
     try:
-        pq.write_table(
-            table,
-            str(temporary),
-            compression="zstd",
-            use_dictionary=DICTIONARY_COLUMNS,
-            write_statistics=ENVELOPE_COLUMNS,
-        )
+        write_parquet(table, str(temporary))
         os.replace(temporary, directory / name)
     except BaseException:
         temporary.unlink(missing_ok=True)

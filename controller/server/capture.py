@@ -40,52 +40,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from protocol.capture import (
-    CAPTURE_SCHEMA,
-    DICTIONARY_COLUMNS,
-    ENVELOPE_COLUMNS,
-    INBOUND,
-    OUTBOUND,
-    Exchange,
-    Part,
-    from_batches,
-    part_name,
-    temporary_pattern,
-    to_batches,
-    to_table,
-)
+from protocol.capture import Exchange, Part, part_name, temporary_pattern, to_table, write_parquet
 
 from ..log.segments import fsync_directory
-
-__all__ = [
-    "CAPTURE_SCHEMA",
-    "INBOUND",
-    "OUTBOUND",
-    "CaptureWriter",
-    "Exchange",
-    "Part",
-    "from_batches",
-    "remove_temporaries",
-    "to_batches",
-    "to_table",
-    "write_part",
-]
 
 
 def write_part(table: pa.Table, directory: Path, name: str) -> int:
     """Publish `table` as `directory/name` atomically and durably; return the file's size in bytes."""
     temporary = directory / f".{name}.tmp"
     try:
-        pq.write_table(
-            table,
-            str(temporary),
-            compression="zstd",
-            use_dictionary=DICTIONARY_COLUMNS,
-            write_statistics=ENVELOPE_COLUMNS,
-            row_group_size=max(1, table.num_rows),
-        )
+        write_parquet(table, str(temporary))
         size = _fsync_file(temporary)
         os.replace(temporary, directory / name)
     except BaseException:

@@ -5,29 +5,16 @@ from __future__ import annotations
 import uuid
 
 from controller.ops.changes import change_record, record_version, removal
-from controller.state.model import RECOVERING, PartitionRegistration, TopicPartition
+from controller.state.model import RECOVERING, PartitionRegistration
 from protocol.records.metadata import (
-    LOST_DIRECTORY,
     NO_LEADER,
-    UNASSIGNED_DIRECTORY,
     BrokerRegistrationChangeRecord,
-    PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
-
-TOPIC = uuid.UUID(int=7)
-TP = TopicPartition(TOPIC, 0)
-U, LOST = UNASSIGNED_DIRECTORY, LOST_DIRECTORY
-PART = PartitionRegistration(
-    replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0, directories=(U, U, U)
-)
-
-
-def change(**fields: object) -> PartitionChangeRecord:
-    return PartitionChangeRecord(partition_id=0, topic_id=TOPIC, **fields)  # type: ignore[arg-type]
+from tests.controller.one_partition import LOST, PART, TP, U, change
 
 
 def everyone(broker_id: int) -> bool:

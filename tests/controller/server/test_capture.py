@@ -21,9 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.log.segments import fsync_directory
-from controller.server import capture
-from controller.server.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, CaptureWriter, Exchange
-from protocol.capture import CHUNK_ROWS
+from controller.server.capture import CaptureWriter
+from protocol.capture import CAPTURE_SCHEMA, CHUNK_ROWS, INBOUND, OUTBOUND, Exchange, to_table
 
 PART_NAME = re.compile(r"capture-\d{19}-\d{6}\.parquet")
 
@@ -122,7 +121,7 @@ def test_empty_flush_writes_nothing(directory: Path) -> None:
     assert writer.flush() is None
     assert writer.close() is None
     assert list(directory.iterdir()) == []
-    assert capture.to_table([]).schema == CAPTURE_SCHEMA
+    assert to_table([]).schema == CAPTURE_SCHEMA
 
 
 def test_part_is_zstd_one_row_group_named_to_sort(directory: Path) -> None:

@@ -8,23 +8,14 @@ import pytest
 
 from controller.state.model import RECOVERED, RECOVERING, BrokerRegistration, PartitionRegistration
 from protocol.records.metadata import (
-    LOST_DIRECTORY,
     NO_LEADER,
     NO_LEADER_CHANGE,
-    UNASSIGNED_DIRECTORY,
-    PartitionChangeRecord,
     PartitionRecord,
 )
+from tests.controller.one_partition import LOST, TOPIC, U, change
+from tests.controller.one_partition import PART as ONE_PARTITION
 
-TOPIC = uuid.UUID(int=7)
-U, LOST = UNASSIGNED_DIRECTORY, LOST_DIRECTORY
-PART = PartitionRegistration(
-    replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=4, partition_epoch=9, directories=(U, U, U)
-)
-
-
-def change(**fields: object) -> PartitionChangeRecord:
-    return PartitionChangeRecord(partition_id=0, topic_id=TOPIC, **fields)  # type: ignore[arg-type]
+PART = ONE_PARTITION._replace(leader_epoch=4, partition_epoch=9)
 
 
 @pytest.mark.parametrize("leader", [2, 1, NO_LEADER], ids=["other", "same", "none"])

@@ -9,28 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.state.cluster import ReplayError
-from controller.state.model import PartitionRegistration, TopicPartition
+from controller.state.model import PartitionRegistration
 from controller.state.replication import ReplicationState
 from protocol.records.metadata import (
-    LOST_DIRECTORY,
     NO_LEADER,
-    UNASSIGNED_DIRECTORY,
     PartitionChangeRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
-
-TOPIC = uuid.UUID(int=7)
-TP = TopicPartition(TOPIC, 0)
-U, LOST = UNASSIGNED_DIRECTORY, LOST_DIRECTORY
-PART = PartitionRegistration(
-    replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0, directories=(U, U, U)
-)
-
-
-def change(**fields: object) -> PartitionChangeRecord:
-    return PartitionChangeRecord(partition_id=0, topic_id=TOPIC, **fields)  # type: ignore[arg-type]
+from tests.controller.one_partition import TOPIC, TP, U, change
 
 
 # ---------------------------------------------------------------------- replay and indexes
