@@ -139,11 +139,7 @@ class ControllerEngine:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)
         snapshot_id, snapshot_count, replayed = _replay(core, log)
-        epoch = max(log.last_epoch, core.state.controller_epoch) + 1
-        offset = log.append_leader_change(epoch, config.node_id, _wall_ms())
-        core.replay(_leader_change(config.node_id), offset, epoch)
-        core.start_sessions(time.monotonic_ns() if now_ns is None else now_ns)
-        core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
+        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns)
         report = StartupReport(
             snapshot=snapshot_id,
             snapshot_records=snapshot_count,
@@ -368,6 +364,17 @@ def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[En
         encoded.append(batch)
         yield None
     return EncodedSnapshot(end_offset, epoch, encoded)
+
+
+def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int) -> int:
+    """Append and replay the LeaderChange that opens this start's controller epoch; start the
+    brokers' sessions from `now_ns`; return the epoch."""
+    epoch = max(log.last_epoch, core.state.controller_epoch) + 1
+    offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
+    core.replay(_leader_change(core.config.node_id), offset, epoch)
+    core.start_sessions(now_ns)
+    core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
+    return epoch
 
 
 def _replay(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int, int]:
