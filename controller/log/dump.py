@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -79,13 +78,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if dumper.dump_file(path, header, Continuity(), 0):
             dumper.check_snapshot(path)
     return 1 if dumper.problems else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`dump-log` on its own: the same as `python -m controller dump-log ARGS`."""
-    from controller.__main__ import main as cli_main
-
-    return cli_main(["dump-log", *(sys.argv[1:] if argv is None else argv)])
 
 
 def _partition_dir(data_dir: Path) -> Path | str:

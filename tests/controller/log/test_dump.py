@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.log import dump
+from controller.__main__ import main
 from controller.log.kafka_json import camel_case, metadata_payload, record_type_name, to_json_tree
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import (
@@ -31,7 +31,7 @@ def _crc(data: bytes, position: int) -> int:
 
 
 def _dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
-    status = dump.main([str(data_dir)])
+    status = main(["dump-log", str(data_dir)])
     captured = capsys.readouterr()
     return status, captured.out.splitlines(), captured.err
 
@@ -186,7 +186,7 @@ def test_bad_usage_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
         status, lines, err = _dump(argument, capsys)
         assert (status, lines) == (2, [])
         assert err.count("\n") == 1 and reason in err
-    assert dump.main([]) == 2
+    assert main(["dump-log"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
 
@@ -198,6 +198,6 @@ def test_python_dash_m_controller_dump_log(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == f"Dumping {segment(tmp_path)}"
     assert len(done.stdout.splitlines()) == 6
-    assert dump.main([str(tmp_path / "__cluster_metadata-0")]) == 0  # the partition directory itself works too
+    assert main(["dump-log", str(tmp_path / "__cluster_metadata-0")]) == 0  # the partition directory itself works too
     no_command = subprocess.run([sys.executable, "-m", "controller"], cwd=ROOT, capture_output=True, text=True)
     assert no_command.returncode == 2 and no_command.stderr.count("\n") == 1
