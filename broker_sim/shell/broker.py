@@ -271,7 +271,7 @@ class BrokerRunner:
                 )
             )
 
-    def _exchange(self, peer: str, payload: bytes, reply: bytes | None) -> None:
+    def _exchange(self, peer: str, payload: bytes, reply: bytes | None, received_ns: int) -> None:
         capture = self.ctx.recorder.capture
         if capture is None:
             return
@@ -280,11 +280,10 @@ class BrokerRunner:
         except DecodeError:
             return
         connection_id = self._inbound_ids.setdefault(peer, next(CONNECTION_IDS))
-        now = time.time_ns()
         capture.add(
             Exchange(
-                now,
-                now,
+                received_ns,
+                time.time_ns(),
                 INBOUND,
                 connection_id,
                 peer,

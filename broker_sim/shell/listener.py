@@ -25,7 +25,8 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
   (KIP-511). Any other unknown API or unsupported version, or an undecodable frame, closes the
   connection without an answer (Kafka's behaviour). Pipelined requests are answered in order.
 - Hooks for the fleet: `on_handled(key, version, request, response)` after every decided request,
-  `on_exchange(peer, payload, reply)` after every frame (the capture), `record_received=False`
+  `on_exchange(peer, payload, reply, received_ns)` after every frame (the capture; `received_ns`
+  is when its bytes were in, before a gate's pause), `record_received=False`
   keeps no list of requests (a long run), and while `gate` holds an unset event the listener
   answers nothing (a paused broker) until it is set.
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -95,7 +97,7 @@ class BrokerControlListener:
         max_versions: Mapping[int, int] | None = None,
         record_received: bool = True,
         on_handled: Callable[[int, int, Data, Data], None] | None = None,
-        on_exchange: Callable[[str, bytes, bytes | None], None] | None = None,
+        on_exchange: Callable[[str, bytes, bytes | None, int], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -131,11 +133,12 @@ class BrokerControlListener:
                 while data := await stream.receive_some(65536):
                     frames.receive_data(data)
                     while (payload := frames.next_frame()) is not None:
+                        received_ns = time.time_ns()
                         while (gate := self.gate) is not None:
                             await gate.wait()
                         reply = self.handle_frame(payload)
                         if self.on_exchange is not None:
-                            self.on_exchange(peer, payload, reply)
+                            self.on_exchange(peer, payload, reply, received_ns)
                         if reply is None:
                             return
                         await stream.send_all(reply)

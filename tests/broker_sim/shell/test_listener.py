@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -159,6 +160,31 @@ async def test_api_versions_v3_lists_the_control_apis(broker: Broker) -> None:
             ApiVersionsResponseApiVersion(api_key=18, min_version=0, max_version=4),
         )
     )
+
+
+async def test_an_exchange_is_timed_from_when_its_frame_arrived_even_behind_a_gate(nursery: trio.Nursery) -> None:
+    """The capture's request time is the frame's arrival, its response time the answer: a paused
+    broker's exchange spans the pause (it used to carry the answer's time twice, latency 0)."""
+    seen: list[tuple[int, int, bytes | None]] = []
+    listener = BrokerControlListener(
+        BROKER_ID,
+        lambda: EPOCH,
+        on_exchange=lambda peer, payload, reply, received_ns: seen.append((received_ns, time.time_ns(), reply)),
+    )
+    listener.gate = gate = trio.Event()
+    port = await nursery.start(listener.serve)
+    client = await Broker(listener, port).connect()
+    sent_ns = time.time_ns()
+    await client.send(ApiVersionsRequest(client_software_name="fencer", client_software_version="0.1"), 3)
+    await trio.sleep(0.05)  # the listener holds the frame behind the gate
+    assert seen == []
+    opened_ns = time.time_ns()
+    listener.gate = None
+    gate.set()
+    answer = await client.receive()
+    ((received_ns, answered_ns, reply),) = seen
+    assert sent_ns <= received_ns < opened_ns <= answered_ns
+    assert reply is not None and reply[4:] == answer
 
 
 async def test_api_versions_v99_gets_the_v0_fallback_body(broker: Broker) -> None:
