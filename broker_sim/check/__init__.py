@@ -130,7 +130,7 @@ def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness) 
     for batch in reader.batches(start):
         while pending and pending[0].end_offset <= batch.base_offset:
             _compare(pending.pop(0), batch.base_offset, rules, reader)
-        if liveness.pending or liveness.releases:
+        if liveness.waiting:
             liveness.probe(rules.model, batch.timestamp_ms)
         rules.batch(batch)
     for snapshot in pending:

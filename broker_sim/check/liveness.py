@@ -23,10 +23,18 @@ Rules:
 - Every Fenced with intended=False is a violation: `fleet-late-heartbeat` when the broker's longest
   heartbeat gap reached the session timeout (the fleet was late), `live-broker-fenced` otherwise.
   The fence record of that broker epoch nearest before it, if the log has one, is named.
+- The other side of the session (`silent-broker-unfenced`): a crash or a pause silences a broker;
+  when the silence lasts at least the session timeout plus `SILENCE_SLACK_MS`, and the run went on
+  that long, the incarnation that was registered and unfenced when it began must be fenced (or
+  replaced by a new registration) in the state the log reaches by then. The silence began at the
+  fault, so its last heartbeat was earlier still; the slack covers the controller's timer and the
+  fencing batches. A new controller epoch in between excuses it (a controller starting gives every
+  broker a whole session).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
@@ -39,8 +47,18 @@ from .violations import Violation, ViolationSink
 
 #: Faults that do not stop a broker from completing its controlled shutdown.
 HARMLESS_FAULTS = frozenset({"controlled-shutdown", "disk-failure", "disk-repair"})
+#: Faults that silence a broker (no heartbeat) for their duration.
+SILENT_FAULTS = frozenset({"crash", "pause"})
 NS_PER_MS = 1_000_000
 RELEASE_SLACK_MS = 50
+SILENCE_SLACK_MS = 1_000
+
+
+class Silence(NamedTuple):
+    at_ms: int  # when to look: the fault's start, then (once the incarnation is known) its deadline
+    fault: FaultInjected
+    epoch: int  # the silent incarnation's broker epoch; -1 until seen at the fault's start
+    controller_epoch: int  # the controller epoch then
 
 
 class Deadline(NamedTuple):
@@ -61,6 +79,8 @@ class Liveness:
     verdicts: dict[int, list[tuple[Deadline, str | None]]] = field(default_factory=dict)  # index -> (probe, why)
     releases: list[Deadline] = field(default_factory=list)  # finished shutdowns, judged when they finished
     release_verdicts: list[tuple[Deadline, str]] = field(default_factory=list)
+    silences: list[Silence] = field(default_factory=list)  # by at_ms
+    silence_verdicts: list[tuple[Silence, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -86,6 +106,14 @@ class Liveness:
             ),
             key=lambda deadline: deadline.at_ms,
         )
+        self.silences = sorted(
+            (
+                Silence(fault.wall_ns // NS_PER_MS, fault, -1, -1)
+                for fault in self.entries
+                if isinstance(fault, FaultInjected) and self._silence_deadline_ms(fault) is not None
+            ),
+            key=lambda silence: silence.at_ms,
+        )
         if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
             self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
 
@@ -94,6 +122,22 @@ class Liveness:
             if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers:
                 return run
         return self.runs[0] if self.runs else None
+
+    @property
+    def waiting(self) -> bool:
+        """Is anything still to be judged at a later time of the log?"""
+        return bool(self.pending or self.releases or self.silences)
+
+    def _silence_deadline_ms(self, fault: FaultInjected) -> int | None:
+        """When a silent broker must be fenced by, if this fault is held to it (see the module's rules)."""
+        run = self.run_of(fault.broker)
+        if fault.fault not in SILENT_FAULTS or run is None or run.session_timeout_ms <= 0:
+            return None
+        wait_ms = run.session_timeout_ms + SILENCE_SLACK_MS
+        deadline_ms = fault.wall_ns // NS_PER_MS + wait_ms
+        if fault.duration_ms < wait_ms or self.run_end_ns is None or self.run_end_ns // NS_PER_MS < deadline_ms:
+            return None
+        return deadline_ms
 
     def _grace_ms(self, shutdown: ShutdownTracked) -> int:
         run = self.run_of(shutdown.broker)
@@ -130,6 +174,23 @@ class Liveness:
             left = _left_leading(model, deadline.shutdown)
             if left is not None:
                 self.release_verdicts.append((deadline, left))
+        while self.silences and self.silences[0].at_ms < until_ms:
+            self._follow_silence(model, self.silences.pop(0))
+
+    def _follow_silence(self, model: Model, silence: Silence) -> None:
+        """At the silence's start: note the incarnation, if registered and unfenced, and wait for
+        its deadline. At the deadline: judge it."""
+        broker = model.brokers.get(silence.fault.broker)
+        if silence.epoch >= 0:
+            still_unfenced = broker is not None and broker.epoch == silence.epoch and not broker.fenced
+            if still_unfenced and model.controller_epoch == silence.controller_epoch:
+                self.silence_verdicts.append((silence, _silence_verdict(silence, self.run_of(silence.fault.broker))))
+            return
+        deadline_ms = self._silence_deadline_ms(silence.fault)
+        if broker is None or broker.fenced or deadline_ms is None:
+            return
+        waiting = Silence(deadline_ms, silence.fault, broker.epoch, model.controller_epoch)
+        bisect.insort(self.silences, waiting, key=lambda item: item.at_ms)
 
     def finish(self, model: Model) -> None:
         self.probe(model, 1 << 62)
@@ -151,6 +212,15 @@ class Liveness:
             )
         for fenced in (e for e in self.entries if isinstance(e, Fenced) and not e.intended):
             sink.add(self._unintended_fence(fenced, history))
+        for silence, message in self.silence_verdicts:
+            sink.add(
+                Violation(
+                    "silent-broker-unfenced",
+                    message,
+                    journal=render_entry(silence.fault),
+                    broker=silence.fault.broker,
+                )
+            )
 
     def _report_shutdowns(self, history: History, sink: ViolationSink) -> None:
         for probes in self.verdicts.values():
@@ -193,6 +263,15 @@ class Liveness:
             broker=fenced.broker,
             records=tuple(event.rendering for event in events[-1:]),
         )
+
+
+def _silence_verdict(silence: Silence, run: RunStarted | None) -> str:
+    timeout = run.session_timeout_ms if run is not None else 0
+    return (
+        f"silent since its {silence.fault.fault} ({silence.fault.duration_ms / 1000:.1f} s), incarnation "
+        f"{silence.epoch} was still unfenced {(timeout + SILENCE_SLACK_MS) / 1000:.1f} s later "
+        f"(session timeout {timeout} ms, as the fleet was told: --session-timeout-ms)"
+    )
 
 
 def _judge(model: Model, shutdown: ShutdownTracked) -> str | None:

@@ -49,11 +49,12 @@ RULES: dict[str, str] = {
     "topic-lost": "an acknowledged topic is a TopicRecord with its id, name, partition count and replication factor",
     "stale-replay-accepted": "no request built with stale epochs is accepted",
     "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
-    "bad-answer": "every answer of the controller is well formed",
+    "bad-answer": "every answer of the controller is well formed and fits its request",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
     "shutdown-release": "a shutdown answered complete leaves its broker leading no partition of replication factor > 1",
     "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",
     "live-broker-fenced": "a broker heartbeating on time is never fenced",
+    "silent-broker-unfenced": "a broker silent for longer than the session timeout is fenced (1 s slack)",
 }
 
 

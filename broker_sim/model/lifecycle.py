@@ -18,7 +18,8 @@ Rules (semantics.md "Brokers"; Kafka's BrokerLifecycleManager):
   re-registers the same incarnation; other errors and network errors retry after a short backoff
   (never longer than a heartbeat interval).
 - IsFenced after being unfenced is recorded (`FencedSeen`); ShouldShutDown ends a shutdown that
-  asked with WantShutDown.
+  asked with WantShutDown. An answer that calls a heartbeat below the registration offset caught
+  up, or unfences the broker on it, is a `ShapeProblem` (Kafka unfences only caught-up brokers).
 """
 
 from __future__ import annotations
@@ -30,14 +31,14 @@ from enum import Enum
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsResponse
-from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationResponse
 from protocol.messages.describe_cluster import DescribeClusterResponse
 from protocol.spec import Data
 from protocol.versions import Versions
 
 from . import requests, versions
-from .events import LIFECYCLE, Event, FencedSeen, Outgoing, Registered, Unfenced
+from .events import LIFECYCLE, Event, FencedSeen, Outgoing, Registered, ShapeProblem, Unfenced
 from .timing import Timing
 
 
@@ -223,6 +224,23 @@ class Lifecycle:
             self._back_off(t)
         return []
 
+    def _caught_up_problem(self, out: Outgoing, response: BrokerHeartbeatResponse) -> list[Event]:
+        """A heartbeat whose metadata offset is below the broker's registration (its epoch) is not
+        caught up: answered caught up, or unfenced from fenced, the answer does not fit it."""
+        body = out.body
+        assert isinstance(body, BrokerHeartbeatRequest)
+        if body.current_metadata_offset >= body.broker_epoch:
+            return []
+        unfenced = self.phase == Phase.FENCED and not response.is_fenced
+        if not (response.is_caught_up or unfenced):
+            return []
+        what = "unfenced the broker" if unfenced else "answered IsCaughtUp"
+        reason = (
+            f"{what} although its metadata offset {body.current_metadata_offset} is below its "
+            f"registration {body.broker_epoch} (not caught up)"
+        )
+        return [ShapeProblem(ApiKey.BROKER_HEARTBEAT, out.version, reason)]
+
     def _heartbeat_answer(self, out: Outgoing, response: BrokerHeartbeatResponse, t: float) -> list[Event]:
         events: list[Event] = []
         if response.error_code == ErrorCode.STALE_BROKER_EPOCH:
@@ -234,6 +252,7 @@ class Lifecycle:
             return events
         self.failures = 0
         self.heartbeats_answered += 1
+        events.extend(self._caught_up_problem(out, response))
         if response.is_fenced:
             if self.phase == Phase.ACTIVE:
                 events.append(FencedSeen(self.epoch, self.shutting_down, self.longest_gap_s))

@@ -158,6 +158,30 @@ def shutdown_lets_go_leading() -> None:
     brokers.controlled_shutdown = controlled_shutdown  # the core's API table looks it up at each call
 
 
+def no_session_expiry() -> None:
+    """Sessions never expire: a crashed or paused broker stays unfenced, leading and in its ISRs."""
+    from controller.ops import brokers
+
+    brokers.expired_session = lambda state, now_ns: None
+
+
+def unfence_not_caught_up() -> None:
+    """A fenced broker is unfenced by its first heartbeat, caught up or not (its metadata offset ignored)."""
+    import dataclasses
+
+    from controller.ops import brokers
+
+    original = brokers.heartbeat
+
+    def heartbeat(state: Any, request: Any, now_ns: int) -> Any:
+        broker = state.cluster.get(request.broker_id)
+        if broker is not None and request.current_metadata_offset < broker.epoch:
+            request = dataclasses.replace(request, current_metadata_offset=broker.epoch)
+        return original(state, request, now_ns)
+
+    brokers.heartbeat = heartbeat
+
+
 BUGS: dict[str, Callable[[], None]] = {
     "admit-ineligible": admit_ineligible,
     "stale-shutdown-epoch": stale_shutdown_epoch,
@@ -171,6 +195,8 @@ BUGS: dict[str, Callable[[], None]] = {
     "stale-replica-state-epoch": stale_replica_state_epoch,
     "forget-acknowledged": forget_acknowledged,
     "shutdown-lets-go-leading": shutdown_lets_go_leading,
+    "no-session-expiry": no_session_expiry,
+    "unfence-not-caught-up": unfence_not_caught_up,
 }
 
 

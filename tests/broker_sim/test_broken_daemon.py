@@ -8,6 +8,7 @@ a mysterious "the fleet found nothing" elsewhere.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -177,6 +178,22 @@ def forget_acknowledged(cluster: Cluster) -> object:
     return cluster.partition()["partition_epoch"]
 
 
+def no_session_expiry(cluster: Cluster) -> object:
+    for _ in range(int(3 * SHORT_SESSION_MS / 500)):  # broker 0 falls silent, 1 and 2 keep heartbeating
+        cluster.heartbeat(1)
+        cluster.heartbeat(2)
+        time.sleep(0.5)
+    return cluster.partition()["leader"]
+
+
+def unfence_not_caught_up(cluster: Cluster) -> object:
+    cluster.heartbeat(1, want_fence=True)
+    epoch = cluster.register(1)  # a new incarnation, fenced
+    lagging = BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=epoch - 1)
+    response = cluster.client.request(lagging, 1)
+    return (response.is_caught_up, response.is_fenced)
+
+
 # bug -> (script, what the real daemon shows, what the broken one shows)
 CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "admit-ineligible": (admit_ineligible, 107, 0),
@@ -191,7 +208,12 @@ CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "stale-replica-state-epoch": (stale_replica_state_epoch, 77, 0),
     "forget-acknowledged": (forget_acknowledged, 1, 0),
     "shutdown-lets-go-leading": (shutdown_lets_go_leading, (0, 1), (0, 0)),
+    "no-session-expiry": (no_session_expiry, 1, 0),
+    "unfence-not-caught-up": (unfence_not_caught_up, (False, True), (True, False)),
 }
+#: the session timeout of a case that waits for sessions to expire (the others never let one)
+SHORT_SESSION_MS = 1_500
+SESSION_MS = {"no-session-expiry": SHORT_SESSION_MS}
 
 
 def test_every_bug_has_a_case() -> None:
@@ -202,9 +224,9 @@ def test_every_bug_has_a_case() -> None:
 def start(tmp_path: Path) -> Iterator[Callable[[str | None], Cluster]]:
     started: list[DaemonProcess] = []
 
-    def start(bug: str | None) -> Cluster:
+    def start(bug: str | None, session_ms: int = 60_000) -> Cluster:
         metrics_port = free_port()
-        options = ["--session-timeout-ms", "60000", "--metrics-listen", f"127.0.0.1:{metrics_port}"]
+        options = ["--session-timeout-ms", str(session_ms), "--metrics-listen", f"127.0.0.1:{metrics_port}"]
         name = bug or "real"
         if bug is None:
             daemon = DaemonProcess(tmp_path / name, *options)
@@ -219,7 +241,8 @@ def start(tmp_path: Path) -> Iterator[Callable[[str | None], Cluster]]:
 
 
 @pytest.mark.parametrize("bug", sorted(CASES))
-def test_the_bug_shows_where_the_real_daemon_is_right(bug: str, start: Callable[[str | None], Cluster]) -> None:
+def test_the_bug_shows_where_the_real_daemon_is_right(bug: str, start: Callable[..., Cluster]) -> None:
     script, right, wrong = CASES[bug]
-    assert script(start(None)) == right
-    assert script(start(bug)) == wrong
+    session_ms = SESSION_MS.get(bug, 60_000)
+    assert script(start(None, session_ms)) == right
+    assert script(start(bug, session_ms)) == wrong

@@ -36,6 +36,8 @@ CAUGHT = {
     "offline-stays-in-isr": {"offline-in-isr", "offline-leader"},
     "forget-acknowledged": {"ack-lost"},
     "shutdown-lets-go-leading": {"shutdown-release"},
+    "no-session-expiry": {"silent-broker-unfenced"},
+    "unfence-not-caught-up": {"bad-answer"},
 }
 
 

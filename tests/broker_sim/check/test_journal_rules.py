@@ -360,3 +360,71 @@ def test_entries_without_a_topic_id_are_unverifiable_not_violations(tmp_path: Pa
     nameless = StateObserved(START_NS, 2, 1, "00000000-0000-0000-0000-000000000000", 0, 1, 0, 1, [1, 2], [1, 2, 3])
     result, _ = checked(tmp_path, [nameless], shrink)
     assert result.ok and result.unverifiable == {"state_observed": 1}
+
+
+# ------------------------------------------------------------------ silent brokers
+FAULT_MS = TIMESTAMP_MS + 1_000
+SESSION_MS = 9_000  # run_started()'s session timeout
+DEADLINE_MS = FAULT_MS + SESSION_MS + 1_000
+
+
+def silenced(kind: str = "pause", duration_ms: float = SESSION_MS + 2_000, broker: int = 4) -> FaultInjected:
+    return FaultInjected(FAULT_MS * MS, broker, kind, duration_ms)
+
+
+def fenced_at(at_ms: int, broker: int = 4) -> object:
+    def build(log: LogBuilder) -> None:
+        log.timestamp_ms = at_ms
+        log.change(1, isr=(2, 3))
+        log.change_broker(broker, fenced=1)
+
+    return build
+
+
+END = RunEnded((TIMESTAMP_MS + 100_000) * MS, True)
+
+
+@pytest.mark.parametrize("kind", ["pause", "crash"])
+def test_a_broker_silent_past_its_session_must_be_fenced_by_then(tmp_path: Path, kind: str) -> None:
+    journal: list[Entry] = [run_started(), silenced(kind), END]
+    result, _ = checked(tmp_path / "never", journal)
+    assert rules(result) == ["silent-broker-unfenced"]
+    violation = result.violations[0]
+    assert violation.broker == 4 and f"silent since its {kind}" in violation.message
+    assert violation.journal is not None and "fault" in violation.journal
+    late, _ = checked(tmp_path / "late", journal, fenced_at(DEADLINE_MS + 500))
+    assert rules(late) == ["silent-broker-unfenced"]
+    in_time, _ = checked(tmp_path / "in-time", journal, fenced_at(DEADLINE_MS - 500))
+    assert in_time.violations == []
+
+
+def test_a_silence_is_not_held_to_the_session_when_it_cannot_be(tmp_path: Path) -> None:
+    short = silenced(duration_ms=SESSION_MS + 500)  # over before the deadline: its heartbeats resume
+    assert checked(tmp_path / "short", [run_started(), short, END])[0].violations == []
+    run_too_short = RunEnded((DEADLINE_MS - 100) * MS, True)
+    assert checked(tmp_path / "run", [run_started(), silenced(), run_too_short])[0].violations == []
+    other_faults = [FaultInjected(FAULT_MS * MS, 4, kind, 60_000.0) for kind in ("drop-connection", "disk-failure")]
+    assert checked(tmp_path / "kinds", [run_started(), *other_faults, END])[0].violations == []
+
+
+def test_a_silent_broker_already_fenced_replaced_or_met_by_a_new_controller_is_excused(tmp_path: Path) -> None:
+    journal: list[Entry] = [run_started(), silenced(), END]
+
+    def fenced_before(log: LogBuilder) -> None:
+        fenced_at(FAULT_MS - 500)(log)
+        log.timestamp_ms = DEADLINE_MS + 500
+        log.change(0, isr=(1, 2))  # a later batch: the deadline is judged on the state before it
+
+    def new_incarnation(log: LogBuilder) -> None:
+        log.timestamp_ms = DEADLINE_MS - 500
+        log.register(4, generation=1)
+
+    def new_controller(log: LogBuilder) -> None:
+        log.timestamp_ms = FAULT_MS + 2_000
+        log.leader_change()
+        log.timestamp_ms = DEADLINE_MS + 500
+        log.change(0, isr=(1, 2))
+
+    for name, build in [("fenced", fenced_before), ("replaced", new_incarnation), ("controller", new_controller)]:
+        result, _ = checked(tmp_path / name, journal, build)
+        assert result.violations == [], name

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from broker_sim.model.broker import BrokerModel
-from broker_sim.model.events import FencedSeen, Registered, Unfenced
+from broker_sim.model.events import FencedSeen, Registered, ShapeProblem, Unfenced
 from broker_sim.model.lifecycle import Phase
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse, ApiVersionsResponseApiVersion
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -47,6 +50,42 @@ def test_an_incarnation_describes_negotiates_registers_and_is_unfenced_once_caug
     broker.lifecycle_answered(second, BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 0.4)
     assert broker.lifecycle.phase == Phase.ACTIVE
     assert broker.events[-1] == Unfenced(42)
+
+
+def registered_at_42() -> BrokerModel:
+    broker = model()
+    broker.start(0.0, "127.0.0.1", 4000)
+    broker.lifecycle_answered(take(broker.next_lifecycle(0.0)), DescribeClusterResponse(cluster_id="c1"), 0.0)
+    broker.lifecycle_answered(take(broker.next_lifecycle(0.0)), controller_versions(), 0.0)
+    broker.lifecycle_answered(take(broker.next_lifecycle(0.0)), BrokerRegistrationResponse(broker_epoch=42), 0.1)
+    broker.events.clear()
+    return broker
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (BrokerHeartbeatResponse(is_caught_up=False, is_fenced=False), "unfenced the broker"),
+        (BrokerHeartbeatResponse(is_caught_up=True, is_fenced=True), "answered IsCaughtUp"),
+    ],
+)
+def test_an_answer_that_takes_a_lagging_heartbeat_as_caught_up_is_a_problem(
+    answer: BrokerHeartbeatResponse, what: str
+) -> None:
+    broker = registered_at_42()
+    first = take(broker.next_lifecycle(0.1))  # metadata offset 41: below its registration at 42
+    broker.lifecycle_answered(first, answer, 0.1)
+    problems = [event for event in broker.events if isinstance(event, ShapeProblem)]
+    assert [(p.api_key, p.version) for p in problems] == [(ApiKey.BROKER_HEARTBEAT, first.version)]
+    assert problems[0].reason.startswith(what) and "offset 41 is below its registration 42" in problems[0].reason
+
+
+def test_the_right_answers_to_heartbeats_before_and_after_catching_up_are_no_problem() -> None:
+    broker = registered_at_42()
+    broker.lifecycle_answered(take(broker.next_lifecycle(0.1)), BrokerHeartbeatResponse(is_fenced=True), 0.1)
+    second = take(broker.next_lifecycle(0.4))  # offset 42: caught up
+    broker.lifecycle_answered(second, BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 0.4)
+    assert broker.events == [Unfenced(42)]
 
 
 def test_each_incarnation_has_a_fresh_incarnation_id_from_the_seed() -> None:
