@@ -25,6 +25,7 @@ from typing import Any
 
 from broker_sim.journal import Entry
 
+from .delivery import Delivery
 from .journal_plan import JournalPlan, plan
 from .journal_rules import JournalCheck
 from .liveness import Liveness
@@ -83,18 +84,23 @@ def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult
     sink = ViolationSink()
     rules = LogRules(model, sink)
     liveness = Liveness(journal_plan.lifecycle)
+    delivery = Delivery(journal_plan.lifecycle, journal_plan.observations, journal_plan.unnamed_observations)
     with LogReader(Path(data_dir)) as reader:
         reading = reader.reading
         start = _load_start(reader, rules)
         if start is not None:
-            _replay(reader, start, rules, liveness)
+            if delivery.enabled:
+                model.changed = []
+            _replay(reader, start, rules, liveness, delivery)
     liveness.finish(model)
+    delivery.finish(model)
     whole = reading.start_offset == 0 and reading.base_snapshot is None and start is not None
     journal_check = JournalCheck(
         journal_plan, model, rules.history, sink, whole, reading.complete and start is not None
     )
     journal_check.run()
     liveness.report(rules.history, sink)
+    delivery.report(sink)
     return _result(Path(data_dir), reading, rules, journal_plan, journal_check, liveness)
 
 
@@ -124,15 +130,21 @@ def _load_start(reader: LogReader, rules: LogRules) -> int | None:
     return None
 
 
-def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness) -> None:
+def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness, delivery: Delivery) -> None:
     reading = reader.reading
     pending = [s for s in reading.snapshots if s.end_offset > start]
+    model = rules.model
     for batch in reader.batches(start):
         while pending and pending[0].end_offset <= batch.base_offset:
             _compare(pending.pop(0), batch.base_offset, rules, reader)
         if liveness.waiting:
-            liveness.probe(rules.model, batch.timestamp_ms)
+            liveness.probe(model, batch.timestamp_ms)
+        if delivery.owed:
+            delivery.probe(model, batch.timestamp_ms)
         rules.batch(batch)
+        if model.changed:
+            delivery.offer(model, model.changed, batch.timestamp_ms)
+            model.changed.clear()
     for snapshot in pending:
         if snapshot.end_offset == reading.end_offset:
             _compare(snapshot, reading.end_offset, rules, reader)

@@ -50,6 +50,10 @@ class JournalPlan:
     observed: dict[Observation, tuple[StateObserved, int]] = field(default_factory=dict)  # -> (first, count)
     lifecycle: list[Entry] = field(default_factory=list)  # runs, shutdowns, fences, faults (for liveness)
     watch: set[Key] = field(default_factory=set)
+    #: (broker, topic id int, partition) -> (ms, partition epoch) of each state it observed, for delivery
+    observations: dict[tuple[int, int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    #: broker -> when it observed a state of a topic it knew by name only (LeaderAndIsr v0-4)
+    unnamed_observations: dict[int, list[int]] = field(default_factory=dict)
     topic_ids: dict[str, int] = field(default_factory=dict)  # the journal's id strings, parsed once
     problems: list[str] = field(default_factory=list)
     unidentified: Counter[str] = field(default_factory=Counter)  # entries with the zero topic id: not judged
@@ -73,6 +77,8 @@ def plan(entries: Iterable[Entry]) -> JournalPlan:
                     continue
             if topic == 0:  # the fleet could not name the topic's id (e.g. an answer by name only)
                 result.unidentified[entry.kind] += 1
+                if isinstance(entry, StateObserved):
+                    result.unnamed_observations.setdefault(entry.broker, []).append(entry.wall_ns // 1_000_000)
                 continue
             if isinstance(entry, StateObserved):
                 _observe(result, topic, entry)
@@ -86,6 +92,8 @@ def plan(entries: Iterable[Entry]) -> JournalPlan:
 
 def _observe(result: JournalPlan, topic: int, entry: StateObserved) -> None:
     result.watch.add((topic, entry.partition, entry.partition_epoch))
+    seen = (entry.wall_ns // 1_000_000, entry.partition_epoch)
+    result.observations.setdefault((entry.broker, topic, entry.partition), []).append(seen)
     key = (
         topic,
         entry.partition,

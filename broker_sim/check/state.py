@@ -142,6 +142,8 @@ class Model:
     captured: dict[tuple[int, int, int], Captured] = field(default_factory=dict)
     #: (topic id int, index) -> partition epoch, for partitions loaded from the base snapshot
     base_epochs: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: the partitions changed since the last look (None: nobody looks; see `delivery`)
+    changed: list[Partition] | None = None
 
     # ------------------------------------------------------------------ brokers
     def register(self, broker_id: int, epoch: int, incarnation: uuid.UUID) -> Broker:
@@ -169,6 +171,8 @@ class Model:
 
     def update_partition(self, partition: Partition, new: PartitionState) -> None:
         """Set `partition` to `new`, keeping the per-broker indexes (only members that changed move)."""
+        if self.changed is not None:
+            self.changed.append(partition)
         old_isr, old_leader = partition.isr, partition.leader
         if new.replicas != partition.replicas:
             partition.replica_set = frozenset(new.replicas)
@@ -197,6 +201,8 @@ class Model:
 
     def set_isr(self, partition: Partition, isr: tuple[int, ...]) -> None:
         """A change of the ISR alone: `update_partition`'s effect, without building a state."""
+        if self.changed is not None:
+            self.changed.append(partition)
         old_isr = partition.isr
         partition.isr = isr
         partition.partition_epoch += 1

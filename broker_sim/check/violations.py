@@ -55,6 +55,7 @@ RULES: dict[str, str] = {
     "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",
     "live-broker-fenced": "a broker heartbeating on time is never fenced",
     "silent-broker-unfenced": "a broker silent for longer than the session timeout is fenced (1 s slack)",
+    "control-delivery": "a committed partition state reaches its active replicas as a LeaderAndIsr within the bound",
 }
 
 

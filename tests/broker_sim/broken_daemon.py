@@ -182,6 +182,21 @@ def unfence_not_caught_up() -> None:
     brokers.heartbeat = heartbeat
 
 
+def lai_leader_only() -> None:
+    """A change of the ISR alone (leader and replicas' directories kept) sends no LeaderAndIsr."""
+    from controller.control import orders
+
+    original = orders.OutboundCollector._partition_changed
+
+    def changed(self: Any, replaced: Any) -> None:
+        _, _, before, after = replaced
+        if before is not None and before.leader == after.leader and before.directories is after.directories:
+            return
+        original(self, replaced)
+
+    orders.OutboundCollector._partition_changed = changed  # type: ignore[method-assign]
+
+
 BUGS: dict[str, Callable[[], None]] = {
     "admit-ineligible": admit_ineligible,
     "stale-shutdown-epoch": stale_shutdown_epoch,
@@ -197,6 +212,7 @@ BUGS: dict[str, Callable[[], None]] = {
     "shutdown-lets-go-leading": shutdown_lets_go_leading,
     "no-session-expiry": no_session_expiry,
     "unfence-not-caught-up": unfence_not_caught_up,
+    "lai-leader-only": lai_leader_only,
 }
 
 

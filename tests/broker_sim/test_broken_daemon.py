@@ -8,6 +8,7 @@ a mysterious "the fleet found nothing" elsewhere.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 import uuid
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
+from broker_sim.shell.listener import BrokerControlListener
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestBrokerState,
@@ -65,8 +68,8 @@ class Cluster:
         assert created.error_code == 0
         self.topic_id: uuid.UUID = created.topic_id
 
-    def register(self, broker: int) -> int:
-        listener = BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)
+    def register(self, broker: int, port: int = 1) -> int:
+        listener = BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=port, security_protocol=0)
         request = BrokerRegistrationRequest(
             broker_id=broker, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(), listeners=(listener,)
         )
@@ -100,6 +103,41 @@ class Cluster:
             state = json.loads(answer.read())
         (topic,) = (topic for topic in state["topics"] if topic["name"] == TOPIC)
         return dict(topic["partitions"][0])
+
+
+class LiveListener:
+    """A fleet broker's control listener on a real port, served by trio in a thread of its own."""
+
+    def __init__(self, broker_id: int) -> None:
+        self.epoch = -1
+        self.listener = BrokerControlListener(broker_id, lambda: self.epoch)
+        self.port = 0
+        self._ready = threading.Event()
+        self._cancel = trio.CancelScope()
+        self._thread = threading.Thread(target=trio.run, args=(self._serve,), daemon=True)
+        self._thread.start()
+        assert self._ready.wait(10)
+
+    async def _serve(self) -> None:
+        with self._cancel:
+            async with trio.open_nursery() as nursery:
+                self.port = await nursery.start(self.listener.serve)
+                self._token = trio.lowlevel.current_trio_token()
+                self._ready.set()
+
+    def partition_epoch(self) -> int:
+        view = self.listener.partitions.get((TOPIC, 0))
+        return -1 if view is None else view.partition_epoch
+
+    def wait_for(self, partition_epoch: int, seconds: float = 5.0) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.partition_epoch() != partition_epoch and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.partition_epoch() == partition_epoch
+
+    def stop(self) -> None:
+        trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
+        self._thread.join(10)
 
 
 def admit_ineligible(cluster: Cluster) -> object:
@@ -194,6 +232,20 @@ def unfence_not_caught_up(cluster: Cluster) -> object:
     return (response.is_caught_up, response.is_fenced)
 
 
+def lai_leader_only(cluster: Cluster) -> object:
+    live = LiveListener(2)
+    try:
+        cluster.heartbeat(2, want_fence=True)  # leader 0, ISR (0, 1)
+        live.epoch = cluster.register(2, port=live.port)  # a new incarnation with a live listener
+        cluster.heartbeat(2)  # unfenced: a full LeaderAndIsr reaches it
+        part = cluster.partition()
+        assert live.wait_for(part["partition_epoch"])
+        assert cluster.alter(0, part["leader_epoch"], (0,), part["partition_epoch"]).error_code == 0
+        return live.wait_for(part["partition_epoch"] + 1)  # the ISR change, as LeaderAndIsr to replica 2?
+    finally:
+        live.stop()
+
+
 # bug -> (script, what the real daemon shows, what the broken one shows)
 CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "admit-ineligible": (admit_ineligible, 107, 0),
@@ -210,6 +262,7 @@ CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "shutdown-lets-go-leading": (shutdown_lets_go_leading, (0, 1), (0, 0)),
     "no-session-expiry": (no_session_expiry, 1, 0),
     "unfence-not-caught-up": (unfence_not_caught_up, (False, True), (True, False)),
+    "lai-leader-only": (lai_leader_only, True, False),
 }
 #: the session timeout of a case that waits for sessions to expire (the others never let one)
 SHORT_SESSION_MS = 1_500

@@ -38,6 +38,7 @@ CAUGHT = {
     "shutdown-lets-go-leading": {"shutdown-release"},
     "no-session-expiry": {"silent-broker-unfenced"},
     "unfence-not-caught-up": {"bad-answer"},
+    "lai-leader-only": {"control-delivery"},
 }
 
 

@@ -62,7 +62,10 @@ async def test_rolling_restart_shuts_brokers_down_in_turn_and_they_come_back(roo
         assert finished <= started  # one broker at a time
     assert run.stats.requests_by_api["ControlledShutdown"] + run.stats.requests_by_api["BrokerHeartbeat"] > 0
     assert len(run.kinds("registered")) > 5  # new incarnations
-    assert run.stats.control_requests_by_api["StopReplica"] > 0
+    # No StopReplica is asserted here: the shutting-down broker's StopReplica is queued as it leaves
+    # its ISRs, and dropped with the rest of its queue when it is fenced a moment later (SHUTDOWN_NOW),
+    # so whether one lands is a race (two or three of four do; all four missed once in six runs).
+    # The disk-failures scenario asserts StopReplica, to a broker that stays up.
 
 
 async def test_disk_failures_take_replicas_offline_and_back_online(root: Path) -> None:

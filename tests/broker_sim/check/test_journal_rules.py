@@ -6,6 +6,7 @@ written. Times: the builder's batches are stamped from TIMESTAMP_MS on, 10 ms ap
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -428,3 +429,63 @@ def test_a_silent_broker_already_fenced_replaced_or_met_by_a_new_controller_is_e
     for name, build in [("fenced", fenced_before), ("replaced", new_incarnation), ("controller", new_controller)]:
         result, _ = checked(tmp_path / name, journal, build)
         assert result.violations == [], name
+
+
+# ------------------------------------------------------------------ delivery of committed states
+#: the ISR of each state the tests' logs commit: (partition, partition epoch) -> ISR
+ISRS = {(0, 0): [1, 2, 3], (1, 0): [2, 3, 4], (0, 1): [1, 2], (0, 2): [1], (1, 1): [2, 4]}
+
+
+def seen(broker: int, partition: int, partition_epoch: int, at_ms: int = TIMESTAMP_MS + 500) -> StateObserved:
+    replicas = [1, 2, 3] if partition == 0 else [2, 3, 4]
+    isr = ISRS[(partition, partition_epoch)]
+    return StateObserved(at_ms * MS, broker, 1, T, partition, replicas[0], 0, partition_epoch, isr, replicas)
+
+
+def shrink_twice(log: LogBuilder) -> None:
+    shrink(log)
+    log.change(0, isr=(1,))
+
+
+def every_state_seen(*, but: tuple[int, int, int] | None = None) -> list[Entry]:
+    """What the replicas of cluster() + shrink() observed: partitions 0 and 1 at epoch 0, then 0 at 1."""
+    owed = [(b, 0, 0) for b in (1, 2, 3)] + [(b, 1, 0) for b in (2, 3, 4)] + [(b, 0, 1) for b in (1, 2, 3)]
+    return [seen(*key) for key in owed if key != but]
+
+
+def test_every_committed_state_reaching_every_active_replica_is_clean(tmp_path: Path) -> None:
+    result, _ = checked(tmp_path, [run_started(), *every_state_seen(), END], shrink)
+    assert result.violations == []
+
+
+def test_a_state_that_never_reached_a_replica_is_reported(tmp_path: Path) -> None:
+    result, _ = checked(tmp_path, [run_started(), *every_state_seen(but=(3, 0, 1)), END], shrink)
+    assert rules(result) == ["control-delivery"]
+    violation = result.violations[0]
+    assert violation.broker == 3 and violation.partition is not None and violation.partition.startswith("t-0")
+    assert "partition epoch 1 had not reached replica 3" in violation.message
+    assert "the newest it had accepted was epoch 0" in violation.message
+    too_late = [*every_state_seen(but=(3, 0, 1)), seen(3, 0, 1, at_ms=TIMESTAMP_MS + BOUND_MS + 1_000)]
+    assert rules(checked(tmp_path / "late", [run_started(), *too_late, END], shrink)[0]) == ["control-delivery"]
+    # a newer state delivers the older one (queued orders merge)
+    merged = [*every_state_seen(but=(3, 0, 1)), *(seen(b, 0, 2) for b in (1, 2, 3))]
+    assert checked(tmp_path / "merged", [run_started(), *merged, END], shrink_twice)[0].violations == []
+
+
+def test_an_undelivered_state_is_excused_by_a_fence_or_the_end_of_the_run(tmp_path: Path) -> None:
+    journal = every_state_seen(but=(3, 0, 1))
+    early_end = RunEnded((TIMESTAMP_MS + 1_000) * MS, True)
+    assert checked(tmp_path / "end", [run_started(), *journal, early_end], shrink)[0].violations == []
+    # broker 3 accepted a state of a topic it knew by name only: it may have been this one
+    unnamed = dataclasses.replace(seen(3, 0, 1), topic_id="00000000-0000-0000-0000-000000000000")
+    result, _ = checked(tmp_path / "unnamed", [run_started(), *journal, unnamed, END], shrink)
+    assert result.violations == [] and result.unverifiable == {"state_observed": 1}
+
+    def fence_3(log: LogBuilder) -> None:
+        shrink(log)
+        log.change(1, isr=(2, 4))
+        log.change_broker(3, fenced=1)
+
+    fenced_journal = [*journal, seen(2, 1, 1), seen(4, 1, 1)]
+    result, _ = checked(tmp_path / "fenced-in-log", [run_started(), *fenced_journal, END], fence_3)
+    assert result.violations == []

@@ -1,0 +1,153 @@
+"""Delivery: every committed partition state reaches its live replicas as a LeaderAndIsr.
+
+Rules (semantics.md, "Propagation to brokers": every committed partition change goes to every
+replica of the partition as LeaderAndIsr; queued orders may merge, the latest state winning):
+- When the log changes a partition (a PartitionRecord or PartitionChangeRecord, at its batch's
+  timestamp), each replica on a fleet broker that is then active (registered, unfenced, not
+  shutting down) with its replica online owes an observation: by the run's bound
+  (`shutdown_bound_ms`, the time the fleet allows a request and its answer under load) that
+  broker journals a StateObserved of the partition at that partition epoch or a later one (a
+  merged, newer state delivers the older one).
+- Excused, as the log says at the deadline: the broker's incarnation changed, it is fenced or
+  shutting down, its replica went offline, the topic is gone; or the run ended before the
+  deadline; or the broker journalled, within the window, a state it could not name (a topic
+  known by name only: LeaderAndIsr v0-4 before the fleet learnt its id). Faults need no excuse
+  of their own: a crashed or paused broker is fenced within a session timeout (a fenced broker's
+  queue may be dropped), and unfencing it sends a full LeaderAndIsr, which delivers every state
+  it missed.
+- The journal's observations are kept per (broker, topic, partition) as their times and the
+  highest partition epoch seen by each; an obligation is judged once, at its deadline, then
+  dropped, so what is held is the changes of one bound's window.
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from broker_sim.journal import Entry, RunEnded, RunStarted
+
+from .state import Model, Partition, partition_label
+from .violations import Violation, ViolationSink
+
+NS_PER_MS = 1_000_000
+
+
+class Owed(NamedTuple):
+    deadline_ms: int
+    since_ms: int
+    broker: int
+    broker_epoch: int
+    topic: int  # the topic id's int
+    partition: int
+    partition_epoch: int
+    topic_name: str
+
+
+class Seen(NamedTuple):
+    """One broker's observations of one partition: times (ms) and the highest epoch by each."""
+
+    times: list[int]
+    highest: list[int]
+
+
+@dataclass
+class Delivery:
+    lifecycle: Sequence[Entry]  # the journal's runs (and what else liveness reads)
+    observations: dict[tuple[int, int, int], list[tuple[int, int]]]  # (broker, topic, partition) -> (ms, epoch)
+    unnamed: dict[int, list[int]]  # broker -> times (ms) of observations without a topic id
+    owed: deque[Owed] = field(default_factory=deque)
+    late: list[tuple[Owed, int]] = field(default_factory=list)  # (obligation, highest epoch seen by then)
+    runs: list[RunStarted] = field(default_factory=list)
+    run_end_ms: int | None = None
+    seen: dict[tuple[int, int, int], Seen] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.runs = [e for e in self.lifecycle if isinstance(e, RunStarted)]
+        ends = [e.wall_ns for e in self.lifecycle if isinstance(e, RunEnded)]
+        self.run_end_ms = max(ends) // NS_PER_MS if ends else None
+        for key, seen in self.observations.items():
+            ordered = sorted(seen)
+            highest, top = [], -1
+            for _, epoch in ordered:
+                top = max(top, epoch)
+                highest.append(top)
+            self.seen[key] = Seen([ms for ms, _ in ordered], highest)
+        for times in self.unnamed.values():
+            times.sort()
+
+    @property
+    def enabled(self) -> bool:
+        """Judged only for a journal that observed states and says how its run went."""
+        return bool(self.observations) and bool(self.runs) and self.run_end_ms is not None
+
+    def _run_of(self, broker_id: int) -> RunStarted | None:
+        for run in self.runs:
+            if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers:
+                return run
+        return None
+
+    def offer(self, model: Model, changed: Sequence[Partition], at_ms: int) -> None:
+        """The partitions one batch changed, at its timestamp: who owes an observation of each."""
+        brokers = model.brokers
+        for partition in changed:
+            for replica in partition.replicas:
+                broker = brokers.get(replica)
+                if broker is None or not broker.active or replica in partition.offline:
+                    continue
+                run = self._run_of(replica)
+                if run is None or run.shutdown_bound_ms <= 0:
+                    continue
+                deadline = at_ms + run.shutdown_bound_ms
+                if self.run_end_ms is None or deadline > self.run_end_ms:
+                    continue
+                topic = partition.topic
+                epoch = partition.partition_epoch
+                key = (topic.topic_id.int, partition.index, epoch, topic.name)
+                self.owed.append(Owed(deadline, at_ms, replica, broker.epoch, *key))
+
+    def probe(self, model: Model, until_ms: int) -> None:
+        """Judge every obligation whose deadline is before `until_ms`, on the state `model` has now."""
+        owed = self.owed
+        while owed and owed[0].deadline_ms < until_ms:
+            self._judge(model, owed.popleft())
+
+    def finish(self, model: Model) -> None:
+        self.probe(model, 1 << 62)
+
+    def _judge(self, model: Model, owed: Owed) -> None:
+        broker = model.brokers.get(owed.broker)
+        topic = model.topics.get(owed.topic)
+        partition = topic.partitions.get(owed.partition) if topic is not None else None
+        if broker is None or broker.epoch != owed.broker_epoch or not broker.active:
+            return
+        if partition is None or owed.broker in partition.offline or owed.broker not in partition.replica_set:
+            return
+        unnamed = self.unnamed.get(owed.broker, ())
+        if unnamed and bisect.bisect_left(unnamed, owed.since_ms) < bisect.bisect_right(unnamed, owed.deadline_ms):
+            return  # it observed states it could not name meanwhile: one may be this one
+        seen = self.seen.get((owed.broker, owed.topic, owed.partition))
+        highest = -1
+        if seen is not None:
+            index = bisect.bisect_right(seen.times, owed.deadline_ms)
+            highest = seen.highest[index - 1] if index else -1
+        if highest < owed.partition_epoch:
+            self.late.append((owed, highest))
+
+    def report(self, sink: ViolationSink) -> None:
+        for owed, highest in self.late:
+            got = f"the newest it had accepted was epoch {highest}" if highest >= 0 else "it had accepted none"
+            sink.add(
+                Violation(
+                    "control-delivery",
+                    f"partition epoch {owed.partition_epoch} had not reached replica {owed.broker} (broker epoch "
+                    f"{owed.broker_epoch}) as a LeaderAndIsr {(owed.deadline_ms - owed.since_ms) / 1000:.1f} s "
+                    f"after it was committed: {got}",
+                    partition=partition_label(owed.topic_name, uuid.UUID(int=owed.topic), owed.partition),
+                    broker=owed.broker,
+                )
+            )
