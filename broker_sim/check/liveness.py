@@ -24,12 +24,13 @@ Rules:
   heartbeat gap reached the session timeout (the fleet was late), `live-broker-fenced` otherwise.
   The fence record of that broker epoch nearest before it, if the log has one, is named.
 - The other side of the session (`silent-broker-unfenced`): a crash or a pause silences a broker;
-  when the silence lasts at least the session timeout plus `SILENCE_SLACK_MS`, and the run went on
-  that long, the incarnation that was registered and unfenced when it began must be fenced (or
-  replaced by a new registration) in the state the log reaches by then. The silence began at the
-  fault, so its last heartbeat was earlier still; the slack covers the controller's timer and the
-  fencing batches. A new controller epoch in between excuses it (a controller starting gives every
-  broker a whole session).
+  when the silence lasts at least the session timeout plus a slack, and the run went on that long,
+  the incarnation that was registered and unfenced when it began must be fenced (or replaced by a
+  new registration) in the state the log reaches by then. The slack (`silence_slack_ms`: 1 s, a
+  heartbeat interval or a third of the session, whichever is longest) covers a heartbeat sent just
+  before the silence and decided late by a loaded controller (its session runs from the decision),
+  the controller's timer and the fencing batches. A new controller epoch in between excuses it (a
+  controller starting gives every broker a whole session).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class Liveness:
         run = self.run_of(fault.broker)
         if fault.fault not in SILENT_FAULTS or run is None or run.session_timeout_ms <= 0:
             return None
-        wait_ms = run.session_timeout_ms + SILENCE_SLACK_MS
+        wait_ms = run.session_timeout_ms + silence_slack_ms(run)
         deadline_ms = fault.wall_ns // NS_PER_MS + wait_ms
         if fault.duration_ms < wait_ms or self.run_end_ns is None or self.run_end_ns // NS_PER_MS < deadline_ms:
             return None
@@ -265,11 +266,17 @@ class Liveness:
         )
 
 
+def silence_slack_ms(run: RunStarted) -> int:
+    """How long past the session timeout a silent broker may stay unfenced (see the module's rules)."""
+    return max(SILENCE_SLACK_MS, run.heartbeat_ms, run.session_timeout_ms // 3)
+
+
 def _silence_verdict(silence: Silence, run: RunStarted | None) -> str:
     timeout = run.session_timeout_ms if run is not None else 0
+    waited = timeout + (silence_slack_ms(run) if run is not None else SILENCE_SLACK_MS)
     return (
         f"silent since its {silence.fault.fault} ({silence.fault.duration_ms / 1000:.1f} s), incarnation "
-        f"{silence.epoch} was still unfenced {(timeout + SILENCE_SLACK_MS) / 1000:.1f} s later "
+        f"{silence.epoch} was still unfenced {waited / 1000:.1f} s later "
         f"(session timeout {timeout} ms, as the fleet was told: --session-timeout-ms)"
     )
 

@@ -366,10 +366,11 @@ def test_entries_without_a_topic_id_are_unverifiable_not_violations(tmp_path: Pa
 # ------------------------------------------------------------------ silent brokers
 FAULT_MS = TIMESTAMP_MS + 1_000
 SESSION_MS = 9_000  # run_started()'s session timeout
-DEADLINE_MS = FAULT_MS + SESSION_MS + 1_000
+SLACK_MS = 3_000  # a third of it: longer than 1 s and than its 2 s heartbeat interval
+DEADLINE_MS = FAULT_MS + SESSION_MS + SLACK_MS
 
 
-def silenced(kind: str = "pause", duration_ms: float = SESSION_MS + 2_000, broker: int = 4) -> FaultInjected:
+def silenced(kind: str = "pause", duration_ms: float = SESSION_MS + 4_000, broker: int = 4) -> FaultInjected:
     return FaultInjected(FAULT_MS * MS, broker, kind, duration_ms)
 
 
@@ -400,7 +401,7 @@ def test_a_broker_silent_past_its_session_must_be_fenced_by_then(tmp_path: Path,
 
 
 def test_a_silence_is_not_held_to_the_session_when_it_cannot_be(tmp_path: Path) -> None:
-    short = silenced(duration_ms=SESSION_MS + 500)  # over before the deadline: its heartbeats resume
+    short = silenced(duration_ms=SESSION_MS + SLACK_MS - 500)  # over before the deadline: heartbeats resume
     assert checked(tmp_path / "short", [run_started(), short, END])[0].violations == []
     run_too_short = RunEnded((DEADLINE_MS - 100) * MS, True)
     assert checked(tmp_path / "run", [run_started(), silenced(), run_too_short])[0].violations == []
