@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 from broker_sim.journal import Entry, FaultInjected, Fenced, RunEnded, RunStarted, ShutdownTracked
+from broker_sim.model.timing import silence_slack_s
 
 from .rules import LISTED, History
 from .state import Model
@@ -52,7 +53,6 @@ HARMLESS_FAULTS = frozenset({"controlled-shutdown", "disk-failure", "disk-repair
 SILENT_FAULTS = frozenset({"crash", "pause"})
 NS_PER_MS = 1_000_000
 RELEASE_SLACK_MS = 50
-SILENCE_SLACK_MS = 1_000
 
 
 class Silence(NamedTuple):
@@ -268,12 +268,12 @@ class Liveness:
 
 def silence_slack_ms(run: RunStarted) -> int:
     """How long past the session timeout a silent broker may stay unfenced (see the module's rules)."""
-    return max(SILENCE_SLACK_MS, run.heartbeat_ms, run.session_timeout_ms // 3)
+    return round(silence_slack_s(run.heartbeat_ms / 1000, run.session_timeout_ms / 1000) * 1000)
 
 
 def _silence_verdict(silence: Silence, run: RunStarted | None) -> str:
     timeout = run.session_timeout_ms if run is not None else 0
-    waited = timeout + (silence_slack_ms(run) if run is not None else SILENCE_SLACK_MS)
+    waited = timeout + (silence_slack_ms(run) if run is not None else 0)
     return (
         f"silent since its {silence.fault.fault} ({silence.fault.duration_ms / 1000:.1f} s), incarnation "
         f"{silence.epoch} was still unfenced {waited / 1000:.1f} s later "

@@ -13,7 +13,8 @@ Rules:
   that a few brokers already see every kind.
 - Kinds: "crash" (hard stop, restart after `duration_s`: 0.5-1.5 session timeouts, so some
   restarts meet DUPLICATE_BROKER_REGISTRATION), "pause" (a GC pause longer than the session
-  timeout), "drop-connection" (the broker's controller connections close), "disk-failure" (log dir
+  timeout and the slack the checker allows before a silent broker must be fenced, by 1-3 s),
+  "drop-connection" (the broker's controller connections close), "disk-failure" (log dir
   `log_dir` fails, repaired after `duration_s`), "controlled-shutdown" (`via`, restart after
   `duration_s` of downtime).
 """
@@ -104,7 +105,7 @@ def _chaos_fault(rng: random.Random, broker: int, kind: str, at: float, timing: 
     if kind == "crash":
         return Fault(at, broker, kind, rng.uniform(0.5, 1.5) * session)
     if kind == "pause":
-        return Fault(at, broker, kind, session + rng.uniform(1.0, 3.0))
+        return Fault(at, broker, kind, session + timing.silence_slack_s + rng.uniform(1.0, 3.0))
     if kind == "disk-failure":
         return Fault(at, broker, kind, rng.uniform(2.0, 5.0), log_dir=rng.randrange(LOG_DIRS))
     if kind == "controlled-shutdown":

@@ -40,6 +40,14 @@ class Timing:
         return 2 * self.session_timeout_s + 2 * self.heartbeat_s
 
     @property
+    def silence_slack_s(self) -> float:
+        """How long past its session a silent broker may stay unfenced (the checker's
+        `silent-broker-unfenced`): 1 s, a heartbeat interval or a third of the session, whichever is
+        longest, since a heartbeat sent just before a silence may be decided late by a loaded
+        controller. Pauses outlast the session by more than this, so that the rule can judge them."""
+        return silence_slack_s(self.heartbeat_s, self.session_timeout_s)
+
+    @property
     def heartbeat_timeout_s(self) -> float:
         """A heartbeat unanswered for this long is given up and the connection reopened."""
         return max(1.0, self.session_timeout_s / 2)
@@ -65,3 +73,8 @@ def timing_for(heartbeat_ms: int, session_timeout_ms: int, replicas: int = 0) ->
         warmup_s=3.0 + heartbeat_s + replicas / 2000,
         lai_wait_s=max(30.0, 3 * session_timeout_ms / 1000),
     )
+
+
+def silence_slack_s(heartbeat_s: float, session_timeout_s: float) -> float:
+    """See `Timing.silence_slack_s` (a function too: the checker has a run's figures, not a Timing)."""
+    return max(1.0, heartbeat_s, session_timeout_s / 3)
