@@ -8,7 +8,6 @@ a mysterious "the fleet found nothing" elsewhere.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.request
 import uuid
@@ -17,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
-from broker_sim.shell.listener import BrokerControlListener
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestBrokerState,
@@ -42,6 +39,7 @@ from protocol.messages.create_topics import (
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from tests.e2e.daemon_process import DaemonProcess, free_port
 from tests.e2e.fencer_client import FencerClient
+from tests.e2e.listener_thread import ListenerThread
 
 from .broken_daemon import BUGS
 
@@ -105,39 +103,17 @@ class Cluster:
         return dict(topic["partitions"][0])
 
 
-class LiveListener:
-    """A fleet broker's control listener on a real port, served by trio in a thread of its own."""
+def wait_for_partition_epoch(live: ListenerThread, partition_epoch: int, seconds: float = 5.0) -> bool:
+    """Has the listener's view of the partition reached `partition_epoch` within `seconds`?"""
 
-    def __init__(self, broker_id: int) -> None:
-        self.epoch = -1
-        self.listener = BrokerControlListener(broker_id, lambda: self.epoch)
-        self.port = 0
-        self._ready = threading.Event()
-        self._cancel = trio.CancelScope()
-        self._thread = threading.Thread(target=trio.run, args=(self._serve,), daemon=True)
-        self._thread.start()
-        assert self._ready.wait(10)
-
-    async def _serve(self) -> None:
-        with self._cancel:
-            async with trio.open_nursery() as nursery:
-                self.port = await nursery.start(self.listener.serve)
-                self._token = trio.lowlevel.current_trio_token()
-                self._ready.set()
-
-    def partition_epoch(self) -> int:
-        view = self.listener.partitions.get((TOPIC, 0))
+    def epoch() -> int:
+        view = live.listener.partitions.get((TOPIC, 0))
         return -1 if view is None else view.partition_epoch
 
-    def wait_for(self, partition_epoch: int, seconds: float = 5.0) -> bool:
-        deadline = time.monotonic() + seconds
-        while self.partition_epoch() != partition_epoch and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self.partition_epoch() == partition_epoch
-
-    def stop(self) -> None:
-        trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
-        self._thread.join(10)
+    deadline = time.monotonic() + seconds
+    while epoch() != partition_epoch and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return epoch() == partition_epoch
 
 
 def admit_ineligible(cluster: Cluster) -> object:
@@ -233,15 +209,16 @@ def unfence_not_caught_up(cluster: Cluster) -> object:
 
 
 def lai_leader_only(cluster: Cluster) -> object:
-    live = LiveListener(2)
+    live = ListenerThread(2)
     try:
         cluster.heartbeat(2, want_fence=True)  # leader 0, ISR (0, 1)
         live.epoch = cluster.register(2, port=live.port)  # a new incarnation with a live listener
         cluster.heartbeat(2)  # unfenced: a full LeaderAndIsr reaches it
         part = cluster.partition()
-        assert live.wait_for(part["partition_epoch"])
+        assert wait_for_partition_epoch(live, part["partition_epoch"])
         assert cluster.alter(0, part["leader_epoch"], (0,), part["partition_epoch"]).error_code == 0
-        return live.wait_for(part["partition_epoch"] + 1)  # the ISR change, as LeaderAndIsr to replica 2?
+        # the ISR change, as a LeaderAndIsr to replica 2?
+        return wait_for_partition_epoch(live, part["partition_epoch"] + 1)
     finally:
         live.stop()
 

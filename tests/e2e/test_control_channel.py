@@ -6,52 +6,20 @@ port, in a background thread; the daemon connects to the address each broker reg
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import trio
 
-from broker_sim.shell.listener import BrokerControlListener
 from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 
 from . import kio_messages as m
 from .daemon_process import DaemonProcess
 from .kio_client import KioClient
-
-
-class ListenerThread:
-    """A BrokerControlListener served by trio in a daemon thread."""
-
-    def __init__(self, broker_id: int) -> None:
-        self.epoch = -1
-        self.listener = BrokerControlListener(broker_id, lambda: self.epoch)
-        self.port = 0
-        self._ready = threading.Event()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._cancel = trio.CancelScope()
-        self.thread = threading.Thread(target=trio.run, args=(self._main,), daemon=True)
-        self.thread.start()
-        assert self._ready.wait(10)
-
-    async def _main(self) -> None:
-        with self._cancel:
-            async with trio.open_nursery() as nursery:
-                self.port = await nursery.start(self.listener.serve)
-                self._token = trio.lowlevel.current_trio_token()
-                self._ready.set()
-
-    def stop(self) -> None:
-        if self._token is not None:
-            trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
-        self.thread.join(5)
-
-    def received(self, api_key: int) -> list[tuple[object, object]]:
-        return [(request, response) for key, _, request, response in list(self.listener.received) if key == api_key]
+from .listener_thread import ListenerThread
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
