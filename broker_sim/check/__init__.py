@@ -28,7 +28,7 @@ from broker_sim.journal import Entry
 from .delivery import Delivery
 from .journal_plan import JournalPlan, plan
 from .journal_rules import JournalCheck
-from .liveness import Liveness
+from .liveness import NS_PER_MS, Liveness
 from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem
 from .rules import LogRules
 from .snapshot import compare, load_base
@@ -84,7 +84,8 @@ def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult
     sink = ViolationSink()
     rules = LogRules(model, sink)
     liveness = Liveness(journal_plan.lifecycle)
-    delivery = Delivery(journal_plan.lifecycle, journal_plan.observations, journal_plan.unnamed_observations)
+    run_end_ms = None if liveness.run_end_ns is None else liveness.run_end_ns // NS_PER_MS
+    delivery = Delivery(liveness.runs, run_end_ms, journal_plan.observations, journal_plan.unnamed_observations)
     with LogReader(Path(data_dir)) as reader:
         reading = reader.reading
         start = _load_start(reader, rules)

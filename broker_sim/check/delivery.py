@@ -29,12 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from broker_sim.journal import Entry, RunEnded, RunStarted
+from broker_sim.journal import RunStarted
 
+from .liveness import run_covering
 from .state import Model, Partition, partition_label
 from .violations import Violation, ViolationSink
-
-NS_PER_MS = 1_000_000
 
 
 class Owed(NamedTuple):
@@ -57,19 +56,15 @@ class Seen(NamedTuple):
 
 @dataclass
 class Delivery:
-    lifecycle: Sequence[Entry]  # the journal's runs (and what else liveness reads)
+    runs: Sequence[RunStarted]  # the journal's runs (liveness gathers them)
+    run_end_ms: int | None  # when the last run ended, if the journal says
     observations: dict[tuple[int, int, int], list[tuple[int, int]]]  # (broker, topic, partition) -> (ms, epoch)
     unnamed: dict[int, list[int]]  # broker -> times (ms) of observations without a topic id
     owed: deque[Owed] = field(default_factory=deque)
     late: list[tuple[Owed, int]] = field(default_factory=list)  # (obligation, highest epoch seen by then)
-    runs: list[RunStarted] = field(default_factory=list)
-    run_end_ms: int | None = None
     seen: dict[tuple[int, int, int], Seen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.runs = [e for e in self.lifecycle if isinstance(e, RunStarted)]
-        ends = [e.wall_ns for e in self.lifecycle if isinstance(e, RunEnded)]
-        self.run_end_ms = max(ends) // NS_PER_MS if ends else None
         for key, seen in self.observations.items():
             ordered = sorted(seen)
             highest, top = [], -1
@@ -85,12 +80,6 @@ class Delivery:
         """Judged only for a journal that observed states and says how its run went."""
         return bool(self.observations) and bool(self.runs) and self.run_end_ms is not None
 
-    def _run_of(self, broker_id: int) -> RunStarted | None:
-        for run in self.runs:
-            if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers:
-                return run
-        return None
-
     def offer(self, model: Model, changed: Sequence[Partition], at_ms: int) -> None:
         """The partitions one batch changed, at its timestamp: who owes an observation of each."""
         brokers = model.brokers
@@ -99,7 +88,7 @@ class Delivery:
                 broker = brokers.get(replica)
                 if broker is None or not broker.active or replica in partition.offline:
                     continue
-                run = self._run_of(replica)
+                run = run_covering(self.runs, replica)
                 if run is None or run.shutdown_bound_ms <= 0:
                     continue
                 deadline = at_ms + run.shutdown_bound_ms

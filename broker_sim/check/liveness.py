@@ -57,6 +57,7 @@ RELEASE_SLACK_MS = 50
 
 class Silence(NamedTuple):
     at_ms: int  # when to look: the fault's start, then (once the incarnation is known) its deadline
+    deadline_ms: int  # when the silent incarnation must be fenced by
     fault: FaultInjected
     epoch: int  # the silent incarnation's broker epoch; -1 until seen at the fault's start
     controller_epoch: int  # the controller epoch then
@@ -107,22 +108,17 @@ class Liveness:
             ),
             key=lambda deadline: deadline.at_ms,
         )
+        silent = [(e, self._silence_deadline_ms(e)) for e in self.entries if isinstance(e, FaultInjected)]
         self.silences = sorted(
-            (
-                Silence(fault.wall_ns // NS_PER_MS, fault, -1, -1)
-                for fault in self.entries
-                if isinstance(fault, FaultInjected) and self._silence_deadline_ms(fault) is not None
-            ),
+            (Silence(f.wall_ns // NS_PER_MS, deadline, f, -1, -1) for f, deadline in silent if deadline is not None),
             key=lambda silence: silence.at_ms,
         )
         if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
             self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
 
     def run_of(self, broker_id: int) -> RunStarted | None:
-        for run in self.runs:
-            if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers:
-                return run
-        return self.runs[0] if self.runs else None
+        """The run of the fleet process that ran this broker (else the first run, if any)."""
+        return run_covering(self.runs, broker_id) or (self.runs[0] if self.runs else None)
 
     @property
     def waiting(self) -> bool:
@@ -187,10 +183,9 @@ class Liveness:
             if still_unfenced and model.controller_epoch == silence.controller_epoch:
                 self.silence_verdicts.append((silence, _silence_verdict(silence, self.run_of(silence.fault.broker))))
             return
-        deadline_ms = self._silence_deadline_ms(silence.fault)
-        if broker is None or broker.fenced or deadline_ms is None:
+        if broker is None or broker.fenced:
             return
-        waiting = Silence(deadline_ms, silence.fault, broker.epoch, model.controller_epoch)
+        waiting = Silence(silence.deadline_ms, silence.deadline_ms, silence.fault, broker.epoch, model.controller_epoch)
         bisect.insort(self.silences, waiting, key=lambda item: item.at_ms)
 
     def finish(self, model: Model) -> None:
@@ -271,9 +266,14 @@ def silence_slack_ms(run: RunStarted) -> int:
     return round(silence_slack_s(run.heartbeat_ms / 1000, run.session_timeout_ms / 1000) * 1000)
 
 
+def run_covering(runs: Sequence[RunStarted], broker_id: int) -> RunStarted | None:
+    """The run whose broker ids include `broker_id`, if any."""
+    return next((run for run in runs if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers), None)
+
+
 def _silence_verdict(silence: Silence, run: RunStarted | None) -> str:
     timeout = run.session_timeout_ms if run is not None else 0
-    waited = timeout + (silence_slack_ms(run) if run is not None else 0)
+    waited = silence.deadline_ms - silence.fault.wall_ns // NS_PER_MS
     return (
         f"silent since its {silence.fault.fault} ({silence.fault.duration_ms / 1000:.1f} s), incarnation "
         f"{silence.epoch} was still unfenced {waited / 1000:.1f} s later "
