@@ -12,6 +12,15 @@ Rules:
 - The journal: `--journal PATH`; else beside the report (`run.json` -> `run.journal.jsonl`);
   else in the capture dir (`journal.jsonl`, which capture readers skip); else, when `--data-dir`
   asks for the final check, a temporary file removed after it; else none.
+- `--claim-broker-ids DIR` (replicas of one command, e.g. `docker compose up --scale fleet=3`):
+  after the arguments are checked, the replica claims slot k in DIR (`broker_sim.shell.claims`) and
+  runs as if given `--first-broker-id I + k * N` (N: `--brokers`) and `--seed S + k` (topic names
+  carry the seed, so each replica's topics are its own), with its capture dir, report and journal
+  one `slot=k` directory further down (`run.json` -> `slot=k/run.json`). The report's arguments
+  are the ones the replica ran with, and its slot.
+- `--listen-host`: the brokers' control listeners bind to it and register it as their address, so
+  the controller must reach it. A wildcard (0.0.0.0, ::) stands for this host's own address (what
+  its hostname resolves to): the one other containers of a compose network reach it at.
 - `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
 """
 
@@ -21,6 +30,7 @@ import argparse
 import importlib
 import math
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -29,6 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from broker_sim.report import EXIT_INTERRUPTED
+from broker_sim.shell.claims import claim_slot
 from broker_sim.shell.fleet import SCENARIOS, FleetConfig
 from broker_sim.shell.run import RunPlan, execute
 
@@ -36,6 +47,8 @@ CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"
 LARGEST_BROKER_ID = 2**31 - 1
 _DEFAULTS = {item.name: item.default for item in fields(FleetConfig)}
+#: Listen hosts that bind every interface: the brokers register this host's own address instead.
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 
 class UsageError(Exception):
@@ -104,6 +117,18 @@ def build_run_parser(prog: str) -> CommandLineParser:
     add("--journal", type=Path, metavar="PATH", help="the run's journal (default: beside the report)")
     add("--data-dir", type=Path, metavar="PATH", help="the controller's data dir: check its log at the end")
     add("--processes", type=positive_int, default=1, metavar="K", help="spread the brokers over K OS processes")
+    add(
+        "--claim-broker-ids",
+        type=Path,
+        metavar="DIR",
+        help="claim a slot k in DIR shared with other replicas: ids, seed and paths offset by k",
+    )
+    add(
+        "--listen-host",
+        default=_DEFAULTS["listen_host"],
+        metavar="HOST",
+        help="the brokers' control listeners bind and register here (0.0.0.0: this host's address)",
+    )
     return parser
 
 
@@ -111,6 +136,9 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
     """The plan of a run from its arguments; raises `UsageError`."""
     args = build_run_parser(prog).parse_args(argv)
     _validate(args)
+    if args.claim_broker_ids is not None:
+        args = in_slot(args, _claim(args.claim_broker_ids))
+        _validate(args)
     journal, temporary = _journal_path(args)
     host, port = args.controller
     config = FleetConfig(
@@ -128,6 +156,7 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
         session_timeout_ms=args.session_timeout_ms,
         capture_dir=args.capture_dir,
         journal_path=journal,
+        listen_host=advertised_host(args.listen_host),
     )
     return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args))
 
@@ -150,6 +179,45 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {path} is a directory")
     if args.capture_dir is not None and args.capture_dir.exists() and not args.capture_dir.is_dir():
         raise UsageError(f"--capture-dir {args.capture_dir} is not a directory")
+
+
+def _claim(directory: Path) -> int:
+    try:
+        return claim_slot(directory)
+    except OSError as error:
+        raise UsageError(f"--claim-broker-ids {directory}: cannot claim a slot ({error.strerror or error})") from error
+
+
+def in_slot(args: argparse.Namespace, slot: int) -> argparse.Namespace:
+    """The arguments of the replica holding `slot`: the next `--brokers` ids after the slots below
+    it, its own seed (so its own topic names), and its paths one `slot=k` directory down."""
+
+    def down(path: Path | None, *, directory: bool = False) -> Path | None:
+        if path is None:
+            return None
+        return path / f"slot={slot}" if directory else path.parent / f"slot={slot}" / path.name
+
+    return argparse.Namespace(
+        **{
+            **vars(args),
+            "slot": slot,
+            "first_broker_id": args.first_broker_id + slot * args.brokers,
+            "seed": args.seed + slot,
+            "capture_dir": down(args.capture_dir, directory=True),
+            "report": down(args.report),
+            "journal": down(args.journal),
+        }
+    )
+
+
+def advertised_host(host: str) -> str:
+    """The host the brokers listen on and register: `host`, or this host's address for a wildcard."""
+    if host not in WILDCARD_HOSTS:
+        return host
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError as error:
+        raise UsageError(f"--listen-host {host}: this host's name does not resolve ({error})") from error
 
 
 def _journal_path(args: argparse.Namespace) -> tuple[Path | None, bool]:
