@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from broker_sim.check import check
 from broker_sim.shell.fleet import SCENARIOS
 from protocol.registry import INBOUND_API_KEYS, api
 
@@ -91,9 +92,8 @@ async def test_chaos_sends_stale_replays_and_every_one_is_rejected(root: Path) -
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 async def test_the_checker_finds_no_violation_in_any_scenario(root: Path, scenario: str) -> None:
-    checker = pytest.importorskip("broker_sim.check", reason="the invariant checker (issue 9's other half)")
     run = await scenario_run(root, scenario)
-    result = checker.check(run.directory / "data", run.entries)
+    result = check(run.directory / "data", run.entries)
     assert result.ok, (result.violation_counts, result.problems, [v.to_json() for v in result.violations[:5]])
 
 
