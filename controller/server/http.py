@@ -8,11 +8,19 @@ Routes (GET only):
 A query string is ignored. Another path is 404; another method on a route is 405.
 
 Rules:
+- HTTP/1.1 is parsed by h11 (the sans-IO HTTP library of the trio ecosystem): this module feeds
+  it the bytes as they arrive and sends the bytes it writes. It takes what RFC 9112 allows and
+  nothing else: bare newlines, HTTP/1.0, a head in as many TCP writes as the client likes; an
+  HTTP/1.1 request without `Host` is malformed (RFC 9112, 3.2).
 - One request per connection: every response says `Connection: close` and the connection is
-  closed after it (no keep-alive, no pipelining, request bodies are never read).
-- The request line and headers ("the head") must arrive within `MAX_HEAD_BYTES` (16 KiB);
-  a longer head, a malformed request line or a malformed header line is answered 400 and closed.
-- A connection that sends nothing for `idle_timeout_s` (10 s) is closed without a response.
+  closed after it (no keep-alive: pipelined requests after the first are never answered; request
+  bodies are never read).
+- The request line, headers and blank line ("the head") must arrive within `MAX_HEAD_BYTES`
+  (16 KiB, also h11's `max_incomplete_event_size`); a longer head, a malformed request line or
+  header line (anything h11 refuses), a version other than HTTP/1.x or a target that is not a
+  path is answered 400 and closed. h11 holds at most `MAX_HEAD_BYTES` and one read beyond.
+- A connection that sends nothing for `idle_timeout_s` (10 s) is closed without a response; so is
+  one that closes its side before its head is complete.
 - Each connection runs in its own task of the listener's connection nursery, with its own
   cancel scopes for the timeouts; nothing a client sends (or fails to send) may escape it: I/O
   errors close the connection quietly, a bug while answering is logged and answered 500.
@@ -32,10 +40,10 @@ Rules:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import h11
 import trio
 
 from ..core import ControllerCore
@@ -62,9 +70,7 @@ _REASONS = {
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_REQUEST_LINE = re.compile(r"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (/[\x21-\x7e]*) HTTP/1\.[0-9]")
-_HEADER_LINE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*")
+_BAD_REQUEST_DETAIL = 200  # characters of h11's complaint in a 400's body (it may quote the request)
 _ROUTES = ("/metrics", "/state", "/healthz")
 
 CoreProvider = Callable[[], ControllerCore | None]
@@ -83,20 +89,25 @@ class Response:
     body: Sequence[bytes]  # its blocks, sent one after the other
     allow: str | None = None
 
-    def encode(self, include_body: bool = True) -> list[bytes]:
-        """The blocks to send: the head joined to the first block of the body, then the others."""
-        lines = [
-            f"HTTP/1.1 {self.status} {_REASONS[self.status]}",
-            f"Content-Type: {self.content_type}",
-            f"Content-Length: {sum(len(block) for block in self.body)}",
-            "Connection: close",
+    def encode(self, connection: h11.Connection, include_body: bool = True) -> list[bytes]:
+        """The blocks to send, as h11 writes them: the head joined to the first block of the body
+        (one send for a small response), then the others."""
+        headers = [
+            ("Content-Type", self.content_type),
+            ("Content-Length", str(sum(len(block) for block in self.body))),
+            ("Connection", "close"),
         ]
         if self.allow is not None:
-            lines.append(f"Allow: {self.allow}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
-        if not include_body or not self.body:
-            return [head]
-        return [head + self.body[0], *self.body[1:]]
+            headers.append(("Allow", self.allow))
+        head = connection.send(h11.Response(status_code=self.status, headers=headers, reason=_REASONS[self.status]))
+        assert head is not None
+        out = [head]
+        for block in self.body if include_body else ():
+            out.extend(connection.send_with_data_passthrough(h11.Data(data=block)) or ())
+        out.append(connection.send(h11.EndOfMessage()) or b"")  # b"" with a Content-Length
+        if len(out) > 1:
+            out[:2] = [out[0] + out[1]]
+        return [block for block in out if block]
 
 
 def text(status: int, body: str) -> Response:
@@ -166,17 +177,20 @@ class HttpServer:
             await trio.aclose_forcefully(stream)
 
     async def _exchange(self, stream: trio.SocketStream) -> None:
+        connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        method = "GET"  # until a request line says otherwise: a refusal has a body
         try:
-            head = await read_head(stream, self.idle_timeout_s)
-            if head is None:
+            request = await read_request(stream, connection, self.idle_timeout_s)
+            if request is None:
                 return
-            method, path = parse_head(head)
+            method = request.method.decode("ascii")
+            path = path_of(request)
         except BadRequest as exc:
             log.debug("http bad request: %s", exc)
-            await send_and_linger(stream, text(400, f"bad request: {exc}\n").encode(), self.idle_timeout_s)
-            return
-        response = await self.respond(method, path)
-        await send_and_linger(stream, response.encode(include_body=method != "HEAD"), self.idle_timeout_s)
+            response = text(400, f"bad request: {str(exc)[:_BAD_REQUEST_DETAIL]}\n")
+        else:
+            response = await self.respond(method, path)
+        await send_and_linger(stream, response.encode(connection, include_body=method != "HEAD"), self.idle_timeout_s)
 
     async def respond(self, method: str, path: str) -> Response:
         """The response to `method path` (the query string already removed)."""
@@ -204,39 +218,41 @@ class HttpServer:
         return Response(200, JSON_CONTENT_TYPE, body)
 
 
-async def read_head(stream: trio.abc.ReceiveStream, idle_timeout_s: float) -> bytes | None:
-    """The request line and headers (without the blank line), or None when the client sent
-    nothing more for `idle_timeout_s` or closed; `BadRequest` past `MAX_HEAD_BYTES`."""
-    buffer = bytearray()
-    searched = 0  # the blank line cannot end before this offset
+async def read_request(
+    stream: trio.abc.ReceiveStream, connection: h11.Connection, idle_timeout_s: float
+) -> h11.Request | None:
+    """The request's head as h11 parsed it, or None when the client sent nothing more for
+    `idle_timeout_s` or closed its side first; `BadRequest` for whatever h11 refuses and for a
+    head over `MAX_HEAD_BYTES`. h11 refuses an incomplete head once it holds more than that; a
+    head that arrived whole in the same read is measured here, from what h11 has not consumed."""
+    received = 0
     while True:
-        end = _HEAD_END.search(buffer, searched)
-        if end is not None:
-            if end.start() > MAX_HEAD_BYTES:
+        try:
+            event = connection.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise BadRequest(str(exc)) from None
+        if isinstance(event, h11.Request):
+            if received - len(connection.trailing_data[0]) > MAX_HEAD_BYTES:
                 raise BadRequest(f"request head over {MAX_HEAD_BYTES} bytes")
-            return bytes(buffer[: end.start()])
-        if len(buffer) > MAX_HEAD_BYTES:
-            raise BadRequest(f"request head over {MAX_HEAD_BYTES} bytes")
-        searched = max(0, len(buffer) - 3)
+            return event
+        assert event is h11.NEED_DATA, event  # nothing else comes before a request: no EOF is fed
         with trio.move_on_after(idle_timeout_s) as idle:
             chunk = await stream.receive_some(MAX_HEAD_BYTES)
         if idle.cancelled_caught or not chunk:
             return None
-        buffer += chunk
+        received += len(chunk)
+        connection.receive_data(bytes(chunk))  # a no-op on the bytes a socket gives
 
 
-def parse_head(head: bytes) -> tuple[str, str]:
-    """(method, path) of a request head; `BadRequest` if any of its lines is malformed."""
-    lines = head.decode("latin-1").lstrip("\r\n").split("\n")
-    lines = [line.removesuffix("\r") for line in lines]
-    match = _REQUEST_LINE.fullmatch(lines[0])
-    if match is None:
-        raise BadRequest(f"malformed request line {lines[0][:80]!r}")
-    for line in lines[1:]:
-        if _HEADER_LINE.fullmatch(line) is None:
-            raise BadRequest(f"malformed header line {line[:80]!r}")
-    method, target = match.group(1), match.group(2)
-    return method, target.partition("?")[0]
+def path_of(request: h11.Request) -> str:
+    """The path a request names, its query string removed; `BadRequest` for what h11 lets pass
+    but this server does not serve: another version than HTTP/1.x, a target that is not a path."""
+    if not request.http_version.startswith(b"1."):
+        raise BadRequest(f"HTTP/{request.http_version.decode('ascii')} is not HTTP/1.x")
+    target = request.target.decode("ascii")  # h11: visible ASCII only
+    if not target.startswith("/"):
+        raise BadRequest(f"request target {target[:80]!r} is not a path")
+    return target.partition("?")[0]
 
 
 async def send_and_linger(stream: trio.SocketStream, data: Sequence[bytes], stall_timeout_s: float) -> None:

@@ -220,7 +220,7 @@ async def test_a_client_that_reads_nothing_of_a_large_body_is_closed(
     await client.connect(("127.0.0.1", server.port))
     async with trio.SocketStream(client) as stream:
         with caplog.at_level(logging.DEBUG, logger="fencer.http"):
-            await stream.send_all(b"GET /state HTTP/1.1\r\n\r\n")
+            await stream.send_all(b"GET /state HTTP/1.1\r\nHost: localhost\r\n\r\n")
             with trio.fail_after(GATE_TIMEOUT_S):
                 while "read nothing" not in caplog.text:
                     await trio.sleep(0.02)
@@ -247,7 +247,7 @@ async def test_unknown_path_is_404_and_other_methods_405(server: Server) -> None
 
 
 async def test_head_requests_get_no_body(server: Server) -> None:
-    raw = await exchange(server.port, b"HEAD /healthz HTTP/1.1\r\n\r\n")
+    raw = await exchange(server.port, b"HEAD /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 405 ")
     assert body == b""
@@ -257,6 +257,57 @@ async def test_http_1_0_and_bare_newlines_are_understood(server: Server) -> None
     server.core = cluster()
     reply = parse(await exchange(server.port, b"GET /healthz HTTP/1.0\nUser-Agent: probe\n\n"))
     assert (reply.status, reply.body) == (200, b"ok")
+
+
+async def test_http_1_0_needs_no_host_and_is_answered_with_connection_close(server: Server) -> None:
+    raw = await exchange(server.port, b"GET /metrics HTTP/1.0\r\n\r\n")
+    assert parse(raw).status == 200  # parse: HTTP/1.1 in the status line, Connection: close
+
+
+async def test_an_http_1_1_request_without_host_is_400(server: Server) -> None:
+    """RFC 9112, 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host."""
+    reply = parse(await exchange(server.port, b"GET /metrics HTTP/1.1\r\n\r\n"))
+    assert reply.status == 400
+    assert b"Host" in reply.body
+
+
+async def test_a_request_split_across_many_tcp_writes_is_answered(server: Server) -> None:
+    server.core = cluster()
+    raw = b"GET /healthz?probe=1 HTTP/1.1\r\nHost: localhost\r\nUser-Agent: trickle\r\n\r\n"
+    client = trio.socket.socket()
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each write its own segment
+    await client.connect(("127.0.0.1", server.port))
+    async with trio.SocketStream(client) as stream:
+        for start in range(0, len(raw), 3):
+            await stream.send_all(raw[start : start + 3])
+            await trio.sleep(0.005)  # well within the idle timeout: the server reads each piece alone
+        received = bytearray()
+        with trio.fail_after(2):
+            while chunk := await stream.receive_some(65536):
+                received += chunk
+    reply = parse(bytes(received))
+    assert (reply.status, reply.body) == (200, b"ok")
+
+
+async def test_pipelined_requests_get_the_first_answer_then_the_close(server: Server) -> None:
+    """No keep-alive: the second request is never answered, and the connection closes cleanly
+    after the first answer (no reset that could cost the client that answer)."""
+    server.core = cluster()
+    first = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    second = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    raw = await exchange(server.port, first + second)
+    assert raw.count(b"HTTP/1.1 ") == 1
+    reply = parse(raw)  # the whole of what arrived is one response: its Content-Length says so
+    assert (reply.status, reply.body) == (200, b"ok")
+
+
+async def test_a_request_body_is_never_read(server: Server) -> None:
+    """A request announcing 1 GiB of body is answered from its head at once; the body never arrives."""
+    raw = b"POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1073741824\r\n\r\n"
+    started = trio.current_time()
+    reply = parse(await exchange(server.port, raw))
+    assert reply.status == 405
+    assert trio.current_time() - started < IDLE_TIMEOUT_S
 
 
 async def test_a_failing_route_is_answered_500_and_the_server_keeps_serving(server: Server) -> None:
@@ -275,13 +326,16 @@ async def test_a_failing_route_is_answered_500_and_the_server_keeps_serving(serv
         b"HELLO\r\n\r\n",
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",  # a TLS ClientHello's first bytes
         b"GET /metrics\r\n\r\n",
-        b"GET metrics HTTP/1.1\r\n\r\n",
+        b"GET metrics HTTP/1.1\r\nHost: localhost\r\n\r\n",
         b"GET /metrics HTTP/2.0\r\n\r\n",
         b"GET  /metrics HTTP/1.1\r\n\r\n",
         b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
         b"GET /metrics HTTP/1.1\r\nName : spaced\r\n\r\n",
         b"GET /metrics HTTP/1.1\r\n folded: line\r\n\r\n",
         b"\r\n\r\n",
+        b"GET http://localhost/metrics HTTP/1.1\r\nHost: localhost\r\n\r\n",  # absolute-form: a proxy's
+        b"GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n",
     ],
 )
 async def test_malformed_requests_are_400_and_closed(server: Server, raw: bytes) -> None:
@@ -290,8 +344,23 @@ async def test_malformed_requests_are_400_and_closed(server: Server, raw: bytes)
 
 
 async def test_an_oversized_header_is_400(server: Server) -> None:
-    raw = b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES + 100) + b"\r\n\r\n"
+    raw = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES + 100) + b"\r\n\r\n"
     assert parse(await exchange(server.port, raw)).status == 400
+
+
+async def test_a_whole_head_just_over_the_limit_is_400_however_it_arrives(server: Server) -> None:
+    """h11 refuses a head only while it is incomplete; one that arrives whole in a read or two
+    is measured too."""
+    prefix = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Big: "
+    filler = b"a" * (MAX_HEAD_BYTES + 1 - len(prefix) - 4)
+    assert parse(await exchange(server.port, prefix + filler + b"\r\n\r\n")).status == 400
+    assert parse(await exchange(server.port, prefix + filler[:-1] + b"\r\n\r\n")).status == 200
+
+
+async def test_a_header_line_that_never_ends_is_refused_once_past_the_head_limit(server: Server) -> None:
+    raw = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Endless: " + b"a" * (MAX_HEAD_BYTES + 1)
+    reply = parse(await exchange(server.port, raw))  # the client sends no end of line, and waits
+    assert reply.status == 400
 
 
 async def test_an_endless_head_is_refused_without_waiting_for_its_end(server: Server) -> None:
