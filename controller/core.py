@@ -1,13 +1,18 @@
 """The controller core: a pure state machine over decoded requests and metadata records.
 
 Rules (architecture.md "Records, then replay"):
-- `handle(api_key, version, request, now_ns, next_offset)` decides: it returns a `Result`
-  (records to append atomically, and the response) and never mutates durable state. Only soft
-  state (heartbeat times) is touched, as in Kafka.
-- `replay(record, offset)` is the only mutation. Start-up is replay: a snapshot's records, then
-  the log's tail. The caller appends a request's records, replays them, then answers.
-- `apply(records)` replays a committed group and returns the control requests (LeaderAndIsr,
-  StopReplica) that brokers must receive because of it (see `controller.control.orders`).
+- `handle(api_key, version, request, now_ns, next_offset)` decides: it returns an `Outcome`,
+  either a `Result` (one atomic batch of records, and the response) or `Steps` (an operation
+  decided in steps: it yields each atomic batch, and decides the next one only once the caller
+  has replayed it, then returns the response; `batches` walks both alike). Deciding never
+  mutates durable state; only soft state (heartbeat times) is touched, as in Kafka.
+- `replay(record, offset, epoch)` is the only mutation. Start-up is replay: a snapshot's records,
+  then the log's tail. The caller (`controller.engine`) replays a decision's records at once,
+  before they are durable, so the next decision sees them (as KRaft does); it appends them later
+  (group commit) and answers only once they are: decide, replay, append, answer.
+- `apply(records, collector)` replays (record, offset) pairs and returns the control requests
+  (LeaderAndIsr, StopReplica) that brokers must receive because of them, or gathers them in
+  `collector` (see `controller.control.orders`).
 - Time (monotonic ns) and randomness (a seeded `random.Random`) are arguments; nothing here
   reads a clock, a socket or the environment.
 """
@@ -70,7 +75,7 @@ class ClusterCounts(NamedTuple):
 
 def batches(outcome: Outcome) -> Steps:
     """Every batch of an operation's outcome, in order, then its response: a `Result` is one
-    batch (none without records). The caller appends and replays each batch before the next."""
+    batch (none without records). The caller replays each batch before asking for the next."""
     if type(outcome) is Result:
         if outcome.records:
             yield outcome.records

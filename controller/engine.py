@@ -7,10 +7,11 @@ Rules:
 - `decide` runs one request through the core and stages its records: they get their offsets at
   once and are replayed at once, so the next request sees them (as KRaft does), but nothing
   may be answered before they are durable. The one commit path (the group-commit writer's):
-  `take_staged` hands over every staged request's records, `prepare` encodes them (one batch per
-  request, atomic) and `write` appends them with one write and one fsync. A failed append leaves
-  the engine unusable: the in-memory state is ahead of the disk, and only a restart's recovery
-  can reconcile them.
+  `take_staged` hands over every staged batch (a request's records, or one step of an operation
+  decided in steps), `prepare` encodes them (one record batch each, atomic) and `write` appends
+  them with one write and one fsync (one of each per segment when the commit crosses a roll). A
+  failed append leaves the engine unusable: the in-memory state is ahead of the disk, and only a
+  restart's recovery can reconcile them.
 - Once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since the last snapshot
   (`snapshot_wanted`) and the state equals the log, the state is frozen, encoded and written as
   a snapshot (`freeze`, `encode_snapshot`, `write_encoded_snapshot`); then retention runs as in

@@ -12,9 +12,9 @@ Rules:
 - A yield is None, or `COMMIT_POINT`: the work reached a point where what it did so far should
   be committed before it goes on (the engine yields it at a batch boundary once many records
   are staged), so that memory stays bounded whatever the work's size.
-- `paced` turns fine-grained yields into yields at most every `SLICE_SECONDS`, so that small
-  work never yields at all and large work yields a few times per `SLICE_SECONDS`; it always
-  passes a `COMMIT_POINT` on.
+- `paced` turns fine-grained yields into a yield once at least `SLICE_SECONDS` of work ran since
+  the last one, so that small work never yields at all and large work yields about once per
+  `SLICE_SECONDS` of its running time; it always passes a `COMMIT_POINT` on.
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ Rules:
   `LogError`: a failed snapshot leaves nothing behind and no counter changed, a failed deletion
   leaves the files it had not reached; appends go on either way.
 - Two threads may share a log: one appending (`write_prepared`, `append_leader_change`), one
-  snapshotting (`write_snapshot`, then `apply_retention` or `delete_segments_below`). What both
-  touch is in a `LogCatalog`, whose one lock is held only to read or update it: never across a
-  write, an fsync, a file's writing or deletion. `open`, `read`, `batches` and `close` expect
-  no other thread at work.
+  snapshotting (`write_snapshot` or `write_encoded_snapshot`, then `apply_retention` or
+  `delete_segments_below`). What both touch is in a `LogCatalog`, whose one lock is held only to
+  read or update it: never across a write, an fsync, a file's writing or deletion. `open`,
+  `read`, `batches` and `close` expect no other thread at work.
 """
 
 from __future__ import annotations

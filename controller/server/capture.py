@@ -16,8 +16,9 @@ Rules:
   long as it runs, which would stall the event loop from a thread. `flush` does all of it at once.
 - `due()` is true when `rotate_rows` rows are buffered, or when rows are buffered and
   `rotate_seconds` have passed since the last part was taken (so a crash loses at most about
-  `rotate_seconds` of rows, plus the time the daemon takes to notice). The daemon polls it and runs
-  `flush` in a worker thread; a part holds at most `rotate_rows` rows (one row group).
+  `rotate_seconds` of rows, plus the time the daemon takes to notice). The daemon polls it and then
+  takes, converts and writes a part as above; `flush` (all of it in one blocking call, as `close`
+  uses it) is for a worker thread. A part holds at most `rotate_rows` rows (one row group).
 - A part is written as `.<name>.tmp`, fsync'd, renamed to `<prefix>-<start ns>-<sequence>.parquet`,
   then the directory is fsync'd. The start is the wall-clock time the part's collection window
   opened, 19 digits, so names sort by time. Readers skip names starting with `.` (pyarrow, Spark)

@@ -1,7 +1,8 @@
 """The whole controller state: configuration, the managers' slices, soft state, epochs.
 
-`ControllerState` is what operations read (never write) and what `replay` mutates (see
-`controller.core`). `eligible` is the one definition of who may lead or join an ISR.
+`ControllerState` is what operations read (never write, but for the heartbeat times) and what
+`replay` mutates (see `controller.core`). Who may lead or join an ISR is defined once, in
+`controller.ops.changes.eligible`.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ class Result(NamedTuple):
 
 
 #: An operation decided in steps (Kafka's non-atomic ControllerResult): it yields the records of
-#: each atomic batch, which the caller appends and replays before asking for the next one (so
-#: every step decides on the state the previous ones left), and returns its response. A batch
+#: each atomic batch, which the caller replays before asking for the next one (so every step
+#: decides on the state the previous ones left; the batches are appended later, in order), and
+#: returns its response, sent once every batch is durable. A batch
 #: may be empty: a step that decided nothing, where the caller may let other work run.
 Steps: TypeAlias = Generator[Sequence[RecordAndVersion], None, Data | None]
 

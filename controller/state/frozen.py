@@ -2,7 +2,9 @@
 
 Snapshots and `/state` must describe one consistent state, yet building their records or JSON
 for a large cluster takes far longer than the event loop may be held. So the shell freezes the
-state (cheap) and does the slow part in a worker thread while replay goes on.
+state (cheap) and does the slow part from the frozen copy while replay goes on: a snapshot is
+encoded on the event loop in paced slices (`ControllerEngine.encode_snapshot`: that work holds
+the GIL, so a thread would only take the loop's turns), `/state` is built in a worker thread.
 
 Rules:
 - Registrations (`BrokerRegistration`, `PartitionRegistration`) are immutable values that replay

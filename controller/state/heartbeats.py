@@ -2,7 +2,8 @@
 
 Times are monotonic nanoseconds passed in by the caller. A session is valid while the broker is
 unfenced and was heard from within the session timeout (Kafka's `hasValidSession`). After a
-controller restart every registered broker gets a fresh session from the first tick.
+controller restart every registered broker gets a fresh session from the moment the new
+controller epoch opens (`adopt`, called by `ControllerCore.start_sessions`).
 """
 
 from __future__ import annotations

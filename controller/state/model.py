@@ -1,7 +1,8 @@
 """Immutable values of the controller's state: broker registrations and partition registrations.
 
 Rules:
-- A registration is replaced, never edited: `replace(...)` or `merge(change)` returns a new one.
+- A registration is replaced, never edited: `with_changes(...)` (a broker) or `merge(change)` (a
+  partition) returns a new one.
 - `PartitionRegistration.merge` applies a PartitionChangeRecord exactly as Kafka does: the leader
   epoch goes up by one when the record names a leader (even the same one), the partition epoch
   goes up by one for every record; absent fields (None, or leader -2) change nothing.
