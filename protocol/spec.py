@@ -6,7 +6,7 @@ which is everything the compiler needs to build the construct struct of any vers
 
     @dataclass(frozen=True, slots=True, kw_only=True)
     class AlterPartitionRequest(Data):
-        API: ClassVar = Api(56, REQUEST, valid="0-3", flexible="0+")
+        API: ClassVar[Api] = Api.of(56, REQUEST, valid="0-3", flexible="0+")
         broker_id: Annotated[int, F(INT32)]
         topics: Annotated[tuple[TopicData, ...], F(ARRAY(TopicData))]  # (abridged)
 

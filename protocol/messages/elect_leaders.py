@@ -1,7 +1,7 @@
 """ElectLeaders (api key 43), versions 0-2, flexible from 2.
 
 An admin client asks the controller to run leader elections for some partitions (or, with a
-null partition list, for every partition whose leader is not its preferred replica).
+null partition list, for every partition of the cluster, whatever the election type).
 
 v1 adds ElectionType (KIP-460): 0 elects the preferred replica, 1 runs an unclean election
 (the first live replica) where no in-sync replica is left; v1 responses add a top-level error
@@ -31,7 +31,7 @@ class ElectLeadersRequestTopicPartitions(Data):
 class ElectLeadersRequest(Data):
     API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-2", flexible="2+")
     election_type: Annotated[int, F(INT8, "1+")] = PREFERRED
-    # None: every partition (preferred elections only).
+    # None: every partition of the cluster.
     topic_partitions: Annotated[
         tuple[ElectLeadersRequestTopicPartitions, ...] | None,
         F(ARRAY(ElectLeadersRequestTopicPartitions), nullable="0+"),
