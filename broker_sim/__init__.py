@@ -4,17 +4,19 @@ Rules: `broker_sim` imports `protocol`, never `controller` (the checker must jud
 that writes Kafka's format). The broker's behaviour is pure, seeded logic with time passed in
 (`model/`); trio appears only in the shell (the fleet runner, connections, the listener, the
 display). Every random choice comes from a seeded `random.Random`. Modules:
-- `listener`: the broker side of the control plane (ApiVersions, LeaderAndIsr, StopReplica),
-  enforcing the broker-side epoch rules of semantics.md.
+- `model/` (pure): one broker's lifecycle, replicas and lag, ISR decisions, reactions to errors,
+  disks, controlled shutdown, stale replays and probes, version choices and the fault schedule.
+- `shell/` (trio): `fleet` (the fleet engine, `run_fleet(FleetConfig, FleetStats) -> FleetOutcome`),
+  `runner` (one fleet process: its brokers, the fault driver, the admin client, the ticker),
+  `broker` and `connection` (a broker's incarnations and its controller connections), `listener`
+  (the broker side of the control plane: ApiVersions, LeaderAndIsr, StopReplica, enforcing the
+  broker-side epoch rules of semantics.md), `faults`, `admin`, `capture`, `recorder`; `run` (a
+  run from start to verdict), `processes` (`--processes K`), `claims` (`--claim-broker-ids`),
+  `display` (the live view and the summary).
 - `journal`: the run's journal (JSON lines), the contract between the fleet and the checker.
 - `stats`: live counters for the display and the report, mergeable across fleet processes.
-- `model/` (pure): one broker's lifecycle, replicas and lag, ISR decisions, reactions to errors,
-  disks, stale replays, version choices and the fault schedule.
-- `shell/` (trio): connections, per-broker runners, faults, admin requests, capture, journal.
-- `fleet`: the fleet engine (`run_fleet(FleetConfig, FleetStats) -> FleetOutcome`).
+- `report`: the verdict, exit status, final check and JSON report.
 - `check/`: the invariant checker (the metadata log read with `protocol`, plus the journal).
 - `cli` (and `__main__`): the command line, `python -m broker_sim run|check` and `fencer-fleet`;
-  `runner`: a run from start to verdict; `processes`: `--processes K`; `display`: the live view
-  and the summary; `report`: the verdict, exit status, final check and JSON report; `demo`:
-  `make demo`.
+  `demo`: `make demo`.
 """

@@ -16,7 +16,8 @@ Steps (each announced by one line):
 
 Rules: the controller is stopped before the script exits, whatever happens (a Ctrl-C reaches the
 fleet too: it stops and reports, and the demo goes on to stop the controller). The exit status is
-the first failing step's (the fleet's, then the check's), 0 when every step succeeded.
+the first failing step's (the fleet's, then the check's, then the analytics job's), 0 when every
+step succeeded; a fleet that could not run at all (exit 2) ends the demo before the check.
 """
 
 from __future__ import annotations

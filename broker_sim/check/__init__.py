@@ -4,14 +4,14 @@
 imports `controller`, so it can judge any controller that writes Kafka's `__cluster_metadata`
 format. Modules: `log` (reading segments and snapshots), `state` (the checker's own model),
 `rules` and `partition_rules` (the invariants at every log position), `snapshot` (base state and
-snapshot checks), `journal_plan`, `journal_rules` and `liveness` (the journal against the log),
-`violations` (what is reported), `cli` (`python -m broker_sim check`).
+snapshot checks), `journal_plan`, `journal_rules`, `liveness` and `delivery` (the journal against
+the log), `violations` (what is reported), `cli` (`python -m broker_sim check`).
 
 Rules:
 - A violation is a rule broken by the controller; a problem is a log that cannot be read to its
   end (corruption, a gap, an undecodable record, a corrupt snapshot). Either fails the check.
   Notes (an incomplete last batch, skipped record types) do not.
-- The journal is read completely, once, before the log is opened (see `journal_rules.plan`).
+- The journal is read completely, once, before the log is opened (see `journal_plan.plan`).
 - Each snapshot the replay passes is compared with the replayed state at its end offset.
 """
 

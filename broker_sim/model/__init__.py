@@ -12,6 +12,10 @@ sends what the model asks for. Modules:
 - `requests`: request bodies for every API version the broker sends.
 - `lifecycle`: DescribeCluster -> ApiVersions -> BrokerRegistration -> heartbeats -> unfenced.
 - `stale`: requests built with epochs the broker knows are stale (KIP-380, KIP-497).
+- `disks`: a broker's log dirs, their failures and repairs, the AlterReplicaState reports due.
+- `shutdown`: a controlled shutdown in progress (ControlledShutdown and/or WantShutDown).
+- `events`: what the model hands the shell (requests to send, facts to record).
 - `broker`: one broker: lifecycle, data channel, disks, controlled shutdown, stale replays.
+- `fleet_view`: what a leader learns of its followers, over the brokers of one fleet process.
 - `schedule`: the fault schedule, a pure function of seed, scenario, broker ids and duration.
 """

@@ -5,8 +5,8 @@ Rules:
 - Two channels, one request in flight on each (Kafka's broker also keeps heartbeats and
   AlterPartition on separate controller channels): `next_lifecycle` (see `lifecycle`) and
   `next_data`. Each returns the request to send now or the time to ask again; the shell answers
-  through `lifecycle_answered` / `data_answered` or `failed`. Facts go to `events` (the shell
-  drains them).
+  through `lifecycle_answered` / `data_answered`, or `lifecycle_failed` / `data_failed`. Facts go
+  to `events` (the shell drains them).
 - The data channel, in priority order: the ControlledShutdown RPC (retried every
   `shutdown_retry_s` until nothing remains), a stale replay that is ready, AlterReplicaState
   (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), in chaos a probe

@@ -16,7 +16,8 @@ Rules:
   less often, for all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
   later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
   that leadership returns to restarted brokers.
-- Errors are counted like any answer; network errors and bad answers are retried once later.
+- Errors are counted like any answer; a network error or a bad answer is counted too (a bad
+  answer also journalled), and the request is not sent again.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Where the shell writes what happened: live counters (`FleetStats`), the journal and the capture.
 
-Rules: model times (seconds since the fleet started, monotonic) become wall-clock nanoseconds as
-`wall0_ns + t`, so that journal entries of one process keep their order and entries of several
-processes share one timeline. Counters: every answered request by API name, its top-level error and
+Rules: journal entries carry the wall clock when they are written (`now_ns`, `time.time_ns()`),
+so that entries of several processes share one timeline; the model times an event carries (a
+controlled shutdown's start and end: seconds since the fleet started, monotonic) become
+wall-clock nanoseconds as `wall0_ns + t`. Counters: every answered request by API name, its top-level error and
 each partition error as "Api:ERROR_NAME"; requests without an answer as "Api:NETWORK_EXCEPTION"
 (Kafka's name for it); latencies in milliseconds. Journal entries are written as they happen and
 flushed by the fleet's ticker about once a second.
