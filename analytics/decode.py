@@ -1,15 +1,15 @@
 """Capture rows -> decoded rows, with `protocol`, one Arrow record batch at a time, in the executors.
 
-Purpose: `decode_captures(captures)` is the job's only Python code on the data path: a
-`mapInArrow` over the capture rows (plus `source` and `request_digest`, added by Spark). Each
-batch's envelope columns are passed through as Arrow arrays, untouched; only the frames are read
-in Python, one exchange at a time (the codec decodes frames, not columns), and the new columns
-are built as Arrow arrays once per batch. `decode_batch` is the same function on one batch, for
-the single-process baseline and the tests.
+Purpose: the job's only Python code on the data path is a `mapInArrow` over the capture rows
+(plus `source` and `request_digest`, added by Spark) that runs `decode_batch` on each Arrow
+batch. Each batch's envelope columns are passed through as Arrow arrays, untouched; only the
+frames are read in Python, one exchange at a time (the codec decodes frames, not columns), and
+the new columns are built as Arrow arrays once per batch. `decode_batch` is also what the
+single-process baseline (benchmarks/analytics.py) and the tests call.
 
-`stage_decoded(captures, directory)` is what the job runs: the same `mapInArrow`, but each task
-writes its decoded batches itself, with pyarrow, as one Parquet file under `directory`, and hands
-Spark back only its row count. The decoded rows never cross back into the JVM: converting the
+`stage_decoded(captures, directory)` is what the job runs (pipeline.py): each task writes its
+decoded batches itself, with pyarrow, as one Parquet file under `directory`, and hands Spark
+back only its row count. The decoded rows never cross back into the JVM: converting the
 nested Arrow output into Spark rows and shredding them again with Spark's row-at-a-time Parquet
 writer cost more CPU than the decoding itself on this machine (benchmarks/analytics.py), while
 pyarrow writes the Arrow columns as they are. `decode_captures` (the decoded rows as a

@@ -1,8 +1,10 @@
-"""What one decoded exchange says, per API: the broker, its epoch, partitions, shutdown progress.
+"""What one decoded exchange says, per API: the broker, its epoch, partitions, shutdown progress,
+topic names, listeners.
 
-Purpose: `facts(key, version, request, response)` turns a decoded request body and its decoded
-response body (or None) into the plain values the decoded rows hold. One function per API, in
-the order of docs/protocol.md; APIs without one contribute only the envelope and the error.
+Purpose: `facts(api_key, request, response)` turns a decoded request body and its decoded
+response body (or None) into the plain values the decoded rows hold (`Facts`). One function per
+API, in the order of docs/protocol.md; APIs without one contribute only the envelope and the
+error.
 
 Rules (also the meaning of the columns; README's analytics section repeats them):
 - broker id: the request's own `broker_id`; null for requests that carry none (LeaderAndIsr and
@@ -18,6 +20,10 @@ Rules (also the meaning of the columns; README's analytics section repeats them)
 - shutdown state: ControlledShutdown, and BrokerHeartbeat with WantShutDown, are "requested",
   "complete" (nothing remains: no error and no remaining partitions, or ShouldShutDown) or
   "rejected" (an error at the top level); null for every other exchange.
+- topic names: the (topic id, name) pairs a frame names together (CreateTopics' response,
+  LeaderAndIsr v5+ requests), from which the tables label topics known only by id.
+- listeners: BrokerRegistration's "host:port" of each listener, from which the tables find the
+  broker a LeaderAndIsr or StopReplica went to.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The report: the few numbers a person wants, collected from the tables, as HTML and as text.
 
-Purpose: `collect(tables)` brings the small aggregates to the driver (never a whole table);
-`html(report)` renders one self-contained page (charts embedded as PNG data URIs, no scripts, no
-links to fetch) that opens from disk; `summary(report)` is the console's version.
+Purpose: `collect(tables, captures, window_seconds)` brings the small aggregates to the driver
+(never a whole table); `html(report)` renders one self-contained page (charts embedded as PNG
+data URIs, no scripts, no links to fetch) that opens from disk; `summary(report)` is the
+console's version.
 
 Rules:
 - Everything here reads the aggregates, which are small by construction (windows x APIs, the
