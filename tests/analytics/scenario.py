@@ -223,7 +223,7 @@ def fleet_rows() -> list[Exchange]:
 
 
 def corrupt_rows() -> list[Exchange]:
-    """Rows whose frames do not decode: (row, the start of its reason)."""
+    """Rows whose frames do not decode, in the order of `CORRUPT_REASONS` (the start of each one's reason)."""
 
     def heartbeat_frame(correlation_id: int) -> bytes:
         return encode_request(BrokerHeartbeatRequest(broker_id=1, broker_epoch=10), 1, correlation_id)[4:]

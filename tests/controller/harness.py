@@ -1,7 +1,9 @@
 """A test harness around ControllerCore: an in-memory log, a clock, and helpers for common steps.
 
-It does what the daemon's writer does (decide, append, replay, collect control orders), with a
-list standing in for the fsync'd log, so that core tests read like scenarios.
+It does what the daemon's engine and writer do (decide, replay each batch before the next is
+decided, collect the control orders), with a list standing in for the fsync'd log: a batch goes
+into the list as it is replayed (the daemon appends it later, before it answers), so that core
+tests read like scenarios.
 """
 
 from __future__ import annotations
