@@ -57,6 +57,8 @@ GROUP_REQUEST_BUCKETS = tuple(float(2**n) for n in range(10))
 GROUP_RECORD_BUCKETS = tuple(float(2**n) for n in range(14))
 #: Snapshot write times: 10 ms .. 5 min.
 SNAPSHOT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: Where the controller failed on a request it had decoded (the connection is closed unanswered).
+REQUEST_FAILURE_STAGES = ("decide", "encode")
 #: Why a connection was closed at accept.
 CONNECTION_REFUSAL_REASONS = ("max_connections", "descriptors")
 #: Why a frame was refused (the connection is closed without a response).
@@ -101,6 +103,14 @@ class ControllerMetrics:
         )
         for reason in INVALID_FRAME_REASONS:
             self._invalid_frames.labels(reason=reason)
+        self._request_failures = Counter(
+            "fencer_request_failures",
+            "Requests the controller failed to decide or to encode an answer for (a bug; connection closed), by stage",
+            ["stage"],
+            registry=registry,
+        )
+        for stage in REQUEST_FAILURE_STAGES:
+            self._request_failures.labels(stage=stage)
 
     def _define_log_metrics(self) -> None:
         registry = self.registry
@@ -187,6 +197,10 @@ class ControllerMetrics:
     def invalid_frame(self, reason: str) -> None:
         """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""
         self._invalid_frames.labels(reason=reason).inc()
+
+    def request_failed(self, stage: str) -> None:
+        """A decoded request the controller failed on; `stage` is one of `REQUEST_FAILURE_STAGES`."""
+        self._request_failures.labels(stage=stage).inc()
 
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None:
         """One group commit: how many batches (one per request that wrote records, several for a

@@ -15,7 +15,11 @@ Rules:
   on (at the `COMMIT_POINT` the engine yields between batches), so memory stays bounded; its
   request is answered with the commit of its last batch.
 - A failed commit is fatal (`LogError` escapes): the state is ahead of the disk.
-- A request whose decision raises is logged and its connection closed unanswered.
+- A request whose decision raises, or whose answer cannot be encoded, is logged, counted
+  (`request_failed`, by stage) and its connection closed unanswered; the writer goes on with the
+  rest of its group and the daemon with every other connection. An answer that fails to encode
+  was decided and committed: its client learns nothing, as when a connection drops before the
+  answer.
 - Snapshots: once `snapshot_bytes` of log were appended since the last one, the writer lets the
   commit in flight land (the state then equals the log), freezes the state (milliseconds) and
   goes on deciding while a task of its own encodes the snapshot in slices and writes it from a
@@ -57,6 +61,7 @@ _TICK = object()  # a session-timer wake-up in the queue
 class WriterMetrics(Protocol):
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
     def snapshot(self, ok: bool, seconds: float) -> None: ...
+    def request_failed(self, stage: str) -> None: ...
 
 
 class OrderSink(Protocol):
@@ -167,6 +172,7 @@ class Writer:
                 raise
             except Exception:
                 log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
+                self._metrics.request_failed("decide")
                 pending.connection.abandon(pending)  # the connection closes unanswered
                 self._finished(1)
                 continue
@@ -230,8 +236,15 @@ class Writer:
         request = pending.request
         assert request is not None and pending.response is not None
         encode = functools.partial(encode_response, pending.response, request.api_version, request.correlation_id)
-        # a response is about as large as its request: a large one is encoded off the event loop
-        pending.frame = await trio.to_thread.run_sync(encode) if len(pending.payload) > LARGE_FRAME_BYTES else encode()
+        try:
+            # a response is about as large as its request: a large one is encoded off the event loop
+            large = len(pending.payload) > LARGE_FRAME_BYTES
+            pending.frame = await trio.to_thread.run_sync(encode) if large else encode()
+        except Exception:  # a bug of the decision or the codec: this connection pays, not the daemon
+            log.exception("cannot encode the answer to %s from %s", api(request.api_key).name, pending.peer)
+            self._metrics.request_failed("encode")
+            pending.connection.abandon(pending)  # the connection closes unanswered
+            return
         pending.connection.respond(pending)
 
     def _finished(self, count: int) -> None:

@@ -223,6 +223,46 @@ async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
     assert value(setup.metrics, "fencer_snapshots_total", outcome="written") == 1
 
 
+def twice_named(version: int) -> CreateTopicsRequest:
+    """A topic named twice: refused with a message quoting the name, which at v2-v4 (STRING, int16
+    length) cannot hold a name of 32,760 bytes that the request itself could."""
+    entry = CreateTopicsRequestCreatableTopic(name="x" * 32_760, num_partitions=1, replication_factor=1)
+    return CreateTopicsRequest(topics=(entry, entry))
+
+
+async def test_an_answer_that_cannot_be_encoded_closes_its_connection_and_the_writer_goes_on(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    await brokers(setup, 1)
+    doomed, behind = setup.pending(twice_named(4), 4), setup.pending(DescribeClusterRequest(), 0)
+    setup.writer.submit(doomed)
+    setup.writer.submit(behind)  # the same group: answered after the failure
+    while behind not in setup.connection.answers:
+        await setup.connection.answered.wait()
+    assert setup.connection.abandoned == [doomed] and doomed not in setup.connection.answers
+    assert value(setup.metrics, "fencer_request_failures_total", stage="encode") == 1
+    assert "cannot encode the answer to CreateTopics" in caplog.text
+    assert (await setup.request(topic("later", 1, replicas=[1]), 7)).topics[0].error_code == 0
+    await settled(setup)  # nothing left in flight: the failed request was counted as finished
+
+
+async def test_a_request_that_cannot_be_decided_is_counted(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    decide = setup.engine.decide
+
+    def failing(api_key: int, *args: Any) -> Any:
+        if api_key == DescribeClusterRequest.API.key:
+            raise RuntimeError("a bug")
+        return decide(api_key, *args)
+
+    monkeypatch.setattr(setup.engine, "decide", failing)
+    doomed = setup.pending(DescribeClusterRequest(), 0)
+    setup.writer.submit(doomed)
+    await brokers(setup, 1)  # answered after it
+    assert setup.connection.abandoned == [doomed]
+    assert value(setup.metrics, "fencer_request_failures_total", stage="decide") == 1
+    assert value(setup.metrics, "fencer_request_failures_total", stage="encode") == 0
+
+
 async def test_drain_waits_for_the_commit_in_flight(setup: Setup) -> None:
     await brokers(setup, 1, 2, 3)
     release = threading.Event()
