@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls compose-smoke clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -80,6 +80,10 @@ soak: $(STAMP)
 ## fuzz: 1,000,000 random/mutated frames through the decoder; reports escapes
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/fuzz_decode.py --cases 1000000
+
+## compose-smoke: build the image, run the compose stack (controller + chaos fleet) for 30 s, check the fleet's verdict and the analytics report; docker if its daemon answers, else podman (not part of make test)
+compose-smoke:
+	deploy/compose-smoke.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output

@@ -16,7 +16,7 @@ Rules:
   after the arguments are checked, the replica claims slot k in DIR (`broker_sim.shell.claims`) and
   runs as if given `--first-broker-id I + k * N` (N: `--brokers`) and `--seed S + k` (topic names
   carry the seed, so each replica's topics are its own), with its capture dir, report and journal
-  one `slot=k` directory further down (`run.json` -> `slot=k/run.json`). The report's arguments
+  one `slot-k` directory further down (`run.json` -> `slot-k/run.json`). The report's arguments
   are the ones the replica ran with, and its slot.
 - `--listen-host`: the brokers' control listeners bind to it and register it as their address, so
   the controller must reach it. A wildcard (0.0.0.0, ::) stands for this host's own address (what
@@ -190,12 +190,12 @@ def _claim(directory: Path) -> int:
 
 def in_slot(args: argparse.Namespace, slot: int) -> argparse.Namespace:
     """The arguments of the replica holding `slot`: the next `--brokers` ids after the slots below
-    it, its own seed (so its own topic names), and its paths one `slot=k` directory down."""
+    it, its own seed (so its own topic names), and its paths one `slot-k` directory down."""
 
     def down(path: Path | None, *, directory: bool = False) -> Path | None:
         if path is None:
             return None
-        return path / f"slot={slot}" if directory else path.parent / f"slot={slot}" / path.name
+        return path / f"slot-{slot}" if directory else path.parent / f"slot-{slot}" / path.name
 
     return argparse.Namespace(
         **{

@@ -70,9 +70,9 @@ def test_the_run_takes_ids_seed_and_paths_from_its_slot(tmp_path: Path) -> None:
     paths = ["--capture-dir", str(tmp_path / "capture"), "--report", str(tmp_path / "out" / "run.json")]
     plan = parse_run([*arguments, *paths], PROG)
     assert (plan.config.first_broker_id, plan.config.brokers, plan.config.seed) == (4, 4, 11)
-    assert plan.config.capture_dir == tmp_path / "capture" / "slot=1"
-    assert plan.report_path == tmp_path / "out" / "slot=1" / "run.json"
-    assert plan.config.journal_path == tmp_path / "out" / "slot=1" / "run.journal.jsonl"
+    assert plan.config.capture_dir == tmp_path / "capture" / "slot-1"
+    assert plan.report_path == tmp_path / "out" / "slot-1" / "run.json"
+    assert plan.config.journal_path == tmp_path / "out" / "slot-1" / "run.journal.jsonl"
     assert plan.arguments["slot"] == 1 and plan.arguments["first_broker_id"] == 4
     assert (claims / "slot-1").read_text() == f"{socket.gethostname()}\n"
     again = parse_run([*arguments, "--first-broker-id", "100"], PROG)  # a restart on the same host
