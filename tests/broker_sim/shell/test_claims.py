@@ -1,5 +1,5 @@
 """`--claim-broker-ids`: replicas sharing a directory get distinct slots, even when they claim at once;
-a holder gets its own slot back; the command line turns the slot into ids, seed and paths of its own."""
+a run started again gets a new slot; the command line turns the slot into ids, seed and paths of its own."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from broker_sim.shell.claims import claim_slot
 PROG = "python -m broker_sim run"
 
 
-def test_two_holders_get_distinct_slots_named_in_their_files(tmp_path: Path) -> None:
+def test_two_claimers_get_distinct_slots_named_in_their_files(tmp_path: Path) -> None:
     claims = tmp_path / "claims"
     assert claim_slot(claims, "fleet-a") == 0
     assert claim_slot(claims, "fleet-b") == 1
@@ -24,16 +24,14 @@ def test_two_holders_get_distinct_slots_named_in_their_files(tmp_path: Path) -> 
     assert (claims / "slot-1").read_text() == "fleet-b\n"
 
 
-def test_a_holder_gets_its_slot_back(tmp_path: Path) -> None:
-    for holder in ("fleet-a", "fleet-b", "fleet-c"):
-        claim_slot(tmp_path, holder)
-    assert claim_slot(tmp_path, "fleet-b") == 1
-    assert claim_slot(tmp_path, "fleet-d") == 3
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["slot-0", "slot-1", "slot-2", "slot-3"]
+def test_a_claimer_starting_again_gets_a_new_slot(tmp_path: Path) -> None:
+    for claimer in ("fleet-a", "fleet-b", "fleet-a"):
+        claim_slot(tmp_path, claimer)
+    assert [(tmp_path / f"slot-{slot}").read_text() for slot in range(3)] == ["fleet-a\n", "fleet-b\n", "fleet-a\n"]
 
 
-def test_a_slot_nobody_holds_is_skipped(tmp_path: Path) -> None:
-    (tmp_path / "slot-0").write_text("")  # its holder died before writing its name
+def test_a_nameless_slot_stays_taken(tmp_path: Path) -> None:
+    (tmp_path / "slot-0").write_text("")  # its claimer died before writing its name
     assert claim_slot(tmp_path, "fleet-a") == 1
 
 
@@ -42,9 +40,9 @@ def test_threads_claiming_at_once_never_collide(tmp_path: Path) -> None:
     start = threading.Barrier(count)
     slots: dict[str, int] = {}
 
-    def claim(holder: str) -> None:
+    def claim(claimer: str) -> None:
         start.wait()
-        slots[holder] = claim_slot(tmp_path, holder)
+        slots[claimer] = claim_slot(tmp_path, claimer)
 
     threads = [threading.Thread(target=claim, args=(f"thread-{n}",)) for n in range(count)]
     for thread in threads:
@@ -52,7 +50,7 @@ def test_threads_claiming_at_once_never_collide(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert sorted(slots.values()) == list(range(count))
-    assert all((tmp_path / f"slot-{slot}").read_text() == f"{holder}\n" for holder, slot in slots.items())
+    assert all((tmp_path / f"slot-{slot}").read_text() == f"{claimer}\n" for claimer, slot in slots.items())
 
 
 def test_processes_claiming_at_once_never_collide(tmp_path: Path) -> None:
@@ -75,8 +73,8 @@ def test_the_run_takes_ids_seed_and_paths_from_its_slot(tmp_path: Path) -> None:
     assert plan.config.journal_path == tmp_path / "out" / "slot-1" / "run.journal.jsonl"
     assert plan.arguments["slot"] == 1 and plan.arguments["first_broker_id"] == 4
     assert (claims / "slot-1").read_text() == f"{socket.gethostname()}\n"
-    again = parse_run([*arguments, "--first-broker-id", "100"], PROG)  # a restart on the same host
-    assert (again.config.first_broker_id, again.config.seed) == (104, 11)
+    again = parse_run([*arguments, "--first-broker-id", "100"], PROG)  # started again on this host
+    assert (again.config.first_broker_id, again.config.seed) == (108, 12)
 
 
 def test_without_a_claim_nothing_moves(tmp_path: Path) -> None:
