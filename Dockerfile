@@ -19,14 +19,14 @@ COPY controller/ controller/
 COPY broker_sim/ broker_sim/
 COPY analytics/ analytics/
 # `pip install .` builds a wheel and installs it: the venv holds every module it runs, nothing
-# points back at /src (an editable install would). Every dependency ships wheels (pyspark builds
-# one from pure Python), so no compiler is needed, here or below. The import is a smoke test.
+# points back at /src (an editable install would). Every dependency ships wheels or is pure Python
+# (pyspark), so no compiler is needed, here or below. The import is a smoke test.
 RUN /opt/fencer/bin/pip install --no-cache-dir . \
     && /opt/fencer/bin/python -c "import controller.server.cli, broker_sim.cli, analytics.job"
 
-# What both targets share: the venv, a non-root user, and the directories the compose file mounts
-# volumes on (an empty named volume takes their owner, so the user can write to it).
-# The user is 10001 by number (USER below): a runtime can then tell it is not root without the passwd file.
+# What both targets share: the venv, a non-root user (10001, named by number in USER below, so that
+# a runtime can tell it is not root without the passwd file), and the directories the compose file
+# mounts volumes on (an empty named volume takes their owner, so the user can write to it).
 FROM ${BASE_IMAGE} AS runtime
 RUN groupadd --gid 10001 fencer \
     && useradd --no-log-init --uid 10001 --gid fencer --create-home --home-dir /var/lib/fencer \
