@@ -98,9 +98,21 @@ def test_a_claimed_range_past_int32_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "broker ids would pass 2147483647" in capsys.readouterr().err
 
 
-def test_a_wildcard_listen_host_registers_this_hosts_address() -> None:
-    assert parse_run(["--listen-host", "0.0.0.0"], PROG).config.listen_host == socket.gethostbyname(
-        socket.gethostname()
-    )
+def test_a_wildcard_listen_host_registers_this_hosts_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket, "gethostname", lambda: "fleet-7")
+    monkeypatch.setattr(socket, "gethostbyname", {"fleet-7": "10.89.0.7"}.__getitem__)
+    assert parse_run(["--listen-host", "0.0.0.0"], PROG).config.listen_host == "10.89.0.7"
     assert parse_run(["--listen-host", "10.1.2.3"], PROG).config.listen_host == "10.1.2.3"
     assert parse_run([], PROG).config.listen_host == "127.0.0.1"
+
+
+def test_an_unresolvable_host_name_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unknown(name: str) -> str:
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "gethostbyname", unknown)
+    assert run_command(["--listen-host", "0.0.0.0"], PROG) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--listen-host 0.0.0.0: this host's name does not resolve" in err
