@@ -28,8 +28,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy protocol controller broker_sim analytics
 
+# PYTEST_WORKERS processes (pytest-xdist): most of the suite's time is spent waiting on real daemons,
+# fleets and timers, so more workers than cores; tests that share a costly fixture share a worker
+# (tests/conftest.py). The slowest tests are printed at the end.
+PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 ## analyze: the Spark job over capture dirs: make analyze CAPTURE="dir [dir ...]" [OUT=dir] (needs Java 17)
 OUT ?= analytics-out

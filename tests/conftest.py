@@ -1,7 +1,8 @@
-"""Shared test configuration: a deterministic, CI-sized Hypothesis profile."""
+"""Shared test configuration: a deterministic, CI-sized Hypothesis profile, and which tests share a worker."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -12,3 +13,24 @@ settings.register_profile(
     derandomize=os.environ.get("CI") == "true",
 )
 settings.load_profile("fencer")
+
+
+# The suite runs under pytest-xdist with `--dist loadgroup` (the Makefile's `pytest` target): each test
+# goes to whichever worker is free, except the tests that share something costly to build, which go to
+# one worker together so it is built once: the analytics tests share one SparkSession (a JVM) and the
+# scenario's decoded captures (session fixtures), the fleet scenarios share their four runs, and the bad
+# input tests share one daemon (module fixtures).
+SHARED_WORK = {
+    "tests/analytics/": "spark-session",  # but test_spark_submit.py, which starts its own Spark
+    "tests/broker_sim/test_fleet_scenarios.py": "fleet-scenarios",
+    "tests/e2e/test_bad_input.py": "bad-input-daemon",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids (its hook runs last)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        for prefix, group in SHARED_WORK.items():
+            if path.startswith(prefix) and not path.endswith("test_spark_submit.py"):
+                item.add_marker(pytest.mark.xdist_group(group))

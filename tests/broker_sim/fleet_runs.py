@@ -2,7 +2,9 @@
 
 `run_against_daemon` starts a fresh daemon (session timeout 3 s), runs `run_fleet` with a small
 fleet (5 brokers, 3 topics of 4 partitions, RF 3, heartbeats every second) and returns the stats,
-the journal entries and the outcome. `scenario_run` caches one run per scenario for a test module.
+the journal entries and the outcome. `scenario_run` runs every scenario side by side on its first
+call (each against its own daemon: the runs wait on timers far more than they compute) and caches
+them for the test module.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import trio
 
 from broker_sim.journal import Entry, read_journal
-from broker_sim.shell.fleet import FleetConfig, FleetOutcome, run_fleet
+from broker_sim.shell.fleet import SCENARIOS, FleetConfig, FleetOutcome, run_fleet
 from broker_sim.stats import FleetStats
 from tests.e2e.daemon_process import DaemonProcess
 
@@ -69,6 +71,12 @@ _RUNS: dict[str, FleetRun] = {}
 
 
 async def scenario_run(root: Path, scenario: str, seed: int = 7, duration_s: float = 18.0) -> FleetRun:
-    if scenario not in _RUNS:
-        _RUNS[scenario] = await run_against_daemon(root / scenario, scenario, seed, duration_s)
+    if not _RUNS:
+
+        async def run(name: str) -> None:
+            _RUNS[name] = await run_against_daemon(root / name, name, seed, duration_s)
+
+        async with trio.open_nursery() as nursery:
+            for name in SCENARIOS:
+                nursery.start_soon(run, name)
     return _RUNS[scenario]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import trio
 
 from broker_sim.journal import Registered, TopicCreated
 from protocol.capture import OUTBOUND
@@ -77,9 +78,22 @@ def request_sequences(run: FleetRun) -> Sequences:
     return sequences
 
 
+async def side_by_side(tmp_path: Path, seeds: dict[str, int], duration_s: float) -> dict[str, Sequences]:
+    """One steady run per name, each against its own fresh daemon, at the same time."""
+    runs: dict[str, Sequences] = {}
+
+    async def run(name: str, seed: int) -> None:
+        runs[name] = request_sequences(await run_against_daemon(tmp_path / name, "steady", seed, duration_s))
+
+    async with trio.open_nursery() as nursery:
+        for name, seed in seeds.items():
+            nursery.start_soon(run, name, seed)
+    return runs
+
+
 async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp_path: Path) -> None:
-    first = request_sequences(await run_against_daemon(tmp_path / "first", "steady", seed=11, duration_s=14.0))
-    second = request_sequences(await run_against_daemon(tmp_path / "second", "steady", seed=11, duration_s=14.0))
+    runs = await side_by_side(tmp_path, {"first": 11, "second": 11}, duration_s=14.0)
+    first, second = runs["first"], runs["second"]
     assert set(first) == set(second)
     assert {f"broker-{b}-lifecycle" for b in range(5)} | {"fleet-admin"} <= set(first)
     alter_partitions = 0
@@ -92,6 +106,6 @@ async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp
 
 
 async def test_another_seed_sends_other_requests(tmp_path: Path) -> None:
-    first = request_sequences(await run_against_daemon(tmp_path / "first", "steady", seed=11, duration_s=6.0))
-    other = request_sequences(await run_against_daemon(tmp_path / "other", "steady", seed=12, duration_s=6.0))
+    runs = await side_by_side(tmp_path, {"first": 11, "other": 12}, duration_s=6.0)
+    first, other = runs["first"], runs["other"]
     assert first["broker-0-lifecycle"][:3] != other["broker-0-lifecycle"][:3]  # incarnation ids, versions
