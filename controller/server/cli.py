@@ -13,6 +13,7 @@ import logging
 import resource
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import trio
 
@@ -23,6 +24,7 @@ from ..log.store import DEFAULT_SEGMENT_BYTES
 from ..state.controller_state import ControllerConfig
 from . import logging_config
 from .daemon import Daemon, DaemonOptions
+from .listen import ListenError
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -136,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         trio.run(_serve, engine, daemon_options(args))
     except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
-        failure = log_failure(exc)
+        unbound = find_failure(exc, ListenError)
+        if unbound is not None:
+            print(f"fencer-controller: {unbound}", file=sys.stderr)
+            return 1
+        failure = find_failure(exc, LogError)
         if failure is None:
             raise
         # the state ran ahead of the disk: only a restart's recovery can reconcile them
@@ -221,13 +227,16 @@ def raise_descriptor_limit() -> None:
             log.warning("cannot raise the descriptor limit from %d to %d: %s", soft, hard, exc)
 
 
-def log_failure(exc: BaseException) -> LogError | None:
-    """The LogError behind `exc` (itself, or inside nested exception groups), if any."""
-    if isinstance(exc, LogError):
+Failure = TypeVar("Failure", bound=BaseException)
+
+
+def find_failure(exc: BaseException, kind: type[Failure]) -> Failure | None:
+    """The `kind` of failure behind `exc` (itself, or inside nested exception groups), if any."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = log_failure(inner)
+            found = find_failure(inner, kind)
             if found is not None:
                 return found
     return None

@@ -37,6 +37,7 @@ from ..engine import ControllerEngine
 from .budget import MemoryBudget
 from .connection import Connection
 from .exchanges import ExchangeRecorder
+from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .writer import Writer
 
@@ -115,7 +116,7 @@ class Daemon:
                     lambda: self.engine.core,
                 )
             self.channel.submit(self.engine.full_state_orders())
-            listeners = await trio.open_tcp_listeners(self.options.port, host=self.options.host)
+            listeners = await open_listeners(self.options.host, self.options.port, "--listen")
             self.port = listeners[0].socket.getsockname()[1]
             handlers: trio.Nursery = await nursery.start(_nursery_task)
             nursery.start_soon(self._accept, listeners, handlers)

@@ -48,6 +48,7 @@ import trio
 
 from ..core import ControllerCore
 from ..state.frozen import FrozenState
+from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .state_json import state_json_pieces
 
@@ -147,7 +148,7 @@ async def serve_http(
     """Serve until cancelled; `task_status.started(port)` reports the bound port (useful with port 0).
 
     `state_body` builds the /state body in a worker thread (tests pass one that waits on a signal)."""
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners = await open_listeners(host, port, "--metrics-listen")
     server = HttpServer(metrics, core_provider, idle_timeout_s, state_body)
     bound_port: int = listeners[0].socket.getsockname()[1]
     log.info("metrics listener on %s:%d", host, bound_port)

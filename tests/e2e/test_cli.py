@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -61,6 +62,21 @@ def test_a_cluster_id_mismatch_exits_1(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "first-cluster-id-0000" in result.stderr and "other-cluster-id-0000" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--listen", "--metrics-listen"])
+def test_a_port_in_use_exits_1_with_one_line_naming_the_flag_and_address(tmp_path: Path, flag: str) -> None:
+    """Another process holds the port: the operator gets one line (no traceback) and exit 1."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        other = {"--listen": "--metrics-listen", "--metrics-listen": "--listen"}[flag]
+        result = run("--data-dir", str(tmp_path / "data"), flag, address, other, "127.0.0.1:0")
+    assert result.returncode == 1
+    (line,) = [line for line in result.stderr.splitlines() if "fencer-controller:" in line]
+    assert line == f"fencer-controller: cannot listen on {address} ({flag}): Address already in use"
+    assert "Traceback" not in result.stderr
 
 
 def test_json_logs_and_idle_connections_are_closed(tmp_path: Path) -> None:

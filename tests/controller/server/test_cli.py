@@ -10,7 +10,7 @@ import trio
 
 from controller.engine import ControllerEngine
 from controller.log import LogError
-from controller.server.cli import log_failure
+from controller.server.cli import find_failure
 from controller.server.daemon import Daemon, DaemonOptions
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.registry import encode_request
@@ -19,13 +19,13 @@ from protocol.registry import encode_request
 def test_a_log_failure_is_found_inside_nested_exception_groups() -> None:
     failure = LogError("cannot append: disk full")
     nested = BaseExceptionGroup("outer", [ValueError("other"), ExceptionGroup("inner", [failure])])
-    assert log_failure(nested) is failure
-    assert log_failure(failure) is failure
+    assert find_failure(nested, LogError) is failure
+    assert find_failure(failure, LogError) is failure
 
 
 def test_other_failures_are_not_mistaken_for_log_failures() -> None:
-    assert log_failure(ExceptionGroup("g", [ValueError("x")])) is None
-    assert log_failure(KeyboardInterrupt()) is None
+    assert find_failure(ExceptionGroup("g", [ValueError("x")]), LogError) is None
+    assert find_failure(KeyboardInterrupt(), LogError) is None
 
 
 async def test_a_failed_commit_stops_the_daemon_with_the_log_error(tmp_path: Path) -> None:
@@ -46,4 +46,4 @@ async def test_a_failed_commit_stops_the_daemon_with_the_log_error(tmp_path: Pat
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             await stream.send_all(encode_request(registration, 3, 1))  # records: a commit
             await trio.sleep(5)
-    assert isinstance(log_failure(info.value), LogError)
+    assert isinstance(find_failure(info.value, LogError), LogError)
