@@ -55,7 +55,7 @@ from .ops.snapshot import snapshot_records
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, freeze
-from .state.replication import Replaced
+from .state.replication import IsrChanges, Replaced
 
 #: a named handler: (request, version, now in monotonic ns, the offset its first record would get)
 Handler = Callable[[Any, int, int, int], Outcome]
@@ -66,6 +66,9 @@ class ClusterCounts(NamedTuple):
 
     active_brokers: int
     fenced_brokers: int
+    #: brokers flagged InControlledShutdown, fenced or not: the flag stays on the fenced
+    #: registration until a new incarnation registers (as Kafka's ControlledShutdownBrokerCount)
+    controlled_shutdown_brokers: int
     topics: int
     partitions: int
     leaderless_partitions: int
@@ -239,12 +242,18 @@ class ControllerCore:
         return ClusterCounts(
             active_brokers=len(brokers) - fenced,
             fenced_brokers=fenced,
+            controlled_shutdown_brokers=sum(1 for broker in brokers if broker.in_controlled_shutdown),
             topics=len(replication.topics),
             partitions=replication.partition_count,
             leaderless_partitions=replication.leaderless_count,
             last_offset=state.last_offset,
             controller_epoch=state.controller_epoch,
         )
+
+    def isr_changes(self) -> IsrChanges:
+        """ISR shrinks and expands of every partition change replayed, durable or not (the engine
+        tells which are committed)."""
+        return self.state.replication.isr_changes
 
     def durable_view(self) -> tuple[object, ...]:
         """The durable state as comparable values (replay equivalence is checked on this)."""

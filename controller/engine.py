@@ -22,6 +22,10 @@ Rules:
   the log and the engine stay usable, and `snapshot_wanted` stays true: the caller picks the retry.
 - The shell reads the engine, never through it: the daemon and the CLI use its methods, not its
   log or its core's state.
+- `committed_isr_changes` counts a partition change once it is durable, never when staged: the
+  core's running totals are noted at the end of each staged batch that changed them, and the
+  newest note at or below the log's durable end is what was committed. Changes replayed at
+  start-up are history, not counted: the counts start at zero with the process, as Kafka's meters.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +44,7 @@ from protocol.spec import Data
 
 from .control.orders import ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
-from .log import LogError, MetadataLog, RecoveryReport, SnapshotId
+from .log import LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
 from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
@@ -48,6 +53,7 @@ from .ops.snapshot import snapshot_records
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, paced
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState
+from .state.replication import IsrChanges
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 #: Staged records past which a long operation yields a commit point (see `controller.slices`).
@@ -90,6 +96,11 @@ class ControllerEngine:
         self.commit_records = COMMIT_RECORDS
         self._broken: str | None = None
         self._orders = OutboundCollector(core.state)
+        #: the ISR totals replayed at start-up (history: `committed_isr_changes` counts from here)
+        self._isr_start = core.isr_changes()
+        #: (end offset, the core's ISR totals after the staged batch ending there), oldest first,
+        #: noted only when the totals changed; the first is always durable (`_committed_isr`)
+        self._isr_marks: deque[tuple[int, IsrChanges]] = deque([(log.next_offset, self._isr_start)])
 
     @classmethod
     def start(
@@ -181,6 +192,14 @@ class ControllerEngine:
     def next_session_deadline_ns(self) -> int | None:
         return self.core.next_session_deadline_ns()
 
+    def committed_isr_changes(self) -> IsrChanges:
+        """ISR shrinks and expands made durable since this engine started (the deciding thread)."""
+        return self._committed_isr().since(self._isr_start)
+
+    def log_sizes(self) -> LogSizes:
+        """Bytes of the log's segments and snapshots on disk."""
+        return self.log.sizes
+
     # ------------------------------------------------------------------ decisions
 
     def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Work[Data | None]:
@@ -267,6 +286,7 @@ class ControllerEngine:
             self._replay(records, base, start, start + REPLAY_SLICE_RECORDS)
         if records:
             self._staged.append(records)
+            self._note_isr_changes(base + len(records))
 
     def _stage_now(self, records: Sequence[RecordAndVersion]) -> None:
         """`_stage` in one go (a small batch)."""
@@ -275,10 +295,26 @@ class ControllerEngine:
             self._next_offset += len(records)
             self._replay(records, base, 0, len(records))
             self._staged.append(records)
+            self._note_isr_changes(base + len(records))
 
     def _replay(self, records: Sequence[RecordAndVersion], base: int, start: int, stop: int) -> None:
         chunk = records[start:stop] if start or stop < len(records) else records
         self.core.apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
+
+    def _note_isr_changes(self, end_offset: int) -> None:
+        """Note the ISR totals after the batch just staged (ending at `end_offset`), if it changed them."""
+        totals = self.core.isr_changes()
+        if totals != self._isr_marks[-1][1]:
+            self._committed_isr()  # drops the notes already durable: the deque stays short
+            self._isr_marks.append((end_offset, totals))
+
+    def _committed_isr(self) -> IsrChanges:
+        """The ISR totals at the log's durable end: those of the newest note at or below it
+        (batches are written whole and in order, so every note up to there is durable)."""
+        durable, marks = self.log.next_offset, self._isr_marks
+        while len(marks) > 1 and marks[1][0] <= durable:
+            marks.popleft()
+        return marks[0][1]
 
     # ------------------------------------------------------------------ durability
     def take_staged(self) -> list[Sequence[RecordAndVersion]]:

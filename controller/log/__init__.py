@@ -5,7 +5,7 @@ as batches, read records back, write and load snapshots, apply retention. `dump`
 `kafka-dump-log`-style inspector behind `python -m controller dump-log`.
 """
 
-from .model import LogEntry, LogError, RecoveryReport, SnapshotId, SnapshotWriteError
+from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, SnapshotWriteError
 from .store import MetadataLog
 
-__all__ = ["LogEntry", "LogError", "MetadataLog", "RecoveryReport", "SnapshotId", "SnapshotWriteError"]
+__all__ = ["LogEntry", "LogError", "LogSizes", "MetadataLog", "RecoveryReport", "SnapshotId", "SnapshotWriteError"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .appended import AppendedBytes
-from .model import SnapshotId
+from .model import LogSizes, SnapshotId
 from .retention import snapshots_to_delete
 
 
@@ -132,5 +132,8 @@ class LogCatalog:
 
     @property
     def total_bytes(self) -> int:
+        return sum(self.sizes())
+
+    def sizes(self) -> LogSizes:
         with self._lock:
-            return sum(segment.size for segment in self._segments) + sum(s.size for s in self._snapshots)
+            return LogSizes(sum(segment.size for segment in self._segments), sum(s.size for s in self._snapshots))

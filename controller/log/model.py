@@ -64,3 +64,10 @@ class SnapshotId:
 
     end_offset: int
     epoch: int
+
+
+class LogSizes(NamedTuple):
+    """Bytes on disk of a log's segments and of its snapshots (retention bounds their sum)."""
+
+    segments: int
+    snapshots: int

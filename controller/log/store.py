@@ -46,7 +46,7 @@ from protocol.spec import Data
 from ..slices import Slices, finish
 from .catalog import LogCatalog, Segment, SnapshotFile
 from .encoding import PreparedAppend, encode_groups
-from .model import LogEntry, LogError, RecoveryReport, SnapshotId, SnapshotWriteError
+from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, SnapshotWriteError
 from .properties import MetaProperties, load_or_format
 from .reading import read_entries, segment_batches
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
@@ -62,7 +62,7 @@ from .snapshots import (
     write_snapshot_file,
 )
 
-__all__ = ["LogEntry", "LogError", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
+__all__ = ["LogEntry", "LogError", "LogSizes", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
 #: Kafka's `metadata.log.segment.bytes` default (1 GiB).
 DEFAULT_SEGMENT_BYTES = 1 << 30
@@ -160,6 +160,12 @@ class MetadataLog:
     def total_bytes(self) -> int:
         """Bytes of every segment and snapshot: the size `apply_retention` bounds."""
         return self._catalog.total_bytes
+
+    @property
+    def sizes(self) -> LogSizes:
+        """Bytes of the segments and of the snapshots, from the sizes the log keeps as it writes
+        and deletes (no directory scan: the metrics read this at every scrape)."""
+        return self._catalog.sizes()
 
     @property
     def log_start_offset(self) -> int:

@@ -273,7 +273,7 @@ async def _nursery_task(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TAS
 
 
 def _make_metrics(daemon: Daemon) -> ControllerMetrics:
-    return ControllerMetrics(lambda: daemon.engine.core)
+    return ControllerMetrics(lambda: daemon.engine.core, lambda: daemon.engine)
 
 
 def _make_capture(options: DaemonOptions) -> Any:

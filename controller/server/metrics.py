@@ -13,7 +13,16 @@ Rules:
   A scrape costs O(brokers): partition counts are the ones replay keeps (`ReplicationState`),
   never a walk over every partition on the event loop.
 - As in Kafka, a broker counts as active when it is not fenced (one in controlled shutdown is
-  still active); a partition is offline when it has no leader (-1).
+  still active); a partition is offline when it has no leader (-1). A broker counts as in
+  controlled shutdown while its registration carries the flag, fenced or not: from its first
+  ControlledShutdown (or WantShutDown) until a new incarnation registers (Kafka's
+  ControlledShutdownBrokerCount), so a broker that finished shutting down is both fenced and
+  counted there until it is back.
+- What the engine made durable is read from the engine that `engine_provider` returns, at
+  scrape time too: ISR shrinks and expands committed since the process started (changes
+  replayed from the log at start-up are history, as for Kafka's meters, which count since the
+  broker started; a restart resets the counters, which `rate()` and `increase()` expect), and
+  the metadata log's bytes on disk, from the sizes the log keeps (no directory scan).
 - APIs and errors are labelled by name, never by number: the API's name ("AlterPartition") and
   Kafka's error name ("STALE_BROKER_EPOCH"). Versions and broker ids are labelled as numbers.
 - `capture(rows, parts)` takes the capture writer's running totals, not increments.
@@ -26,6 +35,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import accumulate
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -44,8 +54,20 @@ from protocol.errors import (
 from protocol.registry import api
 
 from ..core import ControllerCore
+from ..log import LogSizes
+from ..state.replication import IsrChanges
 
 CoreProvider = Callable[[], ControllerCore | None]
+
+
+class EngineView(Protocol):
+    """What the metrics read of the engine (`controller.engine.ControllerEngine`) at each scrape."""
+
+    def committed_isr_changes(self) -> IsrChanges: ...
+    def log_sizes(self) -> LogSizes: ...
+
+
+EngineProvider = Callable[[], EngineView | None]
 
 #: Request latencies: 0.1 ms .. 1 s (Prometheus adds +Inf).
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -86,13 +108,14 @@ def api_name(api_key: int) -> str:
 class ControllerMetrics:
     """Every metric of the daemon, in one private registry; `render()` is what /metrics serves."""
 
-    def __init__(self, core_provider: CoreProvider) -> None:
+    def __init__(self, core_provider: CoreProvider, engine_provider: EngineProvider = lambda: None) -> None:
         self.registry = CollectorRegistry()
         self._define_request_metrics()
         self._define_log_metrics()
         self._define_outbound_metrics()
         self._define_server_metrics()
         self.registry.register(ClusterCollector(core_provider))
+        self.registry.register(CommittedCollector(engine_provider))
 
     def _define_request_metrics(self) -> None:
         registry = self.registry
@@ -332,6 +355,11 @@ class ClusterCollector(Collector):
     GAUGES = (
         ("fencer_controller_active_broker_count", "Registered brokers that are not fenced"),
         ("fencer_controller_fenced_broker_count", "Registered brokers that are fenced"),
+        (
+            "fencer_controller_controlled_shutdown_broker_count",
+            "Registered brokers in controlled shutdown, fenced or not (from the request until a new incarnation"
+            " registers)",
+        ),
         ("fencer_controller_global_topic_count", "Topics in the cluster"),
         ("fencer_controller_global_partition_count", "Partitions in the cluster"),
         ("fencer_controller_offline_partitions_count", "Partitions without a leader"),
@@ -359,9 +387,54 @@ def cluster_gauges(core: ControllerCore) -> dict[str, float]:
     return {
         "fencer_controller_active_broker_count": counts.active_brokers,
         "fencer_controller_fenced_broker_count": counts.fenced_brokers,
+        "fencer_controller_controlled_shutdown_broker_count": counts.controlled_shutdown_brokers,
         "fencer_controller_global_topic_count": counts.topics,
         "fencer_controller_global_partition_count": counts.partitions,
         "fencer_controller_offline_partitions_count": counts.leaderless_partitions,
         "fencer_controller_last_applied_record_offset": counts.last_offset,
         "fencer_controller_epoch": counts.controller_epoch,
     }
+
+
+class CommittedCollector(Collector):
+    """What the engine made durable, read at each scrape: ISR shrinks and expands committed (as
+    counters: Kafka's IsrShrinksPerSec and IsrExpandsPerSec) and the metadata log's size on disk
+    (Kafka's kafka.log:type=Log,name=Size), by kind of file. Without an engine, no sample."""
+
+    SHRINKS = (
+        "fencer_isr_shrinks",
+        "Committed partition changes that took a replica out of an ISR (AlterPartition, fencing, controlled shutdown,"
+        " offline replica, unclean election; a swap counts here and as an expand), since the process started: changes"
+        " replayed at start-up are not counted",
+    )
+    EXPANDS = (
+        "fencer_isr_expands",
+        "Committed partition changes that put a replica into an ISR (AlterPartition, unclean election), since the"
+        " process started: changes replayed at start-up are not counted",
+    )
+    LOG_SIZE = (
+        "fencer_metadata_log_size_bytes",
+        "Bytes on disk of the metadata log, by kind: segments (Kafka's Log Size) and snapshots; retention bounds"
+        " their sum",
+    )
+
+    def __init__(self, engine_provider: EngineProvider) -> None:
+        self._engine_provider = engine_provider
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families(None)
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families(self._engine_provider())
+
+    def _families(self, engine: EngineView | None) -> list[Metric]:
+        shrinks, expands = CounterMetricFamily(*self.SHRINKS), CounterMetricFamily(*self.EXPANDS)
+        size = GaugeMetricFamily(*self.LOG_SIZE, labels=["kind"])
+        if engine is not None:
+            changes = engine.committed_isr_changes()
+            shrinks.add_metric([], changes.shrinks)
+            expands.add_metric([], changes.expands)
+            sizes = engine.log_sizes()
+            size.add_metric(["segments"], sizes.segments)
+            size.add_metric(["snapshots"], sizes.snapshots)
+        return [shrinks, expands, size]

@@ -5,6 +5,11 @@ Rules:
   replica of, in the ISR of, and leads) so that fencing or shutting down a broker touches only
   its own partitions, and two counts (`partition_count`, `leaderless_count`) so that the
   metrics never walk every partition.
+- `isr_changes` are running totals of the PartitionChangeRecords replayed that took a member out
+  of an ISR (a shrink) or put one in (an expand). One that does both (an unclean election's
+  (3) -> (1), an AlterPartition swapping a member) counts once as each, a reordering as neither;
+  a partition's creation or removal is not an ISR change. They count every replay (the log read
+  at start-up, decisions not yet durable): which of them were committed is the engine's to tell.
 - Which changes to make is decided in `controller.ops.changes`; this module only replays them.
 """
 
@@ -36,6 +41,17 @@ class Replaced(NamedTuple):
     after: PartitionRegistration
 
 
+class IsrChanges(NamedTuple):
+    """Partition changes that shrank or expanded an ISR (running totals, see the module's rules)."""
+
+    shrinks: int = 0
+    expands: int = 0
+
+    def since(self, start: IsrChanges) -> IsrChanges:
+        """The changes counted after `start` (earlier totals of the same replay)."""
+        return IsrChanges(self.shrinks - start.shrinks, self.expands - start.expands)
+
+
 @dataclass
 class Topic:
     topic_id: uuid.UUID
@@ -56,6 +72,9 @@ class ReplicationState:
     #: partitions of every topic, and those of them without a leader (-1), kept by `_reindex`
     partition_count: int = 0
     leaderless_count: int = 0
+    #: ISR shrinks and expands replayed so far (`_count_isr_change`): a tuple, replaced at each
+    #: count, so that whoever keeps earlier totals (the engine's commit marks) keeps them unchanged
+    isr_changes: IsrChanges = field(default_factory=IsrChanges)
 
     # ------------------------------------------------------------------ queries
     def topic_by_name(self, name: str) -> Topic | None:
@@ -112,6 +131,8 @@ class ReplicationState:
         tp = TopicPartition(topic.topic_id, record.partition_id)
         new = current.merge(record)
         self._reindex(tp, current, new)
+        if record.isr is not None:
+            self._count_isr_change(current.isr, new.isr)
         topic.partitions[record.partition_id] = new
         topic.frozen = None
         return Replaced(tp, topic.name, current, new)
@@ -150,6 +171,15 @@ class ReplicationState:
                     self.leaderless_count -= 1
                 elif new_leader == NO_LEADER:
                     self.leaderless_count += 1
+
+    def _count_isr_change(self, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        """A shrink if a member left the ISR, an expand if one joined (both for a swap). Sets, not
+        generators: this runs for every ISR change replayed, at start-up too, and is 5x cheaper."""
+        old, new = set(before), set(after)
+        shrank, grew = not old <= new, not new <= old
+        if shrank or grew:
+            totals = self.isr_changes
+            self.isr_changes = IsrChanges(totals.shrinks + shrank, totals.expands + grew)
 
     def _count(self, old: PartitionRegistration | None, new: PartitionRegistration | None) -> None:
         """A partition created (`old` None) or removed (`new` None): the counts follow."""

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from controller.engine import ControllerEngine
-from controller.log import LogError, SnapshotId, SnapshotWriteError
+from controller.log import LogError, LogSizes, SnapshotId, SnapshotWriteError
 from controller.slices import finish
+from controller.state.replication import IsrChanges
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,
@@ -241,3 +242,67 @@ def test_commit_writes_one_batch_per_request(tmp_path: Path) -> None:
     # 1 leader change + 3 registrations + 3 unfences + 1 topic creation + 4 ISR changes
     assert len(batches) == 12
     assert sum(1 for _, _, batch in batches if batch.is_control) == 1
+
+
+# ---------------------------------------------------------------------- what the metrics read
+def shrink_request(engine: ControllerEngine, index: int) -> AlterPartitionRequest:
+    """An AlterPartition from the leader of orders-`index` that drops the last member of its ISR."""
+    topic_id = engine.core.state.replication.names["orders"]
+    part = engine.core.state.replication.topics[topic_id].partitions[index]
+    data = AlterPartitionRequestPartitionData(
+        partition_index=index,
+        leader_epoch=part.leader_epoch,
+        new_isr=part.isr[:-1],
+        partition_epoch=part.partition_epoch,
+    )
+    return AlterPartitionRequest(
+        broker_id=part.leader,
+        broker_epoch=engine.core.state.cluster.brokers[part.leader].epoch,
+        topics=(AlterPartitionRequestTopicData(topic_id=topic_id, partitions=(data,)),),
+    )
+
+
+def test_isr_changes_count_once_durable_and_not_those_replayed_at_start_up(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data")
+    workload(engine, rounds=3)  # every partition: shrinks to 2, expands to 3, shrinks to 2
+    assert engine.committed_isr_changes() == IsrChanges(shrinks=8, expands=4)
+    engine.close()
+    again = start(tmp_path / "data")
+    assert again.core.isr_changes() == IsrChanges(shrinks=8, expands=4)  # replayed from the log...
+    assert again.committed_isr_changes() == IsrChanges()  # ...but history: counters start with the process
+
+    finish(again.decide(56, 2, shrink_request(again, 0), 0))
+    assert again.committed_isr_changes() == IsrChanges()  # staged and replayed, not durable
+    prepared = finish(again.prepare(again.take_staged()))
+    assert again.committed_isr_changes() == IsrChanges()  # encoded, not written
+    again.write(prepared)
+    assert again.committed_isr_changes() == IsrChanges(shrinks=1)
+
+
+def test_isr_changes_of_fencing_count_at_their_commit_and_a_batch_without_any_moves_nothing(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data")
+    workload(engine, rounds=1)  # ISRs of 2 members
+    before = engine.committed_isr_changes()
+    finish(engine.decide(19, 7, CreateTopicsRequest(topics=(CreateTopicsRequestCreatableTopic(name="x"),)), 0))
+    engine_steps.commit(engine)
+    assert engine.committed_isr_changes() == before  # a creation is no ISR change
+    finish(engine.expire_sessions(1 << 62))  # every session ran out: the brokers are fenced in turn
+    assert engine.committed_isr_changes() == before
+    engine_steps.commit(engine)
+    fenced = engine.committed_isr_changes()
+    assert fenced.shrinks > before.shrinks and fenced.expands == before.expands
+    assert fenced == engine.core.isr_changes()  # settled: every change replayed is committed
+
+
+def test_log_sizes_are_the_bytes_of_the_segment_and_snapshot_files(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500, metadata_retention_bytes=6000)
+    workload(engine, rounds=12)  # rolls, snapshots, and retention deletes files of both kinds
+    assert engine.log.log_start_offset > 0
+
+    def on_disk(pattern: str) -> int:
+        return sum(path.stat().st_size for path in (tmp_path / "data" / PARTITION).glob(pattern))
+
+    sizes = engine.log_sizes()
+    assert sizes == LogSizes(segments=on_disk("*.log"), snapshots=on_disk("*.checkpoint"))
+    assert sizes.segments > 0 and sizes.snapshots > 0
+    assert sum(sizes) == engine.log.total_bytes

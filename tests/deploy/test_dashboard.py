@@ -40,8 +40,13 @@ _IDENTIFIER = re.compile(r"(?<![\w.$])([a-zA-Z_:][a-zA-Z0-9_:]*)(?=\s*([{\[)\s,]
 REQUIRED = {
     "fencer_requests_total",  # request rates by API, errors by code
     "fencer_request_latency_seconds_bucket",  # latencies by API
+    "fencer_request_failures_total",  # requests the controller failed on, by stage
     "fencer_controller_fenced_broker_count",  # fenced brokers
+    "fencer_controller_controlled_shutdown_broker_count",  # shutting-down brokers
     "fencer_controller_active_broker_count",
+    "fencer_isr_shrinks_total",  # ISR shrinks
+    "fencer_isr_expands_total",  # ISR expands
+    "fencer_metadata_log_size_bytes",  # log size
     "fencer_log_append_latency_seconds_bucket",  # commit latency
     "fencer_controller_last_applied_record_offset",  # the log's length
 }

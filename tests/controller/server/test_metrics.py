@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.core import ControllerCore
+from controller.engine import ControllerEngine
+from controller.log import LogSizes
 from controller.server.metrics import ControllerMetrics, response_error_code
+from controller.slices import finish
+from controller.state.replication import IsrChanges
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import (
     AlterPartitionResponse,
@@ -31,7 +38,9 @@ from protocol.messages.leader_and_isr import LeaderAndIsrResponse, LeaderAndIsrR
 from protocol.records.control import LeaderChangeMessage
 from protocol.spec import Data
 
+from .. import engine_steps
 from ..harness import Harness
+from ..test_engine import shrink_request, workload
 
 Labels = dict[str, str]
 
@@ -189,6 +198,67 @@ def test_a_broker_in_controlled_shutdown_still_counts_as_active_as_in_kafka() ->
     metrics = ControllerMetrics(lambda: h.core)
     assert value(metrics, "fencer_controller_active_broker_count") == 2
     assert value(metrics, "fencer_controller_fenced_broker_count") == 0
+    assert value(metrics, "fencer_controller_controlled_shutdown_broker_count") == 1
+
+
+def test_a_shut_down_broker_counts_as_fenced_and_in_controlled_shutdown_until_a_new_incarnation() -> None:
+    h = Harness()
+    h.start_brokers(1, 2)
+    metrics = ControllerMetrics(lambda: h.core)
+    assert value(metrics, "fencer_controller_controlled_shutdown_broker_count") == 0
+    assert h.heartbeat(2, want_shut_down=True).should_shut_down  # leads nothing: fenced at once
+    assert value(metrics, "fencer_controller_fenced_broker_count") == 1
+    assert value(metrics, "fencer_controller_controlled_shutdown_broker_count") == 1  # as Kafka's
+    h.register(2)  # the same incarnation keeps its flags
+    assert value(metrics, "fencer_controller_controlled_shutdown_broker_count") == 1
+    h.register(2, generation=1)  # restarted: a new incarnation starts out of controlled shutdown
+    assert value(metrics, "fencer_controller_controlled_shutdown_broker_count") == 0
+    assert value(metrics, "fencer_controller_fenced_broker_count") == 1
+
+
+# ---------------------------------------------------------------------------- what the engine committed
+@dataclass
+class EngineStub:
+    isr: IsrChanges
+    sizes: LogSizes
+
+    def committed_isr_changes(self) -> IsrChanges:
+        return self.isr
+
+    def log_sizes(self) -> LogSizes:
+        return self.sizes
+
+
+def test_committed_isr_changes_and_log_sizes_are_read_from_the_engine_at_each_scrape() -> None:
+    engine: EngineStub | None = None
+    metrics = ControllerMetrics(lambda: None, lambda: engine)
+    text = metrics.render().decode()
+    assert "# TYPE fencer_isr_shrinks_total counter" in text and "# TYPE fencer_metadata_log_size_bytes gauge" in text
+    assert not any(line.startswith(("fencer_isr_", "fencer_metadata_")) for line in text.splitlines())
+
+    engine = EngineStub(IsrChanges(shrinks=3, expands=1), LogSizes(segments=4096, snapshots=1000))
+    assert value(metrics, "fencer_isr_shrinks_total") == 3
+    assert value(metrics, "fencer_isr_expands_total") == 1
+    assert value(metrics, "fencer_metadata_log_size_bytes", kind="segments") == 4096
+    assert value(metrics, "fencer_metadata_log_size_bytes", kind="snapshots") == 1000
+    engine.isr = IsrChanges(shrinks=5, expands=1)
+    assert value(metrics, "fencer_isr_shrinks_total") == 5
+
+
+def test_the_metrics_of_a_real_engine_count_a_committed_isr_shrink(tmp_path: Path) -> None:
+    engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
+    metrics = ControllerMetrics(lambda: engine.core, lambda: engine)
+    workload(engine, rounds=0)  # brokers 1-3, "orders" with 4 partitions of 3 replicas
+    assert value(metrics, "fencer_isr_shrinks_total") == 0
+    finish(engine.decide(56, 2, shrink_request(engine, 0), 0))
+    assert value(metrics, "fencer_isr_shrinks_total") == 0  # decided, not yet durable
+    engine_steps.commit(engine)
+    assert value(metrics, "fencer_isr_shrinks_total") == 1
+    assert value(metrics, "fencer_isr_expands_total") == 0
+    segments = sum(path.stat().st_size for path in (tmp_path / "data").rglob("*.log"))
+    assert value(metrics, "fencer_metadata_log_size_bytes", kind="segments") == segments > 0
+    assert value(metrics, "fencer_metadata_log_size_bytes", kind="snapshots") == 0
+    engine.close()
 
 
 # ---------------------------------------------------------------------------- response_error_code

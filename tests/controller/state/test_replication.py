@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.state.cluster import ReplayError
-from controller.state.model import PartitionRegistration
-from controller.state.replication import ReplicationState
+from controller.state.model import PartitionRegistration, TopicPartition
+from controller.state.replication import IsrChanges, ReplicationState
 from protocol.records.metadata import (
     NO_LEADER,
     PartitionChangeRecord,
@@ -121,3 +121,58 @@ def test_the_partition_counts_follow_creation_leader_changes_and_removal() -> No
     assert (state.partition_count, state.leaderless_count) == (2, 1)
     state.replay_remove(RemoveTopicRecord(topic_id=TOPIC))
     assert (state.partition_count, state.leaderless_count) == (0, 0)
+
+
+# ---------------------------------------------------------------------- ISR shrinks and expands
+@pytest.mark.parametrize(
+    ("isr", "expected"),
+    [
+        ((1,), IsrChanges(shrinks=1)),  # a member out
+        ((1, 2, 3), IsrChanges(expands=1)),  # a member in
+        ((1, 3), IsrChanges(shrinks=1, expands=1)),  # the same size, but 2 left and 3 joined
+        ((2, 1), IsrChanges()),  # reordered: nobody left or joined
+    ],
+    ids=["shrink", "expand", "swap", "reorder"],
+)
+def test_an_isr_change_counts_as_a_shrink_if_a_member_left_and_an_expand_if_one_joined(
+    isr: tuple[int, ...], expected: IsrChanges
+) -> None:
+    state = _state()  # ISR (1, 2)
+    state.replay_change(change(isr=isr))
+    assert state.isr_changes == expected
+
+
+@given(st.lists(STEPS, max_size=80))
+def test_isr_changes_count_the_changes_that_dropped_or_added_members_and_nothing_else(steps: list[Step]) -> None:
+    state, expected = ReplicationState(), IsrChanges()
+    for step in steps:
+        what, slot, index, _ = step
+        tp = TopicPartition(uuid.UUID(int=100 + slot), index)
+        before = state.partition(tp)
+        _replay_step(state, step)  # partitions created, replaced and removed too: none of them counts
+        after = state.partition(tp)
+        if what == "isr" and before is not None and after is not None:
+            dropped, added = set(before.isr) - set(after.isr), set(after.isr) - set(before.isr)
+            expected = IsrChanges(expected.shrinks + bool(dropped), expected.expands + bool(added))
+        assert state.isr_changes == expected
+
+
+def test_changes_that_leave_the_isr_alone_and_creations_and_removals_are_not_isr_changes() -> None:
+    state = _state()
+    state.replay_change(change(leader=2))
+    state.replay_change(change(leader=NO_LEADER))
+    state.replay_partition(PartitionRecord(partition_id=1, topic_id=TOPIC, replicas=(1,), isr=(1,), leader=1))
+    state.replay_remove(RemoveTopicRecord(topic_id=TOPIC))
+    assert state.isr_changes == IsrChanges()
+
+
+def test_isr_changes_are_running_totals_and_since_subtracts_an_earlier_total() -> None:
+    state = _state()
+    state.replay_change(change(isr=(1,)))
+    start = state.isr_changes
+    state.replay_change(change(isr=(1, 2)))
+    state.replay_change(change(isr=(1, 2, 3)))
+    state.replay_change(change(isr=(3,)))
+    assert state.isr_changes == IsrChanges(shrinks=2, expands=2)
+    assert state.isr_changes.since(start) == IsrChanges(shrinks=1, expands=2)
+    assert start == IsrChanges(shrinks=1)  # an earlier total does not move
