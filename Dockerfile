@@ -1,4 +1,4 @@
-# fencer's one image (deploy/README-compose.md). Targets:
+# fencer's one image (README.md, "Docker compose"). Targets:
 #   fencer            the controller (`fencer-controller`, the default entrypoint) and the fleet
 #                     (`--entrypoint fencer-fleet`); the default target
 #   fencer-analytics  the same venv and a Java 17 runtime for Spark; entrypoint `fencer-analyze`

@@ -1,5 +1,5 @@
-"""The `docker compose` commands the README (its "## Docker compose" section, else the snippet it is
-pasted from, deploy/README-compose.md) and `make compose-smoke` give name only services and profiles
+"""The `docker compose` commands the README (its "## Docker compose" section) and `make compose-smoke`
+give name only services and profiles
 of the compose file, and flags docker compose has; and the Makefile keeps the smoke out of `make test`."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import pytest
 from .deployment import ROOT, compose
 
 README = ROOT / "README.md"
-SNIPPET = ROOT / "deploy" / "README-compose.md"
 SMOKE = ROOT / "deploy" / "compose-smoke.sh"
 #: Flags of `docker compose` itself: flag -> what its value is (None: it takes none).
 GLOBAL_FLAGS: dict[str, str | None] = {
@@ -56,9 +55,10 @@ def section(text: str, heading: str) -> str | None:
 
 
 def documentation() -> tuple[str, str]:
-    """(where, text): the README's section once the lead has pasted it, else the snippet."""
-    pasted = section(README.read_text(), "Docker compose")
-    return ("README.md", pasted) if pasted is not None else (str(SNIPPET.relative_to(ROOT)), SNIPPET.read_text())
+    """(where, text): the README's "Docker compose" section (it must have one)."""
+    text = section(README.read_text(), "Docker compose")
+    assert text is not None, "README.md has no '## Docker compose' section"
+    return "README.md", text
 
 
 def compose_commands(text: str, *, script: bool = False) -> list[list[str]]:

@@ -79,6 +79,29 @@ def test_a_port_in_use_exits_1_with_one_line_naming_the_flag_and_address(tmp_pat
     assert "Traceback" not in result.stderr
 
 
+def test_a_corrupt_batch_mid_log_refuses_to_start_until_repair_log_truncates_there(tmp_path: Path) -> None:
+    """Troubleshooting's corrupt-log row, as an operator meets it: three starts write three batches
+    (each a LeaderChange); a flipped byte in the middle one is not a torn tail, so the daemon refuses
+    (exit 1, naming the segment, the offset and --repair-log) and touches nothing; --repair-log cuts
+    the log there and starts."""
+    data = tmp_path / "data"
+    for _ in range(3):
+        DaemonProcess(data).start().stop()
+    (segment,) = (data / "__cluster_metadata-0").glob("*.log")
+    damaged = bytearray(segment.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    segment.write_bytes(damaged)
+    refused = run("--data-dir", str(data), "--listen", "127.0.0.1:0")
+    assert refused.returncode == 1
+    (line,) = [line for line in refused.stderr.splitlines() if line.startswith("fencer-controller:")]
+    assert str(segment) in line and "(offset 1)" in line and "--repair-log" in line, line
+    assert segment.read_bytes() == damaged
+    repaired = DaemonProcess(data, "--repair-log").start()
+    assert repaired.stop() == 0
+    assert "repaired" in repaired.stderr()
+    assert len(segment.read_bytes()) < len(damaged)
+
+
 def test_json_logs_and_idle_connections_are_closed(tmp_path: Path) -> None:
     daemon = DaemonProcess(tmp_path / "data", "--log-format", "json", "--idle-timeout-ms", "300").start()
     try:
