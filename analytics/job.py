@@ -9,9 +9,11 @@ Rules:
   `local[*]`. Run directly, the Python workers use this interpreter (PYSPARK_PYTHON, unless set)
   and this checkout's packages (PYTHONPATH); under spark-submit, `--py-files` ships them.
 - Exit 2, one line on stderr: bad arguments, no Java (run directly), a capture dir that is
-  missing, unreadable or holds no parts, an output path that is a file. Exit 1: the job failed
-  (Spark's error follows). Exit 0: the output is in place; the last stdout line is
-  `report: <path>`.
+  missing, unreadable or holds no parts, an output path that is a file, a capture or output path
+  Spark cannot take by its name (paths.py: a `:` with a glob character; a name the driver's JVM
+  cannot encode, e.g. non-ASCII under `LC_ALL=C`, checked once the session runs, so after Spark's
+  start-up lines). Exit 1: the job failed (Spark's error follows). Exit 0: the output is in
+  place; the last stdout line is `report: <path>`.
 - A session this job created is stopped at the end; one that existed (a test's, a notebook's)
   is left running.
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from .output import OutputError, check_output
+from .paths import unencodable_name
 from .pipeline import run
 from .read import CaptureError, check_capture_dirs
 
@@ -110,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fencer-analyze: Spark could not start: {first_line}", file=sys.stderr)
         return 2
     try:
+        unopenable = unopenable_path(spark, captures, out)
+        if unopenable:
+            print(f"fencer-analyze: {unopenable}", file=sys.stderr)
+            return 2
         result = run(
             spark,
             captures,
@@ -125,6 +132,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"tables: {result.out}")
     print(f"report: {result.report}")
     return 0
+
+
+def unopenable_path(spark: SparkSession, captures: Sequence[Path], out: Path) -> str | None:
+    """The line to print for the first path the driver's JVM cannot open by name; None if there is none.
+
+    The JVM encodes file names in its `sun.jnu.encoding`, taken from the locale when it started
+    (ASCII under `LC_ALL=C`): a name that does not encode would be PATH_NOT_FOUND deep in a job."""
+    jvm = getattr(spark, "_jvm", None)  # None for a Spark Connect session: no JVM here to ask
+    if jvm is None:
+        return None
+    encoding = str(jvm.java.lang.System.getProperty("sun.jnu.encoding"))
+    for label, path in [*(("capture dir", capture) for capture in captures), ("output", out)]:
+        if unencodable_name(path, encoding):
+            shown = os.fsencode(path).decode("utf-8", "backslashreplace")  # bytes not in UTF-8 as \xNN
+            return (
+                f"{label} {shown}: the JVM cannot open this name, which its file name encoding ({encoding}, "
+                "from the locale) cannot encode; a UTF-8 locale (LC_ALL=C.UTF-8) takes any name in UTF-8"
+            )
+    return None
 
 
 def session(master: str | None) -> SparkSession:

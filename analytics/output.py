@@ -9,7 +9,8 @@ Rules:
   stays on one filesystem); the old output goes to `.<name>.old-<pid>-<ns>` until the new one is
   in place. Both start with `.`, so readers that skip hidden names never see them.
 - On failure the temporary sibling is deleted and `out` is left exactly as it was.
-- `out` that exists and is not a directory is refused before anything runs (`OutputError`).
+- `out` that exists and is not a directory is refused before anything runs (`OutputError`), as
+  is one Spark cannot read back by its name (paths.py: a `:` with a glob character).
 """
 
 from __future__ import annotations
@@ -21,16 +22,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .paths import path_problem
+
 
 class OutputError(Exception):
     """An output path the job cannot use; the message is the one line the user sees."""
 
 
 def check_output(out: Path) -> Path:
-    """`out`, absolute; `OutputError` if it is a file or its parent cannot hold it."""
+    """`out`, absolute; `OutputError` if it is a file, its parent cannot hold it or Spark cannot read it."""
     out = out.resolve()
     if out.exists() and not out.is_dir():
         raise OutputError(f"output {out}: exists and is not a directory")
+    problem = path_problem(out)
+    if problem:
+        raise OutputError(f"output {out}: {problem}")
     parent = out.parent
     if parent.exists() and not parent.is_dir():
         raise OutputError(f"output {out}: {parent} is not a directory")

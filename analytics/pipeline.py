@@ -12,6 +12,8 @@ Rules:
 - Every table is a Parquet directory `<out>/<table>`; the report is `<out>/report.html` and the
   console summary also `<out>/summary.txt`.
 - The session's time zone is set to UTC, so timestamps mean the same on every machine.
+- Spark is handed `file:` path strings from paths.py (`write_path` to write, `read_path` to read),
+  never `Path.as_uri()`, whose percent-escapes Hadoop takes as part of the names.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from . import aggregates, report, transforms
 from .decode import stage_decoded
 from .output import staged_output
+from .paths import read_path, write_path
 from .read import read_captures
 from .schema import decoded_spark_schema
 
@@ -100,7 +103,7 @@ def run(
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
         decoded_path = staging / "_decoded"
         stage_decoded(read_captures(spark, captures, time_from_ns, time_to_ns), decoded_path)
-        decoded = spark.read.schema(decoded_spark_schema()).parquet(decoded_path.as_uri())
+        decoded = spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path))
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)
         written |= _write(spark, derived, staging, progress)
@@ -121,7 +124,6 @@ def _write(
     written = {}
     for name, table in tables.items():
         progress(f"writing {name}")
-        path = (staging / name).as_uri()
-        table.write.parquet(path)
-        written[name] = spark.read.schema(table.schema).parquet(path)
+        table.write.parquet(write_path(staging / name))
+        written[name] = spark.read.schema(table.schema).parquet(read_path(staging / name))
     return written

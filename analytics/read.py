@@ -11,8 +11,10 @@ Rules:
   writer's temporary file); anything else in a capture dir is ignored, as the writers promise.
 - The parts are listed by the driver (the same rule as the writers') and handed to Spark by name,
   per source; a part published after the listing is not read.
-- Paths go to Spark as `file://` URIs: on a cluster the capture must sit at the same path on
-  every node (a shared mount), never on the cluster's default filesystem by accident.
+- Paths go to Spark as `file:` paths read literally (paths.py: `=`, spaces, `%`, `#`, glob
+  characters and non-ASCII names are read as they are): on a cluster the capture must sit at the
+  same path on every node (a shared mount), never on the cluster's default filesystem by accident.
+  A dir Spark cannot read by its name (a `:` with a glob character) is refused in one line.
 - `--from`/`--to` filter on the request's time, before decoding, so frames outside the range
   are never decoded.
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .paths import path_problem, read_path
 from .schema import CAPTURE, PART_NAME_PATTERN, SOURCE_BY_PREFIX, UNKNOWN_SOURCE
 
 _PART = re.compile(PART_NAME_PATTERN)
@@ -47,12 +50,16 @@ def part_files(directory: Path) -> list[Path]:
 
 
 def check_capture_dirs(directories: Sequence[str | Path]) -> list[Path]:
-    """The directories, absolute; `CaptureError` for the first that is missing, unreadable or empty."""
+    """The directories, absolute; `CaptureError` for the first that is missing, unreadable, empty
+    or named so that Spark cannot read it."""
     checked = []
     for given in directories:
         directory = Path(given).resolve()
         if not directory.is_dir():
             raise CaptureError(f"capture dir {given}: not a directory")
+        problem = path_problem(directory)
+        if problem:
+            raise CaptureError(f"capture dir {given}: {problem}")
         try:
             parts = part_files(directory)
         except OSError as error:
@@ -83,7 +90,7 @@ def read_captures(
     by_source: dict[str, list[str]] = {}
     for directory in directories:
         for part in part_files(directory):
-            by_source.setdefault(source_of(part), []).append(part.as_uri())
+            by_source.setdefault(source_of(part), []).append(read_path(part))
     reads = [
         spark.read.schema(CAPTURE).parquet(*parts).withColumn("source", F.lit(source))
         for source, parts in sorted(by_source.items())

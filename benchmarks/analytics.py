@@ -53,6 +53,7 @@ from analytics import aggregates, transforms
 from analytics.decode import decode_batch, stage_decoded
 from analytics.job import workers_import_this_code
 from analytics.output import staged_output
+from analytics.paths import read_path, write_path
 from analytics.pipeline import run
 from analytics.read import check_capture_dirs, read_captures
 from analytics.schema import ENVELOPE, decoded_spark_schema
@@ -140,12 +141,12 @@ def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
     with staged_output(out) as staging:
         decoded_path = staging / "_decoded"
         stage_decoded(read_captures(spark, check_capture_dirs([directory])), decoded_path)
-        exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(decoded_path.as_uri()))
-        exchanges.write.parquet((staging / "exchanges").as_uri())
-        exchanges = spark.read.parquet((staging / "exchanges").as_uri())
-        aggregates.request_rates(exchanges, 1.0).write.parquet((staging / "request_rates").as_uri())
-        aggregates.latency_percentiles(exchanges).write.parquet((staging / "latency_percentiles").as_uri())
-        aggregates.error_counts(exchanges).write.parquet((staging / "error_counts").as_uri())
+        exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path)))
+        exchanges.write.parquet(write_path(staging / "exchanges"))
+        exchanges = spark.read.parquet(read_path(staging / "exchanges"))
+        aggregates.request_rates(exchanges, 1.0).write.parquet(write_path(staging / "request_rates"))
+        aggregates.latency_percentiles(exchanges).write.parquet(write_path(staging / "latency_percentiles"))
+        aggregates.error_counts(exchanges).write.parquet(write_path(staging / "error_counts"))
     return time.perf_counter() - started
 
 
