@@ -1,6 +1,7 @@
 """Daemon benchmark: 100 connections sending AlterPartition ISR changes through the real daemon.
 
-Run: `make bench-daemon` (or `.venv/bin/python benchmarks/daemon.py [--seconds S] [--rounds R] [--connections N]`).
+Run: `make bench-daemon` (or `.venv/bin/python benchmarks/daemon.py [--seconds S] [--rounds R] [--connections N]
+[--warm-up S]`).
 
 Each connection owns one partition and alternates shrinking and expanding its ISR, waiting for
 each answer (the daemon fsyncs every group commit). Measured in one run, on this machine:
@@ -169,7 +170,7 @@ def _median(runs: list[Run], name: str) -> Run:
     return Run(name, chosen.requests, chosen.seconds, chosen.latencies, chosen.group_size)
 
 
-def run_daemon(name: str, work: Path, connections: int, seconds: float, capture: bool) -> Run:
+def run_daemon(name: str, work: Path, connections: int, seconds: float, capture: bool, warm_up: float = 1.0) -> Run:
     metrics_port = free_port()
     extra = [
         "--metrics-listen",
@@ -184,14 +185,14 @@ def run_daemon(name: str, work: Path, connections: int, seconds: float, capture:
     daemon = DaemonProcess(work / f"{name}-data", *extra).start()
     try:
         cluster = setup(daemon.port, connections)
-        _load(daemon.port, cluster, 1.0, False)  # warm up
+        _load(daemon.port, cluster, warm_up, False)
         requests, elapsed, latencies = _load(daemon.port, cluster, seconds, False)
         return Run(name, requests, elapsed, latencies, _group_size(metrics_port))
     finally:
         daemon.stop()
 
 
-def run_echo(connections: int, seconds: float) -> Run:
+def run_echo(connections: int, seconds: float, warm_up: float = 1.0) -> Run:
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "echo_server.py")], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
@@ -204,7 +205,7 @@ def run_echo(connections: int, seconds: float) -> Run:
         for p in range(connections):
             cluster.replicas[p] = (1, 2, 3)
             cluster.partitions[p] = Acked(1, 0, 0, (1, 2, 3))
-        _load(port, cluster, 1.0, True)
+        _load(port, cluster, warm_up, True)
         requests, elapsed, latencies = _load(port, cluster, seconds, True)
         return Run("echo", requests, elapsed, latencies)
     finally:
@@ -217,15 +218,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median round is reported")
     parser.add_argument("--connections", type=int, default=100)
+    parser.add_argument("--warm-up", type=float, default=1.0, help="seconds of load before each measurement")
     args = parser.parse_args(argv)
     runs: dict[str, list[Run]] = {"echo": [], "daemon": [], "capture": []}
     with tempfile.TemporaryDirectory(prefix="fencer-bench-daemon-") as tmp:
         work = Path(tmp)
         for round_number in range(args.rounds):
             # interleaved, so that a noisy neighbour on a shared machine hits all three alike
-            runs["echo"].append(run_echo(args.connections, args.seconds))
-            runs["daemon"].append(run_daemon(f"daemon{round_number}", work, args.connections, args.seconds, False))
-            runs["capture"].append(run_daemon(f"capture{round_number}", work, args.connections, args.seconds, True))
+            runs["echo"].append(run_echo(args.connections, args.seconds, args.warm_up))
+            for name, capture in (("daemon", False), ("capture", True)):
+                run = run_daemon(f"{name}{round_number}", work, args.connections, args.seconds, capture, args.warm_up)
+                runs[name].append(run)
     echo, plain, captured = (_median(runs[name], name) for name in ("echo", "daemon", "capture"))
     # The ratios are taken round by round (each round's servers ran back to back, under the same
     # neighbours) and their median reported: steadier than a ratio of two separate medians.

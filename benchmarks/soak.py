@@ -1,6 +1,10 @@
 """Soak: the daemon under minutes of mixed load must hold its memory, descriptors and disk.
 
-Run on demand: `make soak` (10 minutes) or `.venv/bin/python benchmarks/soak.py --minutes M`.
+Run on demand: `make soak` (10 minutes) or `.venv/bin/python benchmarks/soak.py --minutes M`;
+`--minute-seconds S` shortens each "minute" to S seconds: a smoke run of the script (the suite's
+tests/benchmarks runs `--minutes 3 --minute-seconds 1`). Minutes shorter than 60 s are too short for
+the growth check (the log does not reach its retention in the warm-up, so the data dir grows): it is
+printed but not enforced; the other failures are.
 
 The real daemon (fsync on) runs with small snapshots, segments and retention
 (`--snapshot-bytes 65536 --segment-bytes 65536 --metadata-retention-bytes 4194304`) so that
@@ -118,7 +122,7 @@ def grown(samples: list[tuple[int, int, int]]) -> list[str]:
     return problems
 
 
-def run(minutes: int, seed: int, work: Path) -> int:
+def run(minutes: int, seed: int, work: Path, minute_seconds: float = 60.0) -> int:
     data_dir, metrics_port = work / "data", free_port()
     daemon = DaemonProcess(data_dir, *DAEMON_ARGS, "--metrics-listen", f"127.0.0.1:{metrics_port}").start()
     assert daemon.process is not None
@@ -131,10 +135,11 @@ def run(minutes: int, seed: int, work: Path) -> int:
         load.start(daemon.port)
         poller.start()
         samples: list[tuple[int, int, int]] = []
-        print(f"soak: {minutes} min on {machine()}", flush=True)
+        length = "" if minute_seconds == 60 else f" of {minute_seconds:g} s"
+        print(f"soak: {minutes} min{length} on {machine()}", flush=True)
         print("minute | RSS MiB | descriptors | data dir KiB | control requests received", flush=True)
         for minute in range(1, minutes + 1):
-            time.sleep(60)
+            time.sleep(minute_seconds)
             samples.append(sample(daemon.process.pid, data_dir))
             received = sum(len(listener.received) for listener in listeners.brokers.values())
             rss, descriptors, disk = samples[-1]
@@ -146,12 +151,18 @@ def run(minutes: int, seed: int, work: Path) -> int:
         poller.join(60)
     code = daemon.stop(timeout=60)
     print("answered: " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(answered.items())))
-    problems = grown(samples) + http_errors[:5]
+    growth = grown(samples)
+    enforced = minute_seconds >= 60
+    problems = (growth if enforced else []) + http_errors[:5]
     if code != 0:
         problems.append(f"the daemon exited {code}")
     for problem in problems:
         print(f"FAIL {problem}")
-    print("soak passed" if not problems else "soak failed", flush=True)
+    if not enforced:
+        for problem in growth:
+            print(f"not enforced with minutes of {minute_seconds:g} s: {problem}")
+    smoke = "" if enforced else f" (minutes of {minute_seconds:g} s: the growth check not enforced)"
+    print(f"soak {'passed' if not problems else 'failed'}{smoke}", flush=True)
     return 1 if problems else 0
 
 
@@ -159,11 +170,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="fencer daemon soak: memory, descriptors and disk under load")
     parser.add_argument("--minutes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--minute-seconds",
+        type=float,
+        default=60.0,
+        help="length of a 'minute' (default 60); shorter: a smoke run, the growth check not enforced",
+    )
     args = parser.parse_args(argv)
     if args.minutes <= WARM_UP_MINUTES:
         parser.error(f"--minutes must be above the {WARM_UP_MINUTES}-minute warm-up")
+    if args.minute_seconds <= 0:
+        parser.error("--minute-seconds must be positive")
     with tempfile.TemporaryDirectory(prefix="fencer-soak-") as tmp:
-        return run(args.minutes, args.seed, Path(tmp))
+        return run(args.minutes, args.seed, Path(tmp), args.minute_seconds)
 
 
 if __name__ == "__main__":
