@@ -4,7 +4,9 @@
 (`controller.server.capture.write_part`, 50,000 rows each). Each kind of exchange has 64 variants (random
 ids, epochs, partitions, ISRs, a few stale-epoch answers); rows pick a kind by the mix's weights
 and a variant at random, get their own correlation id (patched into both frames), a time (50,000
-exchanges/s) and a latency (log-normal around 1 ms).
+exchanges/s) and a latency (log-normal around 1 ms). The same count and seed give the same
+files in any process (the connection id is a crc32 of the peer, not `hash()`, which
+PYTHONHASHSEED varies per process).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import random
 import struct
 import uuid
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -293,7 +296,7 @@ def _with_correlation(frames: Frames, correlation_id: int) -> tuple[bytes, bytes
 def write_capture(directory: Path, count: int, seed: int) -> bool:
     """Write the capture unless `directory` already holds this one; True if it was written."""
     stamp = directory / ".bench-capture.json"
-    wanted = {"count": count, "seed": seed, "version": 1}
+    wanted = {"count": count, "seed": seed, "version": 2}  # 2: connection ids from crc32 (1: from hash(), per process)
     if stamp.exists() and json.loads(stamp.read_text()) == wanted:
         return False
     directory.mkdir(parents=True, exist_ok=True)
@@ -320,7 +323,7 @@ def _write_part(directory: Path, first: int, chosen: list[Frames], rng: random.R
         times,
         [t + latency for t, latency in zip(times, latencies, strict=True)],
         [frame[4] for frame in chosen],
-        [hash(frame[5]) % 1000 for frame in chosen],
+        [zlib.crc32(frame[5].encode()) % 1000 for frame in chosen],  # not hash(): str hashes change per process
         [frame[5] for frame in chosen],
         [frame[0] for frame in chosen],
         [frame[1] for frame in chosen],
