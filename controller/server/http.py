@@ -210,9 +210,9 @@ class HttpServer:
             return Response(200, METRICS_CONTENT_TYPE, (self.metrics.render(),))
         core = self.core_provider()
         if core is None:
-            return text(503, "starting")
+            return text(503, "starting\n")
         if path == "/healthz":
-            return text(200, "ok")
+            return text(200, "ok\n")
         async with self.state_builds:
             frozen = core.freeze()  # on the loop, so that the copy is one consistent state
             body = await trio.to_thread.run_sync(self.state_body, frozen, abandon_on_cancel=True)

@@ -107,10 +107,10 @@ def cluster() -> ControllerCore:
 # ---------------------------------------------------------------------------- routes
 async def test_healthz_is_503_while_starting_then_200(server: Server) -> None:
     starting = await get(server.port, "/healthz")
-    assert (starting.status, starting.body) == (503, b"starting")
+    assert (starting.status, starting.body) == (503, b"starting\n")
     server.core = cluster()
     ready = await get(server.port, "/healthz")
-    assert (ready.status, ready.body) == (200, b"ok")
+    assert (ready.status, ready.body) == (200, b"ok\n")
     assert ready.headers["content-type"].startswith("text/plain")
 
 
@@ -256,7 +256,7 @@ async def test_head_requests_get_no_body(server: Server) -> None:
 async def test_http_1_0_and_bare_newlines_are_understood(server: Server) -> None:
     server.core = cluster()
     reply = parse(await exchange(server.port, b"GET /healthz HTTP/1.0\nUser-Agent: probe\n\n"))
-    assert (reply.status, reply.body) == (200, b"ok")
+    assert (reply.status, reply.body) == (200, b"ok\n")
 
 
 async def test_http_1_0_needs_no_host_and_is_answered_with_connection_close(server: Server) -> None:
@@ -286,7 +286,7 @@ async def test_a_request_split_across_many_tcp_writes_is_answered(server: Server
             while chunk := await stream.receive_some(65536):
                 received += chunk
     reply = parse(bytes(received))
-    assert (reply.status, reply.body) == (200, b"ok")
+    assert (reply.status, reply.body) == (200, b"ok\n")
 
 
 async def test_pipelined_requests_get_the_first_answer_then_the_close(server: Server) -> None:
@@ -298,7 +298,7 @@ async def test_pipelined_requests_get_the_first_answer_then_the_close(server: Se
     raw = await exchange(server.port, first + second)
     assert raw.count(b"HTTP/1.1 ") == 1
     reply = parse(raw)  # the whole of what arrived is one response: its Content-Length says so
-    assert (reply.status, reply.body) == (200, b"ok")
+    assert (reply.status, reply.body) == (200, b"ok\n")
 
 
 async def test_a_request_body_is_never_read(server: Server) -> None:
