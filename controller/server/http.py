@@ -2,8 +2,8 @@
 
 Routes (GET only):
 - `/metrics`: `ControllerMetrics.render()`, Prometheus' text format 0.0.4;
-- `/state`: `controller.server.state_json.state_json` of the core as JSON (503 "starting" while the
-  core does not exist yet);
+- `/state`: the document of `controller.server.state_json` (`state_json_pieces` of a frozen copy of
+  the core, sent in blocks), as JSON (503 "starting" while the core does not exist yet);
 - `/healthz`: 200 "ok" once the core exists, 503 "starting" before.
 A query string is ignored. Another path is 404; another method on a route is 405.
 
