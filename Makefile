@@ -31,7 +31,7 @@ typecheck: $(STAMP)
 # PYTEST_WORKERS processes (pytest-xdist): most of the suite's time is spent waiting on real daemons,
 # fleets and timers, so more workers than cores; tests that share a costly fixture share a worker
 # (tests/conftest.py). The slowest tests are printed at the end.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 6
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 

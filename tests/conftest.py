@@ -29,6 +29,9 @@ SHARED_WORK = {
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids (its hook runs last)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The longest first (`slow`: tens of seconds each), so that no worker starts one near the end
+    # while the others sit idle (xdist hands out tests in this order; its groups go first anyway).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         for prefix, group in SHARED_WORK.items():

@@ -278,6 +278,7 @@ def quick_start_script(tmp: Path) -> str:
 PORTS = {9093: 0, 9094: 0}
 
 
+@pytest.mark.slow
 def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     PORTS.update({9093: free_port(), 9094: free_port()})
     tmp = tmp_path / "fencer"

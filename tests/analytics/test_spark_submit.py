@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pyspark
+import pytest
 
 from . import scenario
 from .captures import write_capture
@@ -33,6 +34,7 @@ def project_zip(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_job_runs_under_spark_submit_with_the_project_as_a_zip(tmp_path: Path) -> None:
     write_capture(tmp_path / "capture", scenario.controller_rows())
     write_capture(tmp_path / "fleet", scenario.fleet_rows(), prefix="fleet")

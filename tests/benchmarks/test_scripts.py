@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.daemon_process import ROOT
 
 HERE = "tests/benchmarks/test_scripts.py"
@@ -175,6 +177,7 @@ def test_soak(tmp_path: Path) -> None:
     assert "soak passed (minutes of 1 s: the growth check not enforced)" in out
 
 
+@pytest.mark.slow
 def test_bench_analytics(tmp_path: Path) -> None:
     """The costliest: a JVM and the job's fixed costs, whatever the size. With `--skip-whole-job` (a flag
     of the script: no third measurement, `analytics.pipeline.run`, which tests/analytics runs) it takes

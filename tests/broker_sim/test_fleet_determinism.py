@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 import trio
 
 from broker_sim.journal import Registered, TopicCreated
@@ -91,6 +92,7 @@ async def side_by_side(tmp_path: Path, seeds: dict[str, int], duration_s: float)
     return runs
 
 
+@pytest.mark.slow
 async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp_path: Path) -> None:
     runs = await side_by_side(tmp_path, {"first": 11, "second": 11}, duration_s=14.0)
     first, second = runs["first"], runs["second"]

@@ -11,6 +11,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from broker_sim.journal import Fenced, JournalWriter, RunEnded, RunStarted, ShutdownTracked, read_journal
 from broker_sim.shell.fleet import FleetConfig
 from broker_sim.shell.processes import broker_slices, merge_journals, merge_snapshots, worker_configs
@@ -99,6 +101,7 @@ def test_a_run_over_two_processes_merges_their_results(daemon: DaemonProcess, tm
     assert not list(tmp_path.glob("run.journal.jsonl.process-*"))  # merged, then removed
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_reported_and_the_run_ends(daemon: DaemonProcess, tmp_path: Path) -> None:
     report_path = tmp_path / "run.json"
     arguments = ["--controller", f"127.0.0.1:{daemon.port}", "--brokers", "4", "--processes", "2"]
