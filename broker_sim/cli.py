@@ -47,7 +47,8 @@ CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"
 LARGEST_BROKER_ID = 2**31 - 1
 _DEFAULTS = {item.name: item.default for item in fields(FleetConfig)}
-#: Listen hosts that bind every interface: the brokers register this host's own address instead.
+#: Wildcard listen hosts: a registered address must be one a controller can dial, so the brokers bind
+#: and register this host's own (IPv4) address instead, the one its name resolves to.
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 
