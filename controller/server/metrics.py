@@ -121,19 +121,23 @@ class ControllerMetrics:
         registry = self.registry
         self._request_stats = RequestStats()
         registry.register(self._request_stats)
-        self._invalid_frames = Counter(
-            "fencer_invalid_frames", "Frames refused (connection closed), by reason", ["reason"], registry=registry
+        self._invalid_frames = self._counter_by(
+            "fencer_invalid_frames", "Frames refused (connection closed), by reason", "reason", INVALID_FRAME_REASONS
         )
-        for reason in INVALID_FRAME_REASONS:
-            self._invalid_frames.labels(reason=reason)
-        self._request_failures = Counter(
+        self._request_failures = self._counter_by(
             "fencer_request_failures",
             "Requests the controller failed to decide or to encode an answer for (a bug; connection closed), by stage",
-            ["stage"],
-            registry=registry,
+            "stage",
+            REQUEST_FAILURE_STAGES,
         )
-        for stage in REQUEST_FAILURE_STAGES:
-            self._request_failures.labels(stage=stage)
+
+    def _counter_by(self, name: str, documentation: str, label: str, values: Iterable[str]) -> Counter:
+        """A counter with one label, every known value of it exported from the start (at 0), so a
+        dashboard's rate() sees the first one."""
+        counter = Counter(name, documentation, [label], registry=self.registry)
+        for value in values:
+            counter.labels(**{label: value})
+        return counter
 
     def _define_log_metrics(self) -> None:
         registry = self.registry
@@ -161,17 +165,15 @@ class ControllerMetrics:
 
     def _define_server_metrics(self) -> None:
         registry = self.registry
-        self._connections_refused = Counter(
+        self._connections_refused = self._counter_by(
             "fencer_connections_refused",
             "Connections closed at accept (max_connections) or not accepted for lack of descriptors",
-            ["reason"],
-            registry=registry,
+            "reason",
+            CONNECTION_REFUSAL_REASONS,
         )
-        for reason in CONNECTION_REFUSAL_REASONS:
-            self._connections_refused.labels(reason=reason)
-        self._snapshots = Counter("fencer_snapshots", "Snapshots attempted, by outcome", ["outcome"], registry=registry)
-        for outcome in ("written", "failed"):
-            self._snapshots.labels(outcome=outcome)
+        self._snapshots = self._counter_by(
+            "fencer_snapshots", "Snapshots attempted, by outcome", "outcome", ("written", "failed")
+        )
         self._snapshot_seconds = Histogram(
             "fencer_snapshot_write_seconds", "Time to write one snapshot", buckets=SNAPSHOT_BUCKETS, registry=registry
         )
