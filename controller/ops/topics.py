@@ -104,7 +104,7 @@ def create_topics(state: ControllerState, request: CreateTopicsRequest, version:
     for topic in request.topics:
         try:
             if named[topic.name] > 1:
-                raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{topic.name}' is named more than once.")
+                raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{_shown(topic.name)}' is named more than once.")
             assignments = _assignments(state, topic, rng)
         except _Rejected as rejected:
             results.append(
@@ -170,11 +170,18 @@ def _refuse_creation(request: CreateTopicsRequest, message: str) -> Result:
     )
 
 
+def _shown(name: str) -> str:
+    """A name as an error message quotes it: a name longer than any legal one is cut there, or an
+    illegal name of up to 32,767 bytes (a request's STRING) would make a message no answer can hold
+    (Kafka's messages quote it whole: its answer then fails to encode, and the client hears nothing)."""
+    return name if len(name) <= MAX_NAME_LENGTH else f"{name[:MAX_NAME_LENGTH]}... ({len(name)} characters)"
+
+
 def _assignments(
     state: ControllerState, topic: CreateTopicsRequestCreatableTopic, rng: random.Random
 ) -> list[tuple[int, tuple[int, ...]]]:
     if not _LEGAL_NAME.fullmatch(topic.name) or len(topic.name) > MAX_NAME_LENGTH or topic.name in (".", ".."):
-        raise _Rejected(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name '{topic.name}' is illegal.")
+        raise _Rejected(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name '{_shown(topic.name)}' is illegal.")
     if state.replication.topic_by_name(topic.name) is not None:
         raise _Rejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
     if topic.assignments:

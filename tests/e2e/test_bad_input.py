@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
+from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.registry import encode_request
 
 from . import kio_messages as m
 from .daemon_process import DaemonProcess, free_port
+from .fencer_client import FencerClient
 from .kio_client import KioClient
 
 SEGMENT = "__cluster_metadata-0/00000000000000000000.log"
@@ -131,24 +134,35 @@ def test_invalid_frames_are_counted(tmp_path: Path) -> None:
 
 
 def test_an_answer_that_cannot_be_encoded_closes_only_its_connection_and_is_counted(tmp_path: Path) -> None:
-    """A topic named twice is refused with a message that quotes its name: at CreateTopics v4 a
-    name of 32,760 bytes fits the request's STRING but not the message's (int16 length), so the
-    answer cannot be encoded. That connection closes unanswered and the failure is counted; the
-    daemon goes on answering everyone else."""
+    """The daemon's copy whose DescribeCluster answers fail to encode: that connection closes
+    unanswered and the failure is counted and logged; the daemon goes on answering everyone else."""
     metrics_port = free_port()
-    process = DaemonProcess(tmp_path / "data", "--metrics-listen", f"127.0.0.1:{metrics_port}").start()
+    options = ("--metrics-listen", f"127.0.0.1:{metrics_port}")
+    process = DaemonProcess(tmp_path / "data", *options, module="tests.e2e.unencodable_daemon").start()
     try:
-        entry = CreateTopicsRequestCreatableTopic(name="x" * 32_760, num_partitions=1, replication_factor=1)
         with KioClient(process.port) as bystander, KioClient(process.port) as offender:
             assert bystander.request(m.api_versions(3)).error_code == 0
-            offender.send_raw(encode_request(CreateTopicsRequest(topics=(entry, entry)), 4, 7))
+            offender.send_raw(encode_request(DescribeClusterRequest(), 1, 7))
             assert offender.closed_by_peer()
-            assert bystander.request(m.describe_cluster(1)).error_code == 0
+            assert bystander.request(m.api_versions(2)).error_code == 0
         with KioClient(process.port) as fresh:
             assert fresh.request(m.api_versions(0)).error_code == 0
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
             text = response.read().decode()
         assert 'fencer_request_failures_total{stage="encode"} 1.0' in text
-        assert "cannot encode the answer to CreateTopics" in process.stderr()
+        assert "cannot encode the answer to DescribeCluster" in process.stderr()
+    finally:
+        assert process.stop() == 0, process.stderr()
+
+
+def test_a_topic_name_too_long_to_quote_is_still_answered(tmp_path: Path) -> None:
+    """A 32,760-byte name named twice at CreateTopics v4: the refusal quotes it cut short, so the
+    answer fits (quoted whole it could not be encoded, and the connection closed unanswered)."""
+    process = DaemonProcess(tmp_path / "data").start()
+    try:
+        entry = CreateTopicsRequestCreatableTopic(name="x" * 32_760, num_partitions=1, replication_factor=1)
+        with FencerClient(process.port) as client:
+            answer = client.request(CreateTopicsRequest(topics=(entry, entry)), 4)
+        assert [topic.error_code for topic in answer.topics] == [ErrorCode.INVALID_REQUEST] * 2
     finally:
         assert process.stop() == 0, process.stderr()

@@ -30,6 +30,7 @@ from protocol.records.metadata import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from protocol.registry import encode_response
 from protocol.spec import Data
 
 from ..harness import Harness
@@ -277,6 +278,20 @@ def test_validate_only_answers_without_writing(version: int) -> None:
     assert h.core.state.replication.topic_by_name("t") is None
     response, _ = create(h, manual("t", [0, 9]), version=version, validate_only=True)
     assert response.topics[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_long_illegal_name_is_refused_with_a_message_every_answer_can_hold(twice: bool) -> None:
+    """A name of 32,760 bytes fits the request's STRING; quoted whole, the refusal's message would
+    not fit the answer's (int16 length) and the answer could not be encoded: the message cuts it."""
+    h = cluster(0, 1, 2)
+    topic = CreateTopicsRequestCreatableTopic(name="x" * 32_760, num_partitions=1, replication_factor=1)
+    response, records = create(h, *([topic, topic] if twice else [topic]), version=4)
+    code = ErrorCode.INVALID_REQUEST if twice else ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert {(r.name, r.error_code) for r in response.topics} == {(topic.name, code)} and records == []
+    message = response.topics[0].error_message
+    assert message is not None and "x" * 249 + "... (32760 characters)" in message and len(message) < 320
+    assert encode_response(response, 4, 1)  # the answer fits its frame
 
 
 def test_one_bad_topic_does_not_stop_the_others() -> None:
