@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from .constructs import KArray, KBytes, KFixed, KMember, KString
 from .errors import DecodeError, EncodeError, TrailingBytesError
 from .kstruct import KStruct
-from .spec import Array, Bytes, Data, FieldInfo, FieldSpec, Fixed, Str, WireType, fields_of
+from .spec import Array, Bytes, Data, FieldInfo, FieldSpec, Fixed, Str, Struct, WireType, fields_of
 
 T = TypeVar("T", bound=Data)
 Buffer = bytes | bytearray | memoryview
@@ -42,6 +42,10 @@ def _member(wire: WireType, spec: FieldSpec | None, version: int, flexible: bool
         else:
             inner = _member(element, None, version, flexible)
         return KArray(inner, compact, nullable)
+    if isinstance(wire, Struct):
+        if nullable:
+            raise TypeError(f"a nullable single struct ({wire.name}) is not supported")
+        return struct_for_nested(wire.cls, version, flexible)
     raise TypeError(f"unknown wire type {wire!r}")
 
 

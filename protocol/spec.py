@@ -77,7 +77,19 @@ class Array:
         return f"[]{element.__name__ if isinstance(element, type) else element.name}"
 
 
-WireType = Fixed | Str | Bytes | Array
+@dataclass(frozen=True, slots=True)
+class Struct:
+    """A single nested struct (not an array of them), always present: VotersRecord's
+    `KRaftVersionFeature`. Kafka's nullable single structs are not described here."""
+
+    cls: type[Data]
+
+    @property
+    def name(self) -> str:
+        return self.cls.__name__
+
+
+WireType = Fixed | Str | Bytes | Array | Struct
 
 BOOL = Fixed("bool", "?", 1)
 INT8 = Fixed("int8", "b", 1)
@@ -94,6 +106,10 @@ BYTES = Bytes()
 
 def ARRAY(element: WireType | type[Data]) -> Array:
     return Array(element)
+
+
+def STRUCT(cls: type[Data]) -> Struct:
+    return Struct(cls)
 
 
 # ---------------------------------------------------------------------------- field spec
@@ -122,7 +138,7 @@ def F(
 ) -> FieldSpec:
     """Declare a field's wire spec (used inside `Annotated[...]`)."""
     if isinstance(wire, type):
-        raise TypeError("a single nested struct is not a Kafka field type here; use ARRAY(...)")
+        raise TypeError("a single nested struct is declared STRUCT(...), an array of them ARRAY(...)")
     return FieldSpec(
         wire=wire,
         versions=Versions.parse(versions),
@@ -236,9 +252,10 @@ def nested_classes(cls: type[Data]) -> list[type[Data]]:
     def walk(current: type[Data]) -> None:
         for info in fields_of(current):
             wire = info.spec.wire
-            if isinstance(wire, Array) and isinstance(wire.element, type) and wire.element not in seen:
-                seen.append(wire.element)
-                walk(wire.element)
+            nested = wire.cls if isinstance(wire, Struct) else getattr(wire, "element", None)
+            if isinstance(nested, type) and nested not in seen:
+                seen.append(nested)
+                walk(nested)
 
     walk(cls)
     return seen

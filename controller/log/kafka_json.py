@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from protocol.spec import UUID, Array, Bytes, Data, fields_of
+from protocol.spec import UUID, Array, Bytes, Data, Struct, fields_of
 
 from .ids import uuid_string
 
@@ -58,6 +58,8 @@ def _value(wire: Any, value: Any, version: int) -> Any:
         return uuid_string(value)
     if isinstance(wire, Bytes):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(wire, Struct):
+        return to_json_tree(value, version)
     if isinstance(wire, Array):
         element = wire.element
         if isinstance(element, type):

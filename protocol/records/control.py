@@ -1,4 +1,5 @@
-"""KRaft control records: LeaderChange (2), SnapshotHeader (3) and SnapshotFooter (4).
+"""KRaft control records: LeaderChange (2), SnapshotHeader (3), SnapshotFooter (4), KRaftVersion (5)
+and KRaftVoters (6), every version Kafka 3.9 has.
 
 Control records live in control batches (attributes bit 5). Unlike metadata records, their
 key says what they are and their value is the bare message:
@@ -25,7 +26,7 @@ from typing import Annotated, ClassVar
 
 from protocol.compiler import codec
 from protocol.errors import DecodeError, EncodeError, TruncatedError
-from protocol.spec import ARRAY, CONTROL, INT16, INT32, INT64, UUID, ZERO_UUID, Api, Data, F
+from protocol.spec import ARRAY, CONTROL, INT16, INT32, INT64, STRING, STRUCT, UINT16, UUID, ZERO_UUID, Api, Data, F
 
 from .batch_writer import metadata_batch
 from .metadata import UnknownRecordTypeError, UnsupportedRecordVersionError
@@ -71,10 +72,58 @@ class SnapshotFooterRecord(Data):
     version: Annotated[int, F(INT16)] = 0
 
 
-ControlMessage = LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterRecord
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KRaftVersionRecord(Data):
+    """The finalized kraft.version of the quorum (KIP-853): 0 static voters, 1 dynamic ones."""
+
+    API: ClassVar[Api] = Api.of(5, CONTROL, valid="0", flexible="0+")
+    version: Annotated[int, F(INT16)] = 0
+    k_raft_version: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VotersRecordEndpoint(Data):
+    """A listener a voter can be reached on."""
+
+    name: Annotated[str, F(STRING)] = ""
+    host: Annotated[str, F(STRING)] = ""
+    port: Annotated[int, F(UINT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VotersRecordKRaftVersionFeature(Data):
+    """The range of kraft.version levels a voter supports."""
+
+    min_supported_version: Annotated[int, F(INT16)] = 0
+    max_supported_version: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VotersRecordVoter(Data):
+    """One voter of the quorum: its id, directory id, endpoints and supported kraft versions."""
+
+    voter_id: Annotated[int, F(INT32)] = 0
+    voter_directory_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    endpoints: Annotated[tuple[VotersRecordEndpoint, ...], F(ARRAY(VotersRecordEndpoint))] = ()
+    k_raft_version_feature: Annotated[VotersRecordKRaftVersionFeature, F(STRUCT(VotersRecordKRaftVersionFeature))] = (
+        VotersRecordKRaftVersionFeature()
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VotersRecord(Data):
+    """The set of voters of the quorum from this offset on (KIP-853)."""
+
+    API: ClassVar[Api] = Api.of(6, CONTROL, valid="0", flexible="0+")
+    version: Annotated[int, F(INT16)] = 0
+    voters: Annotated[tuple[VotersRecordVoter, ...], F(ARRAY(VotersRecordVoter))] = ()
+
+
+ControlMessage = LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterRecord | KRaftVersionRecord | VotersRecord
 
 CONTROL_RECORD_TYPES: dict[int, type[ControlMessage]] = {
-    cls.API.key: cls for cls in (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord)
+    cls.API.key: cls
+    for cls in (LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord, VotersRecord)
 }
 
 
@@ -106,12 +155,16 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> tuple[Contr
         raise DecodeError(f"control record key version {key_version} is not supported (only 0)")
     cls = CONTROL_RECORD_TYPES.get(record_type)
     if cls is None:
-        raise UnknownRecordTypeError(f"unknown control record type {record_type}")
+        named = f" (version {_VERSION.unpack_from(value)[0]})" if len(value) >= _VERSION.size else ""
+        raise UnknownRecordTypeError(f"unknown control record type {record_type}{named}")
     if len(value) < _VERSION.size:
         raise TruncatedError(f"{cls.__name__} value is {len(value)} bytes, too short for its version")
     (version,) = _VERSION.unpack_from(value)
     if version not in cls.API.valid:
-        raise UnsupportedRecordVersionError(f"{cls.__name__} version {version} is not supported")
+        raise UnsupportedRecordVersionError(
+            f"{cls.__name__} (control record type {record_type}) version {version} is not supported "
+            f"(supported: {cls.API.valid})"
+        )
     return codec(cls, version).decode_exact(value), version
 
 

@@ -27,6 +27,8 @@ from protocol.primitives import read_uvarint, uvarint
 from protocol.spec import (
     ARRAY,
     BOOL,
+    BYTES,
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -197,20 +199,229 @@ class PartitionChangeRecord(Data):
     last_known_elr: Annotated[_IntList | None, F(ARRAY(INT32), "2+", nullable="2+", tag=7)] = None
 
 
+# ---------------------------------------------------------------------------- configs, features, quotas
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigRecord(Data):
+    """A configuration key of a resource was set, or deleted (`value` None)."""
+
+    API: ClassVar[Api] = Api.of(4, METADATA, valid="0", flexible="0+")
+    resource_type: Annotated[int, F(INT8)] = 0
+    resource_name: Annotated[str, F(STRING)] = ""
+    name: Annotated[str, F(STRING)] = ""
+    value: Annotated[str | None, F(STRING, nullable="0+")] = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeatureLevelRecord(Data):
+    """The finalized level of a feature (0: the feature is not enabled)."""
+
+    API: ClassVar[Api] = Api.of(12, METADATA, valid="0", flexible="0+")
+    name: Annotated[str, F(STRING)] = ""
+    feature_level: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientQuotaRecordEntityData(Data):
+    """One part of a quota entity: its type and name (None: the default entity)."""
+
+    entity_type: Annotated[str, F(STRING)] = ""
+    entity_name: Annotated[str | None, F(STRING, nullable="0+")] = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientQuotaRecord(Data):
+    """A quota of a client entity was set, or removed (`remove`, `value` then ignored)."""
+
+    API: ClassVar[Api] = Api.of(14, METADATA, valid="0", flexible="0+")
+    entity: Annotated[tuple[ClientQuotaRecordEntityData, ...], F(ARRAY(ClientQuotaRecordEntityData))] = ()
+    key: Annotated[str, F(STRING)] = ""
+    value: Annotated[float, F(FLOAT64)] = 0.0
+    remove: Annotated[bool, F(BOOL)] = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerIdsRecord(Data):
+    """A block of producer ids was handed to a broker; `next_producer_id` starts the next block."""
+
+    API: ClassVar[Api] = Api.of(15, METADATA, valid="0", flexible="0+")
+    broker_id: Annotated[int, F(INT32)] = 0
+    broker_epoch: Annotated[int, F(INT64)] = -1
+    next_producer_id: Annotated[int, F(INT64)] = 0
+
+
+# ---------------------------------------------------------------------------- security
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegationTokenRecord(Data):
+    """A delegation token was created or renewed."""
+
+    API: ClassVar[Api] = Api.of(10, METADATA, valid="0", flexible="0+")
+    owner: Annotated[str, F(STRING)] = ""
+    requester: Annotated[str, F(STRING)] = ""
+    renewers: Annotated[tuple[str, ...], F(ARRAY(STRING))] = ()
+    issue_timestamp: Annotated[int, F(INT64)] = 0
+    max_timestamp: Annotated[int, F(INT64)] = 0
+    expiration_timestamp: Annotated[int, F(INT64)] = 0
+    token_id: Annotated[str, F(STRING)] = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveDelegationTokenRecord(Data):
+    """A delegation token was removed (expired or cancelled)."""
+
+    API: ClassVar[Api] = Api.of(26, METADATA, valid="0", flexible="0+")
+    token_id: Annotated[str, F(STRING)] = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserScramCredentialRecord(Data):
+    """A user's SCRAM credential for one mechanism was set."""
+
+    API: ClassVar[Api] = Api.of(11, METADATA, valid="0", flexible="0+")
+    name: Annotated[str, F(STRING)] = ""
+    mechanism: Annotated[int, F(INT8)] = 0
+    salt: Annotated[bytes, F(BYTES)] = b""
+    stored_key: Annotated[bytes, F(BYTES)] = b""
+    server_key: Annotated[bytes, F(BYTES)] = b""
+    iterations: Annotated[int, F(INT32)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveUserScramCredentialRecord(Data):
+    """A user's SCRAM credential for one mechanism was removed."""
+
+    API: ClassVar[Api] = Api.of(22, METADATA, valid="0", flexible="0+")
+    name: Annotated[str, F(STRING)] = ""
+    mechanism: Annotated[int, F(INT8)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccessControlEntryRecord(Data):
+    """An ACL was created (the enums are Kafka's resource, pattern, operation and permission codes)."""
+
+    API: ClassVar[Api] = Api.of(18, METADATA, valid="0", flexible="0+")
+    id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    resource_type: Annotated[int, F(INT8)] = 0
+    resource_name: Annotated[str, F(STRING)] = ""
+    pattern_type: Annotated[int, F(INT8)] = 0
+    principal: Annotated[str, F(STRING)] = ""
+    host: Annotated[str, F(STRING)] = ""
+    operation: Annotated[int, F(INT8)] = 0
+    permission_type: Annotated[int, F(INT8)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveAccessControlEntryRecord(Data):
+    """The ACL `id` was deleted."""
+
+    API: ClassVar[Api] = Api.of(19, METADATA, valid="0", flexible="0+")
+    id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+
+
+# ---------------------------------------------------------------------------- controllers, migration, transactions
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterControllerRecordControllerEndpoint(Data):
+    """One listener a controller registered."""
+
+    name: Annotated[str, F(STRING)] = ""
+    host: Annotated[str, F(STRING)] = ""
+    port: Annotated[int, F(UINT16)] = 0
+    security_protocol: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterControllerRecordControllerFeature(Data):
+    """A feature the controller supports, with its supported level range."""
+
+    name: Annotated[str, F(STRING)] = ""
+    min_supported_version: Annotated[int, F(INT16)] = 0
+    max_supported_version: Annotated[int, F(INT16)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterControllerRecord(Data):
+    """A controller registered its endpoints and supported features."""
+
+    API: ClassVar[Api] = Api.of(27, METADATA, valid="0", flexible="0+")
+    controller_id: Annotated[int, F(INT32)] = 0
+    incarnation_id: Annotated[uuid.UUID, F(UUID)] = ZERO_UUID
+    zk_migration_ready: Annotated[bool, F(BOOL)] = False
+    end_points: Annotated[
+        tuple[RegisterControllerRecordControllerEndpoint, ...], F(ARRAY(RegisterControllerRecordControllerEndpoint))
+    ] = ()
+    features: Annotated[
+        tuple[RegisterControllerRecordControllerFeature, ...], F(ARRAY(RegisterControllerRecordControllerFeature))
+    ] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoOpRecord(Data):
+    """No change: the active controller writes it to advance the high watermark."""
+
+    API: ClassVar[Api] = Api.of(20, METADATA, valid="0", flexible="0+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZkMigrationStateRecord(Data):
+    """The ZooKeeper migration state (schema file ZkMigrationRecord.json)."""
+
+    API: ClassVar[Api] = Api.of(21, METADATA, valid="0", flexible="0+")
+    zk_migration_state: Annotated[int, F(INT8)] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BeginTransactionRecord(Data):
+    """The records up to the next End/AbortTransactionRecord are applied atomically."""
+
+    API: ClassVar[Api] = Api.of(23, METADATA, valid="0", flexible="0+")
+    name: Annotated[str | None, F(STRING, nullable="0+", tag=0)] = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTransactionRecord(Data):
+    """The metadata transaction begun by the last BeginTransactionRecord is complete."""
+
+    API: ClassVar[Api] = Api.of(24, METADATA, valid="0", flexible="0+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbortTransactionRecord(Data):
+    """The metadata transaction begun by the last BeginTransactionRecord is discarded."""
+
+    API: ClassVar[Api] = Api.of(25, METADATA, valid="0", flexible="0+")
+    reason: Annotated[str | None, F(STRING, nullable="0+", tag=0)] = None
+
+
 # ---------------------------------------------------------------------------- registry and framing
+_RECORD_CLASSES: tuple[type[Data], ...] = (
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+    TopicRecord,
+    PartitionRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    FenceBrokerRecord,
+    UnfenceBrokerRecord,
+    RemoveTopicRecord,
+    DelegationTokenRecord,
+    UserScramCredentialRecord,
+    FeatureLevelRecord,
+    ClientQuotaRecord,
+    ProducerIdsRecord,
+    BrokerRegistrationChangeRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+    NoOpRecord,
+    ZkMigrationStateRecord,
+    RemoveUserScramCredentialRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    AbortTransactionRecord,
+    RemoveDelegationTokenRecord,
+    RegisterControllerRecord,
+)
+# api key -> record class, in api key order
 METADATA_RECORD_TYPES: dict[int, type[Data]] = {
-    cls.API.key: cls
-    for cls in (
-        RegisterBrokerRecord,
-        UnregisterBrokerRecord,
-        TopicRecord,
-        PartitionRecord,
-        PartitionChangeRecord,
-        FenceBrokerRecord,
-        UnfenceBrokerRecord,
-        RemoveTopicRecord,
-        BrokerRegistrationChangeRecord,
-    )
+    cls.API.key: cls for cls in sorted(_RECORD_CLASSES, key=lambda cls: cls.API.key)
 }
 
 # (record type, version) -> codec, filled on first use; the decode fast path is one dict lookup.
@@ -227,10 +438,11 @@ def latest_version(cls: type[Data]) -> int:
 def _codec_for(record_type: int, version: int) -> Codec[Any]:
     cls = METADATA_RECORD_TYPES.get(record_type)
     if cls is None:
-        raise UnknownRecordTypeError(f"unknown metadata record type {record_type}")
+        raise UnknownRecordTypeError(f"unknown metadata record type {record_type} (version {version})")
     if version not in cls.API.valid:
         raise UnsupportedRecordVersionError(
-            f"{cls.__name__} version {version} is not supported (valid: {cls.API.valid})"
+            f"{cls.__name__} (metadata record type {record_type}) version {version} is not supported "
+            f"(supported: {cls.API.valid})"
         )
     found = _CODECS[(record_type, version)] = codec(cls, version)
     return found

@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from protocol.spec import Array, Data, fields_of
+from protocol.spec import Array, Data, Struct, fields_of
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -74,6 +74,14 @@ def _element_class(our_cls: type[Data], name: str) -> type[Data] | None:
     return None
 
 
+def _struct_class(our_cls: type[Data], name: str) -> type[Data] | None:
+    """The class of a single nested struct field (`STRUCT(...)`), None for any other field."""
+    for info in fields_of(our_cls):
+        if info.name == name and isinstance(info.spec.wire, Struct):
+            return info.spec.wire.cls
+    return None
+
+
 def _nested_kio_class(kio_cls: type, kio_field: dataclasses.Field[Any]) -> type:
     """The element class of a kio field typed `tuple[X, ...]` (or `tuple[X, ...] | None`)."""
     import types
@@ -99,6 +107,8 @@ def to_kio(ours: Data, kio_cls: type) -> Any:
 
 def _value_to_kio(value: Any, kio_field: dataclasses.Field[Any], kio_cls: type, our_cls: type[Data], name: str) -> Any:
     kind = _kind(kio_field)
+    if _struct_class(our_cls, name) is not None:
+        return to_kio(value, _nested_kio_class(kio_cls, kio_field))
     element = _element_class(our_cls, name)
     if element is not None:
         if value is None:
@@ -125,7 +135,10 @@ def from_kio(kobj: Any, our_cls: type[Data]) -> Data:
         value = getattr(kobj, kio_field.name)
         kind = _kind(kio_field)
         element = _element_class(our_cls, name)
-        if element is not None:
+        struct_cls = _struct_class(our_cls, name)
+        if struct_cls is not None:
+            value = from_kio(value, struct_cls)
+        elif element is not None:
             value = None if value is None else tuple(from_kio(item, element) for item in value)
         elif kind.startswith("timedelta"):
             value = value // datetime.timedelta(milliseconds=1)

@@ -27,6 +27,7 @@ from protocol.spec import (
     Data,
     Fixed,
     Str,
+    Struct,
     fields_of,
 )
 
@@ -63,6 +64,8 @@ def _wire(wire: Any, version: int, flexible: bool, nullable: bool, unknown_tags:
             else _wire(element, version, flexible, False, unknown_tags)
         )
         base = st.lists(inner, max_size=4).map(tuple)
+    elif isinstance(wire, Struct):
+        base = messages(wire.cls, version, flexible=flexible, unknown_tags=unknown_tags)
     else:
         raise TypeError(wire)
     return st.one_of(st.none(), base) if nullable else base

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar
 import pytest
 
 from protocol.compiler import codec
-from protocol.spec import ARRAY, INT32, STRING, Api, Array, Data, F, fields_of, nested_classes
+from protocol.spec import ARRAY, INT32, STRING, STRUCT, Api, Array, Data, F, fields_of, nested_classes
 
 from .sample_messages import SampleItem, SampleLeaf, SampleMessage
 
@@ -56,9 +56,10 @@ def test_tagged_fields_need_a_flexible_version() -> None:
         codec(TaggedTooEarly, 0)
 
 
-def test_single_nested_struct_fields_are_refused() -> None:
-    with pytest.raises(TypeError, match="use ARRAY"):
+def test_single_nested_struct_fields_are_declared_with_struct() -> None:
+    with pytest.raises(TypeError, match=r"STRUCT\(\.\.\.\), an array of them ARRAY"):
         F(SampleLeaf)
+    assert STRUCT(SampleLeaf).name == "SampleLeaf"
 
 
 def test_nested_classes_are_found_depth_first() -> None:

@@ -11,7 +11,17 @@ from broker_sim.check import CheckError, check
 from broker_sim.check.cli import main
 from protocol.records.batch import iter_batches
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import PartitionChangeRecord, encode_metadata_value
+from protocol.records.metadata import (
+    BeginTransactionRecord,
+    ConfigRecord,
+    EndTransactionRecord,
+    FeatureLevelRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    ProducerIdsRecord,
+    RegisterControllerRecord,
+    encode_metadata_value,
+)
 
 from .logs import TOPIC_ID, LogBuilder
 
@@ -107,15 +117,38 @@ def test_a_log_starting_after_zero_without_a_snapshot_is_a_problem(tmp_path: Pat
 def test_records_of_unknown_types_are_skipped_with_a_note_and_garbage_values_are_problems(tmp_path: Path) -> None:
     log = LogBuilder(tmp_path / "data")
     log.cluster()
-    feature_level = bytes([1, 12, 0]) + b"\x0emetadata.version\x00\x15\x00"  # Kafka's FeatureLevelRecord
-    log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, [feature_level]), 1)
+    future = bytes([1, 99, 0, 0])  # a record type of a future Kafka: skipped with a note
+    log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, [future]), 1)
     log.write()
     result = check(log.data_dir)
     assert result.ok and any("skipped 1 record(s)" in note for note in result.notes)
+    assert any("unknown metadata record type 99 (version 0)" in note for note in result.notes)
     log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, [bytes([1, 5, 0, 0xFF])]), 1)
     log.write()
     result = check(log.data_dir)
     assert not result.ok and "cannot be decoded" in result.problems[0]
+
+
+def test_kafka_record_types_the_checker_does_not_check_are_read_without_notes(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    values = [
+        encode_metadata_value(record, 0)
+        for record in (
+            FeatureLevelRecord(name="metadata.version", feature_level=21),
+            BeginTransactionRecord(name="t"),
+            ConfigRecord(resource_type=2, resource_name="t1", name="cleanup.policy", value="compact"),
+            EndTransactionRecord(),
+            NoOpRecord(),
+            ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=1000),
+            RegisterControllerRecord(controller_id=3000),
+        )
+    ]
+    log._add(metadata_batch(log.next_offset, 1, log.timestamp_ms, values), 1)
+    log.write()
+    result = check(log.data_dir)
+    assert result.ok, result.problems
+    assert not any("skipped" in note for note in result.notes), result.notes
 
 
 def test_no_log_at_all_is_a_clear_error_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kio.records.readers import read_batch
+from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord as KioKRaftVersionV0
 from kio.schema.leader_change_message.v0.data import LeaderChangeMessage as KioLeaderChangeV0
 from kio.schema.leader_change_message.v1.data import LeaderChangeMessage as KioLeaderChangeV1
 from kio.schema.snapshot_footer_record.v0.data import SnapshotFooterRecord as KioSnapshotFooterV0
 from kio.schema.snapshot_header_record.v0.data import SnapshotHeaderRecord as KioSnapshotHeaderV0
+from kio.schema.voters_record.v0.data import VotersRecord as KioVotersV0
 
 from protocol.compiler import codec
 from protocol.errors import DecodeError, EncodeError, TrailingBytesError, TruncatedError
@@ -21,10 +23,12 @@ from protocol.records.batch import decode_batch
 from protocol.records.control import (
     CONTROL_RECORD_TYPES,
     ControlMessage,
+    KRaftVersionRecord,
     LeaderChangeMessage,
     LeaderChangeMessageVoter,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    VotersRecord,
     control_batch,
     control_key,
     decode_control_record,
@@ -44,6 +48,8 @@ KIO_CASES = [
     (LeaderChangeMessage, 1, KioLeaderChangeV1),
     (SnapshotHeaderRecord, 0, KioSnapshotHeaderV0),
     (SnapshotFooterRecord, 0, KioSnapshotFooterV0),
+    (KRaftVersionRecord, 0, KioKRaftVersionV0),
+    (VotersRecord, 0, KioVotersV0),
 ]
 CASES = [(cls, version) for cls in CONTROL_RECORD_TYPES.values() for version in cls.API.valid]
 
@@ -53,6 +59,8 @@ def test_types_and_keys() -> None:
         2: "LeaderChangeMessage",
         3: "SnapshotHeaderRecord",
         4: "SnapshotFooterRecord",
+        5: "KRaftVersionRecord",
+        6: "VotersRecord",
     }
     assert control_key(2) == bytes.fromhex("0000 0002")  # key version 0, type 2
 
@@ -126,7 +134,7 @@ KEY, VALUE = encode_control_record(SnapshotHeaderRecord(last_contained_log_times
         (bytes.fromhex("ffff 0003"), VALUE, DecodeError),  # negative key version
         (control_key(0), VALUE, UnknownRecordTypeError),  # abort marker: not a KRaft record
         (control_key(1), VALUE, UnknownRecordTypeError),  # commit marker
-        (control_key(5), VALUE, UnknownRecordTypeError),  # KRaftVersion: not supported here
+        (control_key(7), VALUE, UnknownRecordTypeError),  # a future Kafka's control type
         (KEY, b"\x00", TruncatedError),
         (KEY, b"\x00\x01" + VALUE[2:], UnsupportedRecordVersionError),
         (KEY, VALUE + b"\x00", TrailingBytesError),
@@ -135,6 +143,22 @@ KEY, VALUE = encode_control_record(SnapshotHeaderRecord(last_contained_log_times
 def test_decode_rejections(key: bytes | None, value: bytes | None, error: type[DecodeError]) -> None:
     with pytest.raises(error):
         decode_control_record(key, value)
+
+
+def test_unknown_types_and_versions_are_named() -> None:
+    with pytest.raises(UnknownRecordTypeError, match=r"^unknown control record type 7 \(version 0\)$"):
+        decode_control_record(control_key(7), VALUE)
+    with pytest.raises(UnknownRecordTypeError, match=r"^unknown control record type 9$"):
+        decode_control_record(control_key(9), b"")
+    with pytest.raises(
+        UnsupportedRecordVersionError,
+        match=r"^VotersRecord \(control record type 6\) version 1 is not supported \(supported: 0\)$",
+    ):
+        decode_control_record(control_key(6), b"\x00\x01\x01\x00")
+    with pytest.raises(
+        UnsupportedRecordVersionError, match=r"^LeaderChangeMessage \(control record type 2\) version 2 .*: 0-1\)$"
+    ):
+        decode_control_record(control_key(2), b"\x00\x02")
 
 
 def test_every_truncated_value_is_a_decode_error() -> None:

@@ -36,29 +36,41 @@ TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 CASES = [(cls, version) for cls in METADATA_RECORD_TYPES.values() for version in cls.API.valid]
 
 
-def test_registry_holds_the_record_types_of_the_contract() -> None:
-    assert {key: cls.__name__ for key, cls in METADATA_RECORD_TYPES.items()} == {
-        0: "RegisterBrokerRecord",
-        1: "UnregisterBrokerRecord",
-        2: "TopicRecord",
-        3: "PartitionRecord",
-        5: "PartitionChangeRecord",
-        7: "FenceBrokerRecord",
-        8: "UnfenceBrokerRecord",
-        9: "RemoveTopicRecord",
-        17: "BrokerRegistrationChangeRecord",
-    }
-    assert {cls.__name__: latest_version(cls) for cls in METADATA_RECORD_TYPES.values()} == {
-        "RegisterBrokerRecord": 3,
-        "UnregisterBrokerRecord": 0,
-        "TopicRecord": 0,
-        "PartitionRecord": 2,
-        "PartitionChangeRecord": 2,
-        "FenceBrokerRecord": 0,
-        "UnfenceBrokerRecord": 0,
-        "RemoveTopicRecord": 0,
-        "BrokerRegistrationChangeRecord": 2,
-    }
+# Every metadata record type of Kafka 3.9 (its *Record.json schemas) and its versions.
+KAFKA_3_9_RECORDS = {
+    0: ("RegisterBrokerRecord", 3),
+    1: ("UnregisterBrokerRecord", 0),
+    2: ("TopicRecord", 0),
+    3: ("PartitionRecord", 2),
+    4: ("ConfigRecord", 0),
+    5: ("PartitionChangeRecord", 2),
+    7: ("FenceBrokerRecord", 0),
+    8: ("UnfenceBrokerRecord", 0),
+    9: ("RemoveTopicRecord", 0),
+    10: ("DelegationTokenRecord", 0),
+    11: ("UserScramCredentialRecord", 0),
+    12: ("FeatureLevelRecord", 0),
+    14: ("ClientQuotaRecord", 0),
+    15: ("ProducerIdsRecord", 0),
+    17: ("BrokerRegistrationChangeRecord", 2),
+    18: ("AccessControlEntryRecord", 0),
+    19: ("RemoveAccessControlEntryRecord", 0),
+    20: ("NoOpRecord", 0),
+    21: ("ZkMigrationStateRecord", 0),
+    22: ("RemoveUserScramCredentialRecord", 0),
+    23: ("BeginTransactionRecord", 0),
+    24: ("EndTransactionRecord", 0),
+    25: ("AbortTransactionRecord", 0),
+    26: ("RemoveDelegationTokenRecord", 0),
+    27: ("RegisterControllerRecord", 0),
+}
+
+
+def test_registry_holds_every_record_type_of_kafka_3_9() -> None:
+    assert {key: (cls.__name__, latest_version(cls)) for key, cls in METADATA_RECORD_TYPES.items()} == (
+        KAFKA_3_9_RECORDS
+    )
+    assert all(min(cls.API.valid) == 0 for cls in METADATA_RECORD_TYPES.values())
 
 
 def test_sentinels() -> None:
@@ -161,17 +173,26 @@ def test_rejects_other_frame_versions(frame_version: int) -> None:
         decode_metadata_value(_value(frame_version, 2, 0, TOPIC_BODY))
 
 
-@pytest.mark.parametrize("record_type", [4, 6, 10, 16, 18, 300])
+@pytest.mark.parametrize("record_type", [6, 13, 16, 28, 99, 300])
 def test_rejects_unknown_record_types(record_type: int) -> None:
-    with pytest.raises(UnknownRecordTypeError):
-        decode_metadata_value(_value(1, record_type, 0, TOPIC_BODY))
+    # 6, 13 and 16 were retired before 3.9 (IsrChange, ..., RemoveFeatureLevel); 28+ are a future Kafka's
+    with pytest.raises(UnknownRecordTypeError, match=rf"^unknown metadata record type {record_type} \(version 3\)$"):
+        decode_metadata_value(_value(1, record_type, 3, TOPIC_BODY))
 
 
 def test_rejects_unsupported_versions() -> None:
-    with pytest.raises(UnsupportedRecordVersionError):
+    with pytest.raises(
+        UnsupportedRecordVersionError,
+        match=r"^TopicRecord \(metadata record type 2\) version 1 is not supported \(supported: 0\)$",
+    ):
         decode_metadata_value(_value(1, 2, 1, TOPIC_BODY))
-    with pytest.raises(UnsupportedRecordVersionError):
+    with pytest.raises(
+        UnsupportedRecordVersionError,
+        match=r"^RegisterBrokerRecord \(metadata record type 0\) version 4 is not supported \(supported: 0-3\)$",
+    ):
         decode_metadata_value(_value(1, 0, 4, TOPIC_BODY))
+    with pytest.raises(UnsupportedRecordVersionError, match=r"^NoOpRecord \(metadata record type 20\) version 1 "):
+        decode_metadata_value(_value(1, 20, 1, b"\x00"))
 
 
 def test_rejects_a_null_value() -> None:
