@@ -34,8 +34,15 @@ from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
-from protocol.records.control import LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord
+from protocol.records.control import (
+    CONTROL_RECORD_TYPES,
+    LeaderChangeMessage,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+)
 from protocol.records.metadata import (
+    METADATA_RECORD_TYPES,
+    AbortTransactionRecord,
     BrokerRegistrationChangeRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
@@ -195,7 +202,22 @@ class ControllerCore:
         def ignore(record: Data, epoch: int) -> None:
             pass
 
-        return {
+        def abort(record: Data, epoch: int) -> None:
+            # ignoring it would keep the aborted transaction's records: refuse, as before the codec knew it
+            raise ReplayError(
+                "cannot replay AbortTransactionRecord: rolling back a metadata transaction is not supported"
+            )
+
+        # Record types of Kafka 3.9 the state does not act on yet: their effects (configs, features,
+        # quotas, ACLs, SCRAM, tokens, producer ids, controller registrations, the voters) are
+        # read and ignored; keeping them in the state is issue 18's next part.
+        ignored: dict[type, Callable[[Any, int], Replaced | None]] = {
+            cls: ignore
+            for cls in (*METADATA_RECORD_TYPES.values(), *CONTROL_RECORD_TYPES.values())
+            if cls is not AbortTransactionRecord
+        }
+        ignored[AbortTransactionRecord] = abort
+        return ignored | {
             PartitionChangeRecord: lambda r, e: replication.replay_change(r),
             PartitionRecord: lambda r, e: replication.replay_partition(r),
             TopicRecord: lambda r, e: replication.replay_topic(r),

@@ -10,8 +10,9 @@ segment in offset order, then for every snapshot (`.checkpoint`) in (end offset,
     | offset: 1 CreateTime: <ms> keySize: -1 valueSize: 31 sequence: -1 headerKeys: [] payload: {"type":...}
 
 Control records print as Kafka prints them (`LeaderChange: {...}`, `SnapshotHeader {...}`,
-`SnapshotFooter {...}`); metadata records as `payload: {"type":"TOPIC_RECORD","version":0,
-"data":{...}}`, field names and values as Kafka's JSON converters write them (`kafka_json`).
+`SnapshotFooter {...}`, `KRaftVersion {...}`, `KRaftVoters {...}`); metadata records as
+`payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}`, field names and values as Kafka's
+JSON converters write them (`kafka_json`).
 
 Rules:
 - Read-only: files are opened for reading, never created, truncated or deleted; recovery does
@@ -35,9 +36,11 @@ from typing import TextIO
 from protocol.errors import DecodeError
 from protocol.records.batch import TIMESTAMP_TYPE_FLAG, Record, RecordBatch
 from protocol.records.control import (
+    KRaftVersionRecord,
     LeaderChangeMessage,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    VotersRecord,
     decode_control_record,
 )
 from protocol.records.metadata import UnknownRecordTypeError, decode_metadata_value
@@ -51,6 +54,8 @@ _CONTROL_LABELS = {
     LeaderChangeMessage: "LeaderChange:",
     SnapshotHeaderRecord: "SnapshotHeader",
     SnapshotFooterRecord: "SnapshotFooter",
+    KRaftVersionRecord: "KRaftVersion",
+    VotersRecord: "KRaftVoters",
 }
 _COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 

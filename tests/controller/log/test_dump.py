@@ -14,13 +14,41 @@ import pytest
 from controller.__main__ import main
 from controller.log.kafka_json import camel_case, metadata_payload, record_type_name, to_json_tree
 from protocol.records.batch_writer import metadata_batch
+from protocol.records.control import (
+    KRaftVersionRecord,
+    VotersRecord,
+    VotersRecordEndpoint,
+    VotersRecordKRaftVersionFeature,
+    VotersRecordVoter,
+    control_batch,
+)
 from protocol.records.metadata import (
+    AbortTransactionRecord,
+    AccessControlEntryRecord,
+    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ClientQuotaRecordEntityData,
+    ConfigRecord,
+    DelegationTokenRecord,
+    EndTransactionRecord,
+    FeatureLevelRecord,
+    NoOpRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
     RegisterBrokerRecordBrokerEndpoint,
+    RegisterControllerRecord,
+    RegisterControllerRecordControllerEndpoint,
+    RegisterControllerRecordControllerFeature,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+    ZkMigrationStateRecord,
 )
-from tests.controller.log.helpers import build_log, flip_bit, isr_change, segment, topic
+from protocol.spec import Data
+from tests.controller.log.helpers import TOPIC_ID, build_log, flip_bit, isr_change, segment, topic
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPIC_ID_STRING = "T04KW218Th-aKzxNXm96iw"  # helpers.TOPIC_ID, as Kafka prints it
@@ -201,3 +229,95 @@ def test_python_dash_m_controller_dump_log(tmp_path: Path) -> None:
     assert main(["dump-log", str(tmp_path / "__cluster_metadata-0")]) == 0  # the partition directory itself works too
     no_command = subprocess.run([sys.executable, "-m", "controller"], cwd=ROOT, capture_output=True, text=True)
     assert no_command.returncode == 2 and no_command.stderr.count("\n") == 1
+
+
+NEW_KAFKA_39_RECORDS: list[tuple[Data, str]] = [
+    (
+        ConfigRecord(resource_type=2, resource_name="a", name="cleanup.policy", value=None),
+        '{"type":"CONFIG_RECORD","version":0,"data":{"resourceType":2,"resourceName":"a","name":"cleanup.policy",'
+        '"value":null}}',
+    ),
+    (
+        DelegationTokenRecord(owner="User:o", requester="User:r", renewers=("User:x",), token_id="t"),
+        '{"type":"DELEGATION_TOKEN_RECORD","version":0,"data":{"owner":"User:o","requester":"User:r",'
+        '"renewers":["User:x"],"issueTimestamp":0,"maxTimestamp":0,"expirationTimestamp":0,"tokenId":"t"}}',
+    ),
+    (
+        UserScramCredentialRecord(name="u", mechanism=1, salt=b"s", stored_key=b"k", server_key=b"", iterations=4096),
+        '{"type":"USER_SCRAM_CREDENTIAL_RECORD","version":0,"data":{"name":"u","mechanism":1,"salt":"cw==",'
+        '"storedKey":"aw==","serverKey":"","iterations":4096}}',
+    ),
+    (
+        FeatureLevelRecord(name="metadata.version", feature_level=21),
+        '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":21}}',
+    ),
+    (
+        ClientQuotaRecord(
+            entity=(ClientQuotaRecordEntityData(entity_type="user", entity_name=None),), key="k", value=1.5
+        ),
+        '{"type":"CLIENT_QUOTA_RECORD","version":0,"data":{"entity":[{"entityType":"user","entityName":null}],'
+        '"key":"k","value":1.5,"remove":false}}',
+    ),
+    (
+        ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=1000),
+        '{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":1,"brokerEpoch":5,"nextProducerId":1000}}',
+    ),
+    (
+        AccessControlEntryRecord(id=TOPIC_ID, resource_type=2, resource_name="a", principal="User:u", host="*"),
+        '{"type":"ACCESS_CONTROL_ENTRY_RECORD","version":0,"data":{"id":"' + TOPIC_ID_STRING + '","resourceType":2,'
+        '"resourceName":"a","patternType":0,"principal":"User:u","host":"*","operation":0,"permissionType":0}}',
+    ),
+    (
+        RemoveAccessControlEntryRecord(id=TOPIC_ID),
+        '{"type":"REMOVE_ACCESS_CONTROL_ENTRY_RECORD","version":0,"data":{"id":"' + TOPIC_ID_STRING + '"}}',
+    ),
+    (NoOpRecord(), '{"type":"NO_OP_RECORD","version":0,"data":{}}'),
+    (
+        ZkMigrationStateRecord(zk_migration_state=0),
+        '{"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":0}}',
+    ),
+    (
+        RemoveUserScramCredentialRecord(name="u", mechanism=2),
+        '{"type":"REMOVE_USER_SCRAM_CREDENTIAL_RECORD","version":0,"data":{"name":"u","mechanism":2}}',
+    ),
+    (BeginTransactionRecord(name="x"), '{"type":"BEGIN_TRANSACTION_RECORD","version":0,"data":{"name":"x"}}'),
+    (EndTransactionRecord(), '{"type":"END_TRANSACTION_RECORD","version":0,"data":{}}'),
+    (AbortTransactionRecord(), '{"type":"ABORT_TRANSACTION_RECORD","version":0,"data":{}}'),
+    (
+        RemoveDelegationTokenRecord(token_id="t"),
+        '{"type":"REMOVE_DELEGATION_TOKEN_RECORD","version":0,"data":{"tokenId":"t"}}',
+    ),
+    (
+        RegisterControllerRecord(
+            controller_id=3000,
+            end_points=(RegisterControllerRecordControllerEndpoint(name="C", host="h", port=9093),),
+            features=(RegisterControllerRecordControllerFeature(name="f", max_supported_version=1),),
+        ),
+        '{"type":"REGISTER_CONTROLLER_RECORD","version":0,"data":{"controllerId":3000,'
+        '"incarnationId":"AAAAAAAAAAAAAAAAAAAAAA","zkMigrationReady":false,'
+        '"endPoints":[{"name":"C","host":"h","port":9093,"securityProtocol":0}],'
+        '"features":[{"name":"f","minSupportedVersion":0,"maxSupportedVersion":1}]}}',
+    ),
+]
+
+
+def test_dump_prints_every_record_type_kafka_3_9_added(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    build_log(tmp_path, [[(record, 0) for record, _ in NEW_KAFKA_39_RECORDS]]).close()
+    voter = VotersRecordVoter(
+        voter_id=1,
+        endpoints=(VotersRecordEndpoint(name="C", host="h", port=9093),),
+        k_raft_version_feature=VotersRecordKRaftVersionFeature(max_supported_version=1),
+    )
+    controls = [(KRaftVersionRecord(k_raft_version=1), 0), (VotersRecord(voters=(voter,)), 0)]
+    with segment(tmp_path).open("ab") as out:
+        out.write(control_batch(1 + len(NEW_KAFKA_39_RECORDS), 1, 3_000, controls))
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 0, lines
+    payloads = [line.split(" payload: ", 1)[1] for line in lines if " payload: " in line]
+    assert payloads == [expected for _, expected in NEW_KAFKA_39_RECORDS]
+    assert lines[-2].endswith('headerKeys: [] KRaftVersion {"version":0,"kRaftVersion":1}')
+    assert lines[-1].endswith(
+        'headerKeys: [] KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA",'
+        '"endpoints":[{"name":"C","host":"h","port":9093}],'
+        '"kRaftVersionFeature":{"minSupportedVersion":0,"maxSupportedVersion":1}}]}'
+    )
