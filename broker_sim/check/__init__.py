@@ -12,7 +12,10 @@ Rules:
   end (corruption, a gap, an undecodable record, a corrupt snapshot). Either fails the check.
   Notes (an incomplete last batch, skipped record types) do not.
 - The journal is read completely, once, before the log is opened (see `journal_plan.plan`).
-- Each snapshot the replay passes is compared with the replayed state at its end offset.
+- Each snapshot the replay passes is compared with the replayed state at its end offset, unless it
+  ends inside an open metadata transaction (Kafka snapshots only between transactions:
+  `transaction-framing`); no snapshot may hold a transaction marker (the same rule).
+- A metadata transaction still open at the end of the log is not applied, and said in a note.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from broker_sim.journal import Entry
+from protocol.spec import Data
 
 from .delivery import Delivery
 from .journal_plan import JournalPlan, plan
 from .journal_rules import JournalCheck
 from .liveness import NS_PER_MS, Liveness
 from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem
-from .rules import LogRules
+from .rules import TRANSACTION_MARKERS, LogRules
 from .snapshot import compare, load_base
 from .state import Model
 from .violations import RULES, Violation, ViolationSink
@@ -120,6 +124,7 @@ def _load_start(reader: LogReader, rules: LogRules) -> int | None:
         except SnapshotProblem as exc:
             reading.problems.append(f"corrupt snapshot: {exc}")
             continue
+        _markers(snapshot, records, rules)
         load_base(rules, snapshot, records)
         reading.base_snapshot = snapshot
         reading.start_offset = reading.end_offset = snapshot.end_offset
@@ -154,6 +159,8 @@ def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness, 
                 f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, beyond the log's end "
                 f"({reading.end_offset}): records it holds are missing from the log"
             )
+    if (note := rules.open_transaction_note()) is not None:
+        reading.notes.append(note)
 
 
 def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reader: LogReader) -> None:
@@ -166,15 +173,40 @@ def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reader: LogRe
             )
         )
         return
+    if rules.transaction is not None:
+        rules.sink.add(
+            Violation(
+                "transaction-framing",
+                f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, inside the transaction "
+                f"begun at offset {rules.transaction.begin} (Kafka snapshots only between transactions)",
+                snapshot.end_offset,
+            )
+        )
+        return
     try:
         records = reader.read_snapshot(snapshot)
     except SnapshotProblem as exc:
         reader.reading.problems.append(f"corrupt snapshot: {exc}")
         return
+    _markers(snapshot, records, rules)
     rules.snapshots_compared += 1
     violation = compare(rules.model, snapshot, records)
     if violation is not None:
         rules.sink.add(violation)
+
+
+def _markers(snapshot: SnapshotFile, records: list[tuple[Data, int]], rules: LogRules) -> None:
+    """A `transaction-framing` violation if the snapshot holds transaction markers."""
+    markers = sorted({type(record).__name__ for record, _ in records if isinstance(record, TRANSACTION_MARKERS)})
+    if markers:
+        rules.sink.add(
+            Violation(
+                "transaction-framing",
+                f"snapshot {snapshot.path.name} holds {', '.join(markers)}: a snapshot is taken between "
+                "transactions and holds none of their markers",
+                snapshot.end_offset,
+            )
+        )
 
 
 def _result(

@@ -26,6 +26,13 @@ then applies it to the `Model` (partition records are `partition_rules`'). The r
 - Controller epochs never decrease, and only a LeaderChange control batch raises them
   (`controller-epoch`). Topics: fresh names and ids, records naming topics and partitions that
   exist (`unknown-topic`, `unknown-partition`).
+- Metadata transactions (KIP-868): the records of the data batches from a BeginTransactionRecord
+  to its EndTransactionRecord take effect together at the End, each through the same rules at its
+  own offset (the state they are judged against is the state at the End); an
+  AbortTransactionRecord drops them; a transaction still open at the end of the log is not applied
+  (`open_transaction_note`). Control records (a LeaderChange) inside one apply where they stand.
+  A Begin while a transaction is open (ignored: the open one goes on), and an End or Abort with
+  none open (ignored), are `transaction-framing`, as Kafka's replay refuses them.
 A record that breaks a rule is still applied where it can be (the controller's brokers saw it),
 except broker changes naming the wrong epoch, which Kafka refuses to replay.
 """
@@ -38,7 +45,10 @@ from functools import partial
 
 from protocol.records.control import LeaderChangeMessage
 from protocol.records.metadata import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    EndTransactionRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -56,6 +66,7 @@ from .state import Model
 from .violations import Violation, ViolationSink, render_record
 
 FENCE, UNFENCE = 1, -1
+TRANSACTION_MARKERS = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 LISTED = 5  # partitions named in one violation about many
 
 
@@ -81,6 +92,14 @@ class History:
     epochs_seen: set[int] = field(default_factory=set)  # controller epochs of the log
 
 
+@dataclass
+class Transaction:
+    """A metadata transaction open in the replay: where it began and its records, not yet applied."""
+
+    begin: int
+    records: list[tuple[int, Data]] = field(default_factory=list)  # (offset, record)
+
+
 class LogRules:
     """Checks and applies the log's records in order; violations go to `sink`."""
 
@@ -94,6 +113,7 @@ class LogRules:
         self.snapshots_compared = 0
         self.last_change: dict[int, str] = {}  # broker id -> the record that last set its state
         self.max_epoch: dict[int, int] = {}  # broker id -> highest epoch ever registered
+        self.transaction: Transaction | None = None  # the metadata transaction open at this position
         self.dispatch: dict[type, Callable[[int, Data], None]] = {
             PartitionChangeRecord: partial(partition_change, self),
             PartitionRecord: partial(partition_record, self),
@@ -105,6 +125,9 @@ class LogRules:
             FenceBrokerRecord: self.old_fence,
             UnfenceBrokerRecord: self.old_fence,
             UnregisterBrokerRecord: self.unregister_broker,
+            BeginTransactionRecord: self.begin_transaction,
+            EndTransactionRecord: self.end_transaction,
+            AbortTransactionRecord: self.end_transaction,
         }
 
     def violation(
@@ -138,12 +161,56 @@ class LogRules:
             model.controller_epoch, self.epoch_raised = epoch, True
         else:
             self.epoch_raised = False
-        dispatch = self.dispatch
+        dispatch, control = self.dispatch, batch.control
         for offset, record, _ in batch.records:
-            handler = dispatch.get(type(record))
+            kind = type(record)
+            if self.transaction is not None and not control and kind not in TRANSACTION_MARKERS:
+                self.transaction.records.append((offset, record))
+                continue
+            handler = dispatch.get(kind)
             if handler is not None:
                 handler(offset, record)
         self.records += len(batch.records)
+
+    # ------------------------------------------------------------------ transactions
+    def begin_transaction(self, offset: int, record: Data) -> None:
+        if self.transaction is None:
+            self.transaction = Transaction(offset)
+            return
+        self.violation(
+            "transaction-framing",
+            f"a transaction begins while the one begun at offset {self.transaction.begin} is still open",
+            offset,
+            records=[render_record(record, offset)],
+        )
+
+    def end_transaction(self, offset: int, record: Data) -> None:
+        """An End applies the open transaction's records, in order, through the rules; an Abort drops them."""
+        transaction, self.transaction = self.transaction, None
+        if transaction is None:
+            self.violation(
+                "transaction-framing",
+                f"{type(record).__name__} while no transaction is open",
+                offset,
+                records=[render_record(record, offset)],
+            )
+            return
+        if isinstance(record, AbortTransactionRecord):
+            return
+        dispatch = self.dispatch
+        for at, buffered in transaction.records:
+            handler = dispatch.get(type(buffered))
+            if handler is not None:
+                handler(at, buffered)
+
+    def open_transaction_note(self) -> str | None:
+        """What the end of the log leaves unapplied, if a transaction is open there."""
+        if self.transaction is None:
+            return None
+        return (
+            f"a transaction begun at offset {self.transaction.begin} was still open at the end of the log: "
+            f"its {len(self.transaction.records)} records are not applied"
+        )
 
     def leader_change(self, offset: int, record: Data) -> None:
         if not self.epoch_raised and self.model.controller_epoch >= 0:

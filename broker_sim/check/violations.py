@@ -38,6 +38,8 @@ RULES: dict[str, str] = {
     "unknown-topic": "records name topics that exist (and a new topic a fresh name and id)",
     "unknown-partition": "changes name partitions that exist",
     "snapshot-state": "a snapshot holds exactly the state the log reaches at its end offset",
+    "transaction-framing": "a metadata transaction begins only when none is open, an End or Abort closes an open one, "
+    "and a snapshot neither ends inside one nor holds its markers",
     # the journal against the log
     "ack-lost": "a change the controller acknowledged is in the log at the acknowledged partition epoch",
     "ack-answer": "an acknowledged ISR change answers the requested ISR, led by the requester",
