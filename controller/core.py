@@ -35,23 +35,38 @@ from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.records.control import (
-    CONTROL_RECORD_TYPES,
+    KRaftVersionRecord,
     LeaderChangeMessage,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    VotersRecord,
 )
 from protocol.records.metadata import (
-    METADATA_RECORD_TYPES,
     AbortTransactionRecord,
+    AccessControlEntryRecord,
+    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    DelegationTokenRecord,
+    EndTransactionRecord,
+    FeatureLevelRecord,
     FenceBrokerRecord,
+    NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
+    RegisterControllerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
+    ZkMigrationStateRecord,
 )
 from protocol.spec import Data
 
@@ -190,7 +205,7 @@ class ControllerCore:
 
     def _make_replayers(self) -> dict[type, Callable[[Any, int], Replaced | None]]:
         state = self.state
-        cluster, replication = state.cluster, state.replication
+        cluster, replication, kept = state.cluster, state.replication, state.kept
 
         def unregister(record: UnregisterBrokerRecord, epoch: int) -> None:
             cluster.replay_unregister(record)
@@ -208,28 +223,48 @@ class ControllerCore:
                 "cannot replay AbortTransactionRecord: rolling back a metadata transaction is not supported"
             )
 
-        # Record types of Kafka 3.9 the state does not act on yet: their effects (configs, features,
-        # quotas, ACLs, SCRAM, tokens, producer ids, controller registrations, the voters) are
-        # read and ignored; keeping them in the state is issue 18's next part.
-        ignored: dict[type, Callable[[Any, int], Replaced | None]] = {
-            cls: ignore
-            for cls in (*METADATA_RECORD_TYPES.values(), *CONTROL_RECORD_TYPES.values())
-            if cls is not AbortTransactionRecord
-        }
-        ignored[AbortTransactionRecord] = abort
-        return ignored | {
+        def remove_topic(record: RemoveTopicRecord, epoch: int) -> None:
+            topic = replication.topics.get(record.topic_id)
+            replication.replay_remove(record)  # refuses an unknown topic
+            if topic is not None:
+                kept.drop_topic_configs(topic.name)  # Kafka deletes a topic's configs with it
+
+        # Read and ignored: transaction markers (their records are replayed as they come; an
+        # aborted transaction is refused), NoOp, snapshot header and footer, and the KRaft
+        # version and voters (fencer is a single controller: no quorum to change).
+        ignored = (
+            BeginTransactionRecord,
+            EndTransactionRecord,
+            NoOpRecord,
+            SnapshotHeaderRecord,
+            SnapshotFooterRecord,
+            KRaftVersionRecord,
+            VotersRecord,
+        )
+        return {cls: ignore for cls in ignored} | {
+            AbortTransactionRecord: abort,
             PartitionChangeRecord: lambda r, e: replication.replay_change(r),
             PartitionRecord: lambda r, e: replication.replay_partition(r),
             TopicRecord: lambda r, e: replication.replay_topic(r),
-            RemoveTopicRecord: lambda r, e: replication.replay_remove(r),
+            RemoveTopicRecord: remove_topic,
             RegisterBrokerRecord: lambda r, e: cluster.replay_register(r),
             BrokerRegistrationChangeRecord: lambda r, e: cluster.replay_change(r),
             FenceBrokerRecord: lambda r, e: cluster.replay_fence(r),
             UnfenceBrokerRecord: lambda r, e: cluster.replay_fence(r),
             UnregisterBrokerRecord: unregister,
             LeaderChangeMessage: leader_change,
-            SnapshotHeaderRecord: ignore,
-            SnapshotFooterRecord: ignore,
+            ConfigRecord: lambda r, e: kept.replay_config(r),
+            FeatureLevelRecord: lambda r, e: kept.replay_feature(r),
+            AccessControlEntryRecord: lambda r, e: kept.replay_acl(r),
+            RemoveAccessControlEntryRecord: lambda r, e: kept.replay_remove_acl(r),
+            ClientQuotaRecord: lambda r, e: kept.replay_quota(r),
+            UserScramCredentialRecord: lambda r, e: kept.replay_scram(r),
+            RemoveUserScramCredentialRecord: lambda r, e: kept.replay_remove_scram(r),
+            DelegationTokenRecord: lambda r, e: kept.replay_token(r),
+            RemoveDelegationTokenRecord: lambda r, e: kept.replay_remove_token(r),
+            ProducerIdsRecord: lambda r, e: kept.replay_producer_ids(r),
+            RegisterControllerRecord: lambda r, e: kept.replay_controller(r),
+            ZkMigrationStateRecord: lambda r, e: kept.replay_zk_migration(r),
         }
 
     def apply(
@@ -253,7 +288,7 @@ class ControllerCore:
         return freeze(self.state)
 
     def snapshot_records(self) -> list[RecordAndVersion]:
-        """Records that rebuild the durable state: brokers, then topics with their partitions."""
+        """Records that rebuild the durable state (see `controller.ops.snapshot`)."""
         return list(snapshot_records(self.freeze()))
 
     def counts(self) -> ClusterCounts:
@@ -284,4 +319,4 @@ class ControllerCore:
             topic_id: (topic.name, dict(sorted(topic.partitions.items())))
             for topic_id, topic in sorted(replication.topics.items())
         }
-        return dict(sorted(self.state.cluster.brokers.items())), topics_view
+        return dict(sorted(self.state.cluster.brokers.items())), topics_view, self.state.kept.frozen()

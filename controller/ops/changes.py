@@ -32,12 +32,21 @@ from protocol.records.metadata import (
     NO_LEADER,
     NO_LEADER_CHANGE,
     UNASSIGNED_DIRECTORY,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    DelegationTokenRecord,
+    FeatureLevelRecord,
     PartitionChangeRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
+    RegisterControllerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UserScramCredentialRecord,
+    ZkMigrationStateRecord,
 )
 from protocol.spec import Data
 
@@ -54,6 +63,16 @@ _BASE_VERSIONS: dict[type, int] = {
     RegisterBrokerRecord: 3,
     BrokerRegistrationChangeRecord: 0,
     RemoveTopicRecord: 0,
+    # what the state keeps without acting on it (`state.kept`): each has only version 0
+    FeatureLevelRecord: 0,
+    ZkMigrationStateRecord: 0,
+    RegisterControllerRecord: 0,
+    ConfigRecord: 0,
+    ClientQuotaRecord: 0,
+    ProducerIdsRecord: 0,
+    AccessControlEntryRecord: 0,
+    UserScramCredentialRecord: 0,
+    DelegationTokenRecord: 0,
 }
 
 

@@ -1,7 +1,14 @@
 """The controller's state as the JSON document `GET /state` serves (see `controller.server.http`).
 
 The document: cluster id, controller id and epoch, the last applied offset, the brokers (by id),
-then the topics (by name), each with its partitions (by index).
+what the state keeps without acting on it (`controller.state.kept`: feature levels, the ZooKeeper
+migration state, registered controllers, the producer id block, configs per resource, the ACL
+count and ACLs, client quotas, SCRAM users, delegation tokens), then the topics (by name), each
+with its partitions (by index).
+
+Secrets are never in the document: SCRAM credentials show only user names and mechanisms (no
+salts, keys or iteration counts); delegation tokens only their ids, owners, requesters, renewers
+and timestamps (the log holds no HMACs).
 
 Rules:
 - `state_json_pieces` is the definition: the document as JSON text, in pieces. `state_json` is
@@ -31,6 +38,7 @@ from typing import Any
 from ..core import ControllerCore
 from ..log.ids import uuid_string
 from ..state.frozen import FrozenState, FrozenTopic
+from ..state.kept import FrozenKept
 from ..state.model import BrokerRegistration, PartitionRegistration
 
 #: Partitions in one piece of text (~170 KB).
@@ -50,7 +58,9 @@ def state_json(state: ControllerCore | FrozenState) -> dict[str, object]:
 def state_json_pieces(frozen: FrozenState, partitions_per_piece: int = PARTITIONS_PER_PIECE) -> Iterator[str]:
     """The document as JSON text ending with a newline, in pieces of at most `partitions_per_piece`
     partitions each (ASCII only: non-ASCII names are escaped)."""
-    yield _open_array(_head_json(frozen), "topics")
+    yield _open_array(_head_json(frozen), "configs")
+    yield from _kept_pieces(frozen.kept, partitions_per_piece)
+    yield "], " + json.dumps("topics") + ": ["
     for number, topic in enumerate(frozen.sorted_topics()):
         yield (", " if number else "") + _open_array(_topic_head_json(topic), "partitions")
         indexes = sorted(topic.partitions)
@@ -68,14 +78,99 @@ def _open_array(head: dict[str, Any], key: str) -> str:
 
 
 def _head_json(frozen: FrozenState) -> dict[str, Any]:
-    """Everything but the topics (which come last)."""
+    """Everything but the topics (which come last) and the arrays of `_kept_pieces`."""
+    kept = frozen.kept
+    block = kept.producer_ids
     return {
         "cluster_id": frozen.config.cluster_id,
         "controller_id": frozen.config.node_id,
         "controller_epoch": frozen.controller_epoch,
         "last_applied_offset": frozen.last_offset,
         "brokers": [_broker_json(frozen.brokers[b]) for b in sorted(frozen.brokers)],
+        "features": dict(sorted(kept.features.items())),
+        "zk_migration_state": kept.zk_migration_state,
+        "controllers": [_controller_json(kept, c) for c in sorted(kept.controllers)],
+        "producer_ids": None if block is None else block._asdict(),
+        "acl_count": len(kept.acls),
     }
+
+
+def _controller_json(kept: FrozenKept, controller_id: int) -> dict[str, Any]:
+    record = kept.controllers[controller_id]
+    return {
+        "id": controller_id,
+        "incarnation_id": str(record.incarnation_id),
+        "zk_migration_ready": record.zk_migration_ready,
+        "listeners": [{"name": e.name, "host": e.host, "port": e.port} for e in record.end_points],
+        "features": {f.name: [f.min_supported_version, f.max_supported_version] for f in record.features},
+    }
+
+
+def _kept_pieces(kept: FrozenKept, per_piece: int) -> Iterator[str]:
+    """The arrays of what may be large (configs, ACLs, quotas, SCRAM users, tokens), after the
+    opened "configs" array: each element encoded alone, `per_piece` elements a piece."""
+    configs = (
+        {"resource_type": kind, "resource_name": name, "configs": dict(sorted(kept.configs[kind, name].items()))}
+        for kind, name in sorted(kept.configs)
+    )
+    acls = (
+        {
+            "id": str(acl.id),
+            "resource_type": acl.resource_type,
+            "resource_name": acl.resource_name,
+            "pattern_type": acl.pattern_type,
+            "principal": acl.principal,
+            "host": acl.host,
+            "operation": acl.operation,
+            "permission_type": acl.permission_type,
+        }
+        for acl in (kept.acls[acl_id] for acl_id in sorted(kept.acls))
+    )
+    quotas = (
+        {
+            "entity": [{"entity_type": kind, "entity_name": name} for kind, name in entity],
+            "quotas": dict(sorted(kept.quotas[entity].items())),
+        }
+        for entity in sorted(kept.quotas, key=lambda entity: [(kind, name or "") for kind, name in entity])
+    )
+    users: dict[str, list[int]] = {}
+    for user, mechanism in sorted(kept.scram):
+        users.setdefault(user, []).append(mechanism)
+    scram = ({"user": user, "mechanisms": mechanisms} for user, mechanisms in users.items())
+    tokens = (
+        {
+            "token_id": token.token_id,
+            "owner": token.owner,
+            "requester": token.requester,
+            "renewers": list(token.renewers),
+            "issue_timestamp": token.issue_timestamp,
+            "expiration_timestamp": token.expiration_timestamp,
+            "max_timestamp": token.max_timestamp,
+        }
+        for token in (kept.tokens[token_id] for token_id in sorted(kept.tokens))
+    )
+    yield from _array_pieces(configs, per_piece)
+    for key, values in (
+        ("acls", acls),
+        ("client_quotas", quotas),
+        ("scram_users", scram),
+        ("delegation_tokens", tokens),
+    ):
+        yield f"], {json.dumps(key)}: ["
+        yield from _array_pieces(values, per_piece)
+
+
+def _array_pieces(values: Iterable[Any], per_piece: int) -> Iterator[str]:
+    """The elements of an opened JSON array, `per_piece` a piece, each encoded by its own call."""
+    chunk: list[str] = []
+    first = True
+    for value in values:
+        chunk.append(json.dumps(value))
+        if len(chunk) == per_piece:
+            yield ("" if first else ", ") + ", ".join(chunk)
+            chunk, first = [], False
+    if chunk:
+        yield ("" if first else ", ") + ", ".join(chunk)
 
 
 def _broker_json(broker: BrokerRegistration) -> dict[str, Any]:

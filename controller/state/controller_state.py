@@ -15,6 +15,7 @@ from protocol.spec import Data
 
 from .cluster import ClusterState
 from .heartbeats import HeartbeatTracker
+from .kept import KeptState
 from .replication import ReplicationState
 
 RecordAndVersion = tuple[Data, int]
@@ -59,6 +60,8 @@ class ControllerState:
     cluster: ClusterState = field(default_factory=ClusterState)
     replication: ReplicationState = field(default_factory=ReplicationState)
     heartbeats: HeartbeatTracker = field(default_factory=lambda: HeartbeatTracker(9_000_000_000))
+    #: configs, features, ACLs, quotas, credentials, tokens, producer ids, controllers (`state.kept`)
+    kept: KeptState = field(default_factory=KeptState)
     controller_epoch: int = 0
     last_offset: int = -1
 

@@ -79,6 +79,16 @@ def test_state_json_of_an_empty_controller() -> None:
         "controller_epoch": 0,
         "last_applied_offset": -1,
         "brokers": [],
+        "features": {},
+        "zk_migration_state": None,
+        "controllers": [],
+        "producer_ids": None,
+        "acl_count": 0,
+        "configs": [],
+        "acls": [],
+        "client_quotas": [],
+        "scram_users": [],
+        "delegation_tokens": [],
         "topics": [],
     }
 
