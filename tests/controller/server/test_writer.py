@@ -21,10 +21,12 @@ import trio.testing
 
 from controller.control.orders import ControlOrder
 from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
+from controller.server import writer as writer_module
 from controller.server.connection import Pending
 from controller.server.metrics import ControllerMetrics
 from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
+from protocol.errors import EncodeError
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import (
@@ -223,18 +225,21 @@ async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
     assert value(setup.metrics, "fencer_snapshots_total", outcome="written") == 1
 
 
-def twice_named(version: int) -> CreateTopicsRequest:
-    """A topic named twice: refused with a message quoting the name, which at v2-v4 (STRING, int16
-    length) cannot hold a name of 32,760 bytes that the request itself could."""
-    entry = CreateTopicsRequestCreatableTopic(name="x" * 32_760, num_partitions=1, replication_factor=1)
-    return CreateTopicsRequest(topics=(entry, entry))
-
-
 async def test_an_answer_that_cannot_be_encoded_closes_its_connection_and_the_writer_goes_on(
-    setup: Setup, caplog: pytest.LogCaptureFixture
+    setup: Setup, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # No input makes a correct decision's answer unencodable (since CreateTopics cuts the long
+    # names it quotes): the codec is made to fail on the answer about the topic "doomed".
+    encode = writer_module.encode_response
+
+    def failing(response: Any, *args: Any) -> bytes:
+        if any(getattr(t, "name", None) == "doomed" for t in getattr(response, "topics", ())):
+            raise EncodeError("an unencodable answer")
+        return encode(response, *args)
+
+    monkeypatch.setattr(writer_module, "encode_response", failing)
     await brokers(setup, 1)
-    doomed, behind = setup.pending(twice_named(4), 4), setup.pending(DescribeClusterRequest(), 0)
+    doomed, behind = setup.pending(topic("doomed", 1, replicas=[1]), 7), setup.pending(DescribeClusterRequest(), 0)
     setup.writer.submit(doomed)
     setup.writer.submit(behind)  # the same group: answered after the failure
     while behind not in setup.connection.answers:
