@@ -405,8 +405,10 @@ def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[En
 
 def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int) -> int:
     """Append and replay the LeaderChange that opens this start's controller epoch; start the
-    brokers' sessions from `now_ns`; return the epoch."""
-    epoch = max(log.last_epoch, core.state.controller_epoch) + 1
+    brokers' sessions from `now_ns`; return the epoch. It is above a valid `quorum-state`'s too, so
+    the epoch never goes back from one a Kafka controller had reached in an adopted data dir."""
+    known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
+    epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
     offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
     core.replay(_leader_change(core.config.node_id), offset, epoch)
     core.start_sessions(now_ns)

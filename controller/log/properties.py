@@ -1,5 +1,9 @@
 """`meta.properties`: the identity of a data directory, in Kafka's KRaft format (version 1).
 
+Kafka writes version 1 for KRaft (`cluster.id`, `node.id`, and since 3.7 `directory.id`);
+version 0 is the ZooKeeper era's (`cluster.id`, `broker.id`). Both are read; fencer formats
+with version 1.
+
 Written like Kafka's `PropertiesUtils.writePropertiesFile` (a Java properties file stored with
 an empty comment, so a `#` line and a `#<date>` line come first):
 
@@ -13,8 +17,11 @@ an empty comment, so a `#` line and a `#<date>` line come first):
 Rules:
 - Written atomically: `meta.properties.tmp`, fsync, rename, fsync of the directory.
 - Reading accepts what Java's `Properties.load` accepts for these keys (`=` or `:`, spaces
-  around the separator, `#` and `!` comments); it requires version 1, an integer node id and
-  a cluster id. Anything else is a `LogError` naming the file.
+  around the separator, `#` and `!` comments); it requires version 0 or 1, an integer node id
+  (`node.id`, or `broker.id` for version 0) and a cluster id. Anything else, or a missing
+  file, is a `LogError` naming the file.
+- fencer never rewrites an existing file; were it to, `render` keeps every key read
+  (`directory.id` and any other, in `others`), in Kafka's sorted order.
 - A cluster id we generate is Kafka's (22 characters of URL-safe base64); one given by the
   operator must be non-empty and made of `A-Z a-z 0-9 . _ -`, so that it needs no escaping.
 - `load_or_format` formats a directory only when it has no `meta.properties` and no log data;
@@ -35,6 +42,7 @@ from .segments import PARTITION_DIR, fsync_directory, list_segments
 
 META_PROPERTIES = "meta.properties"
 KRAFT_VERSION = 1
+ZK_VERSION = 0
 _CLUSTER_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -46,6 +54,8 @@ class MetaProperties:
     node_id: int
     directory_id: str | None = None
     version: int = KRAFT_VERSION
+    #: Keys other than version, cluster.id, node.id/broker.id and directory.id, kept as read.
+    others: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def new(cls, cluster_id: str | None, node_id: int) -> MetaProperties:
@@ -61,10 +71,14 @@ def check_cluster_id(cluster_id: str) -> None:
 
 def render(props: MetaProperties, now: datetime) -> str:
     """The file's text, as Java's `Properties.store(writer, "")` lays it out."""
-    lines = ["#", "#" + now.strftime("%a %b %d %H:%M:%S %Z %Y"), f"cluster.id={props.cluster_id}"]
+    values = dict(props.others)
+    values["cluster.id"] = props.cluster_id
     if props.directory_id is not None:
-        lines.append(f"directory.id={props.directory_id}")
-    lines += [f"node.id={props.node_id}", f"version={props.version}"]
+        values["directory.id"] = props.directory_id
+    values["broker.id" if props.version == ZK_VERSION else "node.id"] = str(props.node_id)
+    values["version"] = str(props.version)
+    lines = ["#", "#" + now.strftime("%a %b %d %H:%M:%S %Z %Y")]
+    lines += [f"{key}={values[key]}" for key in sorted(values)]
     return "\n".join(lines) + "\n"
 
 
@@ -84,21 +98,29 @@ def parse(text: str) -> dict[str, str]:
 
 
 def read_meta_properties(path: Path) -> MetaProperties:
-    """The properties stored at `path` (raises `LogError` when unreadable or not KRaft v1)."""
+    """The properties stored at `path` (raises `LogError` when unreadable or not version 0 or 1)."""
     try:
         values = parse(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise LogError(f"cannot read {path}: {exc}") from None
-    if values.get("version") != str(KRAFT_VERSION):
-        raise LogError(f"{path}: version is {values.get('version')!r}, only KRaft version {KRAFT_VERSION} is supported")
+    version_text = values.get("version")
+    if version_text not in (str(ZK_VERSION), str(KRAFT_VERSION)):
+        raise LogError(
+            f"{path}: version is {version_text!r}, only versions {ZK_VERSION} (ZooKeeper) "
+            f"and {KRAFT_VERSION} (KRaft) are supported"
+        )
+    version = int(version_text)
     cluster_id = values.get("cluster.id", "")
     if not cluster_id:
         raise LogError(f"{path}: no cluster.id")
+    id_key = "broker.id" if version == ZK_VERSION else "node.id"
     try:
-        node_id = int(values.get("node.id", ""))
+        node_id = int(values.get(id_key, ""))
     except ValueError:
-        raise LogError(f"{path}: node.id is {values.get('node.id')!r}, not an integer") from None
-    return MetaProperties(cluster_id, node_id, values.get("directory.id"))
+        raise LogError(f"{path}: {id_key} is {values.get(id_key)!r}, not an integer") from None
+    known = {"version", "cluster.id", id_key, "directory.id"}
+    others = tuple(sorted((k, v) for k, v in values.items() if k not in known))
+    return MetaProperties(cluster_id, node_id, values.get("directory.id"), version, others)
 
 
 def write_meta_properties(directory: Path, props: MetaProperties, *, fsync: bool) -> Path:

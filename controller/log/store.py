@@ -1,6 +1,7 @@
 """The controller's append-only metadata log, in Kafka's `__cluster_metadata` on-disk format.
 
-    DATA_DIR/meta.properties                                  cluster id, node id (KRaft v1)
+    DATA_DIR/meta.properties                                  cluster id, node id (KRaft v1, or v0)
+    DATA_DIR/__cluster_metadata-0/quorum-state                KRaft election state (`quorum_state`)
     DATA_DIR/__cluster_metadata-0/<20-digit base offset>.log  segments of record batches v2
     DATA_DIR/__cluster_metadata-0/<offset>-<epoch>.checkpoint snapshots (offset: end, exclusive)
 
@@ -15,7 +16,8 @@ Rules:
   skips every fsync (tests, benchmarks), never anything else.
 - Epochs follow KRaft: a new epoch starts with `append_leader_change` (a control batch) and
   every batch after it carries that epoch, so `append` takes exactly `last_epoch`. Recovery
-  relies on it to catch flipped epoch bits, which the CRC does not cover.
+  relies on it to catch flipped epoch bits, which the CRC does not cover. Once the LeaderChange
+  is durable, `quorum-state` is rewritten with the new epoch, as Kafka's controller keeps it.
 - A failed write or fsync leaves the log unusable (`LogError` on every later append): after
   fsync fails, what reached the disk is unknown, and only a restart's recovery can tell.
 - Snapshots and retention follow Kafka's metadata log: a snapshot deletes nothing by itself;
@@ -48,6 +50,7 @@ from .catalog import LogCatalog, Segment, SnapshotFile
 from .encoding import PreparedAppend, encode_groups
 from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, SnapshotWriteError
 from .properties import MetaProperties, load_or_format
+from .quorum_state import QuorumState, read_quorum_state, write_quorum_state
 from .reading import read_entries, segment_batches
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
 from .retention import delete_file, sync_deletions
@@ -76,6 +79,8 @@ class MetadataLog:
     node_id: int
     data_dir: Path
     recovery: RecoveryReport
+    #: The `quorum-state` found at open (None when absent or invalid).
+    quorum_state: QuorumState | None = None
 
     def __init__(
         self, data_dir: Path, meta: MetaProperties, recovered: RecoveredLog, *, segment_bytes: int, fsync: bool
@@ -122,9 +127,11 @@ class MetadataLog:
             for leftover in partial_snapshots(partition):
                 leftover.unlink()
                 messages.append(f"deleted {leftover}, the leftover of an interrupted snapshot")
+            quorum_state = read_quorum_state(partition, messages)
             recovered = recover_from_snapshots(partition, repair=repair, fsync=fsync)
             recovered.messages[:0] = messages
             log = cls(data_dir, meta, recovered, segment_bytes=segment_bytes, fsync=fsync)
+            log.quorum_state = quorum_state
             log._open_active()
         except OSError as exc:
             raise LogError(f"cannot use data directory {data_dir}: {exc}") from None
@@ -210,6 +217,10 @@ class MetadataLog:
         message = LeaderChangeMessage(version=0, leader_id=leader_id, voters=(voter,), granting_voters=(voter,))
         offset = self._catalog.next_offset
         self._write([(offset, control_batch(offset, epoch, timestamp_ms, [(message, 0)]))], offset + 1, epoch)
+        try:
+            write_quorum_state(self._partition, leader_id, epoch, fsync=self._fsync)
+        except OSError as exc:
+            raise LogError(f"cannot write {self._partition / 'quorum-state'}: {exc}") from None
         return offset
 
     def _check_open(self) -> None:

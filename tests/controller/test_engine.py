@@ -8,6 +8,7 @@ message naming the file and the offset (and `repair` truncates there).
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from pathlib import Path
@@ -111,6 +112,36 @@ def test_restart_rebuilds_the_same_state_and_opens_a_new_epoch(tmp_path: Path) -
     assert again.startup.replayed_records == views[-1][0]
 
 
+def test_each_start_writes_quorum_state_with_its_epoch_and_never_goes_below_kafkas(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data")
+    engine.close()
+    path = tmp_path / "data" / PARTITION / "quorum-state"
+    node_id = engine.core.config.node_id
+    assert json.loads(path.read_text()) == {
+        "clusterId": "",
+        "leaderId": node_id,
+        "leaderEpoch": engine.controller_epoch,
+        "votedId": -1,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": node_id}],
+        "data_version": 0,
+    }
+    # a Kafka controller had reached epoch 14 in this dir (version 1, as with a dynamic quorum)
+    path.write_text(
+        f'{{"leaderId":{node_id},"leaderEpoch":14,"votedId":-1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}}'
+    )
+    again = start(tmp_path / "data")
+    again.close()
+    assert again.controller_epoch == 15
+    assert json.loads(path.read_text())["leaderEpoch"] == 15
+    path.write_text("garbled")
+    third = start(tmp_path / "data")
+    third.close()
+    assert third.controller_epoch == 16
+    assert any(m.startswith(f"warning: ignored {path}") for m in third.log.recovery.messages)
+    assert json.loads(path.read_text())["leaderEpoch"] == 16
+
+
 def test_snapshots_are_taken_by_size_and_start_up_uses_them(tmp_path: Path) -> None:
     engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)
     views = workload(engine, rounds=6)
@@ -139,7 +170,8 @@ def test_retention_bounds_the_log_and_start_up_uses_what_it_kept(tmp_path: Path)
     views = workload(engine, rounds=12)
     log = engine.log
     assert log.log_start_offset > 0 and len(log.snapshots()) >= 2
-    assert log.total_bytes == sum(path.stat().st_size for path in (tmp_path / "data" / PARTITION).iterdir())
+    log_files = [path for path in (tmp_path / "data" / PARTITION).iterdir() if path.name != "quorum-state"]
+    assert log.total_bytes == sum(path.stat().st_size for path in log_files)
     newest = log.snapshots()[-1]
     # what the last retention pass left is within the limit; only the log since the newest snapshot came after it
     assert log.total_bytes - log.bytes_since_snapshot <= retention

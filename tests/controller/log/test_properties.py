@@ -41,7 +41,7 @@ def test_written_properties_read_back(tmp_path: Path) -> None:
     [
         ("version=1\nnode.id=1\n", "no cluster.id"),
         ("version=1\ncluster.id=a\nnode.id=one\n", "not an integer"),
-        ("cluster.id=a\nnode.id=1\n", "only KRaft version 1"),
+        ("cluster.id=a\nnode.id=1\n", r"only versions 0 \(ZooKeeper\) and 1"),
     ],
 )
 def test_bad_properties_are_log_errors(tmp_path: Path, text: str, reason: str) -> None:

@@ -94,10 +94,10 @@ def test_a_path_nobody_can_create_is_a_log_error() -> None:
 def test_bad_identity_files_and_ids_are_refused(tmp_path: Path) -> None:
     with pytest.raises(LogError, match="invalid cluster id"):
         MetadataLog.open(tmp_path / "a", cluster_id="has space")
-    (tmp_path / "zk").mkdir()
-    (tmp_path / "zk" / "meta.properties").write_text("version=0\nbroker.id=1\ncluster.id=x\n")
-    with pytest.raises(LogError, match="only KRaft version 1"):
-        MetadataLog.open(tmp_path / "zk")
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "meta.properties").write_text("version=2\nnode.id=1\ncluster.id=x\n")
+    with pytest.raises(LogError, match=r"v2/meta\.properties: version is '2'"):
+        MetadataLog.open(tmp_path / "v2")
     build_log(tmp_path / "lost", [[topic("a")]]).close()
     (tmp_path / "lost" / "meta.properties").unlink()
     with pytest.raises(LogError, match=r"no meta\.properties"):
@@ -144,7 +144,8 @@ def test_a_group_commit_is_one_write_and_one_fsync(tmp_path: Path, monkeypatch: 
         assert calls == ["write", "fsync"]
         calls.clear()
         log.append_leader_change(2, 1, 0)
-        assert calls == ["write", "fsync"]
+        # the batch's write and fsync, then quorum-state's: its temporary file, then its directory
+        assert calls == ["write", "fsync", "fsync", "fsync"]
 
 
 def test_a_commit_across_a_roll_writes_each_segment_once_and_fsyncs_the_directory(
