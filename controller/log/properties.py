@@ -30,7 +30,6 @@ Rules:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,7 +37,7 @@ from pathlib import Path
 
 from .ids import new_cluster_id, random_uuid, uuid_string
 from .model import LogError
-from .segments import PARTITION_DIR, fsync_directory, list_segments
+from .segments import PARTITION_DIR, fsync_directory, list_segments, write_text_atomically
 
 META_PROPERTIES = "meta.properties"
 KRAFT_VERSION = 1
@@ -125,17 +124,8 @@ def read_meta_properties(path: Path) -> MetaProperties:
 
 def write_meta_properties(directory: Path, props: MetaProperties, *, fsync: bool) -> Path:
     """Write `meta.properties` into `directory` atomically; return its path."""
-    target = directory / META_PROPERTIES
-    temporary = directory / (META_PROPERTIES + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write(render(props, datetime.now().astimezone()))
-        out.flush()
-        if fsync:
-            os.fsync(out.fileno())
-    os.replace(temporary, target)
-    if fsync:
-        fsync_directory(directory)
-    return target
+    text = render(props, datetime.now().astimezone())
+    return write_text_atomically(directory, META_PROPERTIES, text, fsync=fsync)
 
 
 def load_or_format(

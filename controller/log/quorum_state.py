@@ -24,12 +24,11 @@ Rules:
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .segments import fsync_directory
+from .segments import write_text_atomically
 
 QUORUM_STATE = "quorum-state"
 WRITTEN_VERSION = 0
@@ -114,14 +113,4 @@ def read_quorum_state(partition: Path, messages: list[str]) -> QuorumState | Non
 
 def write_quorum_state(partition: Path, node_id: int, epoch: int, *, fsync: bool) -> Path:
     """Write the partition's quorum-state for `node_id` leading `epoch`, atomically."""
-    target = partition / QUORUM_STATE
-    temporary = partition / (QUORUM_STATE + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write(render(node_id, epoch))
-        out.flush()
-        if fsync:
-            os.fsync(out.fileno())
-    os.replace(temporary, target)
-    if fsync:
-        fsync_directory(partition)
-    return target
+    return write_text_atomically(partition, QUORUM_STATE, render(node_id, epoch), fsync=fsync)

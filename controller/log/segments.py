@@ -211,3 +211,20 @@ def fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_text_atomically(directory: Path, name: str, text: str, *, fsync: bool) -> Path:
+    """Write `directory/name` whole or not at all (a temporary file, fsync'd, renamed over it, the
+    rename made durable); return its path. For the small files beside the log: meta.properties,
+    quorum-state."""
+    target = directory / name
+    temporary = directory / (name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        if fsync:
+            os.fsync(out.fileno())
+    os.replace(temporary, target)
+    if fsync:
+        fsync_directory(directory)
+    return target
