@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.test_scripts import COVERAGE
+from tests.e2e.daemon_process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -248,14 +248,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "lint typecheck pytest" in make_recipe("test") or "pytest" in make_recipe("test")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def quick_start_script(tmp: Path) -> str:
+def quick_start_script(tmp: Path, ports: dict[int, int]) -> str:
     """The Quick start's blocks as one bash script: its ports and /tmp/fencer swapped for free ones,
     and after a command put in the background, a wait for its first line (`listening on ...`), as a
     person waits for it before typing the next command."""
@@ -263,7 +256,7 @@ def quick_start_script(tmp: Path) -> str:
     lines = []
     for number, command in enumerate(block_commands(section("Quick start"))):
         command = command.replace("/tmp/fencer", str(tmp)).replace(".venv/bin/python", python)
-        for readme_port, port in PORTS.items():
+        for readme_port, port in ports.items():
             command = command.replace(f"127.0.0.1:{readme_port}", f"127.0.0.1:{port}")
         if command.endswith("&"):
             out = tmp / f"background-{number}.out"
@@ -275,14 +268,11 @@ def quick_start_script(tmp: Path) -> str:
     return "set -e\n" + "\n".join(lines) + "\n"
 
 
-PORTS = {9093: 0, 9094: 0}
-
-
 @pytest.mark.slow
 def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
-    PORTS.update({9093: free_port(), 9094: free_port()})
+    ports = {9093: free_port(), 9094: free_port()}  # the README's, free ones in their place
     tmp = tmp_path / "fencer"
-    script = quick_start_script(tmp)
+    script = quick_start_script(tmp, ports)
     process = subprocess.Popen(
         ["bash", "-c", script],
         cwd=ROOT,
@@ -298,7 +288,7 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
         process.wait()
     assert process.returncode == 0, f"{script}\n{stdout[-3000:]}\n{stderr[-3000:]}"
     lines = stdout.splitlines()
-    assert f"listening on 127.0.0.1:{PORTS[9093]}" in lines
+    assert f"listening on 127.0.0.1:{ports[9093]}" in lines
     assert "ok" in lines  # /healthz
     verdict = r"run finished in [\d.]+s: 0 violation\(s\), final check of .*: 0 violation\(s\); exit status 0"
     assert any(re.fullmatch(verdict, line) for line in lines), stdout[-3000:]

@@ -7,8 +7,6 @@ the address, which `cli.run` prints as `fencer-controller: cannot listen on ...`
 
 from __future__ import annotations
 
-import socket
-
 import trio
 
 
@@ -19,6 +17,6 @@ class ListenError(Exception):
 async def open_listeners(host: str, port: int, flag: str) -> list[trio.SocketListener]:
     try:
         return await trio.open_tcp_listeners(port, host=host)
-    except (OSError, socket.gaierror) as exc:
+    except OSError as exc:  # socket.gaierror (an unknown host) is one too
         reason = exc.strerror or str(exc)
         raise ListenError(f"cannot listen on {host}:{port} ({flag}): {reason}") from exc
