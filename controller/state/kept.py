@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from protocol.records.metadata import (
     AccessControlEntryRecord,
@@ -119,16 +119,7 @@ class KeptState:
     # ------------------------------------------------------------------ replay
     def replay_config(self, record: ConfigRecord) -> None:
         self._frozen = None
-        resource = (record.resource_type, record.resource_name)
-        configs = dict(self.configs.get(resource, ()))
-        if record.value is None:
-            configs.pop(record.name, None)
-        else:
-            configs[record.name] = record.value
-        if configs:
-            self.configs[resource] = configs
-        else:
-            self.configs.pop(resource, None)
+        _set_or_drop(self.configs, (record.resource_type, record.resource_name), record.name, record.value)
 
     def drop_topic_configs(self, topic_name: str) -> None:
         """A topic was removed: its configs go with it (as Kafka's ReplicationControlManager does)."""
@@ -156,16 +147,7 @@ class KeptState:
 
     def replay_quota(self, record: ClientQuotaRecord) -> None:
         self._frozen = None
-        entity = quota_entity(record)
-        quotas = dict(self.quotas.get(entity, ()))
-        if record.remove:
-            quotas.pop(record.key, None)
-        else:
-            quotas[record.key] = record.value
-        if quotas:
-            self.quotas[entity] = quotas
-        else:
-            self.quotas.pop(entity, None)
+        _set_or_drop(self.quotas, quota_entity(record), record.key, None if record.remove else record.value)
 
     def replay_scram(self, record: UserScramCredentialRecord) -> None:
         self._frozen = None
@@ -200,3 +182,22 @@ class KeptState:
     def replay_zk_migration(self, record: ZkMigrationStateRecord) -> None:
         self._frozen = None
         self.zk_migration_state = record.zk_migration_state
+
+
+Outer = TypeVar("Outer")
+Value = TypeVar("Value")
+
+
+def _set_or_drop(table: dict[Outer, dict[str, Value]], outer: Outer, key: str, value: Value | None) -> None:
+    """`table[outer][key] = value`, or the key's removal when `value` is None (a config's null value,
+    a quota's remove). The inner mapping is replaced, never edited (a frozen copy may share it), and
+    an outer key left with nothing is forgotten."""
+    inner = dict(table.get(outer, {}))
+    if value is None:
+        inner.pop(key, None)
+    else:
+        inner[key] = value
+    if inner:
+        table[outer] = inner
+    else:
+        table.pop(outer, None)
