@@ -217,22 +217,18 @@ class ControllerCore:
         def ignore(record: Data, epoch: int) -> None:
             pass
 
-        def abort(record: Data, epoch: int) -> None:
-            # ignoring it would keep the aborted transaction's records: refuse, as before the codec knew it
-            raise ReplayError(
-                "cannot replay AbortTransactionRecord: rolling back a metadata transaction is not supported"
-            )
-
         def remove_topic(record: RemoveTopicRecord, epoch: int) -> None:
             topic = replication.topics.get(record.topic_id)
             replication.replay_remove(record)  # refuses an unknown topic
             if topic is not None:
                 kept.drop_topic_configs(topic.name)  # Kafka deletes a topic's configs with it
 
-        # Read and ignored: transaction markers (their records are replayed as they come; an
-        # aborted transaction is refused), NoOp, snapshot header and footer, and the KRaft
-        # version and voters (fencer is a single controller: no quorum to change).
+        # Read and ignored: transaction markers (which records a transaction's framing lets take
+        # effect is the caller's: start-up replay applies them at the End, and the live path never
+        # aborts), NoOp, snapshot header and footer, and the KRaft version and voters (fencer is a
+        # single controller: no quorum to change).
         ignored = (
+            AbortTransactionRecord,
             BeginTransactionRecord,
             EndTransactionRecord,
             NoOpRecord,
@@ -242,7 +238,6 @@ class ControllerCore:
             VotersRecord,
         )
         return {cls: ignore for cls in ignored} | {
-            AbortTransactionRecord: abort,
             PartitionChangeRecord: lambda r, e: replication.replay_change(r),
             PartitionRecord: lambda r, e: replication.replay_partition(r),
             TopicRecord: lambda r, e: replication.replay_topic(r),

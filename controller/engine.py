@@ -22,6 +22,14 @@ Rules:
   the log and the engine stay usable, and `snapshot_wanted` stays true: the caller picks the retry.
 - The shell reads the engine, never through it: the daemon and the CLI use its methods, not its
   log or its core's state.
+- Metadata transactions (KIP-868): an operation of several batches stages a BeginTransactionRecord
+  batch first and an EndTransactionRecord batch last (`ops.batches.in_transaction`). While one is
+  open, its control orders are held (`take_orders` gives none): brokers hear of it only once the
+  End is staged, so no broker ever acts on leader epochs that a crash before the End would take
+  back (start-up aborts such a transaction, and its epochs are handed out again). An operation
+  that fails inside its transaction leaves the engine unusable (Kafka's controller resigns on
+  such a fault): the in-memory state holds part of it, and only a restart's replay, which aborts
+  the open transaction, reconciles state and log. No snapshot is taken inside a transaction.
 - `committed_isr_changes` counts a partition change once it is durable, never when staged: the
   core's running totals are noted at the end of each staged batch that changed them, and the
   newest note at or below the log's durable end is what was committed. Changes replayed at
@@ -37,25 +45,32 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
+from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
+from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
+from protocol.records.transactions import OpenTransaction, TransactionReplay, markers_in_snapshot
 from protocol.spec import Data
 
 from .control.orders import ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
-from .log import LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
+from .log import LogEntry, LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
 from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
 from .ops.snapshot import snapshot_records
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, paced
+from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState
 from .state.replication import IsrChanges
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
+#: the reason of the AbortTransactionRecord that closes a transaction a previous controller left
+#: open (Kafka's words)
+FAILOVER_ABORT_REASON = "Controller failover"
 #: Staged records past which a long operation yields a commit point (see `controller.slices`).
 COMMIT_RECORDS = 10_000
 #: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
@@ -70,6 +85,8 @@ class StartupReport:
     controller_epoch: int
     recovery: RecoveryReport
     seconds: float
+    #: what start-up aborted: a metadata transaction the previous controller left open (else None)
+    aborted: str | None = None
 
 
 class ControllerEngine:
@@ -95,6 +112,8 @@ class ControllerEngine:
         #: staged records past which an operation in steps asks, between batches, to be committed
         self.commit_records = COMMIT_RECORDS
         self._broken: str | None = None
+        #: the metadata transaction staged and not yet ended: (its Begin's offset, its name)
+        self._transaction: tuple[int, str | None] | None = None
         self._orders = OutboundCollector(core.state)
         #: the ISR totals replayed at start-up (history: `committed_isr_changes` counts from here)
         self._isr_start = core.isr_changes()
@@ -150,15 +169,20 @@ class ControllerEngine:
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)
-        snapshot_id, snapshot_count, replayed = _replay(core, log)
-        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns)
+        replayed = _replay(core, log)
+        left_open = replayed.left_open
+        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns, left_open)
         report = StartupReport(
-            snapshot=snapshot_id,
-            snapshot_records=snapshot_count,
-            replayed_records=replayed,
+            snapshot=replayed.snapshot,
+            snapshot_records=replayed.snapshot_records,
+            replayed_records=replayed.log_records,
             controller_epoch=epoch,
             recovery=log.recovery,
             seconds=time.perf_counter() - started,
+            aborted=None
+            if left_open is None
+            else f"{left_open.describe()} was left open by the previous controller: "
+            f"aborted, its {len(left_open.held)} records not applied",
         )
         return cls(
             core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
@@ -219,6 +243,7 @@ class ControllerEngine:
                 return Done(outcome.response)
             return paced(self._run(outcome), self.slice_seconds)
         assert not isinstance(outcome, Result)
+        outcome = self._guarded(outcome)
         for _ in range(2):  # an operation in steps of one small batch is the common case too
             try:
                 batch = next(outcome)
@@ -241,7 +266,20 @@ class ControllerEngine:
             yield from self._run(outcome)
 
     def _run(self, outcome: Outcome) -> Slices[Data | None]:
-        return (yield from self._run_after(batches(outcome)))
+        return (yield from self._run_after(self._guarded(batches(outcome))))
+
+    def _guarded(self, steps: Steps) -> Steps:
+        """`steps`; if deciding them fails inside a metadata transaction, the engine is unusable."""
+        try:
+            return (yield from steps)
+        except Exception as exc:
+            if self._transaction is not None:
+                begin, name = self._transaction
+                self._broken = (
+                    f"an operation failed inside its metadata transaction ({name!r}, begun at offset {begin}): "
+                    f"{exc!r}; a restart aborts the transaction"
+                )
+            raise
 
     def _run_after(self, steps: Steps) -> Slices[Data | None]:
         """Stage every batch `steps` still has (a commit point after each); its response."""
@@ -263,7 +301,10 @@ class ControllerEngine:
                 return stop.value  # type: ignore[no-any-return]
 
     def take_orders(self) -> list[ControlOrder]:
-        """The control orders of everything decided since the last call, batched per broker."""
+        """The control orders of everything decided since the last call, batched per broker; none
+        while a metadata transaction is open (they are held until its End is staged)."""
+        if self._transaction is not None:
+            return []
         orders = self._orders.orders()
         self._orders = OutboundCollector(self.core.state)
         return orders
@@ -287,6 +328,8 @@ class ControllerEngine:
         if records:
             self._staged.append(records)
             self._note_isr_changes(base + len(records))
+            if len(records) == 1:  # a transaction marker stands alone in its batch
+                self._note_marker(records[0][0], base)
 
     def _stage_now(self, records: Sequence[RecordAndVersion]) -> None:
         """`_stage` in one go (a small batch)."""
@@ -296,6 +339,15 @@ class ControllerEngine:
             self._replay(records, base, 0, len(records))
             self._staged.append(records)
             self._note_isr_changes(base + len(records))
+            if len(records) == 1:  # a transaction marker stands alone in its batch
+                self._note_marker(records[0][0], base)
+
+    def _note_marker(self, record: Data, offset: int) -> None:
+        kind = type(record)
+        if kind is BeginTransactionRecord:
+            self._transaction = (offset, record.name)  # type: ignore[attr-defined]
+        elif kind is EndTransactionRecord or kind is AbortTransactionRecord:
+            self._transaction = None
 
     def _replay(self, records: Sequence[RecordAndVersion], base: int, start: int, stop: int) -> None:
         chunk = records[start:stop] if start or stop < len(records) else records
@@ -358,6 +410,8 @@ class ControllerEngine:
         """(end offset, frozen state) of the settled state, for `encode_snapshot` (deciding thread)."""
         if not self.settled:
             raise RuntimeError("cannot snapshot while decided records are not yet durable")
+        if self._transaction is not None:
+            raise RuntimeError("cannot snapshot inside a metadata transaction")
         return self.log.next_offset, self.core.freeze()
 
     def encode_snapshot(self, taken: tuple[int, FrozenState]) -> Slices[EncodedSnapshot]:
@@ -403,35 +457,64 @@ def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[En
     return EncodedSnapshot(end_offset, epoch, encoded)
 
 
-def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int) -> int:
+def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int, left_open: OpenTransaction[Any] | None) -> int:
     """Append and replay the LeaderChange that opens this start's controller epoch; start the
     brokers' sessions from `now_ns`; return the epoch. It is above a valid `quorum-state`'s too, so
-    the epoch never goes back from one a Kafka controller had reached in an adopted data dir."""
+    the epoch never goes back from one a Kafka controller had reached in an adopted data dir.
+
+    A metadata transaction the previous controller left open is then aborted, durably, before
+    anything else is written (as Kafka's ActivationRecordsGenerator does), so no later record is
+    taken into it."""
     known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
     epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
     offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
     core.replay(_leader_change(core.config.node_id), offset, epoch)
+    if left_open is not None:
+        abort = AbortTransactionRecord(reason=FAILOVER_ABORT_REASON)
+        (offset,) = log.append([[(abort, 0)]], epoch, _wall_ms())
+        core.replay(abort, offset, epoch)
     core.start_sessions(now_ns)
     core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
     return epoch
 
 
-def _replay(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int, int]:
-    """Rebuild the state: the newest valid snapshot, then every record after it; (snapshot, its
-    record count, log records replayed)."""
+@dataclass(frozen=True)
+class _Replayed:
+    snapshot: SnapshotId | None
+    snapshot_records: int
+    log_records: int
+    #: the metadata transaction still open at the log's end (its records were not applied)
+    left_open: OpenTransaction[Any] | None
+
+
+def _replay(core: ControllerCore, log: MetadataLog) -> _Replayed:
+    """Rebuild the state: the newest valid snapshot, then every record after it, metadata
+    transactions applied as KIP-868 says (`protocol.records.transactions`): a transaction's
+    records at its End, none of an aborted one or of one left open at the end."""
     snapshot_id, snapshot_count, start = None, 0, 0
     loaded = log.load_latest_snapshot()
     if loaded is not None:
         snapshot_id, records = loaded
+        offset = snapshot_id.end_offset - 1
         for record, _ in records:
-            core.replay(record, snapshot_id.end_offset - 1, snapshot_id.epoch)
+            if isinstance(record, TRANSACTION_MARKERS):
+                raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
+            core.replay(record, offset, snapshot_id.epoch)
         core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
         snapshot_count, start = len(records), snapshot_id.end_offset
+
+    def framing(message: str, offset: int) -> None:  # Kafka's replay stops here too
+        raise ReplayError(f"the metadata log cannot be replayed at offset {offset}: {message}")
+
+    transactions: TransactionReplay[LogEntry] = TransactionReplay(framing)
     replayed = 0
     for entry in log.read(start):
-        core.replay(entry.record, entry.offset, entry.epoch)
+        for effective in transactions.take(entry.offset, entry.record, entry, control=entry.control):
+            core.replay(effective.record, effective.offset, effective.epoch)
+        if type(entry.record) in TRANSACTION_MARKERS:
+            core.replay(entry.record, entry.offset, entry.epoch)  # only moves the last offset
         replayed += 1
-    return snapshot_id, snapshot_count, replayed
+    return _Replayed(snapshot_id, snapshot_count, replayed, transactions.open)
 
 
 def _leader_change(node_id: int) -> LeaderChangeMessage:

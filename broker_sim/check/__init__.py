@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from broker_sim.journal import Entry
+from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
 from protocol.spec import Data
 
 from .delivery import Delivery
@@ -34,7 +35,7 @@ from .journal_plan import JournalPlan, plan
 from .journal_rules import JournalCheck
 from .liveness import NS_PER_MS, Liveness
 from .log import CheckError, LogReader, LogReading, SnapshotFile, SnapshotProblem
-from .rules import TRANSACTION_MARKERS, LogRules
+from .rules import LogRules
 from .snapshot import compare, load_base
 from .state import Model
 from .violations import RULES, Violation, ViolationSink

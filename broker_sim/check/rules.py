@@ -45,10 +45,7 @@ from functools import partial
 
 from protocol.records.control import LeaderChangeMessage
 from protocol.records.metadata import (
-    AbortTransactionRecord,
-    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
-    EndTransactionRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -58,6 +55,7 @@ from protocol.records.metadata import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from protocol.records.transactions import OpenTransaction, TransactionReplay
 from protocol.spec import ZERO_UUID, Data
 
 from .log import Batch
@@ -66,7 +64,6 @@ from .state import Model
 from .violations import Violation, ViolationSink, render_record
 
 FENCE, UNFENCE = 1, -1
-TRANSACTION_MARKERS = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 LISTED = 5  # partitions named in one violation about many
 
 
@@ -92,14 +89,6 @@ class History:
     epochs_seen: set[int] = field(default_factory=set)  # controller epochs of the log
 
 
-@dataclass
-class Transaction:
-    """A metadata transaction open in the replay: where it began and its records, not yet applied."""
-
-    begin: int
-    records: list[tuple[int, Data]] = field(default_factory=list)  # (offset, record)
-
-
 class LogRules:
     """Checks and applies the log's records in order; violations go to `sink`."""
 
@@ -113,7 +102,8 @@ class LogRules:
         self.snapshots_compared = 0
         self.last_change: dict[int, str] = {}  # broker id -> the record that last set its state
         self.max_epoch: dict[int, int] = {}  # broker id -> highest epoch ever registered
-        self.transaction: Transaction | None = None  # the metadata transaction open at this position
+        #: KIP-868: what takes effect when (protocol.records.transactions)
+        self.transactions: TransactionReplay[tuple[int, Data]] = TransactionReplay(self._framing)
         self.dispatch: dict[type, Callable[[int, Data], None]] = {
             PartitionChangeRecord: partial(partition_change, self),
             PartitionRecord: partial(partition_record, self),
@@ -125,9 +115,6 @@ class LogRules:
             FenceBrokerRecord: self.old_fence,
             UnfenceBrokerRecord: self.old_fence,
             UnregisterBrokerRecord: self.unregister_broker,
-            BeginTransactionRecord: self.begin_transaction,
-            EndTransactionRecord: self.end_transaction,
-            AbortTransactionRecord: self.end_transaction,
         }
 
     def violation(
@@ -161,55 +148,30 @@ class LogRules:
             model.controller_epoch, self.epoch_raised = epoch, True
         else:
             self.epoch_raised = False
-        dispatch, control = self.dispatch, batch.control
+        dispatch, control, take = self.dispatch, batch.control, self.transactions.take
         for offset, record, _ in batch.records:
-            kind = type(record)
-            if self.transaction is not None and not control and kind not in TRANSACTION_MARKERS:
-                self.transaction.records.append((offset, record))
-                continue
-            handler = dispatch.get(kind)
-            if handler is not None:
-                handler(offset, record)
+            for at, effective in take(offset, record, (offset, record), control=control):
+                handler = dispatch.get(type(effective))
+                if handler is not None:
+                    handler(at, effective)
         self.records += len(batch.records)
 
     # ------------------------------------------------------------------ transactions
-    def begin_transaction(self, offset: int, record: Data) -> None:
-        if self.transaction is None:
-            self.transaction = Transaction(offset)
-            return
-        self.violation(
-            "transaction-framing",
-            f"a transaction begins while the one begun at offset {self.transaction.begin} is still open",
-            offset,
-            records=[render_record(record, offset)],
-        )
+    @property
+    def transaction(self) -> OpenTransaction[tuple[int, Data]] | None:
+        """The metadata transaction open at this position, if any."""
+        return self.transactions.open
 
-    def end_transaction(self, offset: int, record: Data) -> None:
-        """An End applies the open transaction's records, in order, through the rules; an Abort drops them."""
-        transaction, self.transaction = self.transaction, None
-        if transaction is None:
-            self.violation(
-                "transaction-framing",
-                f"{type(record).__name__} while no transaction is open",
-                offset,
-                records=[render_record(record, offset)],
-            )
-            return
-        if isinstance(record, AbortTransactionRecord):
-            return
-        dispatch = self.dispatch
-        for at, buffered in transaction.records:
-            handler = dispatch.get(type(buffered))
-            if handler is not None:
-                handler(at, buffered)
+    def _framing(self, message: str, offset: int) -> None:
+        self.violation("transaction-framing", message, offset)
 
     def open_transaction_note(self) -> str | None:
         """What the end of the log leaves unapplied, if a transaction is open there."""
         if self.transaction is None:
             return None
         return (
-            f"a transaction begun at offset {self.transaction.begin} was still open at the end of the log: "
-            f"its {len(self.transaction.records)} records are not applied"
+            f"{self.transaction.describe()} was still open at the end of the log: "
+            f"its {len(self.transaction.held)} records are not applied"
         )
 
     def leader_change(self, offset: int, record: Data) -> None:

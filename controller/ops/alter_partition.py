@@ -52,7 +52,10 @@ def alter_partition(state: ControllerState, request: AlterPartitionRequest, vers
     def decide(piece: Piece, seen: set[TopicPartition]) -> tuple[list[int], list[TopicAnswer], Changes]:
         return _alter_piece(state, request.broker_id, version, piece, seen)
 
-    return piece_by_piece(state, request.topics, decide, lambda topics: AlterPartitionResponse(topics=topics))
+    respond = lambda topics: AlterPartitionResponse(topics=topics)  # noqa: E731
+    return piece_by_piece(
+        state, request.topics, decide, respond, name=f"AlterPartition from broker {request.broker_id}"
+    )
 
 
 Changes = list[PartitionChangeRecord]

@@ -11,15 +11,21 @@ Rules:
 - A step decides at most `STEP_PARTITIONS` partitions (about 10-20 ms here), so the shell can
   let other work run between steps; an operation over fewer partitions is a single batch,
   exactly what it was before it was split.
+- An operation of more than one batch is one metadata transaction (KIP-868, as Kafka writes its
+  non-atomic operations): a batch holding only a BeginTransactionRecord naming it, its batches,
+  then a batch holding only an EndTransactionRecord (`in_transaction`). A controller that dies
+  before the End leaves none of it applied: the next start aborts it. Markers stand in batches of
+  their own, so they never count against a batch's record limit and the engine finds them by
+  looking at one-record batches only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from protocol.records.metadata import PartitionChangeRecord
+from protocol.records.metadata import BeginTransactionRecord, EndTransactionRecord, PartitionChangeRecord
 from protocol.spec import Data
 
 from ..state.controller_state import ControllerState, RecordAndVersion, Steps
@@ -28,6 +34,8 @@ from .changes import records_of, versioned
 
 STEP_PARTITIONS = 2000
 T = TypeVar("T")
+R = TypeVar("R")
+Y = TypeVar("Y")
 
 Decide = Callable[[TopicPartition, PartitionRegistration], PartitionChangeRecord | None]
 
@@ -70,10 +78,21 @@ def piece_by_piece(
     topics: Sequence[TopicT],
     decide: PieceDecider[TopicT, AnswerT],
     respond: Callable[[tuple[AnswerT, ...]], Data],
+    *,
+    name: str,
 ) -> Steps:
     """A request over more named partitions than one step: decided piece by piece (`pieces`), a
-    batch each; the answers of a topic cut across pieces are joined, and `respond(answers)` builds
-    the response once every piece is decided."""
+    batch each, in one metadata transaction named `name`; the answers of a topic cut across
+    pieces are joined, and `respond(answers)` builds the response once every piece is decided."""
+    return in_transaction(name, _piece_by_piece(state, topics, decide, respond))
+
+
+def _piece_by_piece(
+    state: ControllerState,
+    topics: Sequence[TopicT],
+    decide: PieceDecider[TopicT, AnswerT],
+    respond: Callable[[tuple[AnswerT, ...]], Data],
+) -> Steps:
     seen: set[TopicPartition] = set()
     answers: list[tuple[int, AnswerT]] = []
     for piece in pieces(topics, step_size(state)):
@@ -113,18 +132,48 @@ def pieces(topics: Sequence[TopicT], size: int) -> Iterator[list[tuple[int, Topi
 
 def batches(
     state: ControllerState,
-    items: Iterable[T],
+    items: Sequence[T],
     decide: Callable[[T], PartitionChangeRecord | None],
     *,
+    name: str,
     first: Sequence[RecordAndVersion] = (),
     last: Sequence[RecordAndVersion] = (),
 ) -> Iterator[list[RecordAndVersion]]:
     """Batches of `first`, then the change `decide(item)` gives for each item (None: no change),
-    then `last`.
+    then `last`; in a metadata transaction named `name` when they may take more than one batch.
 
     A step decides at most `step_size` items, so a batch holds at most that many records (an
     item gives at most one); `first` opens the first batch and `last` closes the final one when
     they fit. Every batch is yielded (even an empty one) before the items after it are decided."""
+    split = _batches(state, items, decide, first, last)
+    if not in_several_batches(state, len(first) + len(items) + len(last)):
+        return split  # one batch: atomic by itself
+    return in_transaction(name, split)
+
+
+def in_several_batches(state: ControllerState, records: int) -> bool:
+    """May an operation of up to `records` records (and steps) take more than one batch? Then
+    `batches` writes it in a transaction, its Begin first: the first data record's offset is one
+    further (a registration's broker epoch is its record's offset)."""
+    return records > step_size(state)
+
+
+def in_transaction(name: str, steps: Generator[Y, None, R]) -> Generator[Y | list[RecordAndVersion], None, R]:
+    """`steps` between a BeginTransactionRecord named `name` and an EndTransactionRecord, each in
+    a batch of its own; the same return value."""
+    yield [versioned(BeginTransactionRecord(name=name))]
+    result = yield from steps
+    yield [versioned(EndTransactionRecord())]
+    return result
+
+
+def _batches(
+    state: ControllerState,
+    items: Iterable[T],
+    decide: Callable[[T], PartitionChangeRecord | None],
+    first: Sequence[RecordAndVersion],
+    last: Sequence[RecordAndVersion],
+) -> Generator[list[RecordAndVersion], None, None]:
     size = step_size(state)
     batch = list(first)
     decided = len(batch)  # items decided (or records placed) in this step
@@ -147,6 +196,7 @@ def partition_batches(
     tps: Sequence[TopicPartition],
     decide: Decide,
     *,
+    name: str,
     first: Sequence[RecordAndVersion] = (),
     last: Sequence[RecordAndVersion] = (),
 ) -> Iterator[list[RecordAndVersion]]:
@@ -156,7 +206,7 @@ def partition_batches(
         part = state.replication.partition(tp)
         return None if part is None else decide(tp, part)
 
-    return batches(state, tps, decide_present, first=first, last=last)
+    return batches(state, tps, decide_present, name=name, first=first, last=last)
 
 
 def answered_after(response: Data | None, batches: Iterator[list[RecordAndVersion]]) -> Steps:

@@ -43,7 +43,7 @@ from protocol.records.metadata import (
 
 from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
 from ..state.model import BrokerRegistration, PartitionRegistration, TopicPartition
-from .batches import answered_after, partition_batches
+from .batches import answered_after, in_several_batches, partition_batches
 from .changes import bring_online, change_record, eligible, others_eligible, removal, versioned
 
 FENCE = 1
@@ -72,7 +72,9 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
     if request.is_migrating_zk_broker:
         return fail(ErrorCode.BROKER_ID_NOT_REGISTERED)
     same = existing if existing is not None and existing.incarnation_id == request.incarnation_id else None
-    epoch = same.epoch if same is not None else next_offset
+    hosted = state.replication.hosted_by(request.broker_id) if same is None else []
+    # the broker epoch is the offset of its registration: after the Begin of a transaction if any
+    epoch = same.epoch if same is not None else next_offset + in_several_batches(state, 1 + len(hosted))
     response = BrokerRegistrationResponse(broker_epoch=BrokerEpoch(epoch))
     registered: list[RecordAndVersion] = [versioned(_registration_record(request, epoch, same))]
     if same is not None:
@@ -81,16 +83,16 @@ def register(state: ControllerState, request: BrokerRegistrationRequest, now_ns:
     state.heartbeats.forget(request.broker_id)
     state.heartbeats.touch(request.broker_id, now_ns)
     # a new incarnation starts with every replica online (after the registration, in steps)
-    return answered_after(response, _bring_replicas_online(state, request.broker_id, registered))
+    return answered_after(response, _bring_replicas_online(state, request.broker_id, registered, hosted))
 
 
 def _bring_replicas_online(
-    state: ControllerState, broker_id: int, first: list[RecordAndVersion]
+    state: ControllerState, broker_id: int, first: list[RecordAndVersion], hosted: Sequence[TopicPartition]
 ) -> Iterator[list[RecordAndVersion]]:
     def online(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
         return bring_online(state, tp, part, broker_id, may_lead=False) if part.is_offline(broker_id) else None
 
-    return partition_batches(state, state.replication.hosted_by(broker_id), online, first=first)
+    return partition_batches(state, hosted, online, name=f"registration of broker {broker_id}", first=first)
 
 
 def _registration_record(
@@ -128,7 +130,9 @@ def fence(
         state.replication.in_isr_of.get(broker_id, set()) | state.replication.leader_of.get(broker_id, set())
     )
     flag = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=FENCE)
-    return partition_batches(state, tps, remove, first=first, last=[versioned(flag)])
+    return partition_batches(
+        state, tps, remove, name=f"fencing of broker {broker_id}", first=first, last=[versioned(flag)]
+    )
 
 
 def unfence(state: ControllerState, broker: BrokerRegistration) -> Iterator[list[RecordAndVersion]]:
@@ -144,7 +148,7 @@ def unfence(state: ControllerState, broker: BrokerRegistration) -> Iterator[list
         return None if leader is None else change_record(tp, part, leader=leader)
 
     tps = [] if broker.in_controlled_shutdown else state.replication.isrs_with(broker_id)
-    return partition_batches(state, tps, elect, first=flag)
+    return partition_batches(state, tps, elect, name=f"unfencing of broker {broker_id}", first=flag)
 
 
 def expired_session(state: ControllerState, now_ns: int) -> Outcome | None:
@@ -168,7 +172,13 @@ def _shutdown_batches(state: ControllerState, broker: BrokerRegistration) -> Ite
             return None
         return removal(tp, part, broker_id, others_eligible(state, part, broker_id), keep_stuck_leader=True)
 
-    return partition_batches(state, state.replication.isrs_with(broker_id), leave, first=_shutdown_flag(broker))
+    return partition_batches(
+        state,
+        state.replication.isrs_with(broker_id),
+        leave,
+        name=f"controlled shutdown of broker {broker_id}",
+        first=_shutdown_flag(broker),
+    )
 
 
 def _remaining(state: ControllerState, broker_id: int) -> list[TopicPartition]:

@@ -47,7 +47,9 @@ def alter_replica_state(state: ControllerState, request: AlterReplicaStateReques
     ) -> tuple[list[int], list[AlterReplicaStateResponseTopicResult], list[PartitionChangeRecord]]:
         return _alter_piece(state, request, version, piece, seen)
 
-    return piece_by_piece(state, request.topics, decide, lambda topics: AlterReplicaStateResponse(topics=topics))
+    respond = lambda topics: AlterReplicaStateResponse(topics=topics)  # noqa: E731
+    name = f"AlterReplicaState from broker {request.broker_id}"
+    return piece_by_piece(state, request.topics, decide, respond, name=name)
 
 
 def _alter_piece(

@@ -170,6 +170,8 @@ def start_engine(args: argparse.Namespace) -> ControllerEngine:
     for message in engine.startup.recovery.messages:
         log.warning("%s", message)
     report = engine.startup
+    if report.aborted is not None:
+        log.warning("%s", report.aborted)
     log.info(
         "started: cluster %s, node %d, controller epoch %d, %d snapshot + %d log records replayed in %.2f s",
         engine.config.cluster_id,

@@ -42,6 +42,7 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableTopic,
     CreateTopicsResponse,
 )
+from protocol.records.transactions import MARKERS
 from protocol.spec import Data
 
 CLUSTER_ID = "fencer-test-cluster-0"
@@ -77,7 +78,9 @@ class Harness:
         return len(self.log)
 
     def send(self, body: Data, version: int) -> tuple[Any, list[Data]]:
-        """Decide a request, committing each of its batches in turn; (response, every record)."""
+        """Decide a request, committing each of its batches in turn; (response, every data record:
+        the BeginTransactionRecord and EndTransactionRecord framing a split operation are in
+        `batches` and the log only)."""
         records: list[Data] = []
         response = self.run(self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset), records)
         return response, records
@@ -95,8 +98,8 @@ class Harness:
             if batch:
                 self.batches.append([record for record, _ in batch])
                 self.commit(list(batch))
-            if records is not None:
-                records.extend(record for record, _ in batch)
+            if records is not None:  # the operation's data: a split one's transaction markers are framing
+                records.extend(record for record, _ in batch if not isinstance(record, MARKERS))
 
     def commit(self, records: list[tuple[Data, int]]) -> None:
         base = self.next_offset

@@ -1,6 +1,7 @@
 """Replay of the Kafka 3.9 record types (issue 18): every record type has a replayer; those the
 state keeps (controller.state.kept) change it; only markers, NoOp, snapshot framing, the KRaft
-version and the voters are read and ignored; an aborted metadata transaction is refused."""
+version and the voters are read and ignored by the core (which records a transaction lets take
+effect is start-up replay's: tests/controller/test_transactions.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import uuid
 import pytest
 
 from controller.core import ControllerCore
-from controller.state.cluster import ReplayError
 from protocol.records.control import (
     CONTROL_RECORD_TYPES,
     KRaftVersionRecord,
@@ -53,6 +53,7 @@ ACTED_ON = {
     "LeaderChangeMessage",
 }
 IGNORED = [
+    AbortTransactionRecord,
     BeginTransactionRecord,
     EndTransactionRecord,
     NoOpRecord,
@@ -84,7 +85,7 @@ def test_every_record_type_has_a_replayer_and_each_is_acted_on_kept_or_ignored()
     every = {*METADATA_RECORD_TYPES.values(), *CONTROL_RECORD_TYPES.values()}
     assert every <= set(Harness().core._replayers)
     kept = {type(r) for r, _ in KEPT} | {type(u) for _, u in KEPT if u is not None}
-    named = {cls.__name__ for cls in (*IGNORED, *kept, AbortTransactionRecord)} | ACTED_ON
+    named = {cls.__name__ for cls in (*IGNORED, *kept)} | ACTED_ON
     assert named == {cls.__name__ for cls in every}
 
 
@@ -110,8 +111,3 @@ def test_record_types_the_state_keeps_change_it(record: Data, undo: Data | None)
     if undo is not None:
         core.replay(undo, 2)
         assert core.durable_view() == before
-
-
-def test_an_aborted_metadata_transaction_is_refused() -> None:
-    with pytest.raises(ReplayError, match="AbortTransactionRecord"):
-        Harness().core.replay(AbortTransactionRecord(reason="x"), 1)

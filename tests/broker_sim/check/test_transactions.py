@@ -118,7 +118,10 @@ def test_a_transaction_open_at_the_end_of_the_log_is_not_applied_and_noted(tmp_p
     result = check(log.data_dir)
     assert result.ok and result.violations == []
     assert result.counts["topics"] == 1 and result.counts["partitions"] == 2
-    note = f"a transaction begun at offset {begin} was still open at the end of the log: its 3 records are not applied"
+    note = (
+        f"the metadata transaction begun at offset {begin} ('create u') was still open at the end of the log: "
+        "its 3 records are not applied"
+    )
     assert note in result.notes
 
 

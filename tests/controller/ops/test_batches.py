@@ -18,7 +18,14 @@ from controller.ops.batches import STEP_PARTITIONS, batches, step_size
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionRequestTopicData
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
-from protocol.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord, RegisterBrokerRecord
+from protocol.records.metadata import (
+    BeginTransactionRecord,
+    BrokerRegistrationChangeRecord,
+    EndTransactionRecord,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
+)
+from protocol.records.transactions import MARKERS
 from protocol.spec import Data
 
 from ..harness import Harness
@@ -37,17 +44,47 @@ def cluster(limit: int) -> Harness:
     return h
 
 
-def run_both(scenario: Callable[[Harness], Any]) -> tuple[Harness, Harness, Any]:
-    """(split harness, whole harness, scenario's result): asserts both agree on everything."""
+def run_both(
+    scenario: Callable[[Harness], Any], setup: Callable[[Harness], object] | None = None
+) -> tuple[Harness, Harness, Any]:
+    """(split harness, whole harness, scenario's result): asserts both agree on everything.
+
+    `setup` runs first in both without a limit (so both logs hold the same offsets when the
+    scenario starts), then `scenario` with the split harness limited to `LIMIT` records. An
+    operation it splits is one metadata transaction: a batch of its own holding the
+    BeginTransactionRecord first, one holding the EndTransactionRecord last (checked here, then
+    taken out of `split.batches`, which keeps the data batches)."""
     split, whole = cluster(LIMIT), cluster(10_000)
+    if setup is not None:
+        for h in (split, whole):
+            limit = h.core.state.config
+            h.core.state.config = dataclasses.replace(limit, max_records_per_operation=10_000)
+            setup(h)
+            h.core.state.config = limit
+            h.batches.clear()
     split_result, whole_result = scenario(split), scenario(whole)
     assert split_result == whole_result
-    assert [record for batch in split.batches for record in batch] == [
-        record for batch in whole.batches for record in batch
-    ]
+    assert not any(isinstance(record, MARKERS) for batch in whole.batches for record in batch)
+    data = unframed(split.batches)
+    assert [record for batch in data for record in batch] == [record for batch in whole.batches for record in batch]
     assert split.core.durable_view() == whole.core.durable_view()
     assert all(len(batch) <= LIMIT for batch in split.batches), [len(batch) for batch in split.batches]
+    split.batches[:] = data
     return split, whole, split_result
+
+
+def unframed(batches: list[list[Data]]) -> list[list[Data]]:
+    """The data batches of one operation: asserts that an operation of several batches is framed
+    by a Begin and an End, each alone in its batch, and that no other marker stands anywhere."""
+    markers = [(i, kinds(batch)) for i, batch in enumerate(batches) if any(isinstance(r, MARKERS) for r in batch)]
+    if len(batches) <= 1:
+        assert not markers, "an operation of one batch is atomic by itself"
+        return batches
+    assert len(markers) == 2, markers
+    (begin, begun), (end, ended) = markers
+    assert (begin, begun) == (0, ["BeginTransactionRecord"])
+    assert (end, ended) == (len(batches) - 1, ["EndTransactionRecord"])
+    return batches[1:-1]
 
 
 def kinds(batch: list[Data]) -> list[str]:
@@ -90,16 +127,14 @@ def test_controlled_shutdown_is_split_with_the_flag_first() -> None:
 
 
 def test_controlled_shutdown_reports_the_stuck_leaderships_after_every_batch() -> None:
-    def shut_down(h: Harness) -> tuple[Any, list[Data]]:
-        config = h.core.state.config
-        h.core.state.config = dataclasses.replace(config, max_records_per_operation=10_000)
+    def setup(h: Harness) -> None:
         h.create_topic("alone", assignments=[[1, 2]] * 5)
-        h.core.state.config = config
         h.heartbeat(2, want_fence=True)  # broker 2 fenced: nobody may take over "alone"
-        h.batches.clear()
+
+    def shut_down(h: Harness) -> tuple[Any, list[Data]]:
         return h.controlled_shutdown(1)
 
-    split, _, (response, _) = run_both(shut_down)
+    split, _, (response, _) = run_both(shut_down, setup)
     assert [(p.topic_name, p.partition_index) for p in response.remaining_partitions] == [
         ("alone", index) for index in range(5)
     ]
@@ -108,25 +143,24 @@ def test_controlled_shutdown_reports_the_stuck_leaderships_after_every_batch() -
 
 def test_want_shut_down_with_nothing_to_hand_over_is_flagged_then_fenced_in_batches() -> None:
     def shut_down(h: Harness) -> tuple[bool, bool]:
-        h.controlled_shutdown(1)
-        h.batches.clear()
         response = h.heartbeat(1, want_shut_down=True)
         return response.is_fenced, response.should_shut_down
 
-    split, _, result = run_both(shut_down)
+    split, _, result = run_both(shut_down, lambda h: h.controlled_shutdown(1))
     assert result == (True, True)
     assert split.core.state.cluster.brokers[1].fenced
 
 
 def test_unfencing_elects_the_broker_in_batches_with_the_flag_first() -> None:
-    def unfence(h: Harness) -> bool:
+    def setup(h: Harness) -> None:
         h.heartbeat(2, want_fence=True)
         h.heartbeat(3, want_fence=True)
         h.heartbeat(1, want_fence=True)  # every partition leaderless, broker 1 the last in the ISRs
-        h.batches.clear()
+
+    def unfence(h: Harness) -> bool:
         return h.heartbeat(1).is_fenced
 
-    split, _, fenced = run_both(unfence)
+    split, _, fenced = run_both(unfence, setup)
     assert fenced is False
     assert kinds(split.batches[0])[0] == "BrokerRegistrationChangeRecord"
     assert len(split.batches) == 3
@@ -136,30 +170,43 @@ def test_unfencing_elects_the_broker_in_batches_with_the_flag_first() -> None:
 
 
 def test_a_new_incarnation_brings_its_replicas_online_in_batches_after_its_registration() -> None:
-    def bounce(h: Harness) -> int:
+    """The one split operation whose records differ from the whole one's: inside a transaction
+    the registration stands one offset further (after the Begin), and so does the broker epoch,
+    which is its record's offset."""
+    views = []
+    for limit in (LIMIT, 10_000):
+        h = cluster(10_000)
         h.alter_replica_state(2, "big", list(range(PARTITIONS)), OFFLINE)
         h.heartbeat(2, want_fence=True)
+        h.core.state.config = dataclasses.replace(h.core.state.config, max_records_per_operation=limit)
         h.batches.clear()
-        return h.register(2, generation=1)
-
-    split, _, _ = run_both(bounce)
-    assert isinstance(split.batches[0][0], RegisterBrokerRecord)
-    assert len(split.batches) == 3
-    topic = split.core.state.replication.topics[split.topic_id("big")]
-    assert not any(part.is_offline(2) for part in topic.partitions.values())
+        start = h.next_offset
+        epoch = h.register(2, generation=1)
+        registration = next(record for record, _, offset in h.log if offset == epoch)
+        assert isinstance(registration, RegisterBrokerRecord) and registration.broker_epoch == epoch
+        data = unframed(h.batches)
+        assert epoch == start + (1 if limit == LIMIT else 0)
+        assert len(data) == (3 if limit == LIMIT else 1) and data[0][0] is registration
+        assert all(len(batch) <= limit for batch in h.batches)
+        topic = h.core.state.replication.topics[h.topic_id("big")]
+        assert not any(part.is_offline(2) for part in topic.partitions.values())
+        brokers, topics, kept = h.core.durable_view()
+        views.append(({b: dataclasses.replace(r, epoch=0) for b, r in brokers.items()}, topics, kept))  # type: ignore[attr-defined]
+    assert views[0] == views[1]
 
 
 @pytest.mark.parametrize("new_state", [OFFLINE, ONLINE])
 def test_alter_replica_state_is_split_and_answers_every_partition_in_order(new_state: int) -> None:
-    def alter(h: Harness) -> list[tuple[int, int]]:
+    def setup(h: Harness) -> None:
         if new_state == ONLINE:
             h.alter_replica_state(2, "big", list(range(PARTITIONS)), OFFLINE)
-            h.batches.clear()
+
+    def alter(h: Harness) -> list[tuple[int, int]]:
         wanted = [7, 0, 3, 0, 99, 5, 1, 2, 4, 6]  # a duplicate and an unknown partition among them
         response, _ = h.alter_replica_state(2, "big", wanted, new_state)
         return [(p.partition_index, p.error_code) for p in response.topics[0].partitions]
 
-    split, _, answers = run_both(alter)
+    split, _, answers = run_both(alter, setup)
     assert answers[3] == (0, ErrorCode.INVALID_REQUEST)
     assert answers[4] == (99, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     assert [index for index, _ in answers] == [7, 0, 3, 0, 99, 5, 1, 2, 4, 6]
@@ -181,7 +228,15 @@ def test_alter_partition_is_split_and_a_partition_named_twice_is_refused_across_
     assert len(split.batches) == 3
 
 
-def test_batches_yields_every_step_even_without_records() -> None:
+def test_batches_yields_every_step_even_without_records_inside_a_transaction() -> None:
     h = Harness(max_records_per_operation=2)
-    steps = list(batches(h.core.state, range(5), lambda item: None, first=[], last=[]))
-    assert steps == [[], [], []]
+    steps = list(batches(h.core.state, range(5), lambda item: None, name="five", first=[], last=[]))
+    begin, end = BeginTransactionRecord(name="five"), EndTransactionRecord()
+    assert steps == [[(begin, 0)], [], [], [], [(end, 0)]]
+
+
+def test_an_operation_that_fits_one_batch_is_not_a_transaction() -> None:
+    h = Harness(max_records_per_operation=3)
+    change = PartitionChangeRecord(partition_id=0)
+    steps = list(batches(h.core.state, range(2), lambda item: change, name="two", last=[(change, 0)]))
+    assert steps == [[(change, 0)] * 3]
