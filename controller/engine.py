@@ -71,8 +71,6 @@ DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 #: the reason of the AbortTransactionRecord that closes a transaction a previous controller left
 #: open (Kafka's words)
 FAILOVER_ABORT_REASON = "Controller failover"
-#: Staged records past which a long operation yields a commit point (see `controller.slices`).
-COMMIT_RECORDS = 10_000
 #: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
 REPLAY_SLICE_RECORDS = 256
 
@@ -109,8 +107,10 @@ class ControllerEngine:
         self._taken_offset = log.next_offset  # where the staged batches not yet taken begin
         #: how long paced work runs before it yields (0: at every boundary, as tests want)
         self.slice_seconds = SLICE_SECONDS
-        #: staged records past which an operation in steps asks, between batches, to be committed
-        self.commit_records = COMMIT_RECORDS
+        #: staged records past which an operation in steps asks, between batches, to be committed:
+        #: one operation limit's worth (10,000 by default), so a long operation's memory is bounded
+        #: by its own batches, and a small limit commits a transaction's batches as they come
+        self.commit_records = core.config.max_records_per_operation
         self._broken: str | None = None
         #: the metadata transaction staged and not yet ended: (its Begin's offset, its name)
         self._transaction: tuple[int, str | None] | None = None
