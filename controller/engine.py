@@ -3,7 +3,8 @@
 Rules:
 - Start-up is replay: the newest valid snapshot, then every record of the log after it; then a
   LeaderChange control record opens the new controller epoch (previous epoch + 1), which every
-  later batch carries and every control request names.
+  later batch carries and every control request names. On a log without a metadata record, a
+  Kafka-formatted directory's `bootstrap.checkpoint` records follow it (`log.bootstrap`).
 - `decide` runs one request through the core and stages its records: they get their offsets at
   once and are replayed at once, so the next request sees them (as KRaft does), but nothing
   may be answered before they are durable. The one commit path (the group-commit writer's):
@@ -56,6 +57,7 @@ from protocol.spec import Data
 from .control.orders import ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
 from .log import LogEntry, LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
+from .log.bootstrap import BOOTSTRAP_TRANSACTION, read_bootstrap
 from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
@@ -171,7 +173,7 @@ class ControllerEngine:
         core = ControllerCore(config, rng)
         replayed = _replay(core, log)
         left_open = replayed.left_open
-        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns, left_open)
+        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns, replayed)
         report = StartupReport(
             snapshot=replayed.snapshot,
             snapshot_records=replayed.snapshot_records,
@@ -457,22 +459,29 @@ def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[En
     return EncodedSnapshot(end_offset, epoch, encoded)
 
 
-def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int, left_open: OpenTransaction[Any] | None) -> int:
+def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int, replayed: _Replayed) -> int:
     """Append and replay the LeaderChange that opens this start's controller epoch; start the
     brokers' sessions from `now_ns`; return the epoch. It is above a valid `quorum-state`'s too, so
     the epoch never goes back from one a Kafka controller had reached in an adopted data dir.
 
-    A metadata transaction the previous controller left open is then aborted, durably, before
-    anything else is written (as Kafka's ActivationRecordsGenerator does), so no later record is
-    taken into it."""
+    Then, durably and before anything else, what Kafka's ActivationRecordsGenerator writes: the
+    abort of a metadata transaction the previous controller left open, so no later record is
+    taken into it; or, on a log without a metadata record, the records of `bootstrap.checkpoint`
+    inside a transaction (`log.bootstrap`)."""
     known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
     epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
     offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
     core.replay(_leader_change(core.config.node_id), offset, epoch)
-    if left_open is not None:
-        abort = AbortTransactionRecord(reason=FAILOVER_ABORT_REASON)
-        (offset,) = log.append([[(abort, 0)]], epoch, _wall_ms())
-        core.replay(abort, offset, epoch)
+    groups: list[list[tuple[Data, int]]] = []
+    if replayed.left_open is not None:
+        groups.append([(AbortTransactionRecord(reason=FAILOVER_ABORT_REASON), 0)])
+    elif replayed.data_records == 0 and (bootstrap := read_bootstrap(log.data_dir)):
+        groups += [[(BeginTransactionRecord(name=BOOTSTRAP_TRANSACTION), 0)], bootstrap, [(EndTransactionRecord(), 0)]]
+    if groups:
+        offsets = log.append(groups, epoch, _wall_ms())
+        for base, group in zip(offsets, groups, strict=True):
+            for i, (record, _) in enumerate(group):
+                core.replay(record, base + i, epoch)
     core.start_sessions(now_ns)
     core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
     return epoch
@@ -485,6 +494,8 @@ class _Replayed:
     log_records: int
     #: the metadata transaction still open at the log's end (its records were not applied)
     left_open: OpenTransaction[Any] | None
+    #: metadata records read, in the snapshot and the log (control records are not)
+    data_records: int
 
 
 def _replay(core: ControllerCore, log: MetadataLog) -> _Replayed:
@@ -507,14 +518,15 @@ def _replay(core: ControllerCore, log: MetadataLog) -> _Replayed:
         raise ReplayError(f"the metadata log cannot be replayed at offset {offset}: {message}")
 
     transactions: TransactionReplay[LogEntry] = TransactionReplay(framing)
-    replayed = 0
+    replayed = control = 0
     for entry in log.read(start):
         for effective in transactions.take(entry.offset, entry.record, entry, control=entry.control):
             core.replay(effective.record, effective.offset, effective.epoch)
         if type(entry.record) in TRANSACTION_MARKERS:
             core.replay(entry.record, entry.offset, entry.epoch)  # only moves the last offset
         replayed += 1
-    return _Replayed(snapshot_id, snapshot_count, replayed, transactions.open)
+        control += entry.control
+    return _Replayed(snapshot_id, snapshot_count, replayed, transactions.open, snapshot_count + replayed - control)
 
 
 def _leader_change(node_id: int) -> LeaderChangeMessage:
