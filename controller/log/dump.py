@@ -1,5 +1,8 @@
-"""`python -m controller dump-log DATA_DIR`: print a metadata log as Kafka's dump tool prints it.
+"""`python -m controller dump-log PATH...`: print a metadata log as Kafka's dump tool prints it.
 
+Each PATH is a data directory (its `__cluster_metadata-0` segments, its snapshots, then its
+`bootstrap.checkpoint` if any), a `__cluster_metadata-0` directory, or one file: a segment
+(`<base offset>.log`), a snapshot (`<end offset>-<epoch>.checkpoint`) or a `bootstrap.checkpoint`.
 The output is that of `kafka-dump-log --cluster-metadata-decoder --files <segment>` for every
 segment in offset order, then for every snapshot (`.checkpoint`) in (end offset, epoch) order:
 
@@ -21,8 +24,11 @@ Rules:
   discipline). At the first bad batch of a file the dump prints `Found N invalid bytes at the
   end of <file>: at byte P (offset O): <why>` and goes on with the next file; snapshots are
   also checked for their header and footer.
+- A file named like neither a segment nor a snapshot is read as a segment starting at offset 0;
+  `bootstrap.checkpoint` is headed `Bootstrap checkpoint` and checked as a snapshot.
 - Exit status: 0 when everything is valid, 1 when any file has invalid bytes or a record that
-  cannot be decoded, 2 for bad usage (no such directory, not a data directory).
+  cannot be decoded, 2 for bad usage (no such path, a directory that is not a data directory);
+  nothing is printed for any PATH if one is bad usage.
 """
 
 from __future__ import annotations
@@ -45,9 +51,10 @@ from protocol.records.control import (
 )
 from protocol.records.metadata import UnknownRecordTypeError, decode_metadata_value
 
+from .bootstrap import BOOTSTRAP_FILE
 from .kafka_json import dumps, metadata_payload, to_json_tree
 from .segments import PARTITION_DIR, BadBatch, Continuity, Fault, ScannedBatch, list_segments, scan_segment
-from .snapshots import SnapshotError, list_snapshots, read_snapshot_file
+from .snapshots import SnapshotError, list_snapshots, read_snapshot_file, snapshot_id_of
 
 _DELETE_HORIZON_FLAG = 0x40
 _CONTROL_LABELS = {
@@ -62,40 +69,49 @@ _COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `dump-log` command's arguments."""
-    parser.add_argument("data_dir", metavar="DATA_DIR", type=Path, help="the controller's data directory")
+    parser.add_argument(
+        "paths",
+        metavar="PATH",
+        type=Path,
+        nargs="+",
+        help="a data directory, its __cluster_metadata-0 directory, or a .log or .checkpoint file",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Dump the log and snapshots of `args.data_dir`; return the exit status."""
+    """Dump every path of `args.paths`; return the exit status."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    partition = _partition_dir(args.data_dir)
-    if isinstance(partition, str):
-        print(f"dump-log: error: {partition}", file=err)
+    targets = [_target(path) for path in args.paths]
+    bad = [target for target in targets if isinstance(target, str)]
+    if bad:
+        for message in bad:
+            print(f"dump-log: error: {message}", file=err)
         return 2
     dumper = _Dumper(out)
-    continuity = Continuity()
-    for base_offset, path in list_segments(partition):
-        if not dumper.dump_file(path, f"Log starting offset: {base_offset}", continuity, base_offset):
-            continuity = Continuity()  # a fresh start: the files after a fault are checked on their own
-    for snapshot_id, path in list_snapshots(partition):
-        header = f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}"
-        if dumper.dump_file(path, header, Continuity(), 0):
-            dumper.check_snapshot(path)
+    for target in targets:
+        assert not isinstance(target, str)
+        partition, files = target
+        if partition is not None:
+            dumper.dump_partition(partition)
+        for path in files:
+            dumper.dump_single(path)
     return 1 if dumper.problems else 0
 
 
-def _partition_dir(data_dir: Path) -> Path | str:
-    """The `__cluster_metadata-0` directory to dump, or why there is none."""
-    if not data_dir.exists():
-        return f"no such directory: {data_dir}"
-    if not data_dir.is_dir():
-        return f"not a directory: {data_dir}"
-    if data_dir.name == PARTITION_DIR:
-        return data_dir
-    if not (data_dir / PARTITION_DIR).is_dir():
-        return f"{data_dir} is not a controller data directory (it has no {PARTITION_DIR}/)"
-    return data_dir / PARTITION_DIR
+def _target(path: Path) -> tuple[Path | None, list[Path]] | str:
+    """(the `__cluster_metadata-0` directory to dump or None, the single files after it), or why
+    `path` cannot be dumped."""
+    if not path.exists():
+        return f"no such file or directory: {path}"
+    if not path.is_dir():
+        return None, [path]
+    if path.name == PARTITION_DIR:
+        return path, []
+    if not (path / PARTITION_DIR).is_dir():
+        return f"{path} is not a controller data directory (it has no {PARTITION_DIR}/)"
+    bootstrap = path / BOOTSTRAP_FILE
+    return path / PARTITION_DIR, [bootstrap] if bootstrap.is_file() else []
 
 
 class _Dumper:
@@ -104,6 +120,30 @@ class _Dumper:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.problems = 0
+
+    def dump_partition(self, partition: Path) -> None:
+        """Every segment in offset order (checked across files), then every snapshot."""
+        continuity = Continuity()
+        for base_offset, path in list_segments(partition):
+            if not self.dump_file(path, f"Log starting offset: {base_offset}", continuity, base_offset):
+                continuity = Continuity()  # a fresh start: the files after a fault are checked on their own
+        for snapshot_id, path in list_snapshots(partition):
+            self.dump_snapshot(path, f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}")
+
+    def dump_single(self, path: Path) -> None:
+        """One file, told by its name: a snapshot, bootstrap.checkpoint, else a segment."""
+        snapshot_id = snapshot_id_of(path.name)
+        if snapshot_id is not None:
+            self.dump_snapshot(path, f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}")
+        elif path.name == BOOTSTRAP_FILE:
+            self.dump_snapshot(path, "Bootstrap checkpoint")
+        else:
+            base = int(path.stem) if path.suffix == ".log" and path.stem.isdigit() else 0
+            self.dump_file(path, f"Log starting offset: {base}", Continuity(), base)
+
+    def dump_snapshot(self, path: Path, header: str) -> None:
+        if self.dump_file(path, header, Continuity(), 0):
+            self.check_snapshot(path)
 
     def dump_file(self, path: Path, header: str, continuity: Continuity, base_offset: int) -> bool:
         """Print one file; False (and a `Found ... invalid bytes` line) if it has a bad batch."""

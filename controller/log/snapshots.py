@@ -59,10 +59,16 @@ def list_snapshots(directory: Path) -> list[tuple[SnapshotId, Path]]:
     """The validly named snapshot files of `directory`, ascending by (end offset, epoch)."""
     found = []
     for entry in os.scandir(directory):
-        match = _NAME.fullmatch(entry.name)
-        if match is not None and entry.is_file():
-            found.append((SnapshotId(int(match.group(1)), int(match.group(2))), Path(entry.path)))
+        snapshot_id = snapshot_id_of(entry.name)
+        if snapshot_id is not None and entry.is_file():
+            found.append((snapshot_id, Path(entry.path)))
     return sorted(found)
+
+
+def snapshot_id_of(name: str) -> SnapshotId | None:
+    """The id a snapshot file's name gives (`<end offset>-<epoch>.checkpoint`), else None."""
+    match = _NAME.fullmatch(name)
+    return None if match is None else SnapshotId(int(match.group(1)), int(match.group(2)))
 
 
 def partial_snapshots(directory: Path) -> list[Path]:

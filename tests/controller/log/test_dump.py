@@ -204,11 +204,9 @@ def test_an_undecodable_record_is_reported_inline(tmp_path: Path, capsys: pytest
 
 
 def test_bad_usage_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir()
     for argument, reason in [
-        (tmp_path / "missing", "no such directory"),
-        (tmp_path / "file", "not a directory"),
+        (tmp_path / "missing", "no such file or directory"),
         (tmp_path / "empty", "not a controller data directory"),
     ]:
         status, lines, err = _dump(argument, capsys)
@@ -216,6 +214,29 @@ def test_bad_usage_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
         assert err.count("\n") == 1 and reason in err
     assert main(["dump-log"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    build_log(tmp_path / "good", [[topic("a")]]).close()
+    assert main(["dump-log", str(tmp_path / "good"), str(tmp_path / "missing")]) == 2  # nothing dumped
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+
+
+def test_single_files_segments_snapshots_and_bootstrap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with build_log(tmp_path, [[topic("a")]]) as log:
+        snapshot = log.write_snapshot(log.next_offset, 1, [topic("a")], 5_000)
+    (tmp_path / "bootstrap.checkpoint").write_bytes(snapshot.read_bytes())
+    status, lines, _ = _dump(snapshot, capsys)
+    assert status == 0 and lines[:2] == [f"Dumping {snapshot}", "Snapshot end offset: 2, epoch: 1"]
+    status, lines, _ = _dump(segment(tmp_path), capsys)
+    assert status == 0 and lines[:2] == [f"Dumping {segment(tmp_path)}", "Log starting offset: 0"]
+    assert len(lines) == 6
+    status, whole, _ = _dump(tmp_path, capsys)  # a data dir: segments, snapshots, then bootstrap.checkpoint
+    assert status == 0
+    assert whole[-8:-6] == [f"Dumping {tmp_path / 'bootstrap.checkpoint'}", "Bootstrap checkpoint"]
+    assert main(["dump-log", str(segment(tmp_path)), str(snapshot)]) == 0
+    assert capsys.readouterr().out.splitlines() == lines + whole[6:14]
+    (tmp_path / "junk").write_text("x")  # a file that is no log: read as a segment, its bytes invalid
+    status, lines, _ = _dump(tmp_path / "junk", capsys)
+    assert status == 1 and lines[-1].startswith("Found 1 invalid bytes at the end of junk")
 
 
 def test_python_dash_m_controller_dump_log(tmp_path: Path) -> None:
