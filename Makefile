@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls compose-smoke clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -84,6 +84,11 @@ soak: $(STAMP)
 ## fuzz: 1,000,000 random/mutated frames through the decoder; reports escapes
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/fuzz_decode.py --cases 1000000
+
+## check-kafka-dirs: fencer adopts KRaft data dirs Apache Kafka wrote: make check-kafka-dirs KAFKA_DIRS="DIR [DIR ...]" (each on a copy: dump-log, the invariant check, /state against the log, its brokers back as new incarnations, the check again)
+check-kafka-dirs: $(STAMP)
+	@test -n "$(KAFKA_DIRS)" || { echo 'usage: make check-kafka-dirs KAFKA_DIRS="DIR [DIR ...]"'; exit 2; }
+	$(BIN)/python tests/kafka_dirs/adopt.py $(KAFKA_DIRS)
 
 ## compose-smoke: build the image, run the compose stack (controller + chaos fleet) for 30 s, check the fleet's verdict and the analytics report; docker if its daemon answers, else podman (not part of make test)
 compose-smoke:

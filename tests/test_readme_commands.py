@@ -90,6 +90,11 @@ RUN_BY: list[tuple[str, str, str]] = [
         "the job's main on capture dirs",
     ),
     (
+        r"make check-kafka-dirs( KAFKA_DIRS=.*)?",
+        "tests/kafka_dirs/test_adopt.py::test_make_check_kafka_dirs_adopts_a_kafka_shaped_data_dir",
+        "the Makefile's command on a data dir in Kafka's shape the test writes; Kafka-written ones are not committed",
+    ),
+    (
         r"\.venv/bin/python -m controller \.\.\.",
         "tests/e2e/test_cli.py::test_bad_arguments_exit_2_with_one_line",
         "the daemon's command line",
