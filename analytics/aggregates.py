@@ -41,10 +41,20 @@ STALE_ERRORS = (
 )
 
 
+def window_width_ns(window_seconds: float) -> int:
+    """A window's width in whole nanoseconds (at least one)."""
+    return max(1, round(window_seconds * 1_000_000_000))
+
+
 def window_start_ns(window_seconds: float) -> Column:
-    """The start of the `window_seconds` window holding each row's request time, in ns."""
-    width = max(1, round(window_seconds * 1e9))
-    return F.floor(F.col("request_time_ns") / F.lit(width)).cast("long") * F.lit(width)
+    """The start of the `window_seconds` window holding each row's request time, in ns.
+
+    Integer arithmetic only: a double holds today's epoch nanoseconds to 256 ns, so dividing them
+    in floating point put a request in the last ~128 ns before a boundary into the next window.
+    `pmod` is the floor remainder, so a window starts at or below its times for any sign."""
+    width = F.lit(window_width_ns(window_seconds)).cast("long")
+    time = F.col("request_time_ns").cast("long")
+    return time - F.pmod(time, width)
 
 
 def request_rates(exchanges: DataFrame, window_seconds: float) -> DataFrame:

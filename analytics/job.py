@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import decimal
 import os
 import shutil
 import sys
@@ -56,18 +57,25 @@ def parser() -> argparse.ArgumentParser:
 
 
 def instant(text: str) -> int:
-    """An ISO 8601 time (UTC unless it names a zone), or seconds since the epoch, as ns."""
+    """An ISO 8601 time (UTC unless it names a zone), or seconds since the epoch, as ns; exact
+    (decimal and integer arithmetic: a double holds epoch nanoseconds only to 256 ns)."""
     try:
-        return round(float(text) * 1e9)
-    except ValueError:
+        seconds = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation:
         pass
+    else:
+        if seconds.is_finite():
+            return int((seconds * 1_000_000_000).to_integral_value(decimal.ROUND_HALF_EVEN))
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch seconds: {text!r}") from error
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return round(moment.timestamp() * 1e9)
+    return (moment - _EPOCH) // datetime.timedelta(microseconds=1) * 1000
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def positive_seconds(text: str) -> float:

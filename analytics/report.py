@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from . import charts
+from .aggregates import window_width_ns
 
 #: (chart id, caption), in the page's order; the first is the README's picture.
 CHARTS = [
@@ -108,8 +109,13 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
 def _utc(nanoseconds: int | None) -> str:
     if nanoseconds is None:
         return "-"
-    moment = datetime.datetime.fromtimestamp(nanoseconds / 1e9, datetime.UTC)
+    # integer arithmetic: a double holds epoch nanoseconds to 256 ns only (a time just before a
+    # second would print as the next one)
+    moment = _EPOCH + datetime.timedelta(microseconds=nanoseconds // 1000)
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 MAX_FILLED_WINDOWS = 100_000  # a longer span is drawn from the windows that have traffic only
@@ -121,7 +127,7 @@ def rate_series(report: Report) -> dict[str, list[tuple[float, float]]]:
     its last included: a window without requests of an API is a 0, not a line drawn across it."""
     start = report.first_ns or 0
     several_sources = len(report.by_source) > 1
-    window_ns = round(report.window_seconds * 1e9)
+    window_ns = window_width_ns(report.window_seconds)
     rates: dict[str, dict[int, float]] = {}
     for row in report.rates:
         name = row["api_name"] + (f" ({row['source']}, {row['direction']})" if several_sources else "")
