@@ -180,8 +180,13 @@ class LogReader:
             last = index == len(self.files) - 1
             for position, batch in self._scan(stream, path, last):
                 if batch.base_offset != expected:
+                    missing = (
+                        f": offsets {expected}..{batch.base_offset - 1} are missing (a metadata log never skips one)"
+                        if batch.base_offset > expected
+                        else ""
+                    )
                     self._problem(
-                        f"{path.name} at byte {position}: base offset {batch.base_offset}, expected {expected}"
+                        f"{path.name} at byte {position}: base offset {batch.base_offset}, expected {expected}{missing}"
                     )
                     return
                 expected = self._next_offset = batch.next_offset

@@ -20,9 +20,11 @@ JSON converters write them (`kafka_json`).
 Rules:
 - Read-only: files are opened for reading, never created, truncated or deleted; recovery does
   not run. A torn tail that the controller would cut at its next start is reported here.
-- Batches are checked as recovery checks them (`decode_batch`, contiguous offsets, the epoch
-  discipline). At the first bad batch of a file the dump prints `Found N invalid bytes at the
-  end of <file>: at byte P (offset O): <why>` and goes on with the next file; snapshots are
+- Batches are checked as recovery checks them (`decode_batch`, offsets that never go back, the
+  epoch discipline), except that offsets may skip forward, as Kafka's dump tool reads such a log
+  (a trimmed or compacted one): the skipped offsets are noted on stderr, and the exit status is 0.
+  At the first bad batch of a file the dump prints `Found N invalid bytes at the end of <file>:
+  at byte P (offset O): <why>` and goes on with the next file; snapshots are
   also checked for their header and footer.
 - A file named like neither a segment nor a snapshot is read as a segment starting at offset 0;
   `bootstrap.checkpoint` is headed `Bootstrap checkpoint` and checked as a snapshot.
@@ -96,6 +98,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             dumper.dump_partition(partition)
         for path in files:
             dumper.dump_single(path)
+    if dumper.gaps:
+        listed = ", ".join(f"{first}..{last}" for first, last in dumper.gaps)
+        print(f"dump-log: note: the segments skip offsets {listed} (no batch holds them)", file=err)
     return 1 if dumper.problems else 0
 
 
@@ -120,13 +125,17 @@ class _Dumper:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.problems = 0
+        #: offsets the segments skip: shown as Kafka's tool shows them (not at all), then noted
+        self.gaps: list[tuple[int, int]] = []
 
     def dump_partition(self, partition: Path) -> None:
         """Every segment in offset order (checked across files), then every snapshot."""
-        continuity = Continuity()
+        continuity = Continuity(allow_gaps=True)
         for base_offset, path in list_segments(partition):
             if not self.dump_file(path, f"Log starting offset: {base_offset}", continuity, base_offset):
-                continuity = Continuity()  # a fresh start: the files after a fault are checked on their own
+                self.gaps += continuity.gaps
+                continuity = Continuity(allow_gaps=True)  # a fresh start: the files after a fault are checked alone
+        self.gaps += continuity.gaps
         for snapshot_id, path in list_snapshots(partition):
             self.dump_snapshot(path, f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}")
 
@@ -139,7 +148,9 @@ class _Dumper:
             self.dump_snapshot(path, "Bootstrap checkpoint")
         else:
             base = int(path.stem) if path.suffix == ".log" and path.stem.isdigit() else 0
-            self.dump_file(path, f"Log starting offset: {base}", Continuity(), base)
+            continuity = Continuity(allow_gaps=True)
+            self.dump_file(path, f"Log starting offset: {base}", continuity, base)
+            self.gaps += continuity.gaps
 
     def dump_snapshot(self, path: Path, header: str) -> None:
         if self.dump_file(path, header, Continuity(), 0):

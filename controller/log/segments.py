@@ -8,9 +8,15 @@ Rules:
 - `scan_segment` yields the valid batches of a file in order and raises `BadBatch` at the first
   bytes that are not one.
 - The CRC does not cover baseOffset and partitionLeaderEpoch, so `Continuity` checks them
-  against the log: base offsets are contiguous across batches and files, and epochs follow the
+  against the log: base offsets never go back, across batches and files, and epochs follow the
   KRaft discipline: a data batch has the epoch of the batch before it, only a control batch (the
   LeaderChange a new controller writes) may raise it, and no epoch is negative or goes down.
+- Offsets that skip forward (a gap) are a fault for recovery: a Raft log's offsets are
+  contiguous (Kafka's own metadata log never skips one), so a gap is lost records or a log
+  trimmed by hand, and a controller must not replay past it as if nothing were missing. A reader
+  that only shows a log (dump-log) passes `allow_gaps`, as Kafka's log layer and dump tool do:
+  then a gap is noted (`Continuity.gaps`), and a batch going back after one that skipped forward
+  blames the one that skipped (a flipped bit in its base offset is the likelier cause).
 - `count_valid_batches` is the torn-write test: it tries `decode_batch` at every position whose
   magic byte (position + 16) is 2, and follows the chain from each valid batch it finds.
 """
@@ -118,15 +124,22 @@ def _scan_view(view: mmap.mmap, size: int) -> Iterator[ScannedBatch]:
 class Continuity:
     """Checks that each batch continues the log: offsets contiguous, epochs disciplined."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, allow_gaps: bool = False) -> None:
+        self.allow_gaps = allow_gaps
         self.next_offset: int | None = None  # None until the first segment names it
         self.epoch: int | None = None  # the epoch of the last batch, None before the first
         self._raised_by: Fault | None = None  # the previous batch, if a control batch raising the epoch
+        self._skipped_by: Fault | None = None  # the previous batch, if it skipped offsets
+        #: (first, last) offsets no batch holds, in log order
+        self.gaps: list[tuple[int, int]] = []
 
     def start_segment(self, base_offset: int) -> Fault | None:
         """Check a segment's name against the offset the log has reached."""
-        self._raised_by = None
+        self._raised_by = self._skipped_by = None
         if self.next_offset is None:
+            self.next_offset = base_offset
+        elif base_offset > self.next_offset and self.allow_gaps:
+            self.gaps.append((self.next_offset, base_offset - 1))
             self.next_offset = base_offset
         elif base_offset != self.next_offset:
             reason = f"the segment is named for offset {base_offset} but the log continues at {self.next_offset}"
@@ -136,9 +149,13 @@ class Continuity:
     def check(self, position: int, batch: RecordBatch) -> Fault | None:
         """The fault `batch` (at `position` of the current segment) shows, or None: then accepted."""
         expected = self.next_offset if self.next_offset is not None else batch.base_offset
-        epoch, previous = batch.partition_leader_epoch, self.epoch
-        if batch.base_offset != expected:
-            return Fault(position, expected, f"base offset {batch.base_offset}, expected {expected}")
+        epoch, previous, base = batch.partition_leader_epoch, self.epoch, batch.base_offset
+        if base < expected or (base > expected and not self.allow_gaps):
+            if self._skipped_by is not None and base < expected:  # the batch that skipped is the likelier culprit
+                skipped = self._skipped_by
+                return Fault(skipped.position, skipped.offset, f"{skipped.reason}, but the batch after it has {base}")
+            missing = f": offsets {expected}..{base - 1} are missing" if base > expected else ""
+            return Fault(position, expected, f"base offset {base}, expected {expected}{missing}")
         if epoch < 0:
             return Fault(position, expected, f"negative epoch {epoch}")
         if previous is not None and epoch < previous:
@@ -152,6 +169,10 @@ class Continuity:
         self._raised_by = (
             Fault(position, expected, f"this control batch raises the epoch to {epoch}") if raises else None
         )
+        self._skipped_by = None
+        if base > expected:
+            self.gaps.append((expected, base - 1))
+            self._skipped_by = Fault(position, expected, f"base offset {base} skips offsets {expected}..{base - 1}")
         self.next_offset = batch.next_offset
         self.epoch = epoch
         return None

@@ -342,3 +342,29 @@ def test_dump_prints_every_record_type_kafka_3_9_added(tmp_path: Path, capsys: p
         '"endpoints":[{"name":"C","host":"h","port":9093}],'
         '"kRaftVersionFeature":{"minSupportedVersion":0,"maxSupportedVersion":1}}]}'
     )
+
+
+def test_offsets_a_log_skips_are_shown_as_kafka_shows_them_and_noted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trimmed log (a batch at offset 1 in segment 0, then one at 34): Kafka's tool reads it;
+    the controller and the checker refuse it (tests/controller/log/test_recovery.py)."""
+    partition = tmp_path / "__cluster_metadata-0"
+    partition.mkdir(parents=True)
+    first = metadata_batch(1, 1, 0, [b"\x01\x14\x00\x00"] * 4)  # four NoOpRecords, offsets 1..4
+    later = metadata_batch(34, 1, 0, [b"\x01\x14\x00\x00"])
+    (partition / "00000000000000000000.log").write_bytes(first + later)
+    status, lines, err = _dump(tmp_path, capsys)
+    assert status == 0
+    assert [line.split(" lastOffset")[0] for line in lines if line.startswith("baseOffset")] == [
+        "baseOffset: 1",
+        "baseOffset: 34",
+    ]
+    assert err == "dump-log: note: the segments skip offsets 0..0, 5..33 (no batch holds them)\n"
+    going_back = metadata_batch(2, 1, 0, [b"\x01\x14\x00\x00"])  # after the skip to 34: the skip is blamed
+    (partition / "00000000000000000000.log").write_bytes(first + later + going_back)
+    status, lines, _ = _dump(tmp_path, capsys)
+    assert status == 1
+    assert lines[-1].endswith(
+        f"at byte {len(first)} (offset 5): base offset 34 skips offsets 5..33, but the batch after it has 2"
+    )

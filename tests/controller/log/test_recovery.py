@@ -206,3 +206,13 @@ def test_a_torn_first_batch_loses_offset_zero(tmp_path: Path) -> None:
         assert (log.next_offset, log.last_epoch) == (0, 0)
         assert (log.recovery.first_lost_offset, log.recovery.truncated_bytes) == (0, len(data) - 1)
         assert log.append_leader_change(1, 1, 0) == 0
+
+
+def test_a_log_that_skips_offsets_refuses_to_start_naming_them(tmp_path: Path) -> None:
+    """A Raft log's offsets are contiguous: a gap is lost records (dump-log still shows such a log)."""
+    _small_log(tmp_path)
+    with segment(tmp_path).open("ab") as out:
+        out.write(metadata_batch(9, 1, 0, [encode_metadata_value(*tiny())]))
+        out.write(metadata_batch(10, 1, 0, [encode_metadata_value(*tiny())]))
+    with pytest.raises(LogError, match=r"\(offset 5\): base offset 9, expected 5: offsets 5\.\.8 are missing"):
+        open_log(tmp_path)
