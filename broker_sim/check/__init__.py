@@ -152,16 +152,36 @@ def _replay(reader: LogReader, start: int, rules: LogRules, liveness: Liveness, 
         if model.changed:
             delivery.offer(model, model.changed, batch.timestamp_ms)
             model.changed.clear()
+    beyond = []
     for snapshot in pending:
         if snapshot.end_offset == reading.end_offset:
             _compare(snapshot, reading.end_offset, rules, reader)
         elif reading.complete:
-            reading.problems.append(
-                f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, beyond the log's end "
-                f"({reading.end_offset}): records it holds are missing from the log"
-            )
+            beyond.append(snapshot)
+    if beyond:
+        _superseding(beyond[-1], reader, rules)
     if (note := rules.open_transaction_note()) is not None:
         reading.notes.append(note)
+
+
+def _superseding(snapshot: SnapshotFile, reader: LogReader, rules: LogRules) -> None:
+    """The newest snapshot ends beyond the log's end: a controller restarts the log there (Kafka's
+    `truncateToLatestSnapshot`, and fencer's), so it is the state from now on. Noted, and checked
+    on its own (the partition rules a base snapshot gets); the log below it was checked as read."""
+    reading = reader.reading
+    try:
+        records = reader.read_snapshot(snapshot)
+    except SnapshotProblem as exc:
+        reading.problems.append(f"corrupt snapshot: {exc}")
+        return
+    reading.notes.append(
+        f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, beyond the log's end "
+        f"({reading.end_offset}): a controller restarts the log there, as Kafka does; the snapshot was "
+        "checked on its own, the records between are not in the log"
+    )
+    alone = LogRules(Model(), rules.sink)
+    _markers(snapshot, records, alone)
+    load_base(alone, snapshot, records)
 
 
 def _compare(snapshot: SnapshotFile, offset: int, rules: LogRules, reader: LogReader) -> None:

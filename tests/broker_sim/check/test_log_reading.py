@@ -9,6 +9,8 @@ import pytest
 
 from broker_sim.check import CheckError, check
 from broker_sim.check.cli import main
+from controller.log import SnapshotId
+from controller.log.snapshots import encode_snapshot, write_snapshot_file
 from protocol.records.batch import iter_batches
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import (
@@ -18,12 +20,14 @@ from protocol.records.metadata import (
     FeatureLevelRecord,
     NoOpRecord,
     PartitionChangeRecord,
+    PartitionRecord,
     ProducerIdsRecord,
     RegisterControllerRecord,
+    TopicRecord,
     encode_metadata_value,
 )
 
-from .logs import TOPIC_ID, LogBuilder
+from .logs import TOPIC_ID, ControllerLog, LogBuilder
 
 
 def built(tmp_path: Path, segments: int = 1) -> LogBuilder:
@@ -186,3 +190,30 @@ def test_bytes_at_the_end_that_are_not_the_next_batch_cut_short_are_a_problem(tm
     result = check(log.data_dir)
     assert not result.ok and "not the start of the next batch cut short" in result.problems[0]
     assert result.end_offset == log.next_offset
+
+
+def test_a_snapshot_beyond_the_logs_end_supersedes_it_as_a_controller_restarts_there(tmp_path: Path) -> None:
+    """Kafka (and fencer) restart a log that ends below the newest snapshot at that snapshot: the
+    checker notes it and checks the snapshot on its own, not a problem."""
+    data_dir = tmp_path / "data"
+    history = ControllerLog(data_dir)
+    history.harness.start_brokers(1, 2, 3)
+    history.harness.create_topic("t", assignments=[[1, 2, 3]] * 2)
+    history.flush()
+    cut = history.log.next_offset
+    history.harness.heartbeat(2, want_fence=True)
+    end = history.snapshot()
+    history.close()
+    segment = data_dir / "__cluster_metadata-0" / "00000000000000000000.log"
+    data = segment.read_bytes()
+    segment.write_bytes(data[: next(p for p, b in iter_batches(data) if b.base_offset == cut)])
+    result = check(data_dir)
+    assert result.ok, result.violations
+    assert any(f"ends at offset {end}, beyond the log's end ({cut})" in note for note in result.notes)
+    broken = PartitionRecord(  # a snapshot beyond the end breaking a rule is still judged
+        partition_id=0, topic_id=TOPIC_ID, replicas=(1, 2), isr=(1,), leader=2, leader_epoch=0, partition_epoch=0
+    )
+    records = [(TopicRecord(name="x", topic_id=TOPIC_ID), 0), (broken, 1)]
+    write_snapshot_file(segment.parent, SnapshotId(end + 5, 1), encode_snapshot(1, records, 0), fsync=False)
+    result = check(data_dir)
+    assert not result.ok and "leader-in-isr" in {violation.rule for violation in result.violations}
