@@ -2,33 +2,26 @@
 
 Purpose: the job's only Python code on the data path is a `mapInArrow` over the capture rows
 (plus `source` and `request_digest`, added by Spark) that runs `decode_batch` on each Arrow
-batch. Each batch's envelope columns are passed through as Arrow arrays, untouched; only the
-frames are read in Python, one exchange at a time (the codec decodes frames, not columns), and
-the new columns are built as Arrow arrays once per batch. `decode_batch` is also what the
-single-process baseline (benchmarks/analytics.py) and the tests call.
+batch. Only the frames are read in Python, one exchange at a time (the codec decodes frames, not
+columns); the new columns are built as Arrow arrays once per batch, and each row's envelope is
+taken from the batch's own Arrow arrays (`take`), never rebuilt in Python. `decode_batch` is also
+what the single-process baseline (benchmarks/analytics.py) and the tests call.
 
-`stage_decoded(captures, directory)` is what the job runs (pipeline.py): each task writes its
-decoded batches itself, with pyarrow, as one Parquet file under `directory`, and hands Spark
-back only its row count. The decoded rows never cross back into the JVM: converting the
-nested Arrow output into Spark rows and shredding them again with Spark's row-at-a-time Parquet
-writer cost more CPU than the decoding itself on this machine (benchmarks/analytics.py), while
-pyarrow writes the Arrow columns as they are. `decode_captures` (the decoded rows as a
-DataFrame) is the same decode for tests and interactive use.
+The decoded rows are flat (schema.py: `row_kind`): an exchange row per capture row, then a row
+per partition, topic name and listener the exchanges name, each kind in batches of its own.
+The JVM takes flat columns in cheaply and Spark's own Parquet writer writes them through its
+output committer (pipeline.py); the nested rows of the first design (lists of partition structs)
+cost the JVM more to convert and to write than the decoding itself.
 
 Rules:
-- One decoded row per capture row, always. Nothing a frame holds can fail the job: a request
+- One exchange row per capture row, always. Nothing a frame holds can fail the job: a request
   that does not decode (truncated, garbage, an unknown api key or version, a header that
   contradicts the envelope) gives a row with `request_decoded` false and `decode_error` saying
   why, prefixed "request: "; a response that does not decode keeps the request's facts, with no
   error code and `decode_error` prefixed "response: ". Any exception, not only `DecodeError`, is
   caught per row: the codec promises `DecodeError`, and the job must survive a broken promise.
-- Staged files: `part-<task's partition>.parquet`, written under a hidden temporary name
-  (`.part-...-<attempt>.tmp`, which Spark's reader skips) and renamed into place when the task's
-  input is exhausted, so a retried or speculative attempt replaces its partition's file with the
-  same rows (the decode is deterministic) and a failed attempt leaves nothing Spark reads. Like
-  the capture dirs (read.py) and the output (output.py), the directory must be the same path on
-  every node: local on `local[*]`, a shared mount on a cluster. Every task writes its file, even
-  with no rows, so the directory always holds the decoded schema.
+- The decode is deterministic and writes nothing: a task Spark retries yields the same rows, and
+  only Spark's committer puts files in the output.
 - `error_code` is `protocol.error_codes.response_error_code` (the daemon's metrics use the same
   rule): the response's own non-zero code, else the first non-zero nested one, else 0; null
   without a response.
@@ -36,22 +29,26 @@ Rules:
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyspark import TaskContext
 from pyspark.sql import DataFrame
 
 from protocol.error_codes import error_name, response_error_code
 from protocol.registry import api, decode_request, decode_response
 
 from .facts import NO_FACTS, Facts, facts
-from .schema import DECODED_ARROW, DECODED_FIELDS, ENVELOPE, decoded_spark_schema
+from .schema import (
+    DECODED_ARROW,
+    DECODED_FIELDS,
+    ENVELOPE,
+    EXCHANGE_ROW,
+    LISTENER_ROW,
+    PARTITION_ROW,
+    TOPIC_NAME_ROW,
+    decoded_spark_schema,
+)
 
 
 class Decoded(NamedTuple):
@@ -113,8 +110,9 @@ def _describe(error: Exception) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode one batch of capture rows (the columns of `schema.ENVELOPE` plus `request`, `response`)."""
+def decode_batch(batch: pa.RecordBatch) -> pa.Table:
+    """Decode one batch of capture rows (the columns of `schema.ENVELOPE` plus `request`, `response`):
+    its exchange rows, then its partition, topic name and listener rows (`schema.DECODED_ARROW`)."""
     keys = batch.column("api_key").to_pylist()
     versions = batch.column("api_version").to_pylist()
     correlations = batch.column("correlation_id").to_pylist()
@@ -123,14 +121,29 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     rows = [
         decode_exchange(*exchange) for exchange in zip(keys, versions, correlations, requests, responses, strict=True)
     ]
-    return pa.RecordBatch.from_arrays(
-        [batch.column(name) for name in ENVELOPE] + _decoded_columns(requests, responses, rows),
-        schema=DECODED_ARROW,
-    )
+    envelope = [batch.column(name) for name in ENVELOPE]
+    batches = [_exchange_rows(envelope, requests, responses, rows)]
+    batches += [named for named in _named_rows(envelope, rows) if named.num_rows]
+    return pa.Table.from_batches(batches, schema=DECODED_ARROW)
 
 
-def _decoded_columns(requests: list[bytes], responses: list[bytes | None], rows: list[Decoded]) -> list[pa.Array]:
-    values: dict[str, list[Any]] = {
+def _kind_batch(envelope: list[pa.Array], kind: int, length: int, columns: dict[str, list[Any]]) -> pa.RecordBatch:
+    """A batch of one kind: the envelope arrays given, `columns` by name, every other column null."""
+    arrays = list(envelope)
+    for field in DECODED_FIELDS:
+        if field.name == "row_kind":
+            arrays.append(pa.array([kind] * length, pa.int8()))
+        elif field.name in columns:
+            arrays.append(pa.array(columns[field.name], type=field.type))
+        else:
+            arrays.append(pa.nulls(length, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=DECODED_ARROW)
+
+
+def _exchange_rows(
+    envelope: list[pa.Array], requests: list[bytes], responses: list[bytes | None], rows: list[Decoded]
+) -> pa.RecordBatch:
+    columns: dict[str, list[Any]] = {
         "request_bytes": [len(request) for request in requests],
         "response_bytes": [None if response is None else len(response) for response in responses],
         "request_decoded": [row.request_decoded for row in rows],
@@ -141,63 +154,83 @@ def _decoded_columns(requests: list[bytes], responses: list[bytes | None], rows:
         "error_name": [None if row.error_code is None else error_name(row.error_code) for row in rows],
         "shutdown_state": [row.facts.shutdown_state for row in rows],
         "decode_error": [row.decode_error for row in rows],
-        "partitions": [row.facts.partitions for row in rows],
-        "topic_names": [row.facts.topic_names for row in rows],
-        "listeners": [row.facts.listeners for row in rows],
     }
-    return [pa.array(values[field.name], type=field.type) for field in DECODED_FIELDS]
+    return _kind_batch(envelope, EXCHANGE_ROW, len(rows), columns)
+
+
+_PARTITION_COLUMNS = (
+    "topic",
+    "topic_id",
+    "partition",
+    "error_code",
+    "error_name",
+    "leader",
+    "leader_epoch_asked",
+    "leader_epoch_granted",
+    "partition_epoch_asked",
+    "partition_epoch_granted",
+    "isr_requested",
+    "isr_after",
+    "replica_state",
+)
+
+
+def _named_rows(envelope: list[pa.Array], rows: list[Decoded]) -> Iterator[pa.RecordBatch]:
+    """The partition, topic name and listener rows of a batch's exchanges, a batch per kind, each
+    row with its exchange's envelope."""
+    partition_of: list[int] = []
+    partitions: list[tuple[Any, ...]] = []
+    name_of: list[int] = []
+    names: list[tuple[str, str]] = []
+    listener_of: list[int] = []
+    listeners: list[str] = []
+    for index, row in enumerate(rows):
+        found = row.facts
+        if found.partitions:
+            partition_of += [index] * len(found.partitions)
+            partitions += found.partitions
+        if found.topic_names:
+            name_of += [index] * len(found.topic_names)
+            names += found.topic_names
+        if found.listeners:
+            listener_of += [index] * len(found.listeners)
+            listeners += found.listeners
+    if partitions:
+        exchange = [rows[i] for i in partition_of]
+        by_column = list(zip(*partitions, strict=True))
+        columns: dict[str, list[Any]] = dict(zip(_PARTITION_COLUMNS, map(list, by_column), strict=True))
+        columns["request_decoded"] = [True] * len(partitions)
+        columns["api_name"] = [row.api_name for row in exchange]
+        columns["broker_id"] = [row.facts.broker_id for row in exchange]
+        columns["broker_epoch"] = [row.facts.broker_epoch for row in exchange]
+        yield _kind_batch(_taken(envelope, partition_of), PARTITION_ROW, len(partitions), columns)
+    if names:
+        topic_ids, topic_names = zip(*names, strict=True)
+        columns = {"topic_id": list(topic_ids), "topic": list(topic_names)}
+        yield _kind_batch(_taken(envelope, name_of), TOPIC_NAME_ROW, len(names), columns)
+    if listeners:
+        exchange = [rows[i] for i in listener_of]
+        columns = {
+            "listener": listeners,
+            "broker_id": [row.facts.broker_id for row in exchange],
+            "error_code": [row.error_code for row in exchange],
+            "api_name": [row.api_name for row in exchange],
+        }
+        yield _kind_batch(_taken(envelope, listener_of), LISTENER_ROW, len(listeners), columns)
+
+
+def _taken(envelope: list[pa.Array], indices: list[int]) -> list[pa.Array]:
+    chosen = pa.array(indices, pa.int32())
+    return [column.take(chosen) for column in envelope]
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """`decode_batch` over a partition's batches (what `mapInArrow` runs in each Python worker)."""
     for batch in batches:
-        yield decode_batch(batch)
+        yield from decode_batch(batch).to_batches()
 
 
 def decode_captures(captures: DataFrame) -> DataFrame:
     """Decoded rows (schema.DECODED_ARROW) of capture rows that carry `source` and `request_digest`."""
     columns = [*ENVELOPE, "request", "response"]
     return captures.select(*columns).mapInArrow(decode_batches, decoded_spark_schema())
-
-
-#: Rows per row group of a staged file: large enough that reading it back costs little per group.
-STAGED_ROW_GROUP_ROWS = 100_000
-
-
-def stage_decoded(captures: DataFrame, directory: Path) -> int:
-    """Decode capture rows (with `source` and `request_digest`) into Parquet files under `directory`; rows decoded."""
-    directory.mkdir(parents=True, exist_ok=True)
-    columns = [*ENVELOPE, "request", "response"]
-    counts = captures.select(*columns).mapInArrow(
-        functools.partial(write_decoded, str(directory)), "partition int, rows long"
-    )
-    return sum(row["rows"] for row in counts.collect())
-
-
-def write_decoded(directory: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One task of `stage_decoded`: decode its batches into `<directory>/part-<partition>.parquet`."""
-    context = TaskContext.get()
-    partition, attempt = (context.partitionId(), context.attemptNumber()) if context else (0, 0)
-    final = os.path.join(directory, f"part-{partition:05d}.parquet")
-    temporary = os.path.join(directory, f".part-{partition:05d}-{attempt}.tmp")
-    rows, pending, pending_rows = 0, [], 0
-    try:
-        with pq.ParquetWriter(temporary, DECODED_ARROW, compression="snappy") as writer:
-            for batch in batches:
-                decoded = decode_batch(batch)
-                pending.append(decoded)
-                pending_rows += decoded.num_rows
-                if pending_rows >= STAGED_ROW_GROUP_ROWS:
-                    writer.write_table(pa.Table.from_batches(pending), row_group_size=pending_rows)
-                    rows, pending, pending_rows = rows + pending_rows, [], 0
-            if pending_rows:
-                writer.write_table(pa.Table.from_batches(pending), row_group_size=pending_rows)
-                rows += pending_rows
-        os.replace(temporary, final)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
-    yield pa.RecordBatch.from_arrays(
-        [pa.array([partition], pa.int32()), pa.array([rows], pa.int64())], names=["partition", "rows"]
-    )

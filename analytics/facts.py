@@ -38,7 +38,8 @@ from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 ZERO_UUID = uuid.UUID(int=0)
 REPLICA_STATES = {OFFLINE: "OFFLINE", ONLINE: "ONLINE"}
 
-# One partition row, in the field order of schema.PARTITION.
+# One partition row: the partition columns of schema.DECODED_FIELDS (`topic` .. `replica_state`), with the
+# partition's `error_code` and `error_name` after `partition`.
 PartitionRow = tuple[
     str | None,  # topic
     str | None,  # topic_id

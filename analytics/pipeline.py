@@ -4,11 +4,13 @@ Purpose: `run(spark, captures, out, ...)` is the whole job on a given session (j
 session and handles the command line; tests and `make demo` may call this directly).
 
 Rules:
-- Frames are decoded exactly once: the executors stage the decoded rows as Parquet inside the
-  staging output (`_decoded`, written by the decoding tasks themselves, see decode.py; deleted
-  before the output is put in place) and every table is built from that; the aggregates are
-  built from the base tables as written, and the report from the aggregates as written, so no
-  Spark plan ever decodes twice or recomputes a join it wrote.
+- Frames are decoded exactly once: the decoded rows (flat, decode.py) are written by Spark's
+  own Parquet writer, through its output committer, into the staging output (`_decoded`, one
+  directory per row kind, deleted before the output is put in place), and every table is built
+  from that; the aggregates are built from the base tables as written, and the report from the
+  aggregates as written, so no Spark plan ever decodes twice or recomputes a join it wrote. No
+  task writes a file itself: a retried or speculative task leaves nothing the committer did not
+  commit.
 - Every table is a Parquet directory `<out>/<table>`; the report is `<out>/report.html` and the
   console summary also `<out>/summary.txt`.
 - The session's time zone is set to UTC, so timestamps mean the same on every machine.
@@ -27,7 +29,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from . import aggregates, report, transforms
-from .decode import stage_decoded
+from .decode import decode_captures
 from .output import staged_output
 from .paths import read_path, write_path
 from .read import read_captures
@@ -102,7 +104,8 @@ def run(
     with staged_output(out) as staging:
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
         decoded_path = staging / "_decoded"
-        stage_decoded(read_captures(spark, captures, time_from_ns, time_to_ns), decoded_path)
+        decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns))
+        decoded.write.partitionBy("row_kind").parquet(write_path(decoded_path))
         decoded = spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path))
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)

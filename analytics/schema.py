@@ -11,6 +11,8 @@ Rules:
   writes "fleet"). Files whose names do not follow the form are not parts and are not read.
 - Decoded rows keep the capture's envelope as it was (Arrow columns passed through untouched)
   and add what the frames say; a value the frames do not carry is null, never a sentinel.
+- Decoded rows are flat: a `row_kind` column says what a row is (an exchange, a partition, a
+  topic name, a listener), and no column is a list of structs.
 - Error codes are int32 in the decoded rows (Kafka's are int16, fencer's own 1000 fits either).
 """
 
@@ -63,29 +65,24 @@ ENVELOPE = [
     "request_digest",
 ]
 
-#: One partition of an AlterPartition, AlterReplicaState, ControlledShutdown, LeaderAndIsr or StopReplica exchange.
-PARTITION = pa.struct(
-    [
-        pa.field("topic", pa.string()),  # the name, when the frame carries one
-        pa.field("topic_id", pa.string()),  # the id, when the frame carries one
-        pa.field("partition", pa.int32()),
-        pa.field("error_code", pa.int32()),
-        pa.field("error_name", pa.string()),
-        pa.field("leader", pa.int32()),
-        pa.field("leader_epoch_asked", pa.int32()),
-        pa.field("leader_epoch_granted", pa.int32()),
-        pa.field("partition_epoch_asked", pa.int32()),
-        pa.field("partition_epoch_granted", pa.int32()),
-        pa.field("isr_requested", pa.list_(pa.int32())),
-        pa.field("isr_after", pa.list_(pa.int32())),
-        pa.field("replica_state", pa.string()),
-    ]
-)
+#: The kinds of decoded rows (`row_kind`): the decoder hands Spark flat rows only (no nested
+#: lists, which cost the JVM more to take in and to write than the decoding itself), one row per
+#: exchange and one per thing an exchange names, each kind using its own subset of the columns.
+EXCHANGE_ROW = 0  # one per capture row: what the frames say of the exchange
+PARTITION_ROW = 1  # one per partition an exchange names (facts.py: partition rows)
+TOPIC_NAME_ROW = 2  # one per (topic id, name) pair a frame names together
+LISTENER_ROW = 3  # one per listener ("host:port") a BrokerRegistration lists
 
-TOPIC_NAME = pa.struct([pa.field("topic_id", pa.string()), pa.field("name", pa.string())])
-
-#: What the frames say, column by column, after the passed-through envelope.
+#: What the frames say, column by column, after the passed-through envelope. Every row carries
+#: its exchange's envelope; the other columns are null where a kind has no use for them:
+#: - exchange rows: `request_bytes` .. `decode_error`;
+#: - partition rows: `request_decoded` (true), `api_name`, `broker_id`, `broker_epoch` of their
+#:   exchange, `error_code` / `error_name` of the partition (its own code in the response, facts.py),
+#:   and `topic` .. `replica_state`;
+#: - topic name rows: `topic_id` and `topic` (the name);
+#: - listener rows: `broker_id` and `error_code` of their BrokerRegistration, and `listener`.
 DECODED_FIELDS = [
+    pa.field("row_kind", pa.int8()),
     pa.field("request_bytes", pa.int32()),
     pa.field("response_bytes", pa.int32()),
     pa.field("request_decoded", pa.bool_()),
@@ -96,9 +93,18 @@ DECODED_FIELDS = [
     pa.field("error_name", pa.string()),
     pa.field("shutdown_state", pa.string()),
     pa.field("decode_error", pa.string()),
-    pa.field("partitions", pa.list_(PARTITION)),
-    pa.field("topic_names", pa.list_(TOPIC_NAME)),
-    pa.field("listeners", pa.list_(pa.string())),
+    pa.field("topic", pa.string()),  # the name, when the frame carries one
+    pa.field("topic_id", pa.string()),  # the id, when the frame carries one
+    pa.field("partition", pa.int32()),
+    pa.field("leader", pa.int32()),
+    pa.field("leader_epoch_asked", pa.int32()),
+    pa.field("leader_epoch_granted", pa.int32()),
+    pa.field("partition_epoch_asked", pa.int32()),
+    pa.field("partition_epoch_granted", pa.int32()),
+    pa.field("isr_requested", pa.list_(pa.int32())),
+    pa.field("isr_after", pa.list_(pa.int32())),
+    pa.field("replica_state", pa.string()),
+    pa.field("listener", pa.string()),
 ]
 
 #: The envelope columns as the decoder receives them from Spark (Spark's short is Arrow's int16).

@@ -30,6 +30,8 @@ from pyspark.sql import functions as F
 from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, OUTBOUND
 
+from .schema import EXCHANGE_ROW, LISTENER_ROW, PARTITION_ROW, TOPIC_NAME_ROW
+
 CONTROL_API_KEYS = (int(ApiKey.LEADER_AND_ISR), int(ApiKey.STOP_REPLICA))  # sent by the controller to a broker
 
 
@@ -38,27 +40,35 @@ def timestamp_of(nanoseconds: str) -> Column:
     return F.expr(f"timestamp_micros(div({nanoseconds}, 1000))")
 
 
+def rows_of(decoded: DataFrame, kind: int) -> DataFrame:
+    """The decoded rows of one kind (schema.py: `row_kind`)."""
+    return decoded.filter(F.col("row_kind") == kind)
+
+
 def broker_listeners(decoded: DataFrame) -> DataFrame:
     """(listener "host:port", broker_id) from accepted BrokerRegistrations, the latest per listener."""
-    registrations = decoded.filter((F.col("api_key") == int(ApiKey.BROKER_REGISTRATION)) & (F.col("error_code") == 0))
-    listed = registrations.select("request_time_ns", "broker_id", F.explode("listeners").alias("listener"))
-    return listed.groupBy("listener").agg(F.max_by("broker_id", "request_time_ns").alias("listener_broker_id"))
+    listed = rows_of(decoded, LISTENER_ROW).filter(
+        (F.col("api_key") == int(ApiKey.BROKER_REGISTRATION)) & (F.col("error_code") == 0)
+    )
+    return listed.groupBy(F.col("listener").alias("listed")).agg(
+        F.max_by("broker_id", "request_time_ns").alias("listener_broker_id")
+    )
 
 
 def topic_labels(decoded: DataFrame) -> DataFrame:
     """(topic_id, topic_name) for every topic id some frame paired with a name."""
-    pairs = decoded.select(F.explode("topic_names").alias("pair")).select("pair.topic_id", "pair.name")
-    return pairs.groupBy("topic_id").agg(F.min("name").alias("topic_name"))
+    pairs = rows_of(decoded, TOPIC_NAME_ROW)
+    return pairs.groupBy("topic_id").agg(F.min("topic").alias("topic_name"))
 
 
-def resolved(decoded: DataFrame) -> DataFrame:
-    """Decoded rows whose request decoded, with control requests' broker ids filled in."""
+def resolved(decoded: DataFrame, kind: int) -> DataFrame:
+    """Decoded rows of `kind` whose request decoded, with control requests' broker ids filled in."""
     listeners = broker_listeners(decoded)
-    rows = decoded.filter(F.col("request_decoded"))
-    joined = rows.join(F.broadcast(listeners), rows["peer"] == listeners["listener"], "left")
+    rows = rows_of(decoded, kind).filter(F.col("request_decoded"))
+    joined = rows.join(F.broadcast(listeners), rows["peer"] == listeners["listed"], "left")
     is_control = F.col("api_key").isin(*CONTROL_API_KEYS) & (F.col("direction") == OUTBOUND)
     broker = F.when(is_control, F.coalesce("broker_id", "listener_broker_id")).otherwise(F.col("broker_id"))
-    return joined.withColumn("broker_id", broker).drop("listener", "listener_broker_id")
+    return joined.withColumn("broker_id", broker).drop("listed", "listener_broker_id")
 
 
 EXCHANGE_COLUMNS = [
@@ -89,7 +99,7 @@ def exchanges(decoded: DataFrame) -> DataFrame:
     """One row per exchange whose request decoded (columns: `EXCHANGE_COLUMNS`)."""
     latency = (F.col("response_time_ns") - F.col("request_time_ns")) / F.lit(1_000_000.0)
     return (
-        resolved(decoded)
+        resolved(decoded, EXCHANGE_ROW)
         .withColumn("time", timestamp_of("request_time_ns"))
         .withColumn("latency_ms", latency)
         .select(*EXCHANGE_COLUMNS)
@@ -98,19 +108,23 @@ def exchanges(decoded: DataFrame) -> DataFrame:
 
 def decode_errors(decoded: DataFrame) -> DataFrame:
     """One row per frame that did not decode, with the reason (`request: ...` or `response: ...`)."""
-    return decoded.filter(F.col("decode_error").isNotNull()).select(
-        timestamp_of("request_time_ns").alias("time"),
-        "request_time_ns",
-        "source",
-        "direction",
-        "peer",
-        "connection_id",
-        "api_key",
-        "api_version",
-        "correlation_id",
-        "request_bytes",
-        "response_bytes",
-        F.col("decode_error").alias("reason"),
+    return (
+        rows_of(decoded, EXCHANGE_ROW)
+        .filter(F.col("decode_error").isNotNull())
+        .select(
+            timestamp_of("request_time_ns").alias("time"),
+            "request_time_ns",
+            "source",
+            "direction",
+            "peer",
+            "connection_id",
+            "api_key",
+            "api_version",
+            "correlation_id",
+            "request_bytes",
+            "response_bytes",
+            F.col("decode_error").alias("reason"),
+        )
     )
 
 
@@ -143,13 +157,30 @@ PARTITION_COLUMNS = [
 ]
 
 
+#: A partition row's own columns (schema.DECODED_FIELDS), its error the partition's.
+PARTITION_FIELDS = [
+    "topic",
+    "topic_id",
+    "partition",
+    "error_code",
+    "error_name",
+    "leader",
+    "leader_epoch_asked",
+    "leader_epoch_granted",
+    "partition_epoch_asked",
+    "partition_epoch_granted",
+    "isr_requested",
+    "isr_after",
+    "replica_state",
+]
+
+
 def partition_results(decoded: DataFrame) -> DataFrame:
     """One row per partition of the exchanges that name partitions (columns: `PARTITION_COLUMNS`)."""
     context = ["request_time_ns", "source", "direction", "connection_id", "api_name", "api_version"]
-    rows = resolved(decoded).select(
-        *context, "correlation_id", "broker_id", "broker_epoch", F.explode("partitions").alias("p")
+    rows = resolved(decoded, PARTITION_ROW).select(
+        *context, "correlation_id", "broker_id", "broker_epoch", *PARTITION_FIELDS
     )
-    rows = rows.select(*context, "correlation_id", "broker_id", "broker_epoch", "p.*")
     labels = topic_labels(decoded)
     rows = rows.join(F.broadcast(labels), "topic_id", "left")
     rows = rows.withColumn("topic", F.coalesce("topic", "topic_name", "topic_id")).drop("topic_name")

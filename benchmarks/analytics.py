@@ -21,7 +21,7 @@ Run: `.venv/bin/python benchmarks/analytics.py [--exchanges N] [--capture-dir DI
   frames (Spark's `request_digest`, xxhash64, for pairing the two sides of an exchange; pyarrow
   has no such kernel) and writes 0 there.
 - Spark, decode-and-aggregate: the job's own steps for the same work (decode in the executors,
-  which stage the decoded rows as Parquet themselves, `analytics.decode.stage_decoded`; the
+  which hand Spark flat decoded rows that Spark's own writer stages as Parquet; the
   exchanges table written as Parquet; the same three aggregates, read from it, written as
   Parquet), `local[2]`, driver JVM with 4 GiB and the parallel (throughput) collector.
 - Spark, the whole job: `analytics.pipeline.run` (every table, the report).
@@ -50,13 +50,13 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analytics import aggregates, transforms
-from analytics.decode import decode_batch, stage_decoded
+from analytics.decode import decode_batch, decode_captures
 from analytics.job import workers_import_this_code
 from analytics.output import staged_output
 from analytics.paths import read_path, write_path
 from analytics.pipeline import run
 from analytics.read import check_capture_dirs, read_captures
-from analytics.schema import ENVELOPE, decoded_spark_schema
+from analytics.schema import ENVELOPE, EXCHANGE_ROW, LISTENER_ROW, decoded_spark_schema
 from benchmarks.analytics_mix import PART_ROWS, write_capture
 from benchmarks.codec import machine
 from protocol.capture import OUTBOUND
@@ -73,21 +73,18 @@ def baseline(directory: Path, out: Path) -> float:
             [*batch.columns, pa.array(["controller"] * rows), pa.array([0] * rows, pa.int64())],
             names=[*batch.schema.names, "source", "request_digest"],
         )
-        decoded = pa.Table.from_batches([decode_batch(batch.select([*ENVELOPE, "request", "response"]))])
-        registered = decoded.filter(pc.and_(pc.equal(decoded["api_key"], 62), pc.equal(decoded["error_code"], 0)))
-        if registered.num_rows:
-            listeners = registered["listeners"].combine_chunks()
-            parents = pc.list_parent_indices(listeners)
-            registrations.append(
-                pa.table(
-                    {
-                        "listener": pc.list_flatten(listeners),
-                        "request_time_ns": pc.take(registered["request_time_ns"], parents),
-                        "broker_id": pc.take(registered["broker_id"], parents),
-                    }
-                )
+        decoded = decode_batch(batch.select([*ENVELOPE, "request", "response"]))
+        kind = decoded["row_kind"]
+        registered = decoded.filter(
+            pc.and_(
+                pc.equal(kind, LISTENER_ROW),
+                pc.and_(pc.equal(decoded["api_key"], 62), pc.equal(decoded["error_code"], 0)),
             )
-        pieces.append(decoded.filter(decoded["request_decoded"]).select(EXCHANGE_SOURCE_COLUMNS))
+        )
+        if registered.num_rows:
+            registrations.append(registered.select(["listener", "request_time_ns", "broker_id"]))
+        exchanged = pc.and_(pc.equal(kind, EXCHANGE_ROW), decoded["request_decoded"])
+        pieces.append(decoded.filter(exchanged).select(EXCHANGE_SOURCE_COLUMNS))
     table = _exchanges(pa.concat_tables(pieces), registrations)
     pq.write_table(table, out / "exchanges.parquet")
     window = pc.divide(table["request_time_ns"], pa.scalar(1_000_000_000, pa.int64()))
@@ -140,7 +137,8 @@ def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
     started = time.perf_counter()
     with staged_output(out) as staging:
         decoded_path = staging / "_decoded"
-        stage_decoded(read_captures(spark, check_capture_dirs([directory])), decoded_path)
+        decoded = decode_captures(read_captures(spark, check_capture_dirs([directory])))
+        decoded.write.partitionBy("row_kind").parquet(write_path(decoded_path))
         exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path)))
         exchanges.write.parquet(write_path(staging / "exchanges"))
         exchanges = spark.read.parquet(read_path(staging / "exchanges"))

@@ -36,51 +36,91 @@ def test_the_spark_capture_schema_is_the_capture_format() -> None:
     assert from_arrow_schema(CAPTURE_SCHEMA) == schema.CAPTURE
 
 
-def test_a_batch_decodes_into_one_row_per_capture_row_with_the_envelope_untouched() -> None:
+def of_kind(decoded: pa.Table, kind: int) -> list[dict[str, object]]:
+    return [row for row in decoded.to_pylist() if row["row_kind"] == kind]
+
+
+def test_a_batch_decodes_into_one_exchange_row_per_capture_row_with_the_envelope_untouched() -> None:
     rows = scenario.controller_rows()
     batch = batch_of(rows)
     decoded = decode_batch(batch)
     assert decoded.schema == schema.DECODED_ARROW
-    assert decoded.num_rows == len(rows)
+    exchanges = decoded.slice(0, len(rows))  # the exchange rows come first, in the capture's order
+    assert exchanges.column("row_kind").to_pylist() == [schema.EXCHANGE_ROW] * len(rows)
+    assert decoded.column("row_kind").null_count == 0  # every row has a kind
+    assert sum(kind == schema.EXCHANGE_ROW for kind in decoded.column("row_kind").to_pylist()) == len(rows)
     for name in schema.ENVELOPE:
-        assert decoded.column(name).equals(batch.column(name)), name
-    assert decoded.column("request_decoded").to_pylist() == [True] * len(rows)
-    assert decoded.column("decode_error").null_count == len(rows)
+        assert exchanges.column(name).combine_chunks().equals(batch.column(name)), name
+    assert exchanges.column("request_decoded").to_pylist() == [True] * len(rows)
+    assert exchanges.column("decode_error").null_count == len(rows)
+
+
+def test_rows_an_exchange_names_carry_its_envelope() -> None:
+    rows = scenario.controller_rows()
+    decoded = decode_batch(batch_of(rows))
+    exchanges = {row["request_digest"]: row for row in of_kind(decoded, schema.EXCHANGE_ROW)}
+    named = [row for row in decoded.to_pylist() if row["row_kind"] != schema.EXCHANGE_ROW]
+    assert {row["row_kind"] for row in named} == {schema.PARTITION_ROW, schema.TOPIC_NAME_ROW, schema.LISTENER_ROW}
+    for row in named:
+        exchange = exchanges[row["request_digest"]]
+        assert all(row[name] == exchange[name] for name in schema.ENVELOPE), row
+    for row in of_kind(decoded, schema.PARTITION_ROW):  # the exchange's facts, the partition's error
+        exchange = exchanges[row["request_digest"]]
+        assert (row["api_name"], row["broker_id"], row["broker_epoch"], row["request_decoded"]) == (
+            exchange["api_name"],
+            exchange["broker_id"],
+            exchange["broker_epoch"],
+            True,
+        )
+        assert row["request_bytes"] is None and row["decode_error"] is None
 
 
 def test_the_facts_of_each_api() -> None:
     rows = {row.correlation_id: row for row in scenario.controller_rows()}
-    decoded = {row["correlation_id"]: row for row in decode_batch(batch_of(list(rows.values()))).to_pylist()}
-    by_api = {}
-    for correlation_id, row in decoded.items():
-        by_api.setdefault(row["api_name"], []).append(row)
+    decoded = decode_batch(batch_of(list(rows.values())))
+    exchanges = {row["correlation_id"]: row for row in of_kind(decoded, schema.EXCHANGE_ROW)}
+    by_api: dict[str, list[dict[str, object]]] = {}
+    for correlation_id, row in exchanges.items():
+        by_api.setdefault(row["api_name"], []).append(row)  # type: ignore[arg-type]
         assert row["api_name"] is not None and rows[correlation_id].api_key == row["api_key"]
     registration = by_api["BrokerRegistration"][0]
     assert (registration["broker_id"], registration["broker_epoch"]) == (1, 10)
-    assert registration["listeners"] == ["127.0.0.1:9101"]
-    assert by_api["CreateTopics"][0]["topic_names"] == [{"topic_id": str(scenario.ORDERS_ID), "name": "orders"}]
+    listeners = of_kind(decoded, schema.LISTENER_ROW)
+    first = [row for row in listeners if row["correlation_id"] == registration["correlation_id"]]
+    assert [(row["listener"], row["broker_id"], row["error_code"]) for row in first] == [("127.0.0.1:9101", 1, 0)]
+    exchange_names = {row["correlation_id"]: row["api_name"] for row in exchanges.values()}
+    named = {(row["topic_id"], row["topic"]) for row in of_kind(decoded, schema.TOPIC_NAME_ROW)}
+    assert named == {(str(scenario.ORDERS_ID), "orders")}
+    named_by = {
+        exchange_names[row["correlation_id"]]
+        for row in of_kind(decoded, schema.TOPIC_NAME_ROW)
+        if (row["topic_id"], row["topic"]) == (str(scenario.ORDERS_ID), "orders")
+    }
+    assert named_by == {"CreateTopics", "LeaderAndIsr"}
     leader_and_isr = by_api["LeaderAndIsr"][0]
     assert leader_and_isr["broker_id"] is None and leader_and_isr["broker_epoch"] == 10
-    assert leader_and_isr["topic_names"] == [{"topic_id": str(scenario.ORDERS_ID), "name": "orders"}]
     assert [row["shutdown_state"] for row in by_api["ControlledShutdown"]] == ["requested", "complete"]
     assert [row["shutdown_state"] for row in by_api["BrokerHeartbeat"]] == [None, None, None, "requested", "complete"]
-    replica_states = [row["partitions"][0]["replica_state"] for row in by_api["AlterReplicaState"]]
+    replica_states = [
+        row["replica_state"] for row in of_kind(decoded, schema.PARTITION_ROW) if row["api_name"] == "AlterReplicaState"
+    ]
     assert replica_states == ["OFFLINE", "ONLINE"]
 
 
 def test_a_rejected_shutdown_and_an_unknown_replica_state() -> None:
     stale = scenario.heartbeat(1, 9, 0, error=77, want=True)
     unknown = scenario.alter_replica_state(ONLINE + 5, 1)
-    decoded = decode_batch(batch_of([stale, unknown])).to_pylist()
-    assert decoded[0]["shutdown_state"] == "rejected"
-    assert decoded[1]["partitions"][0]["replica_state"] == "UNKNOWN(7)"
+    decoded = decode_batch(batch_of([stale, unknown]))
+    assert of_kind(decoded, schema.EXCHANGE_ROW)[0]["shutdown_state"] == "rejected"
+    assert of_kind(decoded, schema.PARTITION_ROW)[0]["replica_state"] == "UNKNOWN(7)"
 
 
 def test_an_exchange_without_a_response_has_no_error_and_no_granted_state() -> None:
     row = scenario.alter_partition((1, 2), 0, 0, granted=1)._replace(response=None, response_time_ns=None)
-    decoded = decode_batch(batch_of([row])).to_pylist()[0]
-    assert (decoded["error_code"], decoded["error_name"], decoded["response_bytes"]) == (None, None, None)
-    partition = decoded["partitions"][0]
+    decoded = decode_batch(batch_of([row]))
+    exchange = of_kind(decoded, schema.EXCHANGE_ROW)[0]
+    assert (exchange["error_code"], exchange["error_name"], exchange["response_bytes"]) == (None, None, None)
+    (partition,) = of_kind(decoded, schema.PARTITION_ROW)
     assert partition["error_code"] is None and partition["isr_after"] is None and partition["isr_requested"] == [1, 2]
 
 

@@ -9,7 +9,8 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import transforms
-from analytics.decode import decode_captures, stage_decoded
+from analytics.decode import decode_captures
+from analytics.paths import read_path, write_path
 from analytics.read import read_captures
 from analytics.schema import decoded_spark_schema
 
@@ -154,21 +155,23 @@ def test_paired_exchanges_join_the_fleet_and_controller_rows_of_one_request(stor
     assertDataFrameEqual(pairs.select(*expected.__fields__), [expected])
 
 
-def test_staged_decoded_rows_are_the_decoded_rows_and_only_finished_files_are_read(
+def test_decoded_rows_written_by_sparks_committer_read_back_whole_by_kind(
     spark: SparkSession, story: DataFrame, story_dirs: list[Path], tmp_path: Path
 ) -> None:
+    """What pipeline.run does with the decoded rows: Spark's Parquet writer, one directory per
+    row kind, a `_SUCCESS` marker from the committer; read back, they are the decoded rows."""
     staged = tmp_path / "_decoded"
-    staged.mkdir()
-    (staged / ".part-00007-3.tmp").write_bytes(b"an attempt that died mid-write")
-    rows = stage_decoded(read_captures(spark, story_dirs), staged)
-    assert rows == story.count()
-    assert all(path.name.startswith("part-") for path in staged.iterdir() if not path.name.startswith("."))
-    assertDataFrameEqual(spark.read.schema(decoded_spark_schema()).parquet(staged.as_uri()), story)
+    decode_captures(read_captures(spark, story_dirs)).write.partitionBy("row_kind").parquet(write_path(staged))
+    assert (staged / "_SUCCESS").is_file()
+    assert sorted(path.name for path in staged.iterdir() if path.is_dir()) == [f"row_kind={k}" for k in range(4)]
+    back = spark.read.schema(decoded_spark_schema()).parquet(read_path(staged))
+    assertDataFrameEqual(back.select(*story.columns), story)  # the partition column comes last
 
 
-def test_staging_nothing_still_leaves_readable_decoded_parts(
+def test_decoding_nothing_still_leaves_readable_decoded_rows(
     spark: SparkSession, story_dirs: list[Path], tmp_path: Path
 ) -> None:
     staged = tmp_path / "_decoded"
-    assert stage_decoded(read_captures(spark, story_dirs, time_from_ns=0, time_to_ns=1), staged) == 0
-    assert spark.read.schema(decoded_spark_schema()).parquet(staged.as_uri()).count() == 0
+    nothing = read_captures(spark, story_dirs, time_from_ns=0, time_to_ns=1)
+    decode_captures(nothing).write.partitionBy("row_kind").parquet(write_path(staged))
+    assert spark.read.schema(decoded_spark_schema()).parquet(read_path(staged)).count() == 0
