@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .output import OutputError, check_output
+from .output import OutputError, check_output, is_uri
 from .paths import unencodable_name
 from .pipeline import run
 from .read import CaptureError, check_capture_dirs
@@ -48,7 +48,12 @@ def parser() -> argparse.ArgumentParser:
         prog="fencer-analyze", description="Decode and aggregate fencer capture directories with Spark."
     )
     parse.add_argument("captures", nargs="+", metavar="CAPTURE_DIR", help="capture directories (daemon's or fleet's)")
-    parse.add_argument("--out", required=True, type=Path, help="output directory (replaced when the job succeeds)")
+    parse.add_argument(
+        "--out",
+        required=True,
+        help="output directory, a local path or a Hadoop filesystem URI such as file:///..., hdfs://... "
+        "(replaced when the job succeeds)",
+    )
     parse.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     parse.add_argument("--from", dest="time_from", type=instant, help="first request time (ISO 8601, UTC if no zone)")
     parse.add_argument("--to", dest="time_to", type=instant, help="end of the time range, exclusive")
@@ -105,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         captures = check_capture_dirs(args.captures)
-        out = check_output(args.out)
+        out: Path | str = args.out if is_uri(args.out) else check_output(Path(args.out))
         if args.time_from is not None and args.time_to is not None and args.time_from >= args.time_to:
             raise UsageError("--from must be before --to")
         if not under_spark_submit() and not java_found():
@@ -125,14 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unopenable:
             print(f"fencer-analyze: {unopenable}", file=sys.stderr)
             return 2
-        result = run(
-            spark,
-            captures,
-            out,
-            window_seconds=args.window_seconds,
-            time_from_ns=args.time_from,
-            time_to_ns=args.time_to,
-        )
+        try:
+            result = run(
+                spark,
+                captures,
+                out,
+                window_seconds=args.window_seconds,
+                time_from_ns=args.time_from,
+                time_to_ns=args.time_to,
+            )
+        except OutputError as error:  # a URI the session's filesystems cannot take
+            print(f"fencer-analyze: {error}", file=sys.stderr)
+            return 2
     finally:
         if not already_running:
             spark.stop()
@@ -142,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def unopenable_path(spark: SparkSession, captures: Sequence[Path], out: Path) -> str | None:
+def unopenable_path(spark: SparkSession, captures: Sequence[Path], out: Path | str) -> str | None:
     """The line to print for the first path the driver's JVM cannot open by name; None if there is none.
 
     The JVM encodes file names in its `sun.jnu.encoding`, taken from the locale when it started
@@ -151,7 +160,8 @@ def unopenable_path(spark: SparkSession, captures: Sequence[Path], out: Path) ->
     if jvm is None:
         return None
     encoding = str(jvm.java.lang.System.getProperty("sun.jnu.encoding"))
-    for label, path in [*(("capture dir", capture) for capture in captures), ("output", out)]:
+    local = [("output", out)] if isinstance(out, Path) else []  # a URI's names are its filesystem's
+    for label, path in [*(("capture dir", capture) for capture in captures), *local]:
         if unencodable_name(path, encoding):
             shown = os.fsencode(path).decode("utf-8", "backslashreplace")  # bytes not in UTF-8 as \xNN
             return (

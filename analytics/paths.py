@@ -44,7 +44,12 @@ def write_path(path: Path) -> str:
 
 def read_path(path: Path) -> str:
     """`path` as a string Spark's file readers read literally (its glob characters escaped)."""
-    return _GLOB.sub(r"\\\1", write_path(path))
+    return escape_globs(write_path(path))
+
+
+def escape_globs(hadoop_path: str) -> str:
+    """A Hadoop path string with its glob characters escaped, so that readers take it literally."""
+    return _GLOB.sub(r"\\\1", hadoop_path)
 
 
 def path_problem(path: Path) -> str | None:

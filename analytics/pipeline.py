@@ -11,16 +11,17 @@ Rules:
   aggregates as written, so no Spark plan ever decodes twice or recomputes a join it wrote. No
   task writes a file itself: a retried or speculative task leaves nothing the committer did not
   commit.
-- Every table is a Parquet directory `<out>/<table>`; the report is `<out>/report.html` and the
-  console summary also `<out>/summary.txt`.
+- Every table is a Parquet directory `<out>/<table>`, written by Spark's `DataFrameWriter`
+  through its output committer (each with its `_SUCCESS` marker); the report is
+  `<out>/report.html` and the console summary also `<out>/summary.txt`, written by the driver
+  through the same filesystem (output.py: a local path, or any Hadoop filesystem URI).
 - The session's time zone is set to UTC, so timestamps mean the same on every machine.
-- Spark is handed `file:` path strings from paths.py (`write_path` to write, `read_path` to read),
-  never `Path.as_uri()`, whose percent-escapes Hadoop takes as part of the names.
+- Spark is handed Hadoop path strings (output.py, paths.py: `write_path` to write, `read_path` to
+  read), never `Path.as_uri()`, whose percent-escapes Hadoop takes as part of the names.
 """
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import aggregates, report, transforms
 from .decode import decode_captures
-from .output import staged_output
-from .paths import read_path, write_path
+from .output import Staging, staged
 from .read import read_captures
 from .schema import decoded_spark_schema
 
@@ -54,8 +54,8 @@ TABLES = BASE_TABLES + DERIVED_TABLES
 
 @dataclass(frozen=True)
 class Result:
-    out: Path
-    report: Path
+    out: str  # a local path, or the output's URI
+    report: str
     summary: list[str]
 
 
@@ -92,41 +92,45 @@ def derived_tables(exchanges: DataFrame, partition_rows: DataFrame, window_secon
 def run(
     spark: SparkSession,
     captures: Sequence[Path],
-    out: Path,
+    out: Path | str,
     *,
     window_seconds: float = 1.0,
     time_from_ns: int | None = None,
     time_to_ns: int | None = None,
     progress: Callable[[str], None] = stderr_progress,
 ) -> Result:
-    """Analyse `captures` (checked directories) into `out`, replacing it only when complete."""
+    """Analyse `captures` (checked directories) into `out` (a local path or a Hadoop URI, output.py),
+    replacing it only when complete."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    with staged_output(out) as staging:
+    with staged(spark, out) as staging:
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
-        decoded_path = staging / "_decoded"
         decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns))
-        decoded.write.partitionBy("row_kind").parquet(write_path(decoded_path))
-        decoded = spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path))
+        decoded.write.partitionBy("row_kind").parquet(staging.write_path(DECODED))
+        decoded = spark.read.schema(decoded_spark_schema()).parquet(staging.read_path(DECODED))
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)
         written |= _write(spark, derived, staging, progress)
         progress("drawing the report")
         collected = report.collect(written, [str(path) for path in captures], window_seconds)
-        (staging / "report.html").write_text(report.html(collected), encoding="utf-8")
+        staging.write_text("report.html", report.html(collected))
         lines = report.summary(collected)
-        (staging / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        shutil.rmtree(decoded_path)
-    final = out.resolve()
-    return Result(final, final / "report.html", lines)
+        staging.write_text("summary.txt", "\n".join(lines) + "\n")
+        staging.delete(DECODED)
+        where = Result(staging.final(), staging.final("report.html"), lines)
+    return where
+
+
+#: The decoded rows, staged inside the output while the tables are built from them.
+DECODED = "_decoded"
 
 
 def _write(
-    spark: SparkSession, tables: dict[str, DataFrame], staging: Path, progress: Callable[[str], None]
+    spark: SparkSession, tables: dict[str, DataFrame], staging: Staging, progress: Callable[[str], None]
 ) -> dict[str, DataFrame]:
-    """Write each table as Parquet under `staging`; the tables read back from what was written."""
+    """Write each table as Parquet with Spark's writer into `staging`; the tables read back from what was written."""
     written = {}
     for name, table in tables.items():
         progress(f"writing {name}")
-        table.write.parquet(write_path(staging / name))
-        written[name] = spark.read.schema(table.schema).parquet(read_path(staging / name))
+        table.write.parquet(staging.write_path(name))
+        written[name] = spark.read.schema(table.schema).parquet(staging.read_path(name))
     return written

@@ -53,7 +53,6 @@ from analytics import aggregates, transforms
 from analytics.decode import decode_batch, decode_captures
 from analytics.job import workers_import_this_code
 from analytics.output import staged_output
-from analytics.paths import read_path, write_path
 from analytics.pipeline import run
 from analytics.read import check_capture_dirs, read_captures
 from analytics.schema import ENVELOPE, EXCHANGE_ROW, LISTENER_ROW, decoded_spark_schema
@@ -136,15 +135,16 @@ def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
     """The same work with the job's steps on Spark; seconds."""
     started = time.perf_counter()
     with staged_output(out) as staging:
-        decoded_path = staging / "_decoded"
         decoded = decode_captures(read_captures(spark, check_capture_dirs([directory])))
-        decoded.write.partitionBy("row_kind").parquet(write_path(decoded_path))
-        exchanges = transforms.exchanges(spark.read.schema(decoded_spark_schema()).parquet(read_path(decoded_path)))
-        exchanges.write.parquet(write_path(staging / "exchanges"))
-        exchanges = spark.read.parquet(read_path(staging / "exchanges"))
-        aggregates.request_rates(exchanges, 1.0).write.parquet(write_path(staging / "request_rates"))
-        aggregates.latency_percentiles(exchanges).write.parquet(write_path(staging / "latency_percentiles"))
-        aggregates.error_counts(exchanges).write.parquet(write_path(staging / "error_counts"))
+        decoded.write.partitionBy("row_kind").parquet(staging.write_path("_decoded"))
+        exchanges = transforms.exchanges(
+            spark.read.schema(decoded_spark_schema()).parquet(staging.read_path("_decoded"))
+        )
+        exchanges.write.parquet(staging.write_path("exchanges"))
+        exchanges = spark.read.parquet(staging.read_path("exchanges"))
+        aggregates.request_rates(exchanges, 1.0).write.parquet(staging.write_path("request_rates"))
+        aggregates.latency_percentiles(exchanges).write.parquet(staging.write_path("latency_percentiles"))
+        aggregates.error_counts(exchanges).write.parquet(staging.write_path("error_counts"))
     return time.perf_counter() - started
 
 

@@ -132,3 +132,35 @@ def test_bad_arguments_exit_2(capture: Path, tmp_path: Path, capsys: pytest.Capt
     assert main(backwards) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "fencer-analyze: --from must be before --to"
     assert not Path(out).exists()
+
+
+def test_a_hadoop_uri_output_is_written_by_sparks_committer_and_the_drivers_filesystem_api(
+    spark: SparkSession, analysed: Analysed, story_dirs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out file:///...` goes through Hadoop's FileSystem API (output.HadoopStaging), as hdfs://
+    or s3a:// would: every table has the committer's `_SUCCESS` and the local run's rows, the
+    report and summary are there, an older output is replaced, nothing hidden is left behind."""
+    out = tmp_path / "hadoop out"
+    out.mkdir()
+    (out / "stale.txt").write_text("an older run")
+    uri = "file://" + str(out)
+    code = main([*map(str, story_dirs), str(analysed.out.parent / "corrupt"), "--out", uri])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert printed[-2:] == [f"tables: file:{out}", f"report: file:{out}/report.html"]
+    shown = sorted(path.name for path in out.iterdir() if not path.name.startswith("."))  # Hadoop's .crc files
+    assert shown == sorted([*TABLES, "report.html", "summary.txt"])
+    for name in TABLES:
+        assert (out / name / "_SUCCESS").is_file(), name
+        here = ds.dataset(out / name, format="parquet").count_rows()
+        assert here == ds.dataset(analysed.out / name, format="parquet").count_rows(), name
+    assert (out / "summary.txt").read_text() == (analysed.out / "summary.txt").read_text()
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
+def test_a_uri_no_filesystem_takes_is_one_line_and_exit_2(
+    spark: SparkSession, capture: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(capture), "--out", "nosuchfs://somewhere/out"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("fencer-analyze: output nosuchfs://somewhere/out: ") and "nosuchfs" in err[-1][40:]
