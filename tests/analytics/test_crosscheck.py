@@ -126,7 +126,7 @@ def test_the_job_agrees_with_duckdb_and_kio_on_a_real_capture(
     db = duckdb_view(capture)
 
     def job(table: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = ds.dataset(result.out / table, format="parquet").to_table().to_pylist()
+        rows: list[dict[str, Any]] = ds.dataset(Path(result.out) / table, format="parquet").to_table().to_pylist()
         return rows
 
     counts = db.execute("SELECT direction, api_key, api_version, count(*) FROM capture GROUP BY ALL").fetchall()
