@@ -5,8 +5,8 @@ Each test takes its target's command line from `make -n TARGET` (so the script p
 the Makefile's, whatever it says tomorrow), changes only the size flags to the smallest meaningful
 size, runs it as a subprocess with this interpreter from the repository root, its temporary files
 under the test's own tmp dir (TMPDIR), and checks that it exits 0 and prints its figures: the table
-headers and labels a reader relies on, and a number or two parsed from them (never a speed). One
-flag is not a size: bench-analytics runs with `--skip-whole-job` (see its test). Sizes added for this:
+headers and labels a reader relies on, and a number or two parsed from them (never a speed). Sizes
+added for this:
 bench-daemon's `--warm-up`, soak's `--minute-seconds`.
 
 `make stress`, `make fsync-check` and `make fuzz` are already run by the tests named in `COVERAGE`:
@@ -179,13 +179,12 @@ def test_soak(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_bench_analytics(tmp_path: Path) -> None:
-    """The costliest: a JVM and the job's fixed costs, whatever the size. With `--skip-whole-job` (a flag
-    of the script: no third measurement, `analytics.pipeline.run`, which tests/analytics runs) it takes
-    about 26-30 s on this 2-core machine; the whole job too would add 12-20 s."""
-    out = run_script(sized("bench-analytics", exchanges="2000", skip_whole_job=True), tmp_path, timeout=300)
+    """The costliest: the shipped job's JVM and fixed costs, whatever the size (about 30 s here)."""
+    out = run_script(sized("bench-analytics", exchanges="2000", rounds="1"), tmp_path, timeout=300)
     assert find(r"^capture: 2,000 exchanges, 1 parts, ", out)
-    assert find(r"^  Spark session start-up: [\d.]+ s", out)
+    assert find(r"^  python -m analytics round 1: [\d.]+ s, [\d.]+ CPU s$", out)
     assert number(find(r"^baseline, one Python process: .*, ([\d,]+) exchanges/s$", out)[1]) > 0
-    # at this size Spark's fixed costs are everything: its ratio prints as 0.0x, but it prints
-    assert find(r"^Spark local\[2\], decode-and-aggregate: [\d.]+ s .*, [\d.]+x the baseline \(target >= 1.6x\)$", out)
-    assert out.rstrip().splitlines()[-1].startswith("CPU: Spark spends ")
+    # at this size the JVM's start-up is everything: the ratio prints as 0.0x, but it prints
+    shipped = r"^python -m analytics \(every table and the report, start-up included\): [\d.]+ s \(([\d.]+) CPU s\), "
+    assert number(find(shipped + r"[\d,]+ exchanges/s, [\d.]+x the baseline \(target >= 1.4x\)$", out)[1]) > 0
+    assert out.rstrip().splitlines()[-1].startswith("CPU: the job spends ")
