@@ -8,6 +8,8 @@ Rules:
 - A chart with nothing to plot is still a PNG: it says, in words, that the capture holds none of
   it (a report must never lose a section silently).
 - Long category lists are cut to the largest `MAX_SERIES`/`MAX_BARS`, and the title says so.
+- Ties are broken by name: the same values always draw the same picture (a set's order changes
+  with each process's hash seed, a collected list's with Spark's partitioning).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def request_rate_chart(series: dict[str, list[tuple[float, float]]], start_label
     title = "Request rate by API"
     if not series:
         return _empty(title, "no exchanges in this capture")
-    ranked = sorted(series, key=lambda name: -sum(rate for _, rate in series[name]))
+    ranked = sorted(series, key=lambda name: (-sum(rate for _, rate in series[name]), name))
     if len(ranked) > MAX_SERIES:
         title += f" (the {MAX_SERIES} busiest of {len(ranked)})"
     figure = Figure(figsize=SIZE)
@@ -69,7 +71,7 @@ def latency_chart(rows: Sequence[tuple[str, float, float, float]]) -> bytes:
     title = "Latency percentiles (ms, log scale)"
     if not rows:
         return _empty(title, "no answered exchanges in this capture")
-    rows = sorted(rows, key=lambda row: -row[3])[:MAX_BARS]
+    rows = sorted(rows, key=lambda row: (-row[3], row[0]))[:MAX_BARS]
     figure = Figure(figsize=(SIZE[0], max(2.5, 0.45 * len(rows) + 1.2)))
     axes = figure.add_subplot()
     height = 0.27
@@ -93,7 +95,8 @@ def error_heatmap(counts: dict[tuple[str, str], int]) -> bytes:
         return _empty(title, "no error answers in this capture")
     apis = sorted({api for api, _ in counts})
     errors = sorted(
-        {error for _, error in counts}, key=lambda error: -sum(n for (_, e), n in counts.items() if e == error)
+        {error for _, error in counts},
+        key=lambda error: (-sum(n for (_, e), n in counts.items() if e == error), error),
     )
     grid = [[counts.get((api, error), 0) or math.nan for error in errors] for api in apis]
     figure = Figure(figsize=(max(6.0, 1.1 * len(errors) + 3), max(2.5, 0.5 * len(apis) + 1.8)))

@@ -10,6 +10,10 @@ Rules:
   most unstable partitions, brokers); rows of a large table are only ever counted.
 - Chart ids (`CHARTS`) are fixed: tests and readers find each chart by its id.
 - Times are shown in UTC, and charts count seconds from the capture's first request.
+- Every collected list is ordered by its key columns (ties included) before it reaches the page:
+  the order Spark returns rows in depends on partitioning (a cluster's differs from a local
+  run's), and the summary's ties, the charts' series and the tables follow the list's order, so
+  the same tables always make the same report.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ class Report:
     charts: dict[str, bytes] = field(default_factory=dict)
 
 
-STALE_POINTS = 20_000  # rejections drawn on the timeline at most (the table has them all)
+STALE_POINTS = 20_000  # rejections drawn on the timeline at most, the earliest (the table has them all)
 
 
 def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: float) -> Report:
@@ -76,14 +80,15 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.by_source = {row["source"]: row["count"] for row in exchanges.groupBy("source").count().collect()}
     errors = tables["decode_errors"]
     report.decode_errors = errors.count()
-    reasons = errors.groupBy("reason").count().orderBy(F.col("count").desc()).limit(10).collect()
+    reasons = errors.groupBy("reason").count().orderBy(F.col("count").desc(), "reason").limit(10).collect()
     report.decode_reasons = [(row["reason"], row["count"]) for row in reasons]
-    report.rates = tables["request_rates"].collect()
-    report.latencies = tables["latency_percentiles"].collect()
-    report.errors = tables["error_counts"].collect()
-    stale = tables["stale_rejections"]
+    by_api = ["api_name", "source", "direction"]
+    report.rates = tables["request_rates"].orderBy(*by_api, "window_start_ns").collect()
+    report.latencies = tables["latency_percentiles"].orderBy("api_name", "api_version", "source", "direction").collect()
+    report.errors = tables["error_counts"].orderBy(*by_api, "api_version", "error_code").collect()
+    stale = tables["stale_rejections"].select("request_time_ns", "broker_id", "error_name")
     report.stale_total = stale.count()
-    report.stale = stale.select("request_time_ns", "broker_id", "error_name").limit(STALE_POINTS).collect()
+    report.stale = stale.orderBy("request_time_ns", "broker_id", "error_name").limit(STALE_POINTS).collect()
     report.brokers = tables["broker_epochs"].orderBy("broker_id").collect()
     report.unstable = (
         tables["unstable_partitions"].orderBy(F.col("changes").desc(), "topic", "partition").limit(15).collect()
@@ -91,9 +96,15 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.isr_changes = {
         row["change"]: row["count"] for row in tables["isr_changes"].groupBy("change").count().collect()
     }
-    report.shutdowns = tables["controlled_shutdowns"].orderBy("started").limit(200).collect()
+    report.shutdowns = (
+        tables["controlled_shutdowns"].orderBy("started", "source", "broker_id", "broker_epoch").limit(200).collect()
+    )
     report.replica_events = (
-        tables["replica_state_events"].groupBy("replica_state", "accepted").count().orderBy("replica_state").collect()
+        tables["replica_state_events"]
+        .groupBy("replica_state", "accepted")
+        .count()
+        .orderBy("replica_state", "accepted")
+        .collect()
     )
     report.pairs = (
         tables["paired_exchanges"]
@@ -222,7 +233,10 @@ def summary(report: Report) -> list[str]:
 
 def _busiest_line(report: Report) -> str:
     several_sources = len(report.by_source) > 1
-    busiest = sorted(report.latencies, key=lambda row: -row["exchanges"])[:6]
+    busiest = sorted(
+        report.latencies,
+        key=lambda row: (-row["exchanges"], row["api_name"], row["api_version"], row["source"], row["direction"]),
+    )[:6]
     shown = ", ".join(
         f"{_api_label(row, several_sources)} {row['exchanges']:,} (p99 {row['p99_ms']:.2f} ms)" for row in busiest
     )
@@ -234,7 +248,7 @@ def _errors_line(report: Report) -> str:
     for row in report.errors:
         if row["error_code"] != 0:
             errors[row["error_name"]] = errors.get(row["error_name"], 0) + row["exchanges"]
-    shown = ", ".join(f"{name} {n:,}" for name, n in sorted(errors.items(), key=lambda item: -item[1]))
+    shown = ", ".join(f"{name} {n:,}" for name, n in sorted(errors.items(), key=lambda item: (-item[1], item[0])))
     return f"errors: {shown or 'none'}"
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from PIL import Image
 from pyspark.sql import Row
@@ -15,6 +19,7 @@ from analytics.report import CHARTS, Report, rate_series, summary
 from .conftest import Analysed
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def chart_images(page: str) -> dict[str, bytes]:
@@ -88,3 +93,52 @@ def test_the_summary_names_the_source_of_each_busiest_api_when_both_sides_captur
     assert busiest == (
         "busiest: BrokerHeartbeat v1 (controller) 20 (p99 1.50 ms), BrokerHeartbeat v1 (fleet) 20 (p99 1.50 ms)"
     )
+
+
+def test_the_summary_breaks_ties_by_name_whatever_order_the_rows_come_in() -> None:
+    """Spark returns rows in an order that depends on partitioning (a cluster's differs from a local
+    run's): the busiest and errors lines must not follow it."""
+    latency = [("LeaderAndIsr", 7, 2), ("ControlledShutdown", 3, 2), ("AlterReplicaState", 0, 2), ("Fetch", 1, 5)]
+    errors = [("INVALID_UPDATE_VERSION", 95), ("STALE_BROKER_EPOCH", 77), ("FENCED_LEADER_EPOCH", 74)]
+    lines = set()
+    for order in (1, -1):
+        report = Report(["capture"], 1.0, by_source={"controller": 11})
+        report.latencies = [
+            Row(source="controller", direction="inbound", api_name=api, api_version=version, exchanges=n, p99_ms=1.0)
+            for api, version, n in latency[::order]
+        ]
+        report.errors = [
+            Row(api_name="AlterPartition", error_code=code, error_name=name, exchanges=1)
+            for name, code in errors[::order]
+        ]
+        lines.add(tuple(line for line in summary(report) if line.startswith(("busiest: ", "errors: "))))
+    assert lines == {
+        (
+            "busiest: Fetch v1 5 (p99 1.00 ms), AlterReplicaState v0 2 (p99 1.00 ms), "
+            "ControlledShutdown v3 2 (p99 1.00 ms), LeaderAndIsr v7 2 (p99 1.00 ms)",
+            "errors: FENCED_LEADER_EPOCH 1, INVALID_UPDATE_VERSION 1, STALE_BROKER_EPOCH 1",
+        )
+    }
+
+
+def test_a_chart_of_tied_values_is_the_same_picture_in_every_process() -> None:
+    """Sets of names iterate in an order that changes with the process's hash seed; ties must not follow it."""
+    draw = (
+        "import hashlib; from analytics import charts; "
+        "counts = {('AlterPartition', name): 1 for name in ('STALE_BROKER_EPOCH', 'FENCED_LEADER_EPOCH', "
+        "'INVALID_UPDATE_VERSION', 'NOT_CONTROLLER')}; "
+        "print(hashlib.sha256(charts.error_heatmap(counts)).hexdigest())"
+    )
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", draw],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for seed in ("1", "2", "3", "4")
+    ]
+    pictures = {run.communicate(timeout=120)[0] for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    assert len(pictures) == 1, pictures
