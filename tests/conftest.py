@@ -21,10 +21,13 @@ settings.load_profile("fencer")
 # scenario's decoded captures (session fixtures), the fleet scenarios share their four runs, and the bad
 # input tests share one daemon (module fixtures).
 SHARED_WORK = {
-    "tests/analytics/": "spark-session",  # but test_spark_submit.py, which starts its own Spark
+    "tests/analytics/": "spark-session",  # but OWN_SPARK, which start their own Spark
     "tests/broker_sim/test_fleet_scenarios.py": "fleet-scenarios",
     "tests/e2e/test_bad_input.py": "bad-input-daemon",
 }
+#: Tests under a SHARED_WORK prefix that start their own Spark (spark-submit, a standalone cluster):
+#: in no group, so that they run beside the shared session's tests rather than after them.
+OWN_SPARK = ("tests/analytics/test_spark_submit.py", "tests/analytics/test_cluster.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids (its hook runs last)
@@ -35,5 +38,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         for prefix, group in SHARED_WORK.items():
-            if path.startswith(prefix) and not path.endswith("test_spark_submit.py"):
+            if path.startswith(prefix) and path not in OWN_SPARK:
                 item.add_marker(pytest.mark.xdist_group(group))

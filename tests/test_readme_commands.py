@@ -132,9 +132,14 @@ RUN_BY: list[tuple[str, str, str]] = [
         "as written",
     ),
     (
-        r"PYSPARK_PYTHON=\S+ \S*spark-submit --master .*",
+        r"PYSPARK_PYTHON=\S+ \S*spark-submit --master 'local\[2\]' .*",
         "tests/analytics/test_spark_submit.py::test_the_job_runs_under_spark_submit_with_the_project_as_a_zip",
-        "local[2]; a cluster's master is not reachable here",
+        "local[2], the project as a zip; a driver script that also says where it imported it from",
+    ),
+    (
+        r"PYSPARK_PYTHON=\S+ spark-submit --master spark://HOST:7077 .*",
+        "tests/analytics/test_cluster.py::test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes",
+        "the same, on a standalone cluster the test starts on 127.0.0.1 (a master, two workers), held to a local run",
     ),
     # Troubleshooting
     (
