@@ -45,6 +45,7 @@ from .schema import (
     ENVELOPE,
     EXCHANGE_ROW,
     LISTENER_ROW,
+    PARTITION_FIELDS,
     PARTITION_ROW,
     TOPIC_NAME_ROW,
     decoded_spark_schema,
@@ -158,23 +159,6 @@ def _exchange_rows(
     return _kind_batch(envelope, EXCHANGE_ROW, len(rows), columns)
 
 
-_PARTITION_COLUMNS = (
-    "topic",
-    "topic_id",
-    "partition",
-    "error_code",
-    "error_name",
-    "leader",
-    "leader_epoch_asked",
-    "leader_epoch_granted",
-    "partition_epoch_asked",
-    "partition_epoch_granted",
-    "isr_requested",
-    "isr_after",
-    "replica_state",
-)
-
-
 def _named_rows(envelope: list[pa.Array], rows: list[Decoded]) -> Iterator[pa.RecordBatch]:
     """The partition, topic name and listener rows of a batch's exchanges, a batch per kind, each
     row with its exchange's envelope."""
@@ -198,7 +182,7 @@ def _named_rows(envelope: list[pa.Array], rows: list[Decoded]) -> Iterator[pa.Re
     if partitions:
         exchange = [rows[i] for i in partition_of]
         by_column = list(zip(*partitions, strict=True))
-        columns: dict[str, list[Any]] = dict(zip(_PARTITION_COLUMNS, map(list, by_column), strict=True))
+        columns: dict[str, list[Any]] = dict(zip(PARTITION_FIELDS, map(list, by_column), strict=True))
         columns["request_decoded"] = [True] * len(partitions)
         columns["api_name"] = [row.api_name for row in exchange]
         columns["broker_id"] = [row.facts.broker_id for row in exchange]

@@ -38,8 +38,7 @@ from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 ZERO_UUID = uuid.UUID(int=0)
 REPLICA_STATES = {OFFLINE: "OFFLINE", ONLINE: "ONLINE"}
 
-# One partition row: the partition columns of schema.DECODED_FIELDS (`topic` .. `replica_state`), with the
-# partition's `error_code` and `error_name` after `partition`.
+# One partition row: the values of schema.PARTITION_FIELDS, in that order.
 PartitionRow = tuple[
     str | None,  # topic
     str | None,  # topic_id

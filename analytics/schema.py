@@ -73,6 +73,23 @@ PARTITION_ROW = 1  # one per partition an exchange names (facts.py: partition ro
 TOPIC_NAME_ROW = 2  # one per (topic id, name) pair a frame names together
 LISTENER_ROW = 3  # one per listener ("host:port") a BrokerRegistration lists
 
+#: A partition row's own columns (after its exchange's envelope and facts), its error the partition's.
+PARTITION_FIELDS = [
+    "topic",
+    "topic_id",
+    "partition",
+    "error_code",
+    "error_name",
+    "leader",
+    "leader_epoch_asked",
+    "leader_epoch_granted",
+    "partition_epoch_asked",
+    "partition_epoch_granted",
+    "isr_requested",
+    "isr_after",
+    "replica_state",
+]
+
 #: What the frames say, column by column, after the passed-through envelope. Every row carries
 #: its exchange's envelope; the other columns are null where a kind has no use for them:
 #: - exchange rows: `request_bytes` .. `decode_error`;

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, OUTBOUND
 
-from .schema import EXCHANGE_ROW, LISTENER_ROW, PARTITION_ROW, TOPIC_NAME_ROW
+from .schema import EXCHANGE_ROW, LISTENER_ROW, PARTITION_FIELDS, PARTITION_ROW, TOPIC_NAME_ROW
 
 CONTROL_API_KEYS = (int(ApiKey.LEADER_AND_ISR), int(ApiKey.STOP_REPLICA))  # sent by the controller to a broker
 
@@ -153,24 +153,6 @@ PARTITION_COLUMNS = [
     "isr_before",
     "isr_after",
     "isr_size",
-    "replica_state",
-]
-
-
-#: A partition row's own columns (schema.DECODED_FIELDS), its error the partition's.
-PARTITION_FIELDS = [
-    "topic",
-    "topic_id",
-    "partition",
-    "error_code",
-    "error_name",
-    "leader",
-    "leader_epoch_asked",
-    "leader_epoch_granted",
-    "partition_epoch_asked",
-    "partition_epoch_granted",
-    "isr_requested",
-    "isr_after",
     "replica_state",
 ]
 

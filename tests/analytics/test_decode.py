@@ -15,6 +15,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from analytics import schema
 from analytics.decode import decode_batch, decode_exchange
+from analytics.facts import PartitionRow
 from analytics.read import CaptureError, check_capture_dirs, read_captures
 from protocol.capture import CAPTURE_SCHEMA, Exchange, to_table
 from protocol.messages.alter_replica_state import ONLINE
@@ -34,6 +35,12 @@ def batch_of(rows: list[Exchange], source: str = "controller") -> pa.RecordBatch
 
 def test_the_spark_capture_schema_is_the_capture_format() -> None:
     assert from_arrow_schema(CAPTURE_SCHEMA) == schema.CAPTURE
+
+
+def test_the_partition_columns_are_decoded_columns_in_the_facts_order() -> None:
+    names = [field.name for field in schema.DECODED_FIELDS]
+    assert set(schema.PARTITION_FIELDS) <= set(names)
+    assert len(schema.PARTITION_FIELDS) == len(PartitionRow.__args__)  # type: ignore[attr-defined]
 
 
 def of_kind(decoded: pa.Table, kind: int) -> list[dict[str, object]]:
