@@ -23,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,14 @@ class Result:
 
 
 def stderr_progress(message: str) -> None:
-    print(f"[fencer-analyze] {message}", file=sys.stderr, flush=True)
+    """`[fencer-analyze] <seconds since the job's first line> s <message>` on stderr: where the time goes."""
+    global _STARTED
+    if _STARTED is None:
+        _STARTED = time.monotonic()
+    print(f"[fencer-analyze] {time.monotonic() - _STARTED:6.1f} s {message}", file=sys.stderr, flush=True)
+
+
+_STARTED: float | None = None
 
 
 def base_tables(decoded: DataFrame) -> dict[str, DataFrame]:
@@ -116,6 +124,7 @@ def run(
         lines = report.summary(collected)
         staging.write_text("summary.txt", "\n".join(lines) + "\n")
         staging.delete(DECODED)
+        progress("done")
         where = Result(staging.final(), staging.final("report.html"), lines)
     return where
 
