@@ -27,7 +27,7 @@ SHARED_WORK = {
 }
 #: Tests under a SHARED_WORK prefix that start their own Spark (spark-submit, a standalone cluster):
 #: in no group, so that they run beside the shared session's tests rather than after them.
-OWN_SPARK = ("tests/analytics/test_spark_submit.py", "tests/analytics/test_cluster.py")
+OWN_SPARK = ("tests/analytics/test_cluster.py",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids (its hook runs last)

@@ -128,12 +128,12 @@ RUN_BY: list[tuple[str, str, str]] = [
     # Analytics with spark-submit
     (
         r"\.venv/bin/python -m zipfile -c /tmp/fencer\.zip protocol analytics",
-        "tests/analytics/test_spark_submit.py::test_the_job_runs_under_spark_submit_with_the_project_as_a_zip",
+        "tests/analytics/test_cluster.py::test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes",
         "as written",
     ),
     (
         r"PYSPARK_PYTHON=\S+ \S*spark-submit --master 'local\[2\]' .*",
-        "tests/analytics/test_spark_submit.py::test_the_job_runs_under_spark_submit_with_the_project_as_a_zip",
+        "tests/analytics/test_cluster.py::test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes",
         "local[2], the project as a zip; a driver script that also says where it imported it from",
     ),
     (

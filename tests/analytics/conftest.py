@@ -68,7 +68,10 @@ class Analysed(NamedTuple):
 def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Analysed:
     """The whole job (`fencer-analyze`'s main) on the scenario plus a capture of corrupt rows, once.
 
-    The output dir exists beforehand, holding a file the new output must not keep."""
+    The output is given as a Hadoop URI (`file://` + the dir), so the run goes through Hadoop's
+    FileSystem API as it would for hdfs:// or s3a:// (output.py); a local path's run is
+    test_job.py's failed run, test_paths.py's and the cluster test's. The output dir exists
+    beforehand, holding a file the new output must not keep."""
     root = tmp_path_factory.mktemp("analysed")
     write_capture(root / "corrupt", scenario.corrupt_rows())
     out = root / "out"
@@ -76,5 +79,5 @@ def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pyte
     (out / "old-report.html").write_text("an older run")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        code = main([*map(str, story_dirs), str(root / "corrupt"), "--out", str(out)])
+        code = main([*map(str, story_dirs), str(root / "corrupt"), "--out", "file://" + str(out)])
     return Analysed(out, code, printed.getvalue().splitlines(), out / "old-report.html")

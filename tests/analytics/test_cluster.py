@@ -1,8 +1,9 @@
 """The job on a real Spark standalone cluster, started from pyspark's own distribution: one master
 and two workers (1 core, 1 GiB each) on 127.0.0.1, the job submitted with `spark-submit --master
-spark://...` exactly as test_spark_submit.py submits it locally (the project as a zip with
---py-files), and everything it writes held to a local run (`python -m analytics`) of the same
-captures: every table row by row, summary.txt and report.html.
+spark://...`, and everything it writes held to a local run of the same captures, the README's
+first command (`spark-submit --master local[2]`, the same zip with --py-files, run meanwhile):
+every table row by row, summary.txt and report.html. (`python -m analytics` itself is run by
+test_job.py and the README's Quick start test.)
 
 Each daemon is `bin/spark-class <Master|Worker>` in its own process group, with its own log file,
 work dir and local dirs, all under the test's tmp dir (the conf dir is an empty one there, so a
@@ -20,7 +21,7 @@ import os
 import signal
 import socket
 import subprocess
-import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ from pyspark.find_spark_home import _find_spark_home
 
 from analytics.pipeline import TABLES
 
-from .test_spark_submit import assert_ran_from_the_zip, project_zip, spark_submit, story_captures
+from .submit import assert_ran_from_the_zip, project_zip, spark_submit, story_captures
 
 SPARK_HOME = Path(_find_spark_home())
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
@@ -203,23 +204,27 @@ def standalone_cluster(root: Path, workers: int = WORKERS) -> Iterator[Cluster]:
         stop(cluster.daemons)
 
 
-def run_locally(captures: list[Path], out: Path, root: Path, bundle: Path) -> subprocess.Popen[bytes]:
-    """`python -m analytics CAPTURE ... --out OUT`, as README shows (local[*]), its stdout and
-    stderr to `root/stdout` and `root/stderr`.
+def run_locally(
+    captures: list[Path], out: Path, root: Path, bundle: Path
+) -> Callable[[], subprocess.CompletedProcess[str]]:
+    """README's first command, `spark-submit --master local[2]` with the zip the cluster gets, in
+    a thread (beside the cluster's start-up); call the result to wait for the finished run."""
+    root.mkdir(parents=True)
+    finished: list[subprocess.CompletedProcess[str]] = []
 
-    The code is the zip the cluster gets (on PYTHONPATH, which the job hands on to its Python
-    workers), not the checkout: both runs run the same code even if the checkout changes meanwhile."""
-    (root / "conf").mkdir(parents=True)
-    with (root / "stdout").open("wb") as stdout, (root / "stderr").open("wb") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "analytics", *map(str, captures), "--out", str(out)],
-            cwd=root,
-            env=spark_env(root, root / "conf", PYTHONPATH=str(bundle)),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+    def submit() -> None:
+        done, _ = spark_submit(root, "local[2]", captures, out, timeout=JOB_TIMEOUT_S, bundle=bundle)
+        finished.append(done)
+
+    thread = threading.Thread(target=submit, daemon=True)
+    thread.start()
+
+    def wait() -> subprocess.CompletedProcess[str]:
+        thread.join(JOB_TIMEOUT_S + 30)
+        assert finished, "the local spark-submit did not finish"
+        return finished[0]
+
+    return wait
 
 
 def table(directory: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
@@ -275,31 +280,21 @@ def test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes(tmp_path
     bundle = project_zip(tmp_path / "fencer.zip")
     local_out, cluster_out = tmp_path / "local-out", tmp_path / "cluster-out"
     local = run_locally(captures, local_out, tmp_path / "local", bundle)  # meanwhile, beside the cluster
-    try:
-        with standalone_cluster(tmp_path / "cluster") as cluster:
-            submitted = tmp_path / "submit"
-            submitted.mkdir()
-            done, _ = spark_submit(
-                submitted,
-                cluster.url,
-                captures,
-                cluster_out,
-                env=cluster.driver_env,
-                timeout=JOB_TIMEOUT_S,
-                bundle=bundle,
-            )
-            assert done.returncode == 0, f"{done.stderr[-6000:]}\n{cluster.logs()}"
-            application = finished_application(cluster)
-        local.wait(timeout=JOB_TIMEOUT_S)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(local.pid, signal.SIGKILL)
-        local.wait()
-    local_stdout, local_stderr = ((tmp_path / "local" / name).read_text() for name in ("stdout", "stderr"))
-    assert local.returncode == 0, (
-        f"python -m analytics exited with {local.returncode}:\n{local_stdout[-2000:]}\n{local_stderr[-6000:]}"
-    )
-    assert local_stdout.splitlines()[-1] == f"report: {local_out / 'report.html'}"
+    with standalone_cluster(tmp_path / "cluster") as cluster:
+        submitted = tmp_path / "submit"
+        submitted.mkdir()
+        done, _ = spark_submit(
+            submitted,
+            cluster.url,
+            captures,
+            cluster_out,
+            env=cluster.driver_env,
+            timeout=JOB_TIMEOUT_S,
+            bundle=bundle,
+        )
+        assert done.returncode == 0, f"{done.stderr[-6000:]}\n{cluster.logs()}"
+        application = finished_application(cluster)
+    assert_ran_from_the_zip(local(), bundle, local_out)
     assert_ran_from_the_zip(done, bundle, cluster_out)
 
     # it ran on the cluster: the master saw it through, each worker ran an executor for it, they ran its tasks

@@ -23,13 +23,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_run_writes_every_table_the_report_and_prints_the_reports_path(analysed: Analysed) -> None:
+    """To a `file://` URI (the `analysed` fixture): every table written by Spark's committer (its
+    `_SUCCESS`), the report and summary by the driver through Hadoop's FileSystem API."""
+    out = analysed.out
     assert analysed.exit_code == 0
-    assert analysed.stdout[-1] == f"report: {analysed.out / 'report.html'}"
-    assert sorted(path.name for path in analysed.out.iterdir()) == sorted([*TABLES, "report.html", "summary.txt"])
-    rows = {name: ds.dataset(analysed.out / name, format="parquet").count_rows() for name in TABLES}
+    assert analysed.stdout[-2:] == [f"tables: file:{out}", f"report: file:{out}/report.html"]
+    shown = sorted(path.name for path in out.iterdir() if not path.name.startswith("."))  # Hadoop's .crc files
+    assert shown == sorted([*TABLES, "report.html", "summary.txt"])
+    assert all((out / name / "_SUCCESS").is_file() for name in TABLES)
+    rows = {name: ds.dataset(out / name, format="parquet").count_rows() for name in TABLES}
     assert rows["exchanges"] == 22 and rows["decode_errors"] == 4 and rows["partition_results"] == 10
+    assert rows["paired_exchanges"] == 1 and rows["request_rates"] > 0
+    assert (out / "summary.txt").read_text().splitlines() == analysed.stdout[:-2]
     assert not analysed.replaced.exists(), "the old output dir was not replaced"
-    assert [path.name for path in analysed.out.parent.iterdir() if path.name.startswith(".")] == []
+    assert [path.name for path in out.parent.iterdir() if path.name.startswith(".")] == []
 
 
 def test_a_failed_run_leaves_the_previous_output_as_it_was(
@@ -132,30 +139,6 @@ def test_bad_arguments_exit_2(capture: Path, tmp_path: Path, capsys: pytest.Capt
     assert main(backwards) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "fencer-analyze: --from must be before --to"
     assert not Path(out).exists()
-
-
-def test_a_hadoop_uri_output_is_written_by_sparks_committer_and_the_drivers_filesystem_api(
-    spark: SparkSession, analysed: Analysed, story_dirs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`--out file:///...` goes through Hadoop's FileSystem API (output.HadoopStaging), as hdfs://
-    or s3a:// would: every table has the committer's `_SUCCESS` and the local run's rows, the
-    report and summary are there, an older output is replaced, nothing hidden is left behind."""
-    out = tmp_path / "hadoop out"
-    out.mkdir()
-    (out / "stale.txt").write_text("an older run")
-    uri = "file://" + str(out)
-    code = main([*map(str, story_dirs), str(analysed.out.parent / "corrupt"), "--out", uri])
-    printed = capsys.readouterr().out.splitlines()
-    assert code == 0
-    assert printed[-2:] == [f"tables: file:{out}", f"report: file:{out}/report.html"]
-    shown = sorted(path.name for path in out.iterdir() if not path.name.startswith("."))  # Hadoop's .crc files
-    assert shown == sorted([*TABLES, "report.html", "summary.txt"])
-    for name in TABLES:
-        assert (out / name / "_SUCCESS").is_file(), name
-        here = ds.dataset(out / name, format="parquet").count_rows()
-        assert here == ds.dataset(analysed.out / name, format="parquet").count_rows(), name
-    assert (out / "summary.txt").read_text() == (analysed.out / "summary.txt").read_text()
-    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
 
 
 def test_a_uri_no_filesystem_takes_is_one_line_and_exit_2(

@@ -1,9 +1,9 @@
-"""The job through the real `spark-submit` script shipped with pyspark: `--master local[2]`, the
-project shipped to the executors as a zip with `--py-files` (as on a cluster, README shows how).
+"""The job through the real `spark-submit` script shipped with pyspark, the project shipped to the
+executors as a zip with `--py-files` (README shows how): test_cluster.py submits it both to
+`local[2]` (README's first command) and to a standalone cluster.
 
 The zip is the only copy of `protocol` and `analytics` the job can import: it runs from an empty
 working directory, and the zip's entries come before the installed packages on the path.
-`spark_submit` is also how test_cluster.py submits the job to a standalone cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pyspark
 import pytest
 
@@ -104,12 +103,3 @@ def assert_ran_from_the_zip(done: subprocess.CompletedProcess[str], bundle: Path
     # spark-submit passes the Python driver's stderr on to its own stdout
     assert f"imported from {bundle}/analytics/__init__.py {bundle}/protocol/__init__.py" in done.stdout
     assert done.stdout.splitlines()[-1] == f"report: {out / 'report.html'}"
-
-
-@pytest.mark.slow
-def test_the_job_runs_under_spark_submit_with_the_project_as_a_zip(tmp_path: Path) -> None:
-    captures = story_captures(tmp_path)
-    done, bundle = spark_submit(tmp_path, "local[2]", captures, tmp_path / "out")
-    assert_ran_from_the_zip(done, bundle, tmp_path / "out")
-    assert ds.dataset(tmp_path / "out" / "exchanges", format="parquet").count_rows() == 21
-    assert ds.dataset(tmp_path / "out" / "paired_exchanges", format="parquet").count_rows() == 1
