@@ -247,3 +247,38 @@ def replica_state_events(partition_rows: DataFrame) -> DataFrame:
         "error_name",
         (F.col("error_code") == 0).alias("accepted"),
     )
+
+
+#: The exchanges the report lists as the slowest.
+SLOWEST = 20
+#: The key of an exchange, shared by its rows in `exchanges` and `partition_results`.
+EXCHANGE_KEY = ["source", "direction", "connection_id", "correlation_id", "request_time_ns"]
+
+
+def slowest_exchanges(exchanges: DataFrame, partition_rows: DataFrame, count: int = SLOWEST) -> DataFrame:
+    """The `count` answered exchanges with the highest latency (ties: the earliest first), each with
+    the partitions it named (`topic-partition`, sorted) and how many."""
+    slow = exchanges.filter(F.col("latency_ms").isNotNull()).orderBy(F.col("latency_ms").desc(), *EXCHANGE_KEY)
+    slow = slow.limit(count)
+    named = partition_rows.select(
+        *EXCHANGE_KEY, F.concat_ws("-", "topic", F.col("partition").cast("string")).alias("topic_partition")
+    )
+    parts = (
+        named.join(F.broadcast(slow.select(*EXCHANGE_KEY)), EXCHANGE_KEY)
+        .groupBy(*EXCHANGE_KEY)
+        .agg(F.sort_array(F.collect_list("topic_partition")).alias("partitions"))
+    )
+    return (
+        slow.join(parts, EXCHANGE_KEY, "left")
+        .select(
+            "time",
+            "latency_ms",
+            *EXCHANGE_KEY,
+            "api_name",
+            "api_version",
+            "broker_id",
+            "error_name",
+            F.coalesce("partitions", F.array().cast("array<string>")).alias("partitions"),
+        )
+        .orderBy(F.col("latency_ms").desc(), *EXCHANGE_KEY)
+    )

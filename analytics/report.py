@@ -27,7 +27,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from . import charts
+from . import aggregates, charts
 from .aggregates import window_width_ns
 
 #: (chart id, caption), in the page's order; the first is the README's picture.
@@ -64,6 +64,7 @@ class Report:
     shutdowns: list[Row] = field(default_factory=list)
     replica_events: list[Row] = field(default_factory=list)
     pairs: list[Row] = field(default_factory=list)
+    slowest: list[Row] = field(default_factory=list)
     charts: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -113,6 +114,7 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
         .orderBy("api_name")
         .collect()
     )
+    report.slowest = aggregates.slowest_exchanges(tables["exchanges"], tables["partition_results"]).collect()
     report.charts = draw(report)
     return report
 
@@ -258,6 +260,18 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+#: Partitions of one exchange shown in the slowest-exchanges table (the count is always there).
+PARTITIONS_SHOWN = 8
+
+
+def _partitions(names: list[str]) -> str:
+    """`n: a-0, b-1, ...` (the first `PARTITIONS_SHOWN`), or `-` for none."""
+    if not names:
+        return "-"
+    more = f", ... ({len(names) - PARTITIONS_SHOWN} more)" if len(names) > PARTITIONS_SHOWN else ""
+    return f"{len(names)}: {', '.join(names[:PARTITIONS_SHOWN])}{more}"
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.3f}"
@@ -305,6 +319,11 @@ def _details(report: Report) -> str:
         for r in report.shutdowns
     ]
     pairs = [[r["api_name"], r["pairs"], r["q"][0], r["q"][1]] for r in report.pairs]
+    slowest = [
+        [_utc(r["request_time_ns"]), r["latency_ms"], r["source"], r["direction"], r["api_name"], r["api_version"],
+         r["broker_id"], r["error_name"], _partitions(r["partitions"])]
+        for r in report.slowest
+    ]  # fmt: skip
     return "".join(
         [
             "<h2>Brokers</h2>",
@@ -322,6 +341,8 @@ def _details(report: Report) -> str:
             ),
             "<h2>Controlled shutdowns</h2>",
             _table(["source", "broker", "epoch", "started", "completed", "seconds", "requests"], shutdowns),
+            f"<h2>The {aggregates.SLOWEST} slowest exchanges</h2>",
+            _table(["time", "ms", "source", "direction", "API", "version", "broker", "error", "partitions"], slowest),
             "<h2>Between broker and controller (exchanges both sides captured)</h2>",
             _table(["API", "pairs", "p50 ms outside the receiver", "p99 ms"], pairs),
             "<h2>Decode errors</h2>",

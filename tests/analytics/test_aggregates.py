@@ -151,3 +151,22 @@ def test_replica_state_events_list_offline_and_online_reports(partitions: DataFr
         events.select("broker_id", "broker_epoch", "topic", "partition", "replica_state", "error_name", "accepted"),
         [Row(2, 20, "orders", 0, "OFFLINE", "NONE", True), Row(2, 20, "orders", 0, "ONLINE", "NONE", True)],
     )
+
+
+def test_the_slowest_exchanges_come_with_the_partitions_they_named(exchanges: DataFrame, partitions: DataFrame) -> None:
+    key = aggregates.EXCHANGE_KEY
+    rows = [row for row in exchanges.collect() if row["latency_ms"] is not None]
+    rows.sort(key=lambda row: (-row["latency_ms"], *(row[name] for name in key)))
+    named: dict[tuple[object, ...], list[str]] = {}
+    for row in partitions.collect():
+        named.setdefault(tuple(row[name] for name in key), []).append(f"{row['topic']}-{row['partition']}")
+    for count in (3, 100):
+        got = aggregates.slowest_exchanges(exchanges, partitions, count).collect()
+        expected = rows[:count]
+        assert [tuple(row[name] for name in key) for row in got] == [
+            tuple(row[name] for name in key) for row in expected
+        ]
+        assert [row["latency_ms"] for row in got] == [row["latency_ms"] for row in expected]
+        for row in got:
+            assert row["partitions"] == sorted(named.get(tuple(row[name] for name in key), []))
+    assert any(row["partitions"] for row in aggregates.slowest_exchanges(exchanges, partitions, 100).collect())

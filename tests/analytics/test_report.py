@@ -142,3 +142,13 @@ def test_a_chart_of_tied_values_is_the_same_picture_in_every_process() -> None:
     pictures = {run.communicate(timeout=120)[0] for run in runs}
     assert all(run.returncode == 0 for run in runs)
     assert len(pictures) == 1, pictures
+
+
+def test_the_page_lists_the_slowest_exchanges_with_their_partitions(analysed: Analysed) -> None:
+    page = (analysed.out / "report.html").read_text()
+    section = page.split("<h2>The 20 slowest exchanges</h2>", 1)[1].split("<h2>", 1)[0]
+    rows = re.findall(r"<tr><td>(.*?)</td><td>([\d.,]+)</td>", section)
+    assert 0 < len(rows) <= 20
+    latencies = [float(latency.replace(",", "")) for _, latency in rows]
+    assert latencies == sorted(latencies, reverse=True)
+    assert re.search(r"<td>\d+: [^<]+-\d+", section), "no exchange lists its partitions"
