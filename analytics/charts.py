@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -113,20 +114,33 @@ def error_heatmap(counts: dict[tuple[str, str], int]) -> bytes:
     return _png(figure)
 
 
+#: Brokers given a row of their own on the stale-rejection timeline; the rest share one.
+MAX_BROKER_ROWS = 30
+
+
 def stale_timeline(points: Sequence[tuple[float, int, str]], start_label: str, bounced: set[int]) -> bytes:
-    """Stale-epoch rejections (seconds, broker id, error name) on a timeline, one row per broker."""
+    """Stale-epoch rejections (seconds, broker id, error name) on a timeline, one row per broker
+    (the `MAX_BROKER_ROWS` most rejected; the others in one row, so it reads at 1,000 brokers)."""
     title = "Stale-epoch rejections per broker (* = bounced)"
     if not points:
         return _empty(title, "no stale-epoch rejections in this capture")
-    brokers = sorted({broker for _, broker, _ in points})
-    row_of = {broker: index for index, broker in enumerate(brokers)}
-    figure = Figure(figsize=(SIZE[0], max(2.5, 0.4 * len(brokers) + 1.6)))
+    counts = Counter(broker for _, broker, _ in points)
+    ranked = sorted(counts, key=lambda broker: (-counts[broker], broker))
+    shown = sorted(ranked[:MAX_BROKER_ROWS])  # the most rejected brokers, one row each, in id order
+    others = len(ranked) - len(shown)
+    if others:
+        title += f"\nthe {len(shown)} most rejected of {len(ranked)} brokers; the other {others} in one row"
+    row_of = {broker: index for index, broker in enumerate(shown)}
+    rows = len(shown) + (1 if others else 0)
+    figure = Figure(figsize=(SIZE[0], max(2.5, 0.4 * rows + 1.6)))
     axes = figure.add_subplot()
     for error in sorted({error for _, _, error in points}):
-        chosen = [(x, row_of[broker]) for x, broker, name in points if name == error]
+        chosen = [(x, row_of.get(broker, len(shown))) for x, broker, name in points if name == error]
         axes.scatter([x for x, _ in chosen], [y for _, y in chosen], s=14, alpha=0.7, label=error)
-    labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in brokers]
-    axes.set_yticks(range(len(brokers)), labels, fontsize=8)
+    labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in shown]
+    if others:
+        labels.append(f"{others} other brokers")
+    axes.set_yticks(range(rows), labels, fontsize=8)
     axes.set_xlabel(f"seconds since {start_label}")
     axes.set_title(title)
     axes.grid(alpha=0.3)

@@ -152,3 +152,15 @@ def test_the_page_lists_the_slowest_exchanges_with_their_partitions(analysed: An
     latencies = [float(latency.replace(",", "")) for _, latency in rows]
     assert latencies == sorted(latencies, reverse=True)
     assert re.search(r"<td>\d+: [^<]+-\d+", section), "no exchange lists its partitions"
+
+
+def test_the_stale_timeline_reads_at_a_thousand_brokers() -> None:
+    """One row per broker for the most rejected ones, the rest in one row: the picture stays a page,
+    not a strip 400 inches tall (it was, before: 0.4 inch a broker)."""
+    points = [(float(i % 60), broker, "STALE_BROKER_EPOCH") for broker in range(1000) for i in range(1 + broker % 7)]
+    png = charts.stale_timeline(points, "t0", bounced={3})
+    width, height = Image.open(io.BytesIO(png)).size
+    assert height <= 2 * width, (width, height)
+    assert distinct_colours(png) >= 50
+    few = charts.stale_timeline([(1.0, 1, "STALE_BROKER_EPOCH"), (2.0, 2, "FENCED_LEADER_EPOCH")], "t0", bounced=set())
+    assert Image.open(io.BytesIO(few)).size[1] < height
