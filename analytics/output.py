@@ -7,7 +7,7 @@ block finishes, an existing `out` is moved aside, the new one renamed into place
 one deleted.
 
 `out` is either a local path (a plain path: `LocalStaging`, Python's file operations) or a Hadoop
-filesystem URI (`scheme://...`: `file:///...`, `hdfs://...`, `s3a://...` where the cluster has
+filesystem URI (`scheme:/...`: `file:///...`, `hdfs://...`, `s3a://...` where the cluster has
 the connector: `HadoopStaging`, the session's Hadoop `FileSystem` API, so the driver needs no
 mount of it). The job decides by the form of `--out` (`is_uri`).
 
@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from .paths import escape_globs, path_problem, read_path, write_path
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")  # a scheme, then a path: file:/x, file:///x, hdfs://nn/x
 
 
 class OutputError(Exception):
@@ -45,7 +45,7 @@ class OutputError(Exception):
 
 
 def is_uri(out: str) -> bool:
-    """Is `--out` a Hadoop filesystem URI (`scheme://...`) rather than a local path?"""
+    """Is `--out` a Hadoop filesystem URI (`scheme:/...`, as Hadoop reads one) rather than a local path?"""
     return _URI.match(out) is not None
 
 

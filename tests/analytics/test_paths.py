@@ -76,3 +76,12 @@ def test_a_name_the_jvm_cannot_encode_is_refused_in_one_line(
         "encoding (UTF-8, from the locale) cannot encode; a UTF-8 locale (LC_ALL=C.UTF-8) takes any name in UTF-8"
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == [unencodable.name]
+
+
+def test_an_output_is_a_uri_when_hadoop_would_read_a_scheme() -> None:
+    from analytics.output import is_uri
+
+    for uri in ("file:///tmp/out", "file:/tmp/out", "hdfs://namenode:8020/out", "s3a://bucket/out", "hdfs:/out"):
+        assert is_uri(uri), uri
+    for path in ("/tmp/out", "out", "process=0/out", "a:b", "./file:/x", "c:", "x:/y"):
+        assert not is_uri(path), path
