@@ -46,8 +46,32 @@ def _empty(title: str, message: str) -> bytes:
     return _png(figure)
 
 
-def request_rate_chart(series: dict[str, list[tuple[float, float]]], start_label: str) -> bytes:
-    """Requests/s over time, one line per series (API, and source when several captured)."""
+#: The fleet's events (seconds, broker id, event name), marked on the timelines.
+Marks = Sequence[tuple[float, int | None, str]]
+#: Event names given a colour and a legend entry of their own; the rest are "other fleet events".
+MAX_EVENT_KINDS = 6
+#: Vertical lines drawn on the request-rate chart at most (the earliest events).
+MAX_EVENT_LINES = 200
+
+
+def _event_kinds(marks: Marks) -> list[str]:
+    counts = Counter(name for _, _, name in marks)
+    return sorted(counts, key=lambda name: (-counts[name], name))[:MAX_EVENT_KINDS]
+
+
+def _event_style(name: str, kinds: list[str]) -> tuple[str, str]:
+    """(colour, legend label) of an event."""
+    if name in kinds:
+        return EVENT_COLOURS[kinds.index(name)], f"fleet: {name}"
+    return "#7f7f7f", "fleet: other events"
+
+
+EVENT_COLOURS = ["#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+
+
+def request_rate_chart(series: dict[str, list[tuple[float, float]]], start_label: str, marks: Marks = ()) -> bytes:
+    """Requests/s over time, one line per series (API, and source when several captured); the
+    fleet's events as vertical lines (`marks`: the earliest `MAX_EVENT_LINES`)."""
     title = "Request rate by API"
     if not series:
         return _empty(title, "no exchanges in this capture")
@@ -59,6 +83,13 @@ def request_rate_chart(series: dict[str, list[tuple[float, float]]], start_label
     for name in ranked[:MAX_SERIES]:
         points = sorted(series[name])
         axes.plot([x for x, _ in points], [y for _, y in points], marker="." if len(points) < 50 else None, label=name)
+    kinds, labelled = _event_kinds(marks), set()
+    for x, _, name in list(marks)[:MAX_EVENT_LINES]:
+        colour, label = _event_style(name, kinds)
+        axes.axvline(
+            x, color=colour, alpha=0.5, linewidth=0.8, linestyle="--", label=None if label in labelled else label
+        )
+        labelled.add(label)
     axes.set_title(title)
     axes.set_xlabel(f"seconds since {start_label}")
     axes.set_ylabel("requests/s")
@@ -118,9 +149,13 @@ def error_heatmap(counts: dict[tuple[str, str], int]) -> bytes:
 MAX_BROKER_ROWS = 30
 
 
-def stale_timeline(points: Sequence[tuple[float, int, str]], start_label: str, bounced: set[int]) -> bytes:
+def stale_timeline(
+    points: Sequence[tuple[float, int, str]], start_label: str, bounced: set[int], marks: Marks = ()
+) -> bytes:
     """Stale-epoch rejections (seconds, broker id, error name) on a timeline, one row per broker
-    (the `MAX_BROKER_ROWS` most rejected; the others in one row, so it reads at 1,000 brokers)."""
+    (the `MAX_BROKER_ROWS` most rejected; the others in one row, so it reads at 1,000 brokers);
+    the fleet's events (`marks`) as crosses on their broker's row, so a rejection can be read
+    against the crash, pause or stale replay before it."""
     title = "Stale-epoch rejections per broker (* = bounced)"
     if not points:
         return _empty(title, "no stale-epoch rejections in this capture")
@@ -137,6 +172,13 @@ def stale_timeline(points: Sequence[tuple[float, int, str]], start_label: str, b
     for error in sorted({error for _, _, error in points}):
         chosen = [(x, row_of.get(broker, len(shown))) for x, broker, name in points if name == error]
         axes.scatter([x for x, _ in chosen], [y for _, y in chosen], s=14, alpha=0.7, label=error)
+    kinds = _event_kinds(marks)
+    crosses: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for x, broker, name in marks:
+        if broker is not None and (broker in row_of or others):
+            crosses.setdefault(_event_style(name, kinds), []).append((x, row_of.get(broker, len(shown))))
+    for (colour, label), where in sorted(crosses.items(), key=lambda item: item[0][1]):
+        axes.scatter([x for x, _ in where], [y for _, y in where], marker="x", s=36, color=colour, label=label)
     labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in shown]
     if others:
         labels.append(f"{others} other brokers")

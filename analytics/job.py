@@ -58,6 +58,14 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--from", dest="time_from", type=instant, help="first request time (ISO 8601, UTC if no zone)")
     parse.add_argument("--to", dest="time_to", type=instant, help="end of the time range, exclusive")
     parse.add_argument("--window-seconds", type=positive_seconds, default=1.0, help="rate window (default 1)")
+    parse.add_argument(
+        "--journal",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a fleet run's journal (repeatable): its faults and stale replays marked on the report's timelines",
+    )
     return parse
 
 
@@ -113,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out: Path | str = args.out if is_uri(args.out) else check_output(Path(args.out))
         if args.time_from is not None and args.time_to is not None and args.time_from >= args.time_to:
             raise UsageError("--from must be before --to")
+        for journal in args.journal:
+            if not journal.is_file():
+                raise UsageError(f"journal {journal}: not a file")
         if not under_spark_submit() and not java_found():
             raise UsageError("Java not found: install Java 17 and put `java` on PATH or set JAVA_HOME")
     except (CaptureError, OutputError, UsageError) as error:
@@ -138,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 window_seconds=args.window_seconds,
                 time_from_ns=args.time_from,
                 time_to_ns=args.time_to,
+                journals=[journal.resolve() for journal in args.journal],
             )
         except OutputError as error:  # a URI the session's filesystems cannot take
             print(f"fencer-analyze: {error}", file=sys.stderr)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import aggregates, report, transforms
+from . import aggregates, journal, report, transforms
 from .decode import decode_captures
 from .output import Staging, staged
 from .read import read_captures
@@ -50,7 +50,9 @@ DERIVED_TABLES = (
     "controlled_shutdowns",
     "replica_state_events",
 )
-TABLES = BASE_TABLES + DERIVED_TABLES
+#: What the fleet did on purpose, from its journals (`--journal`; empty without one).
+JOURNAL_TABLES = ("fleet_events",)
+TABLES = BASE_TABLES + DERIVED_TABLES + JOURNAL_TABLES
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def run(
     window_seconds: float = 1.0,
     time_from_ns: int | None = None,
     time_to_ns: int | None = None,
+    journals: Sequence[Path] = (),
     progress: Callable[[str], None] = stderr_progress,
 ) -> Result:
     """Analyse `captures` (checked directories) into `out` (a local path or a Hadoop URI, output.py),
@@ -118,6 +121,7 @@ def run(
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)
         written |= _write(spark, derived, staging, progress)
+        written |= _write(spark, {"fleet_events": journal.fleet_events(spark, journals)}, staging, progress)
         progress("drawing the report")
         collected = report.collect(written, [str(path) for path in captures], window_seconds)
         staging.write_text("report.html", report.html(collected))

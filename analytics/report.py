@@ -65,10 +65,13 @@ class Report:
     replica_events: list[Row] = field(default_factory=list)
     pairs: list[Row] = field(default_factory=list)
     slowest: list[Row] = field(default_factory=list)
+    events: list[Row] = field(default_factory=list)  # the fleet's, the earliest `EVENT_POINTS`
+    event_counts: list[Row] = field(default_factory=list)
     charts: dict[str, bytes] = field(default_factory=dict)
 
 
 STALE_POINTS = 20_000  # rejections drawn on the timeline at most, the earliest (the table has them all)
+EVENT_POINTS = 5_000  # the fleet's events marked on the timelines at most, the earliest (the table has them all)
 
 
 def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: float) -> Report:
@@ -115,6 +118,14 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
         .collect()
     )
     report.slowest = aggregates.slowest_exchanges(tables["exchanges"], tables["partition_results"]).collect()
+    events = tables["fleet_events"]
+    report.events = events.orderBy("time_ns", "broker_id", "event").limit(EVENT_POINTS).collect()
+    report.event_counts = (
+        events.groupBy("event")
+        .agg(F.count(F.lit(1)).alias("events"), F.min("time_ns").alias("first_ns"), F.max("time_ns").alias("last_ns"))
+        .orderBy(F.col("events").desc(), "event")
+        .collect()
+    )
     report.charts = draw(report)
     return report
 
@@ -175,6 +186,7 @@ def draw(report: Report) -> dict[str, bytes]:
     bounced = {row["broker_id"] for row in report.brokers if row["bounced"]}
     points = [((row["request_time_ns"] - start) / 1e9, row["broker_id"], row["error_name"]) for row in report.stale]
     points = [point for point in points if point[1] is not None]
+    marks = [((row["time_ns"] - start) / 1e9, row["broker_id"], row["event"]) for row in report.events]
     churn = [
         (f"{row['topic']}-{row['partition']}", row["shrinks"], row["expansions"], row["reassignments"])
         for row in report.unstable
@@ -185,10 +197,10 @@ def draw(report: Report) -> dict[str, bytes]:
     ]
     start_label = _utc(report.first_ns)
     return {
-        "request-rate": charts.request_rate_chart(series, start_label),
+        "request-rate": charts.request_rate_chart(series, start_label, marks),
         "latency": charts.latency_chart(latencies),
         "errors": charts.error_heatmap(error_cells),
-        "stale-rejections": charts.stale_timeline(points, start_label, bounced),
+        "stale-rejections": charts.stale_timeline(points, start_label, bounced, marks),
         "isr-churn": charts.isr_churn_chart(churn),
         "shutdowns": charts.shutdown_chart(shutdowns),
     }
@@ -319,6 +331,7 @@ def _details(report: Report) -> str:
         for r in report.shutdowns
     ]
     pairs = [[r["api_name"], r["pairs"], r["q"][0], r["q"][1]] for r in report.pairs]
+    fleet = [[r["event"], r["events"], _utc(r["first_ns"]), _utc(r["last_ns"])] for r in report.event_counts]
     slowest = [
         [_utc(r["request_time_ns"]), r["latency_ms"], r["source"], r["direction"], r["api_name"], r["api_version"],
          r["broker_id"], r["error_name"], _partitions(r["partitions"])]
@@ -341,6 +354,10 @@ def _details(report: Report) -> str:
             ),
             "<h2>Controlled shutdowns</h2>",
             _table(["source", "broker", "epoch", "started", "completed", "seconds", "requests"], shutdowns),
+            "<h2>What the fleet did (its journals)</h2>",
+            _table(["event", "times", "first", "last"], fleet)
+            if fleet
+            else "<p>No journal given (<code>--journal</code>): the fleet's faults are not marked.</p>",
             f"<h2>The {aggregates.SLOWEST} slowest exchanges</h2>",
             _table(["time", "ms", "source", "direction", "API", "version", "broker", "error", "partitions"], slowest),
             "<h2>Between broker and controller (exchanges both sides captured)</h2>",

@@ -18,7 +18,7 @@ Run: `.venv/bin/python benchmarks/analytics.py [--exchanges N] [--capture-dir DI
   `exchanges` table (transforms.exchanges: the same columns and rows, control requests' brokers
   resolved from the registrations' listeners) and writes it as Parquet, then computes and writes
   three aggregates (requests per window and API, latency p50/p95/p99 per API and version, error
-  counts per API and version). It does less than the job: 4 of its 14 tables and no report, and
+  counts per API and version). It does less than the job: 4 of its tables and no report, and
   no hash of the request frames (Spark's `request_digest`, xxhash64; pyarrow has no such kernel):
   the ratio is in the baseline's favour.
 - `--in-process` also times, on one Spark session in this process (`local[2]`), the job's steps

@@ -10,8 +10,8 @@ Steps (each announced by one line):
 3. Stop the controller with SIGTERM and wait for it (it drains and exits 0).
 4. The invariant check on the stopped controller's log with the run's journal
    (`python -m broker_sim check data --journal journal.jsonl --report check.json`).
-5. The analytics job over both captures (`python -m analytics ... --out analysis`): tables and
-   `analysis/report.html`.
+5. The analytics job over both captures and the fleet's journal (`python -m analytics ... --out
+   analysis --journal journal.jsonl`): tables and `analysis/report.html`.
 6. The summary and the paths.
 
 Rules: the controller is stopped before the script exits, whatever happens (a Ctrl-C reaches the
@@ -152,6 +152,8 @@ def run_analytics(paths: DemoPaths) -> int:
         return 1
     print(f"demo: the analytics job over {' and '.join(captures)}", flush=True)
     command = [sys.executable, "-m", "analytics", *captures, "--out", str(paths.analysis)]
+    if paths.journal.is_file():  # the fleet's faults and stale replays, marked on the report's timelines
+        command += ["--journal", str(paths.journal)]
     return subprocess.run(command, check=False).returncode
 
 

@@ -21,6 +21,7 @@ from analytics.read import read_captures
 
 from . import scenario
 from .captures import write_capture
+from .test_fleet_events import write_journal
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +72,8 @@ def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pyte
     The output is given as a Hadoop URI (`file://` + the dir), so the run goes through Hadoop's
     FileSystem API as it would for hdfs:// or s3a:// (output.py); a local path's run is
     test_job.py's failed run, test_paths.py's and the cluster test's. The output dir exists
-    beforehand, holding a file the new output must not keep."""
+    beforehand, holding a file the new output must not keep. A fleet journal (test_fleet_events.py's)
+    is given, so the report marks its events."""
     root = tmp_path_factory.mktemp("analysed")
     write_capture(root / "corrupt", scenario.corrupt_rows())
     out = root / "out"
@@ -79,5 +81,8 @@ def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pyte
     (out / "old-report.html").write_text("an older run")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        code = main([*map(str, story_dirs), str(root / "corrupt"), "--out", "file://" + str(out)])
+        journal = write_journal(root / "journal.jsonl")
+        code = main(
+            [*map(str, story_dirs), str(root / "corrupt"), "--out", "file://" + str(out), "--journal", str(journal)]
+        )
     return Analysed(out, code, printed.getvalue().splitlines(), out / "old-report.html")

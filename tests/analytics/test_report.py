@@ -164,3 +164,12 @@ def test_the_stale_timeline_reads_at_a_thousand_brokers() -> None:
     assert distinct_colours(png) >= 50
     few = charts.stale_timeline([(1.0, 1, "STALE_BROKER_EPOCH"), (2.0, 2, "FENCED_LEADER_EPOCH")], "t0", bounced=set())
     assert Image.open(io.BytesIO(few)).size[1] < height
+
+
+def test_the_page_says_what_the_fleet_did_from_its_journal(analysed: Analysed) -> None:
+    page = (analysed.out / "report.html").read_text()
+    section = page.split("<h2>What the fleet did (its journals)</h2>", 1)[1].split("<h2>", 1)[0]
+    events = re.findall(r"<tr><td>([^<]+)</td><td>(\d+)</td>", section)
+    assert sorted(events) == sorted(
+        [("crash", "1"), ("pause", "1"), ("stale replay (previous-incarnation)", "1"), ("fenced (unintended)", "1")]
+    )
