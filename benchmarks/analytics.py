@@ -178,8 +178,13 @@ def shipped_job(directory: Path, out: Path) -> tuple[float, float]:
 
 def tree_cpu_by_pid(root: int) -> dict[int, float]:
     """Own CPU seconds (user + system) of `root` and every live descendant, by pid."""
+    return {pid: own for pid, (own, _) in process_tree(root).items()}
+
+
+def process_tree(root: int) -> dict[int, tuple[float, float]]:
+    """`root` and its live descendants: pid -> (own CPU seconds, own plus its reaped children's)."""
     tick = os.sysconf("SC_CLK_TCK")
-    parents, own = {}, {}
+    parents, used = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -187,14 +192,15 @@ def tree_cpu_by_pid(root: int) -> dict[int, float]:
             continue
         pid = int(stat.parent.name)
         parents[pid] = int(fields[1])
-        own[pid] = (int(fields[11]) + int(fields[12])) / tick
+        own = (int(fields[11]) + int(fields[12])) / tick
+        used[pid] = (own, own + (int(fields[13]) + int(fields[14])) / tick)
     found = {}
-    for pid, used in own.items():
+    for pid, times in used.items():
         ancestor = pid
         while ancestor not in (root, 0, 1) and ancestor in parents:
             ancestor = parents[ancestor]
         if ancestor == root:
-            found[pid] = used
+            found[pid] = times
     return found
 
 
@@ -206,24 +212,7 @@ def tree_cpu_seconds() -> float:
 
     Live processes count their own time plus that of the children they reaped (so exited Python
     workers count through the worker daemon that reaped them)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents, used = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(stat.parent.name)
-        parents[pid] = int(fields[1])
-        used[pid] = sum(int(value) for value in fields[11:15]) / tick
-    mine, total = os.getpid(), 0.0
-    for pid in used:
-        ancestor = pid
-        while ancestor not in (mine, 0, 1) and ancestor in parents:
-            ancestor = parents[ancestor]
-        if ancestor == mine:
-            total += used[pid]
-    return total
+    return sum(with_children for _, with_children in process_tree(os.getpid()).values())
 
 
 def timed_rounds(label: str, rounds: int, measure: Callable[[], float]) -> tuple[float, float]:
