@@ -20,7 +20,7 @@ from tests.broker_sim.broken_daemon import BUGS
 from tests.e2e.daemon_process import ROOT, DaemonProcess
 
 SESSION_TIMEOUT_MS = 3000
-SEEDS = (1, 2)
+SEEDS = (1, 2, 3)  # tried in turn until one run reports the bug
 
 # bug -> the rules of which at least one must be reported
 CAUGHT = {
@@ -102,7 +102,9 @@ def test_the_same_run_against_the_real_daemon_is_clean(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("bug", sorted(CAUGHT))
 def test_a_broken_controller_is_reported(tmp_path: Path, bug: str) -> None:
-    """Caught within two short runs (seeds 1 and 2): a run's timing is real, so whether a given
+    """Caught within three short runs (seeds 1 to 3, the later ones only when needed): a run's
+    timing is real (and the suite's load shifts it: two seeds once missed a bug under the load of
+    the Spark cluster and benchmark tests beside it), so whether a given
     20-second run happens to exercise a path (a replay landing while its epochs still match)
     varies; a tester runs more seeds, longer."""
     verdicts = []
