@@ -328,10 +328,7 @@ class ControllerEngine:
                 yield None
             self._replay(records, base, start, start + REPLAY_SLICE_RECORDS)
         if records:
-            self._staged.append(records)
-            self._note_isr_changes(base + len(records))
-            if len(records) == 1:  # a transaction marker stands alone in its batch
-                self._note_marker(records[0][0], base)
+            self._staged_whole(records, base)
 
     def _stage_now(self, records: Sequence[RecordAndVersion]) -> None:
         """`_stage` in one go (a small batch)."""
@@ -339,10 +336,15 @@ class ControllerEngine:
             base = self._next_offset
             self._next_offset += len(records)
             self._replay(records, base, 0, len(records))
-            self._staged.append(records)
-            self._note_isr_changes(base + len(records))
-            if len(records) == 1:  # a transaction marker stands alone in its batch
-                self._note_marker(records[0][0], base)
+            self._staged_whole(records, base)
+
+    def _staged_whole(self, records: Sequence[RecordAndVersion], base: int) -> None:
+        """A batch wholly replayed: hand it to the commit path, note its ISR totals and whether it
+        opens or closes a metadata transaction (a marker stands alone in its batch)."""
+        self._staged.append(records)
+        self._note_isr_changes(base + len(records))
+        if len(records) == 1:
+            self._note_marker(records[0][0], base)
 
     def _note_marker(self, record: Data, offset: int) -> None:
         kind = type(record)
