@@ -63,14 +63,13 @@ class Result:
 
 
 def stderr_progress(message: str) -> None:
-    """`[fencer-analyze] <seconds since the job's first line> s <message>` on stderr: where the time goes."""
-    global _STARTED
-    if _STARTED is None:
-        _STARTED = time.monotonic()
-    print(f"[fencer-analyze] {time.monotonic() - _STARTED:6.1f} s {message}", file=sys.stderr, flush=True)
+    print(f"[fencer-analyze] {message}", file=sys.stderr, flush=True)
 
 
-_STARTED: float | None = None
+def _timed(progress: Callable[[str], None]) -> Callable[[str], None]:
+    """`progress`, each message led by the seconds since this call (where a run's time goes)."""
+    started = time.monotonic()
+    return lambda message: progress(f"{time.monotonic() - started:6.1f} s {message}")
 
 
 def base_tables(decoded: DataFrame) -> dict[str, DataFrame]:
@@ -113,6 +112,8 @@ def run(
     """Analyse `captures` (checked directories) into `out` (a local path or a Hadoop URI, output.py),
     replacing it only when complete."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
+    progress = _timed(progress)
+
     with staged(spark, out) as staging:
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
         decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns))
