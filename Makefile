@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -34,6 +34,12 @@ typecheck: $(STAMP)
 PYTEST_WORKERS ?= 6
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+
+## report-screenshot: the top of a report in headless Chromium (Debian's chromium): make report-screenshot [REPORT=path]
+REPORT ?= demo-output/analysis/report.html
+report-screenshot:
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,1400 \
+		--screenshot=docs/report-screenshot.png "file://$(abspath $(REPORT))"
 
 ## analyze: the Spark job over capture dirs: make analyze CAPTURE="dir [dir ...]" [OUT=dir] (needs Java 17)
 OUT ?= analytics-out

@@ -2,7 +2,8 @@
 
 Purpose: what a person studying a control plane asks, one function each: traffic per API over
 time, latency percentiles, error codes, stale-epoch rejections and the brokers that bounced, ISR
-churn, controlled-shutdown durations, offline/online replica events.
+churn and the timelines of the most unstable partitions, controlled-shutdown durations,
+offline/online replica events.
 
 Rules:
 - Percentiles are Spark's `percentile_approx` with accuracy `PERCENTILE_ACCURACY`: each is a
@@ -183,9 +184,7 @@ def isr_changes(partition_rows: DataFrame) -> DataFrame:
     )
     order = Window.partitionBy("topic", "partition").orderBy("request_time_ns", "partition_epoch_granted")
     states = states.withColumn("isr_before", F.lag("isr_after").over(order))
-    changed = states.filter(F.col("isr_before").isNotNull() & (F.array_sort("isr_before") != F.array_sort("isr_after")))
-    before, after = F.size("isr_before"), F.size("isr_after")
-    change = F.when(after < before, "shrink").when(after > before, "expand").otherwise("reassign")
+    changed = states.filter(isr_change().isNotNull())
     return changed.select(
         timestamp_of("request_time_ns").alias("time"),
         "request_time_ns",
@@ -194,8 +193,17 @@ def isr_changes(partition_rows: DataFrame) -> DataFrame:
         F.col("partition_epoch_granted").alias("partition_epoch"),
         "isr_before",
         "isr_after",
-        change.alias("change"),
+        isr_change().alias("change"),
     )
+
+
+def isr_change() -> Column:
+    """How `isr_after` differs from `isr_before` as sets: "shrink", "expand" or "reassign" (same
+    size, other members); null when either is null or they hold the same brokers."""
+    before, after = F.col("isr_before"), F.col("isr_after")
+    differs = before.isNotNull() & after.isNotNull() & (F.array_sort(before) != F.array_sort(after))
+    smaller, larger = F.size(after) < F.size(before), F.size(after) > F.size(before)
+    return F.when(differs, F.when(smaller, "shrink").when(larger, "expand").otherwise("reassign"))
 
 
 def unstable_partitions(changes: DataFrame) -> DataFrame:
@@ -209,6 +217,51 @@ def unstable_partitions(changes: DataFrame) -> DataFrame:
         F.max("time").alias("last_change"),
     )
     return counted.orderBy(F.col("changes").desc(), "topic", "partition")
+
+
+#: The most unstable partitions given a timeline (`partition_timelines`).
+TIMELINE_PARTITIONS = 10
+#: A partition timeline's columns: the partition row (transforms.PARTITION_COLUMNS, less the
+#: columns of no use there) and how it changed the ISR.
+TIMELINE_COLUMNS = [
+    "rank",
+    "topic",
+    "partition",
+    "time",
+    "request_time_ns",
+    "source",
+    "direction",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "broker_id",
+    "broker_epoch",
+    "error_code",
+    "error_name",
+    "leader",
+    "leader_epoch_asked",
+    "leader_epoch_granted",
+    "partition_epoch_asked",
+    "partition_epoch_granted",
+    "isr_requested",
+    "isr_before",
+    "isr_after",
+    "isr_change",
+    "replica_state",
+]
+
+
+def partition_timelines(partition_rows: DataFrame, unstable: DataFrame, count: int = TIMELINE_PARTITIONS) -> DataFrame:
+    """Every partition row of the `count` most unstable partitions (`unstable_partitions`' order:
+    the most ISR changes first, ties by topic and partition; `rank` 1 is the most unstable), in
+    time order: who asked what (AlterPartition, AlterReplicaState, ...) and what the controller
+    granted or sent (leader, epochs, ISR), with `isr_change` where the row's granted ISR differs
+    from the one its source saw before (`isr_before`)."""
+    order = [F.col("changes").desc(), F.col("topic"), F.col("partition")]
+    top = unstable.orderBy(*order).limit(count)
+    ranked = top.select("topic", "partition", F.row_number().over(Window.orderBy(*order)).alias("rank"))
+    rows = partition_rows.join(F.broadcast(ranked), ["topic", "partition"])
+    return rows.withColumn("isr_change", isr_change()).select(*TIMELINE_COLUMNS)
 
 
 def controlled_shutdowns(exchanges: DataFrame) -> DataFrame:

@@ -18,8 +18,11 @@ import io
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
@@ -212,12 +215,16 @@ def isr_churn_chart(rows: Sequence[tuple[str, int, int, int]]) -> bytes:
     return _png(figure)
 
 
-def shutdown_chart(rows: Sequence[tuple[str, float | None]]) -> bytes:
-    """Controlled-shutdown durations (label, seconds or None while unfinished)."""
+def shutdown_chart(rows: Sequence[tuple[str, float | None]], total: int | None = None) -> bytes:
+    """Controlled-shutdown durations (label, seconds or None while unfinished), the longest first
+    (as given: the unfinished, then the longest), of `total` shutdowns."""
     title = "Controlled-shutdown durations (s)"
     if not rows:
         return _empty(title, "no controlled shutdowns in this capture")
     rows = list(rows)[:MAX_BARS]
+    total = len(rows) if total is None else total
+    if total > len(rows):
+        title += f": the {len(rows)} longest of {total:,}"
     longest = max((duration for _, duration in rows if duration is not None), default=1.0) or 1.0
     figure = Figure(figsize=(SIZE[0], max(2.5, 0.35 * len(rows) + 1.4)))
     axes = figure.add_subplot()
@@ -233,3 +240,95 @@ def shutdown_chart(rows: Sequence[tuple[str, float | None]]) -> bytes:
     axes.set_xlabel("seconds from the first request to 'nothing remains'")
     axes.set_title(title)
     return _png(figure)
+
+
+#: The most unstable partitions drawn one under the other (the report's table lists them all).
+MAX_TIMELINES = 5
+
+
+class PartitionTimeline(NamedTuple):
+    """One partition's timeline as drawn: its granted states in time order (seconds, leader, ISR,
+    partition epoch) and its refused requests (seconds, asking broker, error)."""
+
+    label: str
+    states: list[tuple[float, int | None, list[int], int | None]]
+    refused: list[tuple[float, int | None, str]]
+    refused_total: int
+
+
+def partition_timelines(
+    timelines: Sequence[PartitionTimeline], start_label: str, end: float, marks: Marks = ()
+) -> bytes:
+    """One panel per partition: a row per broker, a bar where the broker was in the ISR (dark where it
+    led), the partition epoch as a step line on the right axis, refused requests (a non-zero error) as
+    red crosses on the row of their broker (the one that asked, or that a control request went to), and
+    the fleet's events on the partition's brokers as triangles."""
+    title = "The most unstable partitions over time"
+    drawn = [timeline for timeline in timelines if timeline.states or timeline.refused]
+    if not drawn:
+        return _empty(title, "no granted partition states in this capture")
+    brokers_of = [_timeline_brokers(timeline) for timeline in drawn]
+    heights = [max(1.4, 0.32 * len(brokers) + 0.9) for brokers in brokers_of]
+    figure = Figure(figsize=(SIZE[0], sum(heights) + 0.8))
+    grid = figure.add_gridspec(len(drawn), 1, height_ratios=heights)
+    kinds = _event_kinds(marks)
+    first_axes = None
+    for index, (timeline, brokers) in enumerate(zip(drawn, brokers_of, strict=True)):
+        axes = figure.add_subplot(grid[index], sharex=first_axes)
+        first_axes = first_axes or axes
+        row_of = {broker: row for row, broker in enumerate(brokers)}
+        member, leading = [], []
+        for number, (at, leader, isr, _) in enumerate(timeline.states):
+            until = timeline.states[number + 1][0] if number + 1 < len(timeline.states) else max(end, at)
+            member += [[(at, row_of[broker]), (until, row_of[broker])] for broker in isr]
+            if leader is not None and leader >= 0:
+                leading.append([(at, row_of[leader]), (until, row_of[leader])])
+        axes.add_collection(LineCollection(member, colors="#9ecae1", linewidths=6, label="in the ISR"))
+        axes.add_collection(LineCollection(leading, colors="#08519c", linewidths=3, label="leader"))
+        if timeline.refused:
+            axes.scatter(
+                [at for at, _, _ in timeline.refused],
+                [row_of[-1 if broker is None else broker] for _, broker, _ in timeline.refused],
+                marker="x", s=20, color="#d62728", label="refused request", zorder=3,
+            )  # fmt: skip
+        triangles: dict[tuple[str, str], list[tuple[float, int]]] = {}
+        for at, broker, name in marks:
+            if broker is not None and broker in row_of:
+                triangles.setdefault(_event_style(name, kinds), []).append((at, row_of[broker]))
+        for (colour, label), where in sorted(triangles.items(), key=lambda item: item[0][1]):
+            axes.scatter([x for x, _ in where], [y for _, y in where], marker="v", s=30, color=colour, zorder=4,
+                         label=label)  # fmt: skip
+        epochs = [(at, epoch) for at, _, _, epoch in timeline.states if epoch is not None]
+        if epochs:
+            twin = axes.twinx()
+            twin.step([at for at, _ in epochs] + [end], [e for _, e in epochs] + [epochs[-1][1]], where="post",
+                      color="#636363", linewidth=1, label="partition epoch")  # fmt: skip
+            twin.set_ylabel("partition epoch", fontsize=7)
+            twin.tick_params(labelsize=7)
+        labels = [f"broker {broker}" if broker >= 0 else "unknown" for broker in brokers]
+        axes.set_yticks(range(len(brokers)), labels, fontsize=7)
+        axes.set_ylim(-0.7, len(brokers) - 0.3)
+        refused = f", {timeline.refused_total:,} refused" if timeline.refused_total else ""
+        if timeline.refused_total > len(timeline.refused):
+            refused += f" (the first {len(timeline.refused):,} drawn)"
+        axes.set_title(f"{timeline.label}: {len(timeline.states):,} states{refused}", fontsize=9, loc="left")
+        axes.grid(alpha=0.3, axis="x")
+    assert first_axes is not None
+    legend: dict[str, Artist] = {}  # one legend for every panel: what any of them shows
+    for panel in figure.axes:
+        for handle, label in zip(*panel.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    first_axes.legend(list(legend.values()), list(legend), fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1.0))
+    first_axes.set_xlim(left=0, right=max(end, 1e-3) * 1.01)
+    axes.set_xlabel(f"seconds since {start_label}")  # the last panel's
+    figure.suptitle(title)
+    return _png(figure)
+
+
+def _timeline_brokers(timeline: PartitionTimeline) -> list[int]:
+    """The brokers a timeline's rows name (ISR members, leaders, askers), in id order; -1 for a
+    refused request whose broker is unknown."""
+    brokers = {broker for _, _, isr, _ in timeline.states for broker in isr}
+    brokers |= {leader for _, leader, _, _ in timeline.states if leader is not None and leader >= 0}
+    brokers |= {-1 if broker is None else broker for _, broker, _ in timeline.refused}
+    return sorted(brokers)

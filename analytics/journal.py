@@ -13,7 +13,10 @@ Rules:
     "disk-failure", "controlled-shutdown";
   - `stale_replay` (a request sent with epochs known to be stale): "stale replay (<reason>)", with
     "accepted" in the detail when the controller took it;
-  - `fenced` that the fleet did not cause (`intended` false): "fenced (unintended)".
+  - `fenced` that the fleet did not cause (`intended` false): "fenced (unintended)";
+  - `registered` of a broker registered before in the same journals (a bounce: a new
+    incarnation, whose epoch fences the old one's requests): "re-registered", with its new
+    broker epoch in the detail. A broker's first registration is not an event.
   Every other kind (registrations, acknowledged changes, observed states, ...) is not an event.
 - Lines that are not JSON objects are dropped by Spark's reader (a crashed run's last line).
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
@@ -42,6 +45,7 @@ JOURNAL_FIELDS = StructType(
         StructField("api", StringType()),
         StructField("accepted", BooleanType()),
         StructField("intended", BooleanType()),
+        StructField("broker_epoch", LongType()),
     ]
 )
 
@@ -59,17 +63,24 @@ def fleet_events(spark: SparkSession, journals: Sequence[Path]) -> DataFrame:
 def events_of(rows: DataFrame) -> DataFrame:
     """Journal rows (`JOURNAL_FIELDS`) -> events (`EVENT_COLUMNS`)."""
     kind = F.col("kind")
+    registrations = Window.partitionBy("broker", kind == "registered").orderBy("wall_ns")
+    again = (kind == "registered") & (F.row_number().over(registrations) > 1)
     event = (
         F.when(kind == "fault", F.col("fault"))
         .when(kind == "stale_replay", F.concat(F.lit("stale replay ("), F.col("reason"), F.lit(")")))
         .when((kind == "fenced") & ~F.coalesce(F.col("intended"), F.lit(False)), F.lit("fenced (unintended)"))
+        .when(again, F.lit("re-registered"))
     )
-    detail = F.when(
-        kind == "fault",
-        F.when(F.col("duration_ms") > 0, F.format_string("%.0f ms", F.col("duration_ms"))),
-    ).when(
-        kind == "stale_replay",
-        F.concat(F.col("api"), F.when(F.col("accepted"), F.lit(", accepted")).otherwise(F.lit(""))),
+    detail = (
+        F.when(
+            kind == "fault",
+            F.when(F.col("duration_ms") > 0, F.format_string("%.0f ms", F.col("duration_ms"))),
+        )
+        .when(
+            kind == "stale_replay",
+            F.concat(F.col("api"), F.when(F.col("accepted"), F.lit(", accepted")).otherwise(F.lit(""))),
+        )
+        .when(again, F.format_string("broker epoch %d", F.col("broker_epoch")))
     )
     return (
         rows.filter(F.col("wall_ns").isNotNull())

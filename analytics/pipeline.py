@@ -50,9 +50,11 @@ DERIVED_TABLES = (
     "controlled_shutdowns",
     "replica_state_events",
 )
+#: Built from the derived tables as written (the most unstable partitions' rows).
+FOCUS_TABLES = ("partition_timelines",)
 #: What the fleet did on purpose, from its journals (`--journal`; empty without one).
 JOURNAL_TABLES = ("fleet_events",)
-TABLES = BASE_TABLES + DERIVED_TABLES + JOURNAL_TABLES
+TABLES = BASE_TABLES + DERIVED_TABLES + FOCUS_TABLES + JOURNAL_TABLES
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,11 @@ def derived_tables(exchanges: DataFrame, partition_rows: DataFrame, window_secon
     }
 
 
+def focus_tables(written: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    timelines = aggregates.partition_timelines(written["partition_results"], written["unstable_partitions"])
+    return {"partition_timelines": timelines}
+
+
 def run(
     spark: SparkSession,
     captures: Sequence[Path],
@@ -122,6 +129,7 @@ def run(
         written = _write(spark, base_tables(decoded), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)
         written |= _write(spark, derived, staging, progress)
+        written |= _write(spark, focus_tables(written), staging, progress)
         written |= _write(spark, {"fleet_events": journal.fleet_events(spark, journals)}, staging, progress)
         progress("drawing the report")
         collected = report.collect(written, [str(path) for path in captures], window_seconds)

@@ -24,7 +24,7 @@ import html as markup
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from . import aggregates, charts
@@ -37,8 +37,23 @@ CHARTS = [
     ("errors", "Error codes by API"),
     ("stale-rejections", "Stale-epoch rejections per broker over time"),
     ("isr-churn", "ISR churn: the most unstable partitions"),
+    ("partition-timelines", "The most unstable partitions over time: leader, ISR and epochs"),
     ("shutdowns", "Controlled-shutdown durations"),
 ]
+
+
+@dataclass
+class Timeline:
+    """One of the most unstable partitions, as one source saw it (the one that saw the most of it)."""
+
+    rank: int
+    topic: str
+    partition: int
+    source: str
+    rows: int  # of the partition in the partition_timelines table, every source
+    states: list[Row]  # each granted (leader epoch, partition epoch) with the row that first granted it
+    refused: list[Row]  # refused requests (a non-zero error), the earliest `REFUSED_POINTS`
+    refused_total: int
 
 
 @dataclass
@@ -61,7 +76,10 @@ class Report:
     brokers: list[Row] = field(default_factory=list)
     unstable: list[Row] = field(default_factory=list)
     isr_changes: dict[str, int] = field(default_factory=dict)
+    timelines: list[Timeline] = field(default_factory=list)
     shutdowns: list[Row] = field(default_factory=list)
+    longest_shutdowns: list[Row] = field(default_factory=list)
+    shutdown_total: int = 0
     replica_events: list[Row] = field(default_factory=list)
     pairs: list[Row] = field(default_factory=list)
     slowest: list[Row] = field(default_factory=list)
@@ -72,6 +90,7 @@ class Report:
 
 STALE_POINTS = 20_000  # rejections drawn on the timeline at most, the earliest (the table has them all)
 EVENT_POINTS = 5_000  # the fleet's events marked on the timelines at most, the earliest (the table has them all)
+REFUSED_POINTS = 2_000  # refused requests drawn on a partition's timeline at most, the earliest
 
 
 def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: float) -> Report:
@@ -100,9 +119,12 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.isr_changes = {
         row["change"]: row["count"] for row in tables["isr_changes"].groupBy("change").count().collect()
     }
-    report.shutdowns = (
-        tables["controlled_shutdowns"].orderBy("started", "source", "broker_id", "broker_epoch").limit(200).collect()
-    )
+    shutdowns = tables["controlled_shutdowns"]
+    shutdown_key = ["source", "broker_id", "broker_epoch"]
+    report.shutdown_total = shutdowns.count()
+    report.shutdowns = shutdowns.orderBy("started", *shutdown_key).limit(200).collect()
+    report.longest_shutdowns = longest_shutdowns(shutdowns)
+    report.timelines = collect_timelines(tables["partition_timelines"])
     report.replica_events = (
         tables["replica_state_events"]
         .groupBy("replica_state", "accepted")
@@ -128,6 +150,86 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     )
     report.charts = draw(report)
     return report
+
+
+def longest_shutdowns(shutdowns: DataFrame, count: int = charts.MAX_BARS) -> list[Row]:
+    """The `count` longest controlled shutdowns, the unfinished first (they lasted at least until
+    the capture ended), ties by start, source, broker and epoch."""
+    order: list[Column | str] = [
+        F.col("duration_s").desc_nulls_first(),
+        "started",
+        "source",
+        "broker_id",
+        "broker_epoch",
+    ]
+    return shutdowns.orderBy(*order).limit(count).collect()
+
+
+def collect_timelines(timelines: DataFrame) -> list[Timeline]:
+    """The most unstable partitions' timelines, each from the source that saw most of its granted
+    states: those states (one row each, the request that first granted it) and its refused requests."""
+    granted = F.col("partition_epoch_granted").isNotNull() & F.col("isr_after").isNotNull()
+    seen = timelines.groupBy("rank", "topic", "partition", "source").agg(
+        F.count(F.lit(1)).alias("rows"), F.sum(granted.cast("long")).alias("granted")
+    )
+    chosen: dict[int, Row] = {}
+    rows: dict[int, int] = {}
+    for row in seen.orderBy("rank", F.col("granted").desc(), "source").collect():
+        chosen.setdefault(row["rank"], row)
+        rows[row["rank"]] = rows.get(row["rank"], 0) + row["rows"]
+    if not chosen:
+        return []
+    of_chosen = F.lit(False)
+    for rank, row in chosen.items():
+        of_chosen = of_chosen | ((F.col("rank") == rank) & (F.col("source") == row["source"]))
+    mine = timelines.filter(of_chosen)
+    first = F.min_by(F.struct(*STATE_FIELDS), "request_time_ns").alias("first")
+    states = (
+        mine.filter(granted)
+        .groupBy("rank", "partition_epoch_granted", "leader_epoch_granted")
+        .agg(first)
+        .select("rank", "first.*")
+        .orderBy("rank", "request_time_ns", "partition_epoch_granted", "leader_epoch_granted")
+        .collect()
+    )
+    failed = mine.filter(F.col("error_code") != 0)
+    refused_total = {row["rank"]: row["count"] for row in failed.groupBy("rank").count().collect()}
+    order = Window.partitionBy("rank").orderBy("request_time_ns", "broker_id", "api_name")
+    refused = (
+        failed.withColumn("n", F.row_number().over(order))
+        .filter(F.col("n") <= REFUSED_POINTS)
+        .select("rank", "request_time_ns", "broker_id", "api_name", "error_name")
+        .orderBy("rank", "request_time_ns", "broker_id", "api_name")
+        .collect()
+    )
+    return [
+        Timeline(
+            rank,
+            row["topic"],
+            row["partition"],
+            row["source"],
+            rows[rank],
+            [state for state in states if state["rank"] == rank],
+            [point for point in refused if point["rank"] == rank],
+            refused_total.get(rank, 0),
+        )
+        for rank, row in sorted(chosen.items())
+    ]
+
+
+#: What a timeline keeps of the row that first granted a state.
+STATE_FIELDS = [
+    "request_time_ns",
+    "api_name",
+    "direction",
+    "broker_id",
+    "leader",
+    "leader_epoch_granted",
+    "partition_epoch_granted",
+    "isr_before",
+    "isr_after",
+    "isr_change",
+]
 
 
 def _utc(nanoseconds: int | None) -> str:
@@ -193,17 +295,38 @@ def draw(report: Report) -> dict[str, bytes]:
     ]
     shutdowns = [
         (f"broker {row['broker_id']} epoch {row['broker_epoch']} ({row['source']})", row["duration_s"])
-        for row in report.shutdowns
+        for row in report.longest_shutdowns
     ]
+    timelines = [_timeline_drawn(timeline, start) for timeline in report.timelines[: charts.MAX_TIMELINES]]
     start_label = _utc(report.first_ns)
+    end = ((report.last_ns or start) - start) / 1e9
     return {
         "request-rate": charts.request_rate_chart(series, start_label, marks),
         "latency": charts.latency_chart(latencies),
         "errors": charts.error_heatmap(error_cells),
         "stale-rejections": charts.stale_timeline(points, start_label, bounced, marks),
         "isr-churn": charts.isr_churn_chart(churn),
-        "shutdowns": charts.shutdown_chart(shutdowns),
+        "partition-timelines": charts.partition_timelines(timelines, start_label, end, marks),
+        "shutdowns": charts.shutdown_chart(shutdowns, report.shutdown_total),
     }
+
+
+def _timeline_drawn(timeline: Timeline, start: int) -> charts.PartitionTimeline:
+    """A timeline as the chart takes it: seconds since `start`."""
+    return charts.PartitionTimeline(
+        f"{timeline.topic}-{timeline.partition} ({timeline.source})",
+        [
+            (
+                (row["request_time_ns"] - start) / 1e9,
+                row["leader"],
+                list(row["isr_after"]),
+                row["partition_epoch_granted"],
+            )
+            for row in timeline.states
+        ],
+        [((row["request_time_ns"] - start) / 1e9, row["broker_id"], row["error_name"]) for row in timeline.refused],
+        timeline.refused_total,
+    )
 
 
 def summary(report: Report) -> list[str]:
@@ -352,7 +475,10 @@ def _details(report: Report) -> str:
                 ],
                 brokers,
             ),
+            "<h2>The most unstable partitions, state by state</h2>",
+            _timeline_tables(report.timelines),
             "<h2>Controlled shutdowns</h2>",
+            _shown_of(len(shutdowns), report.shutdown_total, "the earliest", "controlled_shutdowns"),
             _table(["source", "broker", "epoch", "started", "completed", "seconds", "requests"], shutdowns),
             "<h2>What the fleet did (its journals)</h2>",
             _table(["event", "times", "first", "last"], fleet)
@@ -367,3 +493,66 @@ def _details(report: Report) -> str:
             _table(["reason", "frames"], [[reason, count] for reason, count in report.decode_reasons]),
         ]
     )
+
+
+#: States listed per partition in the report's tables (the partition_timelines table has every row).
+TIMELINE_TABLE_ROWS = 30
+
+
+def _timeline_tables(timelines: list[Timeline]) -> str:
+    """Per partition, its first `TIMELINE_TABLE_ROWS` granted states and the request that granted each."""
+    if not timelines:
+        return "<p>No partition changed its ISR in this capture.</p>"
+    parts = []
+    for timeline in timelines:
+        states = timeline.states[:TIMELINE_TABLE_ROWS]
+        rows = [
+            [
+                _utc(r["request_time_ns"]),
+                _request(r),
+                r["leader"],
+                r["leader_epoch_granted"],
+                r["partition_epoch_granted"],
+                r["isr_before"],
+                r["isr_after"],
+                r["isr_change"],
+            ]
+            for r in states
+        ]
+        refused = f"; {timeline.refused_total:,} refused (a non-zero error)" if timeline.refused_total else ""
+        parts.append(
+            f"<h3>{timeline.rank}. {markup.escape(timeline.topic)}-{timeline.partition}</h3>"
+            f"<p>As {markup.escape(timeline.source)} saw it: {len(timeline.states):,} states{refused}; "
+            f"{timeline.rows:,} rows in the table partition_timelines (every source).</p>"
+            + _shown_of(len(states), len(timeline.states), "the first", "partition_timelines")
+            + _table(
+                [
+                    "time",
+                    "granted by",
+                    "leader",
+                    "leader epoch",
+                    "partition epoch",
+                    "ISR before",
+                    "ISR after",
+                    "change",
+                ],
+                rows,
+            )
+        )
+    return "".join(parts)
+
+
+def _request(row: Row) -> str:
+    """The request that granted a state: `AlterPartition from broker 2`, `LeaderAndIsr to broker 1`."""
+    broker = row["broker_id"]
+    if broker is None:
+        return str(row["api_name"])
+    towards = "to" if row["api_name"] in ("LeaderAndIsr", "StopReplica") else "from"
+    return f"{row['api_name']} {towards} broker {broker}"
+
+
+def _shown_of(shown: int, total: int, which: str, table: str) -> str:
+    """`<p>` saying which rows a table shows when it shows fewer than there are."""
+    if shown >= total:
+        return ""
+    return f"<p>{which.capitalize()} {shown:,} of {total:,} (table {table} has them all).</p>"

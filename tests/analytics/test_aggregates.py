@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import aggregates, transforms
@@ -170,3 +170,43 @@ def test_the_slowest_exchanges_come_with_the_partitions_they_named(exchanges: Da
         for row in got:
             assert row["partitions"] == sorted(named.get(tuple(row[name] for name in key), []))
     assert any(row["partitions"] for row in aggregates.slowest_exchanges(exchanges, partitions, 100).collect())
+
+
+def test_partition_timelines_hold_every_row_of_the_most_unstable_partitions(
+    spark: SparkSession, partitions: DataFrame
+) -> None:
+    unstable = aggregates.unstable_partitions(aggregates.isr_changes(partitions))
+    timelines = aggregates.partition_timelines(partitions, unstable)
+    assert timelines.columns == aggregates.TIMELINE_COLUMNS
+    orders = partitions.filter("topic = 'orders' and partition = 0")
+    assert timelines.count() == orders.count() > 0  # every source's rows of the one unstable partition
+    assert {row["rank"] for row in timelines.collect()} == {1}
+    changed = timelines.filter("isr_change is not null").orderBy("request_time_ns")
+    assertDataFrameEqual(
+        changed.select(
+            "source", "api_name", "broker_id", "partition_epoch_granted", "isr_before", "isr_after", "isr_change"
+        ),
+        [
+            Row("controller", "AlterPartition", 1, 1, [1, 2, 3], [1, 2], "shrink"),
+            Row("controller", "AlterPartition", 1, 2, [1, 2], [1, 2, 3], "expand"),
+        ],
+        checkRowOrder=True,
+    )
+    refused = timelines.filter("error_name = 'INVALID_UPDATE_VERSION'")
+    assert refused.select("api_name", "partition_epoch_asked", "isr_after").collect() == [
+        Row("AlterPartition", 1, None)
+    ]
+
+
+def test_partition_timelines_rank_by_changes_then_topic_and_partition(
+    spark: SparkSession, partitions: DataFrame
+) -> None:
+    ranking = spark.createDataFrame(
+        [("zeta", 0, 3), ("alpha", 7, 9), ("orders", 0, 3), ("alpha", 1, 3)],
+        "topic string, partition int, changes long",
+    )
+    # alpha-7 first (most changes), then the ties by name: alpha-1, orders-0, zeta-0
+    top = aggregates.partition_timelines(partitions, ranking, count=3).select("topic", "partition", "rank")
+    ranks = {(row["topic"], row["partition"]): row["rank"] for row in top.collect()}
+    assert ranks == {("orders", 0): 3}  # only orders-0 has rows; it is third of the top 3
+    assert aggregates.partition_timelines(partitions, ranking, count=2).count() == 0  # orders-0 is not in the top 2

@@ -28,6 +28,8 @@ def write_journal(path: Path) -> Path:
             ),
             Fenced(wall_ns=T0_NS + 11, broker=3, broker_epoch=12, intended=True, longest_gap_ms=1600.0),
             Fenced(wall_ns=T0_NS + 12, broker=1, broker_epoch=10, intended=False, longest_gap_ms=9800.0),
+            Registered(wall_ns=T0_NS + 13, broker=2, incarnation_id="i-2", broker_epoch=14),  # its first: not one
+            Registered(wall_ns=T0_NS + 20, broker=1, incarnation_id="i-3", broker_epoch=21),  # a bounce
         ]
     )  # fmt: skip
     writer.close()
@@ -36,7 +38,7 @@ def write_journal(path: Path) -> Path:
     return path
 
 
-def test_faults_stale_replays_and_unintended_fences_are_the_events(spark: SparkSession, tmp_path: Path) -> None:
+def test_faults_stale_replays_unintended_fences_and_bounces_are_the_events(spark: SparkSession, tmp_path: Path) -> None:
     events = fleet_events(spark, [write_journal(tmp_path / "journal.jsonl")])
     assert events.columns == EVENT_COLUMNS
     assertDataFrameEqual(
@@ -46,6 +48,7 @@ def test_faults_stale_replays_and_unintended_fences_are_the_events(spark: SparkS
             Row(time_ns=T0_NS + 7, broker_id=3, event="pause", detail="1500 ms"),
             Row(time_ns=T0_NS + 9, broker_id=2, event="stale replay (previous-incarnation)", detail="AlterPartition"),
             Row(time_ns=T0_NS + 12, broker_id=1, event="fenced (unintended)", detail=None),
+            Row(time_ns=T0_NS + 20, broker_id=1, event="re-registered", detail="broker epoch 21"),
         ],
         checkRowOrder=True,
     )

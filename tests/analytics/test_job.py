@@ -33,7 +33,7 @@ def test_a_run_writes_every_table_the_report_and_prints_the_reports_path(analyse
     assert all((out / name / "_SUCCESS").is_file() for name in TABLES)
     rows = {name: ds.dataset(out / name, format="parquet").count_rows() for name in TABLES}
     assert rows["exchanges"] == 22 and rows["decode_errors"] == 4 and rows["partition_results"] == 10
-    assert rows["paired_exchanges"] == 1 and rows["request_rates"] > 0 and rows["fleet_events"] == 4
+    assert rows["paired_exchanges"] == 1 and rows["request_rates"] > 0 and rows["fleet_events"] == 5
     assert (out / "summary.txt").read_text().splitlines() == analysed.stdout[:-2]
     assert not analysed.replaced.exists(), "the old output dir was not replaced"
     assert [path.name for path in out.parent.iterdir() if path.name.startswith(".")] == []

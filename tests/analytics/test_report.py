@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from PIL import Image
-from pyspark.sql import Row
+from pyspark.sql import Row, SparkSession
 
 from analytics import charts
-from analytics.report import CHARTS, Report, rate_series, summary
+from analytics.report import CHARTS, Report, longest_shutdowns, rate_series, summary
 
 from .conftest import Analysed
 
@@ -171,5 +171,57 @@ def test_the_page_says_what_the_fleet_did_from_its_journal(analysed: Analysed) -
     section = page.split("<h2>What the fleet did (its journals)</h2>", 1)[1].split("<h2>", 1)[0]
     events = re.findall(r"<tr><td>([^<]+)</td><td>(\d+)</td>", section)
     assert sorted(events) == sorted(
-        [("crash", "1"), ("pause", "1"), ("stale replay (previous-incarnation)", "1"), ("fenced (unintended)", "1")]
+        [
+            ("crash", "1"),
+            ("pause", "1"),
+            ("stale replay (previous-incarnation)", "1"),
+            ("fenced (unintended)", "1"),
+            ("re-registered", "1"),
+        ]
     )
+
+
+def test_the_page_shows_the_most_unstable_partition_state_by_state(analysed: Analysed) -> None:
+    page = (analysed.out / "report.html").read_text()
+    section = page.split("<h2>The most unstable partitions, state by state</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<h3>1. orders-0</h3>" in section
+    rows = re.findall(r"<tr><td>[^<]+ UTC</td>((?:<td>[^<]*</td>)+)</tr>", section)
+    cells = [re.findall(r"<td>([^<]*)</td>", row) for row in rows]
+    # granted by, leader, leader epoch, partition epoch, ISR before, ISR after, change
+    assert cells == [
+        ["LeaderAndIsr to broker 1", "1", "0", "0", "-", "1, 2, 3", "-"],
+        ["AlterPartition from broker 1", "1", "0", "1", "1, 2, 3", "1, 2", "shrink"],
+        ["AlterPartition from broker 1", "1", "0", "2", "1, 2", "1, 2, 3", "expand"],
+    ]
+    # the replayed AlterPartition (INVALID_UPDATE_VERSION), and the StopReplica broker 3 refused
+    assert "As controller saw it: 3 states; 2 refused (a non-zero error); 10 rows in the table" in section
+
+
+def test_the_partition_timelines_read_at_scale_and_say_when_there_is_nothing() -> None:
+    """Hundreds of states, refused requests and fleet events over the partitions' brokers: one panel per
+    partition (at most `MAX_TIMELINES`), so the picture stays a page."""
+
+    def timeline(number: int) -> charts.PartitionTimeline:
+        states = [(i * 0.1, 1 + (i // 50) % 3, [1, 2, 3][: 1 + i % 3], i) for i in range(500)]
+        refused = [(i * 0.3, 1 + i % 3, "INVALID_UPDATE_VERSION") for i in range(200)] + [(5.0, None, "UNKNOWN")]
+        return charts.PartitionTimeline(f"orders-{number}", states, refused, 900)
+
+    marks = [(float(i), 1 + i % 5, ("crash", "pause")[i % 2]) for i in range(40)]
+    png = charts.partition_timelines([timeline(n) for n in range(charts.MAX_TIMELINES)], "t0", 50.0, marks)
+    width, height = Image.open(io.BytesIO(png)).size
+    assert height <= 2 * width, (width, height)
+    assert distinct_colours(png) >= 50
+    one = charts.partition_timelines([timeline(0)], "t0", 50.0)
+    assert Image.open(io.BytesIO(one)).size[1] < height
+    empty = charts.partition_timelines([], "t0", 1.0)
+    assert Image.open(io.BytesIO(empty)).size[1] < Image.open(io.BytesIO(one)).size[1]
+
+
+def test_the_shutdown_chart_shows_the_longest_the_unfinished_first(spark: SparkSession) -> None:
+    rows = [("controller", broker, 1, broker, float(broker % 7) if broker % 10 else None) for broker in range(1, 41)]
+    columns = "source string, broker_id int, broker_epoch long, started long, duration_s double"
+    shutdowns = spark.createDataFrame(rows, columns)
+    longest = longest_shutdowns(shutdowns, 6)
+    assert [(row["broker_id"], row["duration_s"]) for row in longest] == [
+        (10, None), (20, None), (30, None), (40, None), (6, 6.0), (13, 6.0)
+    ]  # fmt: skip
