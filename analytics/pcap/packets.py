@@ -62,6 +62,7 @@ class Segment(NamedTuple):
     source_port: int
     destination_port: int
     seq: int
+    ack: int
     flags: int
     payload: bytes
     missing: int  # payload bytes the capture did not keep (snap length)
@@ -156,10 +157,10 @@ def _ipv6(data: bytes, offset: int, cut: int) -> Segment | str:
 def _tcp(data: bytes, offset: int, end: int, source: bytes, destination: bytes) -> Segment | str:
     if len(data) < offset + 20:
         return "short"
-    source_port, destination_port, seq, _ack, data_offset, flags = _TCP_HEAD.unpack_from(data, offset)
+    source_port, destination_port, seq, ack, data_offset, flags = _TCP_HEAD.unpack_from(data, offset)
     start = offset + (data_offset >> 4) * 4
     if start > len(data):
         return "short"
     payload = data[start:end]
     missing = max(0, end - max(start, len(data)))
-    return Segment(source, destination, source_port, destination_port, seq, flags, payload, missing)
+    return Segment(source, destination, source_port, destination_port, seq, ack, flags, payload, missing)

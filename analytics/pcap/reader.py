@@ -8,18 +8,22 @@ Rules:
 - Connections: the key is the 4-tuple; the server is the side whose port is a Kafka port; a
   connection where both or neither port is one is ignored (counted in `stats`). A connection is
   created by a SYN or a segment carrying data (bare ACKs, FINs and RSTs of unknown connections
-  are ignored), numbered 1, 2, 3... in order of creation, and freed when both FINs have been
-  reached in sequence, at an RST, or at the end of the file; its 4-tuple is then remembered
+  are ignored), numbered 1, 2, 3... in order of creation, and freed when both sides' FINs have
+  been seen (a hole still open then is given up: a retransmission after both FINs is not waited
+  for), at an RST, or at the end of the file; its 4-tuple is then remembered
   (`RECENTLY_CLOSED` of them) so that late packets of it are ignored rather than opening a new
   connection, until a new SYN.
 - Reassembly: positions are unwrapped from the 32-bit sequence numbers by signed modular
   distance to the next expected byte (so wrap-around at 2^32 is invisible). Bytes before the
   next expected one are dropped (retransmissions; of overlapping copies the first one delivered
   wins); bytes after it are held until the hole fills. A hole is given up - a `Problem` with the
-  exact bytes missing, and the stream's framing resynchronised after it - when more than
-  `MAX_HELD` bytes wait behind it, when the connection ends (FIN reached, RST) or when the file
-  ends. A hole inside the body of a frame being skipped (an API not decoded) loses nothing and
-  is not a problem. Bytes a snap length cut from a packet are a hole at once.
+  exact bytes missing, and the stream's framing resynchronised after it - at once when the other
+  side acknowledges bytes beyond it (they reached the receiver: the capture lost them, and no
+  retransmission will come), when more than `MAX_HELD` bytes wait behind it, when the connection
+  ends (both FINs, RST) or when the file ends. The segments held behind a hole given up are
+  delivered at their own arrival times. A hole inside the body of a frame being skipped (an API
+  not decoded) loses nothing and is not a problem. Bytes a snap length cut from a packet are a
+  hole at once.
 - Start: a SYN (or SYN-ACK) gives the stream's start, and framing starts synchronised there. A
   stream seen without its SYN starts unsynchronised at its first byte: framing resynchronises
   (below); the bytes before the first frame boundary are skipped silently.
@@ -37,7 +41,8 @@ Rules:
   API's (`protocol.registry.api_keys()`) frame is kept whole; any other's is counted and its body
   skipped as it streams by, never held. A size above `MAX_FRAME` is a problem and the frame is
   skipped; a size below a header's is a problem and the stream resynchronises. A connection
-  whose first frame is implausible (HTTP, SSH, anything) is "not-kafka": counted, never parsed.
+  whose first frame (either way) has an implausible size (HTTP, SSH, MySQL...) is "not-kafka":
+  counted, never parsed.
   A TLS record header where the first frame should be (0x16 0x03 0x00-0x04 after a SYN; any TLS
   record type mid-stream, which no Kafka size under the cap can start with) makes it "tls".
 - Pairing: responses match pending requests by correlation id; requests pending before the
@@ -173,6 +178,7 @@ class _Side:
         "name",
         "offset",
         "order",
+        "peer_ack",
         "skip",
         "synced",
     )
@@ -182,10 +188,12 @@ class _Side:
         self.name = name  # "client" | "server"
         self.base: int | None = None  # the sequence number of stream offset 0
         self.offset = 0  # the next stream offset expected
-        self.held: list[tuple[int, int, bytes, int]] = []  # heap of (offset, arrival, payload, missing after)
+        #: a heap of (offset, arrival order, payload, missing after it, arrival time)
+        self.held: list[tuple[int, int, bytes, int, int]] = []
         self.held_bytes = 0
         self.order = 0
         self.fin: int | None = None  # the stream offset of the FIN
+        self.peer_ack: int | None = None  # the last acknowledgement number the other side sent
         self.synced = False
         self.mid_stream = False
         self.skip = 0  # bytes of a frame body still to skip
@@ -194,7 +202,8 @@ class _Side:
 
     @property
     def done(self) -> bool:
-        return self.fin is not None and self.offset >= self.fin
+        """This side sent its FIN (whether or not every byte before it arrived)."""
+        return self.fin is not None
 
     def next_seq(self) -> int:
         return ((self.base or 0) + self.offset) & _MASK
@@ -220,10 +229,12 @@ class _Side:
                 self._drain(now)
         else:
             self.order += 1
-            heapq.heappush(self.held, (position, self.order, payload, missing))
+            heapq.heappush(self.held, (position, self.order, payload, missing, now))
             self.held_bytes += len(payload)
             if self.held_bytes > MAX_HELD:
                 self.give_up_hole(now, f"{self.held_bytes:,} bytes held behind it (a lost packet)")
+            elif self.peer_ack is not None:
+                self.acked(self.peer_ack, now)
             self.conn.reader.note_held(self.held_bytes + len(self.buffer))
 
     def _advance(self, position: int, payload: bytes, missing: int, now: int) -> None:
@@ -243,12 +254,14 @@ class _Side:
             self.offset += missing
             self.gap(missing, now, "not captured: the snap length cut the packet")
 
-    def _drain(self, now: int) -> None:
+    def _drain(self, now: int | None) -> None:
+        """Deliver the held segments the stream has reached, at `now` (the packet that filled the hole) or, if
+        None (a hole given up), each at its own arrival time."""
         held = self.held
         while held and held[0][0] <= self.offset:
-            position, _, payload, missing = heapq.heappop(held)
+            position, _, payload, missing, arrival = heapq.heappop(held)
             self.held_bytes -= len(payload)
-            self._advance(position, payload, missing, now)
+            self._advance(position, payload, missing, arrival if now is None else now)
 
     def give_up_hole(self, now: int, cause: str) -> None:
         """Skip the hole before the first held segment (a problem unless the framing loses nothing)."""
@@ -256,7 +269,16 @@ class _Side:
         seq = self.next_seq()
         self.offset += hole
         self.gap(hole, now, cause, seq)
-        self._drain(now)
+        self._drain(None)
+
+    def acked(self, ack: int, now: int) -> None:
+        """The peer acknowledged up to `ack`: a hole it acknowledged will never be retransmitted."""
+        self.peer_ack = ack
+        while self.held:
+            acknowledged = self.offset + (((ack - self.next_seq() + _HALF) & _MASK) - _HALF)
+            if acknowledged < self.held[0][0]:
+                return
+            self.give_up_hole(now, "acknowledged by the peer but not captured: a packet the capture lost")
 
     # framing
 
@@ -401,11 +423,7 @@ class _Side:
                 pos += 1
                 continue
             entry = conn.find_pending(correlation)
-            if entry is None:
-                if not conn.frames:
-                    conn.not_kafka = True
-                    pos = end
-                    break
+            if entry is None:  # its request was lost, held behind a hole, or before the capture
                 conn.count(KIND_KAFKA, None, None, 0, 1, 0, size, now)
                 pos, self.skip = self._skip_frame(pos, size, end)
             elif entry.request is not None:
@@ -716,7 +734,9 @@ class PcapReader:
                 if conn is None:
                     continue
             conn.last_ns = now
-            side = conn.client if from_client else conn.server_side
+            side, other = (conn.client, conn.server_side) if from_client else (conn.server_side, conn.client)
+            if found.flags & TCP_ACK and other.base is not None:
+                other.acked(found.ack, now)
             side.segment(found.seq, found.flags, found.payload, found.missing, now)
             if found.flags & TCP_RST:
                 self._close(key, conn, now, "the connection was reset before the hole filled")
