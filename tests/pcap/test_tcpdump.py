@@ -73,9 +73,12 @@ def _serve(listener: socket.socket) -> None:
         conn.recv(1)  # until the client closes
 
 
-@pytest.fixture(scope="module")
-def capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int, int]]:
-    """A tcpdump file of CONVERSATION on the loopback: (path, the server's port, the client's port)."""
+@pytest.fixture(scope="module", params=["lo", "any"])
+def capture(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, int, int]]:
+    """A tcpdump file of CONVERSATION on the loopback: (path, the server's port, the client's port); on `lo`
+    (Ethernet link type) and on `any` (Linux cooked, SLL2 with libpcap 1.10+)."""
     tcpdump = _tool("tcpdump")
     path = tmp_path_factory.mktemp("tcpdump") / "kafka.pcap"
     port = _free_port()
