@@ -71,8 +71,10 @@ class Flow:
         client_isn: int = 1000,
         server_isn: int = 500_000,
         ipv6: bool = False,
+        acks: bool = True,
     ) -> None:
         self.ipv6 = ipv6
+        self.acks = acks  # False: every acknowledgement number is 0 (says nothing)
         family = socket.AF_INET6 if ipv6 else socket.AF_INET
         self.client = socket.inet_pton(family, CLIENT_IP6 if ipv6 else CLIENT_IP), client_port
         self.server = socket.inet_pton(family, SERVER_IP6 if ipv6 else SERVER_IP), server_port
@@ -80,7 +82,7 @@ class Flow:
 
     def packet(self, from_client: bool, seq: int, flags: int, data: bytes, time_us: int) -> Pkt:
         (src, sport), (dst, dport) = (self.client, self.server) if from_client else (self.server, self.client)
-        ack = self.seq[not from_client] & 0xFFFFFFFF  # everything the other side sent so far
+        ack = self.seq[not from_client] & 0xFFFFFFFF if self.acks else 0  # everything the other side sent so far
         tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack, flags=flags, win=65535, data=data)
         if self.ipv6:
             ip6 = dpkt.ip6.IP6(src=src, dst=dst, nxt=dpkt.ip.IP_PROTO_TCP, hlim=64, data=tcp)

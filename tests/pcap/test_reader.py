@@ -224,6 +224,31 @@ def test_a_hole_with_too_much_held_behind_it_is_given_up_early(tmp_path: Path, m
     assert reader.peak_held <= 100 + len(heartbeat(1))
 
 
+def test_responses_whose_requests_wait_behind_a_hole_are_counted_not_a_reason_to_give_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # guards reader.py `_responses`: an unmatched response is counted (kind "kafka", api key None), even as the
+    # connection's first frame; it made the whole connection "not-kafka" once
+    monkeypatch.setattr(reader_module, "MAX_HELD", 100)
+    flow = Flow(acks=False)
+    packets = flow.handshake(BASE_US)
+    broken = flow.request(heartbeat(1), BASE_US + 10, mss=20)
+    del broken[1]
+    packets += broken
+    for index, correlation in enumerate(range(2, 8)):
+        packets += flow.request(heartbeat(correlation), BASE_US + 100 + 100 * index)
+        packets += flow.response(heartbeat_response(correlation), BASE_US + 150 + 100 * index)
+    packets += flow.close(BASE_US + 1000)
+    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
+    assert [p.missing_bytes for p in problems] == [20]
+    assert [(e.correlation_id, e.response is not None) for e in exchanges] == [
+        (2, False),  # its response came while it was held behind the hole
+        (3, False),
+        *[(c, True) for c in range(4, 8)],
+    ]
+    assert [(o.kind, o.api_key, o.responses) for o in others] == [(KIND_KAFKA, None, 2)]
+
+
 def test_mid_stream_start_resynchronises_requests_and_responses(tmp_path: Path) -> None:
     # guards reader.py `self.base, self.mid_stream = seq, True` (synced stays False) and the two
     # `_resync_*` methods: without them the capture's first bytes (the end of a frame) are read as a size
@@ -418,7 +443,8 @@ def test_a_frame_in_one_byte_segments_and_many_frames_in_one_segment(tmp_path: P
 
 
 def test_a_huge_frame_of_another_api_is_skipped_without_being_held(tmp_path: Path) -> None:
-    # guards reader.py `self.skip` (deliver's early return): without it the 50 MB body is buffered
+    # guards reader.py `_requests`' branch for APIs not decoded (`conn.request(key, ..., None, ...)`, `_skip_frame`)
+    # and `deliver`'s `if self.skip:`: without them the 50 MB body is buffered
     flow = Flow()
     packets = flow.handshake(BASE_US)
     packets += flow.request(other_request(0, 9, 1, 50 * 1024 * 1024), BASE_US + 10, mss=60_000)
