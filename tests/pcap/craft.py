@@ -11,13 +11,13 @@ from __future__ import annotations
 import io
 import socket
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import dpkt
 
-from protocol.ids import BrokerId
+from protocol.ids import BrokerEpoch, BrokerId
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.registry import encode_request, encode_response
 
@@ -31,7 +31,9 @@ FIN, SYN, RST, PSH, ACK = dpkt.tcp.TH_FIN, dpkt.tcp.TH_SYN, dpkt.tcp.TH_RST, dpk
 
 def heartbeat(correlation_id: int, broker: int = 1) -> bytes:
     """A BrokerHeartbeat v1 request frame (control plane), size prefix included."""
-    return encode_request(BrokerHeartbeatRequest(broker_id=BrokerId(broker), broker_epoch=7), 1, correlation_id)
+    return encode_request(
+        BrokerHeartbeatRequest(broker_id=BrokerId(broker), broker_epoch=BrokerEpoch(7)), 1, correlation_id
+    )
 
 
 def heartbeat_response(correlation_id: int) -> bytes:
@@ -147,7 +149,16 @@ def sll2(ip: bytes) -> bytes:
     return bytes(dpkt.sll2.SLL2(ethtype=kind, intindex=1, type=0, hdr=b"\x02" * 6)) + ip
 
 
-LINKS = {"ethernet": (dpkt.pcap.DLT_EN10MB, ethernet), "sll": (113, sll), "sll2": (276, sll2), "raw": (101, bytes)}
+def raw(ip: bytes) -> bytes:
+    return ip
+
+
+LINKS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
+    "ethernet": (dpkt.pcap.DLT_EN10MB, ethernet),
+    "sll": (113, sll),
+    "sll2": (276, sll2),
+    "raw": (101, raw),
+}
 
 
 def write(

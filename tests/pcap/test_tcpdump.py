@@ -128,10 +128,10 @@ def capture(
             server.start()
             with socket.create_connection(("127.0.0.1", port)) as client:
                 client_port = client.getsockname()[1]
-                for request, response in CONVERSATION:
-                    client.sendall(request)
-                    if response is not None:
-                        assert _read_exact(client, len(response)) == response
+                for sent, answer in CONVERSATION:
+                    client.sendall(sent)
+                    if answer is not None:
+                        assert _read_exact(client, len(answer)) == answer
                 time.sleep(0.05)
             server.join(timeout=10)
         time.sleep(0.2)  # the FINs reach the file (-U writes each packet as it comes)
