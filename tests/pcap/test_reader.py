@@ -335,18 +335,37 @@ def test_pcapng_with_two_interfaces_of_different_link_types(tmp_path: Path) -> N
     assert (others, problems) == ([], [])
 
 
-def test_truncated_file_yields_everything_before_the_cut_and_one_problem(tmp_path: Path) -> None:
+def test_pcapng_nanosecond_timestamps(tmp_path: Path) -> None:
+    resolution = dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL, data=b"\x09")
+    end = dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_ENDOFOPT)
+    idb = dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=101, snaplen=65535, opts=[resolution, end])
+    path = tmp_path / "a.pcapng"
+    with open(path, "wb") as f:
+        writer = dpkt.pcapng.Writer(f, idb=idb)
+        for index, packet in enumerate(conversation(Flow(), range(1, 2))):
+            time_ns = ns(packet.time_us) + index  # nanoseconds a float would lose
+            writer.writepkt(dpkt.pcapng.EnhancedPacketBlockLE(
+                ts_high=time_ns >> 32, ts_low=time_ns & 0xFFFFFFFF, caplen=len(packet.ip), pkt_len=len(packet.ip),
+                pkt_data=packet.ip))  # fmt: skip
+    [found] = read(path)[0]
+    assert (found.request_time_ns, found.response_time_ns) == (ns(BASE_US + 10) + 3, ns(BASE_US + 20) + 4)
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_truncated_file_yields_everything_before_the_cut_and_one_problem(tmp_path: Path, fmt: str) -> None:
     flow = Flow()
     packets = conversation(flow, range(1, 3))[:-2]  # no FINs
     packets += flow.request(heartbeat(3), BASE_US + 300)
-    path = write(tmp_path / "a.pcap", packets)
+    path = write(tmp_path / "a.pcap", packets, fmt=fmt)
     path.write_bytes(path.read_bytes()[:-10])  # tcpdump killed while writing the last packet
     exchanges, others, problems = read(path)
     assert exchanges == expected(range(1, 3))
     assert others == []
     [problem] = problems
     assert problem.connection_id is None
-    assert problem.reason.startswith("pcap: the file is truncated: the file ends inside a packet (")
+    assert problem.reason.startswith(
+        "pcap: the file is truncated: the file ends inside a " + ("packet (" if fmt == "pcap" else "block (")
+    )
 
 
 def test_snaplen_cut_packets_are_holes(tmp_path: Path) -> None:
