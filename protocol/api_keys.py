@@ -2,7 +2,8 @@
 
 An `IntEnum`, so a key compares, hashes and encodes as the int on the wire; code names an API by
 its member (`ApiKey.ALTER_PARTITION`), never by a bare number. Which message classes an API has
-is `protocol.registry`'s table; who serves which API is `INBOUND_API_KEYS` / `OUTBOUND_API_KEYS` there.
+is `protocol.registry`'s table; who serves which API is `INBOUND_API_KEYS` / `OUTBOUND_API_KEYS` there
+(`DECODE_ONLY_API_KEYS`: the APIs fencer only decodes, from captures of real clusters).
 """
 
 from enum import IntEnum
@@ -11,6 +12,7 @@ from enum import IntEnum
 class ApiKey(IntEnum):
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
+    UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
     API_VERSIONS = 18
     CREATE_TOPICS = 19

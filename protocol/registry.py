@@ -32,6 +32,7 @@ from .messages import (
     elect_leaders,
     leader_and_isr,
     stop_replica,
+    update_metadata,
 )
 from .spec import Data
 from .versions import Versions
@@ -40,6 +41,11 @@ from .versions import Versions
 _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
     ApiKey.LEADER_AND_ISR: ("LeaderAndIsr", leader_and_isr.LeaderAndIsrRequest, leader_and_isr.LeaderAndIsrResponse),
     ApiKey.STOP_REPLICA: ("StopReplica", stop_replica.StopReplicaRequest, stop_replica.StopReplicaResponse),
+    ApiKey.UPDATE_METADATA: (
+        "UpdateMetadata",
+        update_metadata.UpdateMetadataRequest,
+        update_metadata.UpdateMetadataResponse,
+    ),
     ApiKey.CONTROLLED_SHUTDOWN: (
         "ControlledShutdown",
         controlled_shutdown.ControlledShutdownRequest,
@@ -93,6 +99,10 @@ INBOUND_API_KEYS = frozenset(
 )
 #: APIs the controller sends to brokers (and the broker simulator serves).
 OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
+#: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
+#: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
+#: make (see protocol/messages/update_metadata.py). Every api key is in exactly one of the three sets.
+DECODE_ONLY_API_KEYS = frozenset({ApiKey.UPDATE_METADATA})
 
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")

@@ -1,8 +1,9 @@
 """Bad input over the wire: each case closes only its own connection, and changes no state.
 
-Garbage, a truncated frame then close, a 2 GiB size prefix, an unknown api key, an unsupported
-version, trailing bytes, and ApiVersions v99 (answered with the KIP-511 v0 fallback). Another
-connection keeps working throughout, and the metadata log is byte-for-byte the same afterwards.
+Garbage, a truncated frame then close, a 2 GiB size prefix, an unknown api key, an API the
+controller does not serve (LeaderAndIsr, UpdateMetadata), an unsupported version, trailing bytes,
+and ApiVersions v99 (answered with the KIP-511 v0 fallback). Another connection keeps working
+throughout, and the metadata log is byte-for-byte the same afterwards.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.update_metadata import UpdateMetadataRequest
 from protocol.registry import encode_request
 
 from . import kio_messages as m
@@ -54,6 +56,10 @@ CASES = {
     "unknown_api_key": framed(header(999, 0)),
     "unsupported_version": framed(header(56, 9) + b"\x00"),
     "not_served_here": framed(header(4, 0)),  # LeaderAndIsr goes to brokers, not to the controller
+    # a well-formed UpdateMetadata: the codec decodes it (for analytics), the controller does not serve it
+    "update_metadata": encode_request(
+        UpdateMetadataRequest(controller_id=1, controller_epoch=2, live_brokers=()), 8, 7
+    ),
     "undecodable_body": framed(header(62, 0) + b"\x00\x00\x00\x01\xff\xff"),
     "trailing_bytes": framed(encode_request(ApiVersionsRequest(), 0, 7)[4:] + b"\x00"),
     "size_prefix_2_gib": struct.pack(">i", 2**31 - 1) + b"x" * 100,

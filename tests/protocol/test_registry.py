@@ -8,13 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocol.api_keys import ApiKey
 from protocol.errors import TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from protocol.framing import frame
 from protocol.headers import RequestHeader
 from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from protocol.messages.update_metadata import UpdateMetadataRequest
 from protocol.registry import (
+    DECODE_ONLY_API_KEYS,
     INBOUND_API_KEYS,
     OUTBOUND_API_KEYS,
     all_apis,
@@ -33,6 +36,7 @@ def test_api_table_matches_protocol_md() -> None:
     assert versions == {
         4: "0-7",
         5: "0-4",
+        6: "0-8",
         7: "0-3",
         18: "0-4",
         19: "2-7",
@@ -44,10 +48,14 @@ def test_api_table_matches_protocol_md() -> None:
         63: "0-1",
         1000: "0-1",
     }
-    assert set(versions) == INBOUND_API_KEYS | OUTBOUND_API_KEYS
+    # every API is served by the controller, sent by it to brokers, or only decoded: exactly one
+    assert set(versions) == INBOUND_API_KEYS | OUTBOUND_API_KEYS | DECODE_ONLY_API_KEYS
+    assert not INBOUND_API_KEYS & OUTBOUND_API_KEYS
+    assert not (INBOUND_API_KEYS | OUTBOUND_API_KEYS) & DECODE_ONLY_API_KEYS
+    assert {ApiKey.UPDATE_METADATA} == DECODE_ONLY_API_KEYS  # the controller neither sends nor serves it
 
 
-@pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS))
+@pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS | DECODE_ONLY_API_KEYS))
 @given(data=st.data())
 def test_requests_and_responses_round_trip_through_frames(key: int, data: st.DataObject) -> None:
     info = next(i for i in all_apis() if i.key == key)
@@ -103,6 +111,19 @@ def test_api_not_served_on_this_listener_is_unknown() -> None:
     leader_and_isr = struct.pack(">hhih", 4, 0, 3, -1)
     with pytest.raises(UnknownApiError):
         decode_request(leader_and_isr, allowed=INBOUND_API_KEYS)
+
+
+@pytest.mark.parametrize("version", range(9))
+def test_update_metadata_is_decoded_but_not_served(version: int) -> None:
+    """A well-formed UpdateMetadata decodes, but the daemon's listener (allowed=INBOUND_API_KEYS)
+    refuses it exactly as it refused api key 6 before the codec knew it: an unknown api."""
+    body = UpdateMetadataRequest(controller_id=1, controller_epoch=2, live_brokers=())
+    payload = encode_request(body, version, correlation_id=42)[4:]
+    assert decode_request(payload).body == body
+    with pytest.raises(UnknownApiError) as info:
+        decode_request(payload, allowed=INBOUND_API_KEYS)
+    assert (info.value.api_key, info.value.api_version, info.value.correlation_id) == (6, version, 42)
+    assert (info.value.reason, str(info.value)) == ("unknown_api", f"unknown api key 6 (version {version})")
 
 
 @pytest.mark.parametrize(("key", "version"), [(18, 99), (56, 4), (19, 1), (20, 0), (1000, 2)])

@@ -36,6 +36,7 @@ class Host:
     answers: list[Pending] = field(default_factory=list)
     unanswered_: list[Pending] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    invalid_details: list[str] = field(default_factory=list)
     arrived: trio.Event = field(default_factory=trio.Event)
 
     def submit(self, pending: Pending) -> None:
@@ -50,6 +51,7 @@ class Host:
 
     def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
         self.invalid.append(reason)
+        self.invalid_details.append(detail)
 
     async def next_request(self, count: int) -> Pending:
         """Wait until `count` requests have been handed over; return the last."""

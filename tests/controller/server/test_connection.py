@@ -17,7 +17,8 @@ import trio
 
 from protocol.framing import frame
 from protocol.messages.api_versions import ApiVersionsResponse
-from protocol.registry import decode_response
+from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
+from protocol.registry import decode_response, encode_request
 
 from .connection_peer import Host, Pair, closed_by_daemon, correlation_of, open_pair, read_frames, request
 
@@ -66,6 +67,21 @@ async def test_a_bad_frame_behind_a_good_one_is_refused_after_its_answer(pair: P
     assert await closed_by_daemon(pair)
     assert pair.host.invalid == ["unknown_api"]
     assert len(pair.host.submitted) == 1
+
+
+@pytest.mark.parametrize("version", [0, 5, 8])
+async def test_update_metadata_is_refused_as_an_unknown_api(pair: Pair, version: int) -> None:
+    """The codec decodes UpdateMetadata (for analytics), but the controller does not serve it: a
+    well-formed one is refused as api key 6 always was, like an api key nobody knows (999) — no
+    answer, the connection closed, counted as unknown_api, nothing handed to the writer."""
+    body = UpdateMetadataRequest(
+        controller_id=1, controller_epoch=2, live_brokers=(UpdateMetadataRequestBroker(id_=1),)
+    )
+    pair.peer.sendall(encode_request(body, version, correlation_id=5))
+    assert await closed_by_daemon(pair)  # and nothing was sent before the close
+    assert pair.host.invalid == ["unknown_api"]
+    assert pair.host.invalid_details == [f"unknown api key 6 (version {version})"]
+    assert pair.host.submitted == [] and pair.host.answers == []
 
 
 async def test_api_versions_at_an_unknown_version_is_answered_by_the_connection(pair: Pair) -> None:
