@@ -21,7 +21,11 @@ Rules (also the meaning of the columns; README's analytics section repeats them)
   "complete" (nothing remains: no error and no remaining partitions, or ShouldShutDown) or
   "rejected" (an error at the top level); null for every other exchange.
 - topic names: the (topic id, name) pairs a frame names together (CreateTopics' response,
-  LeaderAndIsr v5+ requests), from which the tables label topics known only by id.
+  LeaderAndIsr v5+ and UpdateMetadata v7+ requests), from which the tables label topics known
+  only by id.
+- UpdateMetadata (a ZooKeeper-era controller's, as a pcap shows it) gives a partition row per
+  partition state, granted like LeaderAndIsr's (its `zk_version` is the partition epoch), with
+  the response's top-level error.
 - listeners: BrokerRegistration's "host:port" of each listener, from which the tables find the
   broker a LeaderAndIsr or StopReplica went to.
 """
@@ -223,12 +227,8 @@ def _leader_and_isr(request: Any, response: Any | None) -> Facts:
             for error in topic.partition_errors:
                 answers[(None, _id(topic.topic_id), error.partition_index)] = error.error_code
     top = _top(response)
-    rows, names = [], []
-    states = [(state.topic_name, ZERO_UUID, state) for state in request.ungrouped_partition_states]
-    for topic in request.topic_states:
-        states += [(topic.topic_name, topic.topic_id, state) for state in topic.partition_states]
-        if topic.topic_id != ZERO_UUID and topic.topic_name:
-            names.append((str(topic.topic_id), topic.topic_name))
+    rows = []
+    states, names = _partition_states(request)
     for topic_name, topic_id, state in states:
         name, id_text = _name(topic_name), _id(topic_id)
         own = answers.get((None, id_text, state.partition_index)) if id_text else None
@@ -246,6 +246,39 @@ def _leader_and_isr(request: Any, response: Any | None) -> Facts:
                 isr_after=list(state.isr),
             )
         )
+    return Facts(None, _epoch(request.broker_epoch), partitions=rows, topic_names=names)
+
+
+def _partition_states(request: Any) -> tuple[list[tuple[str, uuid.UUID, Any]], list[tuple[str, str]]]:
+    """The (topic name, topic id, state) of each partition state of a LeaderAndIsr or UpdateMetadata
+    request (ungrouped before v2 / v5, then grouped by topic), and the (id, name) pairs it names."""
+    states = [(state.topic_name, ZERO_UUID, state) for state in request.ungrouped_partition_states]
+    names = []
+    for topic in request.topic_states:
+        states += [(topic.topic_name, topic.topic_id, state) for state in topic.partition_states]
+        if topic.topic_id != ZERO_UUID and topic.topic_name:
+            names.append((str(topic.topic_id), topic.topic_name))
+    return states, names
+
+
+def _update_metadata(request: Any, response: Any | None) -> Facts:
+    """A ZooKeeper-era controller's UpdateMetadata: every partition state it tells a broker (the
+    controller's state, like LeaderAndIsr's); the response has only a top-level error."""
+    top = _top(response)
+    states, names = _partition_states(request)
+    rows = [
+        _row(
+            _name(topic_name),
+            _id(topic_id),
+            state.partition_index,
+            _error(None, top),
+            leader=state.leader,
+            leader_epoch_granted=state.leader_epoch,
+            partition_epoch_granted=state.zk_version,
+            isr_after=list(state.isr),
+        )
+        for topic_name, topic_id, state in states
+    ]
     return Facts(None, _epoch(request.broker_epoch), partitions=rows, topic_names=names)
 
 
@@ -277,4 +310,5 @@ _EXTRACTORS: dict[int, Callable[[Any, Any | None], Facts]] = {
     1000: _alter_replica_state,
     4: _leader_and_isr,
     5: _stop_replica,
+    6: _update_metadata,
 }

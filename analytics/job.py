@@ -33,8 +33,10 @@ from pyspark.sql import SparkSession
 
 from .output import OutputError, check_output, is_uri
 from .paths import unencodable_name
+from .pcap import DEFAULT_KAFKA_PORTS
+from .pcaps import find_inputs
 from .pipeline import run
-from .read import CaptureError, check_capture_dirs
+from .read import CaptureError
 
 LOCAL_MASTER = "local[*]"
 
@@ -47,7 +49,12 @@ def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(
         prog="fencer-analyze", description="Decode and aggregate fencer capture directories with Spark."
     )
-    parse.add_argument("captures", nargs="+", metavar="CAPTURE_DIR", help="capture directories (daemon's or fleet's)")
+    parse.add_argument(
+        "captures",
+        nargs="+",
+        metavar="CAPTURE",
+        help="capture directories (daemon's or fleet's), pcap or pcapng files, or directories holding them",
+    )
     parse.add_argument(
         "--out",
         required=True,
@@ -66,7 +73,25 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a fleet run's journal (repeatable): its faults and stale replays marked on the report's timelines",
     )
+    parse.add_argument(
+        "--kafka-port",
+        action="append",
+        type=port,
+        default=[],
+        metavar="PORT",
+        help="in pcap files, a TCP port Kafka serves on (repeatable; default 9092 and 9093)",
+    )
     return parse
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from error
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"not a TCP port (1-65535): {text!r}")
+    return value
 
 
 def instant(text: str) -> int:
@@ -117,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; the process's exit status."""
     args = parser().parse_args(argv)
     try:
-        captures = check_capture_dirs(args.captures)
+        captures, pcap_files = find_inputs(args.captures)
         out: Path | str = args.out if is_uri(args.out) else check_output(Path(args.out))
         if args.time_from is not None and args.time_to is not None and args.time_from >= args.time_to:
             raise UsageError("--from must be before --to")
@@ -150,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 time_from_ns=args.time_from,
                 time_to_ns=args.time_to,
                 journals=[journal.resolve() for journal in args.journal],
+                pcap_files=pcap_files,
+                kafka_ports=frozenset(args.kafka_port) or DEFAULT_KAFKA_PORTS,
             )
         except OutputError as error:  # a URI the session's filesystems cannot take
             print(f"fencer-analyze: {error}", file=sys.stderr)

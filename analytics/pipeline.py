@@ -30,13 +30,14 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import aggregates, journal, report, transforms
+from . import aggregates, journal, pcaps, report, transforms
 from .decode import decode_captures
 from .output import Staging, staged
+from .pcap import DEFAULT_KAFKA_PORTS
 from .read import read_captures
 from .schema import decoded_spark_schema
 
-BASE_TABLES = ("exchanges", "partition_results", "decode_errors")
+BASE_TABLES = ("exchanges", "partition_results", "decode_errors", "other_traffic")
 DERIVED_TABLES = (
     "paired_exchanges",
     "request_rates",
@@ -74,11 +75,12 @@ def _timed(progress: Callable[[str], None]) -> Callable[[str], None]:
     return lambda message: progress(f"{time.monotonic() - started:6.1f} s {message}")
 
 
-def base_tables(decoded: DataFrame) -> dict[str, DataFrame]:
+def base_tables(decoded: DataFrame, pcap_rows: DataFrame) -> dict[str, DataFrame]:
     return {
         "exchanges": transforms.exchanges(decoded),
         "partition_results": transforms.partition_results(decoded),
-        "decode_errors": transforms.decode_errors(decoded),
+        "decode_errors": transforms.decode_errors(decoded).unionByName(pcaps.stream_problems(pcap_rows)),
+        "other_traffic": pcaps.other_traffic(pcap_rows),
     }
 
 
@@ -114,29 +116,43 @@ def run(
     time_from_ns: int | None = None,
     time_to_ns: int | None = None,
     journals: Sequence[Path] = (),
+    pcap_files: Sequence[Path] = (),
+    kafka_ports: frozenset[int] = DEFAULT_KAFKA_PORTS,
     progress: Callable[[str], None] = stderr_progress,
 ) -> Result:
-    """Analyse `captures` (checked directories) into `out` (a local path or a Hadoop URI, output.py),
-    replacing it only when complete."""
+    """Analyse `captures` (checked directories) and `pcap_files` into `out` (a local path or a
+    Hadoop URI, output.py), replacing it only when complete."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     progress = _timed(progress)
 
     with staged(spark, out) as staging:
+        pcap_rows = pcaps.empty_rows(spark)
+        if pcap_files:
+            progress(f"reading {len(pcap_files)} pcap file(s) in the executors, a task each")
+            pcaps.read_pcaps(spark, pcap_files, kafka_ports).write.parquet(staging.write_path(PCAP_ROWS))
+            pcap_rows = pcaps.in_time_range(
+                spark.read.schema(pcaps.pcap_spark_schema()).parquet(staging.read_path(PCAP_ROWS)),
+                time_from_ns,
+                time_to_ns,
+            )
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
-        decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns))
+        more = [pcaps.exchanges_of(pcap_rows)] if pcap_files else []
+        decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns, more))
         decoded.write.partitionBy("row_kind").parquet(staging.write_path(DECODED))
         decoded = spark.read.schema(decoded_spark_schema()).parquet(staging.read_path(DECODED))
-        written = _write(spark, base_tables(decoded), staging, progress)
+        written = _write(spark, base_tables(decoded, pcap_rows), staging, progress)
         derived = derived_tables(written["exchanges"], written["partition_results"], window_seconds)
         written |= _write(spark, derived, staging, progress)
         written |= _write(spark, focus_tables(written), staging, progress)
         written |= _write(spark, {"fleet_events": journal.fleet_events(spark, journals)}, staging, progress)
         progress("drawing the report")
-        collected = report.collect(written, [str(path) for path in captures], window_seconds)
+        collected = report.collect(written, [str(path) for path in [*captures, *pcap_files]], window_seconds)
         staging.write_text("report.html", report.html(collected))
         lines = report.summary(collected)
         staging.write_text("summary.txt", "\n".join(lines) + "\n")
         staging.delete(DECODED)
+        if pcap_files:
+            staging.delete(PCAP_ROWS)
         progress("done")
         where = Result(staging.final(), staging.final("report.html"), lines)
     return where
@@ -144,6 +160,8 @@ def run(
 
 #: The decoded rows, staged inside the output while the tables are built from them.
 DECODED = "_decoded"
+#: The pcap files' rows (pcaps.py), staged likewise: each file is read once.
+PCAP_ROWS = "_pcap"
 
 
 def _write(

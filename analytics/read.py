@@ -81,9 +81,15 @@ def source_of(part: Path) -> str:
 
 
 def read_captures(
-    spark: SparkSession, directories: Sequence[Path], time_from_ns: int | None = None, time_to_ns: int | None = None
+    spark: SparkSession,
+    directories: Sequence[Path],
+    time_from_ns: int | None = None,
+    time_to_ns: int | None = None,
+    more: Sequence[DataFrame] = (),
 ) -> DataFrame:
-    """Capture rows of every part under `directories`, with `source` and `request_digest`.
+    """Capture rows of every part under `directories`, and of `more` (capture rows with `source`
+    and `server`, e.g. a pcap's exchanges: pcaps.py), with `source`, `server` (null for parts)
+    and `request_digest`.
 
     The parts are listed here and read per source, so `source` is a constant of each read (no
     per-row work); the union keeps every part's rows."""
@@ -92,9 +98,13 @@ def read_captures(
         for part in part_files(directory):
             by_source.setdefault(source_of(part), []).append(read_path(part))
     reads = [
-        spark.read.schema(CAPTURE).parquet(*parts).withColumn("source", F.lit(source))
+        spark.read.schema(CAPTURE)
+        .parquet(*parts)
+        .withColumn("source", F.lit(source))
+        .withColumn("server", F.lit(None).cast("string"))
         for source, parts in sorted(by_source.items())
     ]
+    reads += [frame.select(*CAPTURE.fieldNames(), "source", "server") for frame in more]
     captures = functools.reduce(DataFrame.unionByName, reads)
     if time_from_ns is not None:
         captures = captures.filter(F.col("request_time_ns") >= time_from_ns)

@@ -83,6 +83,7 @@ class Report:
     replica_events: list[Row] = field(default_factory=list)
     pairs: list[Row] = field(default_factory=list)
     slowest: list[Row] = field(default_factory=list)
+    other_traffic: list[Row] = field(default_factory=list)  # per kind and API, the most requests first
     events: list[Row] = field(default_factory=list)  # the fleet's, the earliest `EVENT_POINTS`
     event_counts: list[Row] = field(default_factory=list)
     charts: dict[str, bytes] = field(default_factory=dict)
@@ -140,6 +141,19 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
         .collect()
     )
     report.slowest = aggregates.slowest_exchanges(tables["exchanges"], tables["partition_results"]).collect()
+    report.other_traffic = (
+        tables["other_traffic"]
+        .groupBy("kind", "api_name")
+        .agg(
+            F.sum("connections").alias("connections"),
+            F.sum("requests").alias("requests"),
+            F.sum("responses").alias("responses"),
+            F.sum(F.col("request_bytes") + F.col("response_bytes")).alias("bytes"),
+            F.array_sort(F.collect_set("api_version")).alias("versions"),
+        )
+        .orderBy(F.col("requests").desc(), F.col("bytes").desc(), "kind", "api_name")
+        .collect()
+    )
     events = tables["fleet_events"]
     report.events = events.orderBy("time_ns", "broker_id", "event").limit(EVENT_POINTS).collect()
     report.event_counts = (
@@ -365,7 +379,21 @@ def summary(report: Report) -> list[str]:
     lines.append(f"replica state events: {events or 'none'}")
     pairs = sum(row["pairs"] for row in report.pairs)
     lines.append(f"exchanges seen by both sides: {pairs:,}")
+    if report.other_traffic:
+        lines.append(_other_line(report))
     return lines
+
+
+def _other_line(report: Report) -> str:
+    """What a pcap held besides the control plane: the busiest APIs, and encrypted or non-Kafka connections."""
+    kafka = [row for row in report.other_traffic if row["kind"] == "kafka"]
+    shown = ", ".join(f"{row['api_name'] or 'unmatched responses'} {row['requests'] or row['responses']:,}"
+                      for row in kafka[:6])  # fmt: skip
+    more = f" and {len(kafka) - 6} more APIs" if len(kafka) > 6 else ""
+    streams = [
+        f"{row['connections']:,} {row['kind']} connections" for row in report.other_traffic if row["kind"] != "kafka"
+    ]
+    return "other traffic (counted, not decoded): " + "; ".join(filter(None, [shown + more, *streams]))
 
 
 def _busiest_line(report: Report) -> str:
@@ -455,6 +483,10 @@ def _details(report: Report) -> str:
     ]
     pairs = [[r["api_name"], r["pairs"], r["q"][0], r["q"][1]] for r in report.pairs]
     fleet = [[r["event"], r["events"], _utc(r["first_ns"]), _utc(r["last_ns"])] for r in report.event_counts]
+    other = [
+        [r["kind"], r["api_name"], r["versions"], r["connections"], r["requests"], r["responses"], r["bytes"]]
+        for r in report.other_traffic
+    ]
     slowest = [
         [_utc(r["request_time_ns"]), r["latency_ms"], r["source"], r["direction"], r["api_name"], r["api_version"],
          r["broker_id"], r["error_name"], _partitions(r["partitions"])]
@@ -486,6 +518,10 @@ def _details(report: Report) -> str:
             else "<p>No journal given (<code>--journal</code>): the fleet's faults are not marked.</p>",
             f"<h2>The {aggregates.SLOWEST} slowest exchanges</h2>",
             _table(["time", "ms", "source", "direction", "API", "version", "broker", "error", "partitions"], slowest),
+            "<h2>Other traffic (counted, not decoded)</h2>",
+            _table(["kind", "API", "versions", "connections", "requests", "responses", "bytes"], other)
+            if other
+            else "<p>None: the inputs held control-plane traffic only (or no pcap was given).</p>",
             "<h2>Between broker and controller (exchanges both sides captured)</h2>",
             _table(["API", "pairs", "p50 ms outside the receiver", "p99 ms"], pairs),
             "<h2>Decode errors</h2>",

@@ -63,6 +63,7 @@ ENVELOPE = [
     "api_version",
     "correlation_id",
     "request_digest",
+    "server",
 ]
 
 #: The kinds of decoded rows (`row_kind`): the decoder hands Spark flat rows only (no nested
@@ -137,6 +138,7 @@ ENVELOPE_ARROW = pa.schema(
         pa.field("api_version", pa.int16()),
         pa.field("correlation_id", pa.int32()),
         pa.field("request_digest", pa.int64()),
+        pa.field("server", pa.string()),  # the server's "host:port" where a pcap shows it (pcaps.py); else null
     ]
 )
 

@@ -8,9 +8,11 @@ with `assertDataFrameEqual`.
 Rules:
 - `time` columns are timestamps (microseconds, the session's time zone: the job sets UTC); the
   `*_ns` columns keep the capture's nanoseconds for exact ordering and joins.
-- Control requests (LeaderAndIsr, StopReplica) carry no broker id: their broker is the one whose
-  accepted BrokerRegistration listed the request's peer ("host:port") as a listener, the latest
-  such registration winning; null when none did (e.g. the fleet's side of the exchange).
+- Control requests (LeaderAndIsr, StopReplica, UpdateMetadata) carry no broker id: their broker is the one whose
+  accepted BrokerRegistration listed, as a listener, the request's peer ("host:port") when it was
+  sent (outbound), or its server when it was received and the capture shows the server (a pcap,
+  pcaps.py); the latest such registration wins; null when none did (e.g. the fleet's side of the
+  exchange, which has no server).
 - A topic is labelled by its name; frames that carry only an id (AlterPartition v2+,
   AlterReplicaState v1, LeaderAndIsr v5+ responses) get the name some frame paired with that id
   (CreateTopics responses, LeaderAndIsr v5+ requests), else the id itself.
@@ -32,7 +34,8 @@ from protocol.capture import INBOUND, OUTBOUND
 
 from .schema import EXCHANGE_ROW, LISTENER_ROW, PARTITION_FIELDS, PARTITION_ROW, TOPIC_NAME_ROW
 
-CONTROL_API_KEYS = (int(ApiKey.LEADER_AND_ISR), int(ApiKey.STOP_REPLICA))  # sent by the controller to a broker
+#: Sent by the controller to a broker (UpdateMetadata: a ZooKeeper-era controller's, as a pcap shows it).
+CONTROL_API_KEYS = (int(ApiKey.LEADER_AND_ISR), int(ApiKey.STOP_REPLICA), int(ApiKey.UPDATE_METADATA))
 
 
 def timestamp_of(nanoseconds: str) -> Column:
@@ -65,8 +68,10 @@ def resolved(decoded: DataFrame, kind: int) -> DataFrame:
     """Decoded rows of `kind` whose request decoded, with control requests' broker ids filled in."""
     listeners = broker_listeners(decoded)
     rows = rows_of(decoded, kind).filter(F.col("request_decoded"))
-    joined = rows.join(F.broadcast(listeners), rows["peer"] == listeners["listed"], "left")
-    is_control = F.col("api_key").isin(*CONTROL_API_KEYS) & (F.col("direction") == OUTBOUND)
+    # where the broker listens: the peer of a request sent to it, the server of one it received
+    address = F.when(F.col("direction") == OUTBOUND, F.col("peer")).otherwise(F.col("server"))
+    joined = rows.join(F.broadcast(listeners), address == listeners["listed"], "left")
+    is_control = F.col("api_key").isin(*CONTROL_API_KEYS)
     broker = F.when(is_control, F.coalesce("broker_id", "listener_broker_id")).otherwise(F.col("broker_id"))
     return joined.withColumn("broker_id", broker).drop("listed", "listener_broker_id")
 
@@ -79,6 +84,7 @@ EXCHANGE_COLUMNS = [
     "source",
     "direction",
     "peer",
+    "server",
     "connection_id",
     "api_key",
     "api_name",

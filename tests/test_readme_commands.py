@@ -11,6 +11,7 @@ whose recipe the named test runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -293,8 +294,9 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     )
     try:
         stdout, stderr = process.communicate(timeout=300)
-    finally:  # the script and whatever it left running (its own process group)
-        os.killpg(process.pid, signal.SIGKILL)
+    finally:  # the script and whatever it left running (its own process group), if any is left
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert process.returncode == 0, f"{script}\n{stdout[-3000:]}\n{stderr[-3000:]}"
     lines = stdout.splitlines()

@@ -64,6 +64,13 @@ _PCAPNG_MAGIC = pcapng.PCAPNG_BT_SHB
 _GZIP = b"\x1f\x8b"
 
 
+def is_packet_file(head: bytes) -> bool:
+    """Whether a file's first four bytes are a pcap (any variant read here) or pcapng magic number."""
+    return len(head) == 4 and (
+        struct.unpack(">I", head)[0] in _PCAP_MAGICS or struct.unpack(">I", head)[0] == _PCAPNG_MAGIC
+    )
+
+
 def read_packets(f: BinaryIO, supported: frozenset[int]) -> Iterator[Packet]:
     """The file's packets in file order; raises `FileRefused`, `FileTruncated` or `FileCorrupt` (see Rules)."""
     head = f.read(4)

@@ -17,18 +17,26 @@ from analytics import schema
 from analytics.decode import decode_batch, decode_exchange
 from analytics.facts import PartitionRow
 from analytics.read import CaptureError, check_capture_dirs, read_captures
-from protocol.capture import CAPTURE_SCHEMA, Exchange, to_table
+from protocol.capture import CAPTURE_SCHEMA, OUTBOUND, Exchange, to_table
 from protocol.messages.alter_replica_state import ONLINE
+from protocol.messages.update_metadata import (
+    UpdateMetadataRequest,
+    UpdateMetadataRequestPartitionState,
+    UpdateMetadataRequestTopicState,
+    UpdateMetadataResponse,
+)
 
 from . import scenario
-from .captures import raw_exchange, write_capture
+from .captures import exchange, raw_exchange, write_capture
 
 
 def batch_of(rows: list[Exchange], source: str = "controller") -> pa.RecordBatch:
     """Capture rows as the decoder receives them from Spark (with `source` and `request_digest`)."""
     table = to_table(rows)
-    table = table.append_column("source", pa.array([source] * len(rows))).append_column(
-        "request_digest", pa.array(range(len(rows)), pa.int64())
+    table = (
+        table.append_column("source", pa.array([source] * len(rows)))
+        .append_column("request_digest", pa.array(range(len(rows)), pa.int64()))
+        .append_column("server", pa.nulls(len(rows), pa.string()))
     )
     return table.select([*schema.ENVELOPE, "request", "response"]).combine_chunks().to_batches()[0]
 
@@ -199,3 +207,38 @@ def test_capture_dirs_that_cannot_be_used_are_refused_in_one_line(tmp_path: Path
     ]:
         with pytest.raises(CaptureError, match=message):
             check_capture_dirs([tmp_path / name])
+
+
+@pytest.mark.parametrize("version", [4, 7])
+def test_an_update_metadata_gives_the_partition_states_it_tells_a_broker(version: int) -> None:
+    """A ZooKeeper-era controller's UpdateMetadata (as a pcap shows it): granted states like LeaderAndIsr's;
+    ungrouped before v5, grouped by topic (with its id from v7) after."""
+    states = [
+        UpdateMetadataRequestPartitionState(
+            topic_name="orders" if version < 5 else "", partition_index=index, controller_epoch=3, leader=index + 1,
+            leader_epoch=5 + index, isr=(index + 1, 3), zk_version=11 + index, replicas=(index + 1, 2, 3),
+        )
+        for index in range(2)
+    ]  # fmt: skip
+    if version < 5:
+        request = UpdateMetadataRequest(
+            controller_id=9, controller_epoch=3, ungrouped_partition_states=tuple(states), live_brokers=()
+        )
+    else:
+        topic = UpdateMetadataRequestTopicState(topic_name="orders", topic_id=scenario.ORDERS_ID,
+                                                partition_states=tuple(states))  # fmt: skip
+        request = UpdateMetadataRequest(
+            controller_id=9, controller_epoch=3, broker_epoch=44, topic_states=(topic,), live_brokers=()
+        )
+    row = exchange(request, version, UpdateMetadataResponse(error_code=0), at_ms=5.0, direction=OUTBOUND)
+    decoded = decode_batch(batch_of([row]))
+    (top,) = of_kind(decoded, schema.EXCHANGE_ROW)
+    assert (top["api_name"], top["error_code"], top["request_decoded"]) == ("UpdateMetadata", 0, True)
+    partitions = of_kind(decoded, schema.PARTITION_ROW)
+    assert [
+        (p["topic"], p["partition"], p["leader"], p["leader_epoch_granted"], p["partition_epoch_granted"],
+         p["isr_after"], p["error_code"])
+        for p in partitions
+    ] == [("orders", 0, 1, 5, 11, [1, 3], 0), ("orders", 1, 2, 6, 12, [2, 3], 0)]  # fmt: skip
+    names = [(row["topic_id"], row["topic"]) for row in of_kind(decoded, schema.TOPIC_NAME_ROW)]
+    assert names == ([(str(scenario.ORDERS_ID), "orders")] if version >= 7 else [])

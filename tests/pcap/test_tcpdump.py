@@ -8,8 +8,6 @@ tshark is optional (a skip without it).
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -21,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from analytics.pcap import Other, PcapExchange, PcapReader, Problem
+from tests.e2e.daemon_process import free_port
+from tests.tcpdump import tcpdump, tool
 
 from .craft import heartbeat, heartbeat_response, other_request, other_response, payload
 
@@ -33,22 +33,6 @@ CONVERSATION = [
     (heartbeat(4, broker=3), heartbeat_response(4)),
     (heartbeat(5, broker=4), None),  # pending at the close
 ]
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        if os.environ.get("CI") and name == "tcpdump":
-            pytest.fail("tcpdump is required in CI (.ci/run installs it)")
-        pytest.skip(f"{name} is not installed")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _read_exact(conn: socket.socket, size: int) -> bytes:
@@ -79,66 +63,21 @@ def capture(
 ) -> Iterator[tuple[Path, int, int]]:
     """A tcpdump file of CONVERSATION on the loopback: (path, the server's port, the client's port); on `lo`
     (Ethernet link type) and on `any` (Linux cooked, SLL2 with libpcap 1.10+)."""
-    tcpdump = _tool("tcpdump")
     path = tmp_path_factory.mktemp("tcpdump") / "kafka.pcap"
-    port = _free_port()
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    probe.listen(8)
-    probe_port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            tcpdump,
-            "-i",
-            request.param,
-            "-n",
-            "-s",
-            "0",
-            "-U",
-            "--immediate-mode",
-            "-w",
-            str(path),
-            f"tcp port {port} or tcp port {probe_port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        said = []
-        for line in process.stderr:  # tcpdump says "listening on lo, ..." once it captures
-            said.append(line)
-            if "listening on" in line:
-                break
-        else:
-            pytest.fail(f"tcpdump did not start: {''.join(said)}")
-        # "listening on" can come before packets are captured (seen on a sandboxed kernel): probe another port
-        # until tcpdump writes a packet (the reader ignores that port)
-        deadline = time.monotonic() + 20
-        while path.stat().st_size <= 24:
-            assert time.monotonic() < deadline, "tcpdump captured no probe in 20 s"
-            with socket.create_connection(("127.0.0.1", probe_port)):
-                probe.accept()[0].close()
+    port = free_port()
+    with tcpdump(path, request.param, f"tcp port {port}"), socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        server = threading.Thread(target=_serve, args=(listener,))
+        server.start()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client_port = client.getsockname()[1]
+            for sent, answer in CONVERSATION:
+                client.sendall(sent)
+                if answer is not None:
+                    assert _read_exact(client, len(answer)) == answer
             time.sleep(0.05)
-        with socket.socket() as listener:
-            listener.bind(("127.0.0.1", port))
-            listener.listen(1)
-            server = threading.Thread(target=_serve, args=(listener,))
-            server.start()
-            with socket.create_connection(("127.0.0.1", port)) as client:
-                client_port = client.getsockname()[1]
-                for sent, answer in CONVERSATION:
-                    client.sendall(sent)
-                    if answer is not None:
-                        assert _read_exact(client, len(answer)) == answer
-                time.sleep(0.05)
-            server.join(timeout=10)
-        time.sleep(0.2)  # the FINs reach the file (-U writes each packet as it comes)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        probe.close()
+        server.join(timeout=10)
     yield path, port, client_port
 
 
@@ -178,7 +117,7 @@ def test_a_real_tcpdump_capture_gives_the_exchanges_exactly(capture: tuple[Path,
 
 
 def test_tshark_agrees_on_api_keys_versions_and_correlation_ids(capture: tuple[Path, int, int]) -> None:
-    tshark = _tool("tshark")
+    tshark = tool("tshark")
     path, port, _ = capture
     fields = ["-e", "kafka.api_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id"]
     found = subprocess.run(
