@@ -68,7 +68,12 @@ def baseline(directory: Path, out: Path) -> float:
     for batch in ds.dataset(directory, format="parquet").to_batches(batch_size=10_000):
         rows = batch.num_rows
         batch = pa.RecordBatch.from_arrays(
-            [*batch.columns, pa.array(["controller"] * rows), pa.array([0] * rows, pa.int64()), pa.nulls(rows, pa.string())],
+            [
+                *batch.columns,
+                pa.array(["controller"] * rows),
+                pa.array([0] * rows, pa.int64()),
+                pa.nulls(rows, pa.string()),
+            ],
             names=[*batch.schema.names, "source", "request_digest", "server"],
         )
         decoded = decode_batch(batch.select([*ENVELOPE, "request", "response"]))
