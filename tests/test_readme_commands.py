@@ -126,6 +126,17 @@ RUN_BY: list[tuple[str, str, str]] = [
         "tests/controller/log/test_dump.py::test_python_dash_m_controller_dump_log",
         "dump-log on a data dir",
     ),
+    # Analysing a tcpdump of a real cluster
+    (
+        r"tcpdump -i any -s 0 (.* )?-w \S+\.pcap 'tcp port 909[23]( or tcp port 909[23])?'",
+        "tests/pcap/test_tcpdump.py::test_a_real_tcpdump_capture_gives_the_exchanges_exactly",
+        "tcpdump -i any and -i lo with -s 0 on the loopback, the test's own port in the filter",
+    ),
+    (
+        r"python -m analytics controller\.pcap .* --out analysis --kafka-port 9093",
+        "tests/analytics/test_pcap_job.py::test_a_pcap_of_a_fleet_run_gives_the_exchanges_the_daemon_captured",
+        "the job on a tcpdump of a fleet run with --kafka-port (the pipeline's run, on the shared session)",
+    ),
     # Analytics with spark-submit
     (
         r"\.venv/bin/python -m zipfile -c /tmp/fencer\.zip protocol analytics",
