@@ -207,6 +207,33 @@ def staged(spark: Any, out: Path | str) -> Any:
     return staged_output(Path(out))
 
 
+@contextmanager
+def unsorted_partitioned_writes(spark: Any, open_files: int) -> Iterator[None]:
+    """Within the block, a `partitionBy` write keeps up to `open_files` files open in each task
+    rather than sorting the task's rows by the partition columns first; the session's settings are
+    restored after.
+
+    Spark's default plans a sort before such a write: a task buffers (and sorts) all its rows before
+    it writes the first, so writing cannot overlap what produces the rows (the decoding); with a file
+    open per partition value, each row is written as it comes. A task with more values than
+    `open_files` sorts the rest, as before."""
+    settings = {
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
+        "spark.sql.maxConcurrentOutputFileWriters": str(open_files),
+    }
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def _tag() -> str:
     return f"{os.getpid()}-{time.time_ns()}"
 
