@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from analytics.job import main
+from analytics.output import unsorted_partitioned_writes
 from analytics.pipeline import TABLES
 
 from . import scenario
@@ -85,3 +86,15 @@ def test_an_output_is_a_uri_when_hadoop_would_read_a_scheme() -> None:
         assert is_uri(uri), uri
     for path in ("/tmp/out", "out", "process=0/out", "a:b", "./file:/x", "c:", "x:/y"):
         assert not is_uri(path), path
+
+
+def test_the_unsorted_write_settings_hold_inside_the_block_only(spark: SparkSession) -> None:
+    """pipeline.py stages the decoded rows without Spark's sort by row kind (output.unsorted_partitioned_writes);
+    the session's own settings are back after, so a caller's session is left as it was."""
+    key, writers = "spark.sql.optimizer.plannedWrite.enabled", "spark.sql.maxConcurrentOutputFileWriters"
+    spark.conf.set(writers, "2")
+    before = spark.conf.get(key, None)
+    with unsorted_partitioned_writes(spark, open_files=4):
+        assert (spark.conf.get(key), spark.conf.get(writers)) == ("false", "4")
+    assert (spark.conf.get(key, None), spark.conf.get(writers)) == (before, "2")
+    spark.conf.unset(writers)
