@@ -24,11 +24,12 @@ PCAP_HEADER_BYTES = 24
 
 
 def tool(name: str) -> str:
-    """The path of `name`; a failure in CI for tcpdump, else a skip when it is not installed."""
+    """The path of `name` (tcpdump, tshark); a failure in CI, where .ci/run installs both, else a skip when it
+    is not installed."""
     found = shutil.which(name)
     if found is None:
-        if os.environ.get("CI") and name == "tcpdump":
-            pytest.fail("tcpdump is required in CI (.ci/run installs it)")
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is required in CI (.ci/run installs it)")
         pytest.skip(f"{name} is not installed")
     return found
 

@@ -3,7 +3,7 @@
 A tiny TCP server and client on 127.0.0.1 exchange fencer-encoded Kafka frames while tcpdump
 captures the port; the reader must give exactly the exchanges that went over the wire. tcpdump is
 required in CI (.ci/run installs it; a missing tcpdump fails there, and is a skip elsewhere);
-tshark is optional (a skip without it).
+tshark likewise (.ci/run installs both).
 """
 
 from __future__ import annotations
