@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from protocol.error_codes import ErrorCode
 
-from .transforms import timestamp_of
+from .transforms import PARTITION_COLUMNS, timestamp_of
 
 PERCENTILE_ACCURACY = 10_000
 STALE_ERRORS = (
@@ -221,33 +221,12 @@ def unstable_partitions(changes: DataFrame) -> DataFrame:
 
 #: The most unstable partitions given a timeline (`partition_timelines`).
 TIMELINE_PARTITIONS = 10
-#: A partition timeline's columns: the partition row (transforms.PARTITION_COLUMNS, less the
-#: columns of no use there) and how it changed the ISR.
+#: A partition timeline's columns: its rank, the partition row's (transforms.PARTITION_COLUMNS, less
+#: the topic id and ISR size) and how the row changed the ISR.
 TIMELINE_COLUMNS = [
     "rank",
-    "topic",
-    "partition",
-    "time",
-    "request_time_ns",
-    "source",
-    "direction",
-    "api_name",
-    "api_version",
-    "correlation_id",
-    "broker_id",
-    "broker_epoch",
-    "error_code",
-    "error_name",
-    "leader",
-    "leader_epoch_asked",
-    "leader_epoch_granted",
-    "partition_epoch_asked",
-    "partition_epoch_granted",
-    "isr_requested",
-    "isr_before",
-    "isr_after",
+    *(name for name in PARTITION_COLUMNS if name not in ("topic_id", "isr_size")),
     "isr_change",
-    "replica_state",
 ]
 
 
