@@ -225,3 +225,21 @@ def test_the_shutdown_chart_shows_the_longest_the_unfinished_first(spark: SparkS
     assert [(row["broker_id"], row["duration_s"]) for row in longest] == [
         (10, None), (20, None), (30, None), (40, None), (6, 6.0), (13, 6.0)
     ]  # fmt: skip
+
+
+def test_the_summary_says_what_a_pcap_held_besides_the_control_plane() -> None:
+    report = Report(["broker.pcap"], 1.0)
+    assert not any(line.startswith("other traffic") for line in summary(report))  # none: no line
+
+    def row(kind: str, name: str | None, requests: int, responses: int, connections: int = 1) -> Row:
+        return Row(kind=kind, api_name=name, connections=connections, requests=requests, responses=responses)
+
+    report.other_traffic = [
+        row("kafka", "Produce", 30_507, 30_000, 200), row("kafka", "Fetch", 1_200, 1_200),
+        row("kafka", None, 0, 3), row("tls", None, 0, 0, 2), row("not-kafka", None, 0, 0),
+    ]  # fmt: skip
+    (line,) = [line for line in summary(report) if line.startswith("other traffic")]
+    assert line == (
+        "other traffic (counted, not decoded): Produce 30,507, Fetch 1,200, unmatched responses 3; "
+        "2 tls connections; 1 not-kafka connections"
+    )
