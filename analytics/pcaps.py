@@ -45,12 +45,9 @@ from .transforms import timestamp_of
 
 
 def is_pcap(path: Path) -> bool:
-    """Whether `path` is a readable regular file starting like a pcap or pcapng file."""
-    try:
-        with path.open("rb") as stream:
-            return is_packet_file(stream.read(4))
-    except OSError:
-        return False
+    """Whether the file at `path` starts like a pcap or pcapng file; `OSError` if it cannot be read."""
+    with path.open("rb") as stream:
+        return is_packet_file(stream.read(4))
 
 
 _PCAP_NAME = re.compile(r"^[^.].*\.(pcap|pcapng|cap)[0-9]*$", re.IGNORECASE)
@@ -68,17 +65,28 @@ def find_inputs(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
     for given in inputs:
         path = Path(given).resolve()
         if path.is_file():
-            if not is_pcap(path):
+            try:
+                starts_like_one = is_pcap(path)
+            except OSError as error:
+                raise CaptureError(f"{given}: cannot be read ({error.strerror})") from error
+            if not starts_like_one:
                 raise CaptureError(f"{given}: not a capture dir, and not a pcap or pcapng file")
             pcaps.append(path)
             continue
         if not path.is_dir():
             raise CaptureError(f"capture dir {given}: not a directory")
         try:
-            found = sorted(entry for entry in path.iterdir() if _pcap_name(entry) and is_pcap(entry))
+            named = sorted(entry for entry in path.iterdir() if _pcap_name(entry) and entry.is_file())
             has_parts = bool(part_files(path))
         except OSError as error:
             raise CaptureError(f"capture dir {given}: cannot be read ({error.strerror})") from error
+        found = []
+        for entry in named:  # a pcap's name but not its first bytes (notes, a gzip'd copy): not read
+            try:
+                if is_pcap(entry):
+                    found.append(entry)
+            except OSError as error:
+                raise CaptureError(f"capture dir {given}: cannot read {entry.name} ({error.strerror})") from error
         if found:
             pcaps += found
         if has_parts or not found:

@@ -119,3 +119,15 @@ def test_spark_reads_each_file_into_exchanges_counted_traffic_and_problems(spark
         pcaps.stream_problems(rows).columns
         == transforms.decode_errors(spark.createDataFrame([], decoded_spark_schema())).columns
     )
+
+
+def test_a_pcap_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Given by name or found in a directory: exit 2 naming it, never silently left out."""
+    held = tmp_path / "held"
+    held.mkdir()
+    locked = conversation(held / "broker.pcap")
+    locked.chmod(0)
+    for given, said in ((locked, f"{locked}: cannot be read (Permission denied)"),
+                        (held, f"capture dir {held}: cannot read broker.pcap (Permission denied)")):  # fmt: skip
+        code, stderr = refusal(tmp_path, str(given), "--out", str(tmp_path / "out"), bound_by_modes=True)
+        assert (code, stderr.strip().splitlines()) == (2, [f"fencer-analyze: {said}"])
