@@ -71,20 +71,11 @@ class Segment(NamedTuple):
 def segment(link_type: int, data: bytes, wire_length: int) -> Segment | str:
     """The TCP segment in a captured frame, or the reason (one of `DROPS`) there is none."""
     cut = wire_length - len(data)  # bytes of the frame not captured (0 unless snaplen)
-    if link_type == LINK_ETHERNET:
-        if len(data) < 14:
+    if link_type in (LINK_ETHERNET, LINK_SLL):  # the ethertype ends the header, VLAN tags may follow
+        header = 14 if link_type == LINK_ETHERNET else 16
+        if len(data) < header:
             return "short"
-        kind = _U16.unpack_from(data, 12)[0]
-        offset = 14
-        while kind in _VLAN_TAGS:
-            if len(data) < offset + 4:
-                return "short"
-            kind = _U16.unpack_from(data, offset + 2)[0]
-            offset += 4
-    elif link_type == LINK_SLL:
-        if len(data) < 16:
-            return "short"
-        kind, offset = _U16.unpack_from(data, 14)[0], 16
+        kind, offset = _U16.unpack_from(data, header - 2)[0], header
         while kind in _VLAN_TAGS:
             if len(data) < offset + 4:
                 return "short"
