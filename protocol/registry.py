@@ -23,6 +23,7 @@ from .messages import (
     alter_partition,
     alter_replica_state,
     api_versions,
+    begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
     controlled_shutdown,
@@ -57,6 +58,11 @@ _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
     ApiKey.DELETE_TOPICS: ("DeleteTopics", delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
     ApiKey.ELECT_LEADERS: ("ElectLeaders", elect_leaders.ElectLeadersRequest, elect_leaders.ElectLeadersResponse),
     ApiKey.VOTE: ("Vote", vote.VoteRequest, vote.VoteResponse),
+    ApiKey.BEGIN_QUORUM_EPOCH: (
+        "BeginQuorumEpoch",
+        begin_quorum_epoch.BeginQuorumEpochRequest,
+        begin_quorum_epoch.BeginQuorumEpochResponse,
+    ),
     ApiKey.ALTER_PARTITION: (
         "AlterPartition",
         alter_partition.AlterPartitionRequest,
@@ -103,10 +109,16 @@ INBOUND_API_KEYS = frozenset(
 OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
 #: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
 #: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
-#: make (see protocol/messages/update_metadata.py). KRaft's Raft RPCs (Vote, ...) are decoded
+#: make (see protocol/messages/update_metadata.py). KRaft's Raft RPCs (Vote, BeginQuorumEpoch, ...) are decoded
 #: only until the quorum of issue 21 serves them (see protocol/messages/vote.py). Every api key
 #: is in exactly one of the three sets.
-DECODE_ONLY_API_KEYS = frozenset({ApiKey.UPDATE_METADATA, ApiKey.VOTE})
+DECODE_ONLY_API_KEYS = frozenset(
+    {
+        ApiKey.UPDATE_METADATA,
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+    }
+)
 
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")

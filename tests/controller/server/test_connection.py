@@ -17,6 +17,7 @@ import trio
 
 from protocol.framing import frame
 from protocol.messages.api_versions import ApiVersionsResponse
+from protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
 from protocol.messages.vote import VoteRequest
 from protocol.registry import decode_response, encode_request
@@ -86,7 +87,9 @@ async def test_update_metadata_is_refused_as_an_unknown_api(pair: Pair, version:
     assert pair.host.submitted == [] and pair.host.answers == []
 
 
-RAFT_REQUESTS: list[tuple[Data, int]] = [(VoteRequest(topics=()), version) for version in (0, 1)]
+RAFT_REQUESTS: list[tuple[Data, int]] = [
+    (body, version) for body in (VoteRequest(topics=()), BeginQuorumEpochRequest(topics=())) for version in (0, 1)
+]
 
 
 @pytest.mark.parametrize(("body", "version"), RAFT_REQUESTS, ids=[f"{b.API.key}-v{v}" for b, v in RAFT_REQUESTS])
