@@ -31,6 +31,7 @@ from .messages import (
     delete_topics,
     describe_cluster,
     elect_leaders,
+    end_quorum_epoch,
     leader_and_isr,
     stop_replica,
     update_metadata,
@@ -62,6 +63,11 @@ _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
         "BeginQuorumEpoch",
         begin_quorum_epoch.BeginQuorumEpochRequest,
         begin_quorum_epoch.BeginQuorumEpochResponse,
+    ),
+    ApiKey.END_QUORUM_EPOCH: (
+        "EndQuorumEpoch",
+        end_quorum_epoch.EndQuorumEpochRequest,
+        end_quorum_epoch.EndQuorumEpochResponse,
     ),
     ApiKey.ALTER_PARTITION: (
         "AlterPartition",
@@ -117,6 +123,7 @@ DECODE_ONLY_API_KEYS = frozenset(
         ApiKey.UPDATE_METADATA,
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
     }
 )
 

@@ -44,6 +44,7 @@ def test_api_table_matches_protocol_md() -> None:
         43: "0-2",
         52: "0-1",
         53: "0-1",
+        54: "0-1",
         56: "0-3",
         60: "0-1",
         62: "0-4",
@@ -55,7 +56,12 @@ def test_api_table_matches_protocol_md() -> None:
     assert not INBOUND_API_KEYS & OUTBOUND_API_KEYS
     assert not (INBOUND_API_KEYS | OUTBOUND_API_KEYS) & DECODE_ONLY_API_KEYS
     # the controller neither sends nor serves UpdateMetadata; KRaft's Raft RPCs wait for the quorum (issue 21)
-    assert {ApiKey.UPDATE_METADATA, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH} == DECODE_ONLY_API_KEYS
+    assert {
+        ApiKey.UPDATE_METADATA,
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+    } == DECODE_ONLY_API_KEYS
 
 
 @pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS | DECODE_ONLY_API_KEYS))

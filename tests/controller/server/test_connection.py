@@ -18,6 +18,7 @@ import trio
 from protocol.framing import frame
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
+from protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
 from protocol.messages.vote import VoteRequest
 from protocol.registry import decode_response, encode_request
@@ -88,7 +89,9 @@ async def test_update_metadata_is_refused_as_an_unknown_api(pair: Pair, version:
 
 
 RAFT_REQUESTS: list[tuple[Data, int]] = [
-    (body, version) for body in (VoteRequest(topics=()), BeginQuorumEpochRequest(topics=())) for version in (0, 1)
+    (body, version)
+    for body in (VoteRequest(topics=()), BeginQuorumEpochRequest(topics=()), EndQuorumEpochRequest(topics=()))
+    for version in (0, 1)
 ]
 
 
