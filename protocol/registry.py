@@ -30,6 +30,7 @@ from .messages import (
     create_topics,
     delete_topics,
     describe_cluster,
+    describe_quorum,
     elect_leaders,
     end_quorum_epoch,
     leader_and_isr,
@@ -68,6 +69,11 @@ _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
         "EndQuorumEpoch",
         end_quorum_epoch.EndQuorumEpochRequest,
         end_quorum_epoch.EndQuorumEpochResponse,
+    ),
+    ApiKey.DESCRIBE_QUORUM: (
+        "DescribeQuorum",
+        describe_quorum.DescribeQuorumRequest,
+        describe_quorum.DescribeQuorumResponse,
     ),
     ApiKey.ALTER_PARTITION: (
         "AlterPartition",
@@ -124,6 +130,7 @@ DECODE_ONLY_API_KEYS = frozenset(
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,
+        ApiKey.DESCRIBE_QUORUM,
     }
 )
 

@@ -45,6 +45,7 @@ def test_api_table_matches_protocol_md() -> None:
         52: "0-1",
         53: "0-1",
         54: "0-1",
+        55: "0-2",
         56: "0-3",
         60: "0-1",
         62: "0-4",
@@ -61,6 +62,7 @@ def test_api_table_matches_protocol_md() -> None:
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,
+        ApiKey.DESCRIBE_QUORUM,
     } == DECODE_ONLY_API_KEYS
 
 

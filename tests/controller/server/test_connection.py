@@ -18,6 +18,7 @@ import trio
 from protocol.framing import frame
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
+from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
 from protocol.messages.vote import VoteRequest
@@ -89,9 +90,10 @@ async def test_update_metadata_is_refused_as_an_unknown_api(pair: Pair, version:
 
 
 RAFT_REQUESTS: list[tuple[Data, int]] = [
-    (body, version)
-    for body in (VoteRequest(topics=()), BeginQuorumEpochRequest(topics=()), EndQuorumEpochRequest(topics=()))
-    for version in (0, 1)
+    *((VoteRequest(topics=()), version) for version in (0, 1)),
+    *((BeginQuorumEpochRequest(topics=()), version) for version in (0, 1)),
+    *((EndQuorumEpochRequest(topics=()), version) for version in (0, 1)),
+    *((DescribeQuorumRequest(topics=()), version) for version in (0, 2)),
 ]
 
 
