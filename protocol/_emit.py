@@ -6,6 +6,7 @@ helpers here emit the small recurring pieces (unsigned varints) and turn default
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,12 @@ def literal(value: Any) -> str:
         return "()"
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return repr(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # a single struct's default (tagged ones: FetchSnapshotResponse's CurrentLeader, FetchResponse's
+        # DivergingEpoch), rebuilt by its constructor; the tag is written when the value differs from it
+        cls = type(value)
+        args = ", ".join(f"{info.name}={literal(getattr(value, info.name))}" for info in dataclasses.fields(value))
+        return f"_load({cls.__module__!r}, {cls.__qualname__!r})({args})"
     raise TypeError(f"no literal for default {value!r}")
 
 

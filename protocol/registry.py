@@ -33,6 +33,7 @@ from .messages import (
     describe_quorum,
     elect_leaders,
     end_quorum_epoch,
+    fetch_snapshot,
     leader_and_isr,
     stop_replica,
     update_metadata,
@@ -74,6 +75,11 @@ _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
         "DescribeQuorum",
         describe_quorum.DescribeQuorumRequest,
         describe_quorum.DescribeQuorumResponse,
+    ),
+    ApiKey.FETCH_SNAPSHOT: (
+        "FetchSnapshot",
+        fetch_snapshot.FetchSnapshotRequest,
+        fetch_snapshot.FetchSnapshotResponse,
     ),
     ApiKey.ALTER_PARTITION: (
         "AlterPartition",
@@ -131,6 +137,7 @@ DECODE_ONLY_API_KEYS = frozenset(
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.FETCH_SNAPSHOT,
     }
 )
 

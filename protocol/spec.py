@@ -79,8 +79,9 @@ class Array:
 
 @dataclass(frozen=True, slots=True)
 class Struct:
-    """A single nested struct (not an array of them), always present: VotersRecord's
-    `KRaftVersionFeature`. Kafka's nullable single structs are not described here."""
+    """A single nested struct (not an array of them): VotersRecord's `KRaftVersionFeature`, or a
+    tagged one, written only when it differs from its default (FetchSnapshotResponse's
+    `CurrentLeader`). Kafka's nullable single structs are not described here."""
 
     cls: type[Data]
 
@@ -102,6 +103,9 @@ FLOAT64 = Fixed("float64", "d", 8)
 UUID = Fixed("uuid", "16s", 16)
 STRING = Str()
 BYTES = Bytes()
+#: Kafka's `records` type: on the wire exactly BYTES (NULLABLE_BYTES where the schema makes it
+#: nullable, COMPACT_ in flexible versions), holding record batches the codec leaves unparsed.
+RECORDS = Bytes("records")
 
 
 def ARRAY(element: WireType | type[Data]) -> Array:

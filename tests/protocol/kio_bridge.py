@@ -4,7 +4,9 @@ kio is an independent implementation of the Kafka protocol; the conformance test
 the byte-level oracle. Differences in representation handled here:
 - kio names `ThrottleTimeMs` `throttle_time` (a `timedelta`); fencer keeps Kafka's `_ms` int;
 - kio represents the all-zero UUID as `None`; fencer keeps `ZERO_UUID`;
-- kio uses its `ErrorCode` enum for error codes; fencer keeps ints.
+- kio uses its `ErrorCode` enum for error codes; fencer keeps ints;
+- kio types `records` fields as its `Records` (a bytes subclass, equal to the same bytes);
+  fencer keeps plain bytes. Hypothesis cannot draw a `Records` by itself: registered below.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ import io
 import uuid
 from typing import Any
 
+from hypothesis import strategies as st
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
+from kio.static.primitive import Records
 
 from protocol.spec import Array, Data, Struct, fields_of
 
 ZERO_UUID = uuid.UUID(int=0)
+
+st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 
 
 def kio_payload_class(api_key: int, version: int, kind: str) -> type | None:
@@ -151,5 +157,7 @@ def from_kio(kobj: Any, our_cls: type[Data]) -> Data:
                 value = ZERO_UUID if value is None else value
         elif isinstance(value, int) and not isinstance(value, bool):
             value = int(value)
+        elif isinstance(value, bytes):
+            value = bytes(value)  # a kio `Records` becomes plain bytes
         kwargs[name] = value
     return our_cls(**kwargs)

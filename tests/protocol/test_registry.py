@@ -47,6 +47,7 @@ def test_api_table_matches_protocol_md() -> None:
         54: "0-1",
         55: "0-2",
         56: "0-3",
+        59: "0-1",
         60: "0-1",
         62: "0-4",
         63: "0-1",
@@ -63,6 +64,7 @@ def test_api_table_matches_protocol_md() -> None:
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.FETCH_SNAPSHOT,
     } == DECODE_ONLY_API_KEYS
 
 

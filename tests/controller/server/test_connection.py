@@ -20,6 +20,7 @@ from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
+from protocol.messages.fetch_snapshot import FetchSnapshotRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
 from protocol.messages.vote import VoteRequest
 from protocol.registry import decode_response, encode_request
@@ -94,6 +95,7 @@ RAFT_REQUESTS: list[tuple[Data, int]] = [
     *((BeginQuorumEpochRequest(topics=()), version) for version in (0, 1)),
     *((EndQuorumEpochRequest(topics=()), version) for version in (0, 1)),
     *((DescribeQuorumRequest(topics=()), version) for version in (0, 2)),
+    *((FetchSnapshotRequest(topics=()), version) for version in (0, 1)),
 ]
 
 
