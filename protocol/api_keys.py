@@ -10,6 +10,7 @@ from enum import IntEnum
 
 
 class ApiKey(IntEnum):
+    FETCH = 1
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6

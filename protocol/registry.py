@@ -33,6 +33,7 @@ from .messages import (
     describe_quorum,
     elect_leaders,
     end_quorum_epoch,
+    fetch,
     fetch_snapshot,
     leader_and_isr,
     stop_replica,
@@ -44,6 +45,7 @@ from .versions import Versions
 
 #: every API: its name, request and response classes (one module of protocol.messages each)
 _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
+    ApiKey.FETCH: ("Fetch", fetch.FetchRequest, fetch.FetchResponse),
     ApiKey.LEADER_AND_ISR: ("LeaderAndIsr", leader_and_isr.LeaderAndIsrRequest, leader_and_isr.LeaderAndIsrResponse),
     ApiKey.STOP_REPLICA: ("StopReplica", stop_replica.StopReplicaRequest, stop_replica.StopReplicaResponse),
     ApiKey.UPDATE_METADATA: (
@@ -127,12 +129,14 @@ INBOUND_API_KEYS = frozenset(
 OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
 #: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
 #: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
-#: make (see protocol/messages/update_metadata.py). KRaft's Raft RPCs (Vote, BeginQuorumEpoch, ...) are decoded
-#: only until the quorum of issue 21 serves them (see protocol/messages/vote.py). Every api key
-#: is in exactly one of the three sets.
+#: make (see protocol/messages/update_metadata.py). KRaft's Raft RPCs (Vote, BeginQuorumEpoch,
+#: EndQuorumEpoch, DescribeQuorum, FetchSnapshot, and Fetch, with which KRaft replicates the metadata
+#: log) are decoded only until the quorum of issue 21 serves them (see protocol/messages/vote.py).
+#: Every api key is in exactly one of the three sets.
 DECODE_ONLY_API_KEYS = frozenset(
     {
         ApiKey.UPDATE_METADATA,
+        ApiKey.FETCH,
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,

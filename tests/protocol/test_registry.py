@@ -34,6 +34,7 @@ from .strategies import messages
 def test_api_table_matches_protocol_md() -> None:
     versions = {info.key: str(info.versions) for info in all_apis()}
     assert versions == {
+        1: "0-17",
         4: "0-7",
         5: "0-4",
         6: "0-8",
@@ -60,6 +61,7 @@ def test_api_table_matches_protocol_md() -> None:
     # the controller neither sends nor serves UpdateMetadata; KRaft's Raft RPCs wait for the quorum (issue 21)
     assert {
         ApiKey.UPDATE_METADATA,
+        ApiKey.FETCH,
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
         ApiKey.END_QUORUM_EPOCH,

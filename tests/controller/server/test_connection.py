@@ -20,6 +20,7 @@ from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
+from protocol.messages.fetch import FetchRequest
 from protocol.messages.fetch_snapshot import FetchSnapshotRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataRequestBroker
 from protocol.messages.vote import VoteRequest
@@ -96,6 +97,7 @@ RAFT_REQUESTS: list[tuple[Data, int]] = [
     *((EndQuorumEpochRequest(topics=()), version) for version in (0, 1)),
     *((DescribeQuorumRequest(topics=()), version) for version in (0, 2)),
     *((FetchSnapshotRequest(topics=()), version) for version in (0, 1)),
+    *((FetchRequest(max_wait_ms=500, min_bytes=1, topics=()), version) for version in (0, 17)),
 ]
 
 
@@ -103,7 +105,7 @@ RAFT_REQUESTS: list[tuple[Data, int]] = [
 async def test_raft_rpcs_are_refused_as_unknown_apis_until_the_quorum_serves_them(
     pair: Pair, body: Data, version: int
 ) -> None:
-    """KRaft's Raft RPCs (Vote, ...) are decoded by the codec, but the daemon does not serve them yet
+    """KRaft's Raft RPCs (Vote, ..., Fetch) are decoded by the codec, but the daemon does not serve them yet
     (issue 21's quorum will): a well-formed one is refused exactly as before the codec knew its key."""
     pair.peer.sendall(encode_request(body, version, correlation_id=5))
     assert await closed_by_daemon(pair)
