@@ -38,11 +38,11 @@ Rules:
   an empty client id is never a resynchronisation point. While no candidate is found only the
   last few bytes (a possible candidate's start) are kept.
 - Framing: a request's header is read (size, api key, version, correlation id); a control-plane
-  API's (`protocol.registry.api_keys()`) frame is kept whole; any other's is counted and its body
-  skipped as it streams by, never held. A size above `MAX_FRAME` is a problem and the frame is
-  skipped; a size below a header's is a problem and the stream resynchronises. A connection
-  whose first frame (either way) has an implausible size (HTTP, SSH, MySQL...) is "not-kafka":
-  counted, never parsed.
+  API's (`CONTROL_PLANE_KEYS`: every API the codec decodes but Fetch) frame is kept whole; any
+  other's is counted and its body skipped as it streams by, never held. A size above `MAX_FRAME`
+  is a problem and the frame is skipped; a size below a header's is a problem and the stream
+  resynchronises. A connection whose first frame (either way) has an implausible size (HTTP,
+  SSH, MySQL...) is "not-kafka": counted, never parsed.
   A TLS record header where the first frame should be (0x16 0x03 0x00-0x04 after a SYN; any TLS
   record type mid-stream, which no Kafka size under the cap can start with) makes it "tls".
 - Pairing: responses match pending requests by correlation id; requests pending before the
@@ -65,6 +65,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND
 from protocol.registry import api_keys
 
@@ -99,6 +100,13 @@ _MIN_REQUEST = 8  # api key, version, correlation id
 _MIN_RESPONSE = 4  # correlation id
 _REQUEST_PROBE = 14  # size, key, version, correlation id, client id length
 _RESPONSE_PROBE = 8
+
+
+#: The APIs whose frames are kept whole and decoded: the codec's (`protocol.registry.api_keys()`) but
+#: Fetch, which is data plane on a broker's port (consumers' and followers' records, responses of up to
+#: `MAX_FRAME`): it is counted like Produce. KRaft's own Fetch of `__cluster_metadata` between
+#: controllers is counted with it until the quorum (issue 21) makes those exchanges part of the tables.
+CONTROL_PLANE_KEYS = frozenset(api_keys()) - {int(ApiKey.FETCH)}
 
 
 def _byte_range(low: int, high: int) -> bytes:
@@ -670,7 +678,7 @@ class PcapReader:
     def __init__(self, path: str, kafka_ports: frozenset[int] = DEFAULT_KAFKA_PORTS) -> None:
         self.path = path
         self.kafka_ports = frozenset(kafka_ports)
-        self.control = frozenset(api_keys())
+        self.control = CONTROL_PLANE_KEYS
         self.out: list[PcapExchange | Other | Problem] = []
         self.stats: Counter[str] = Counter()
         #: the most bytes one direction held at once (out of order behind a hole, plus its framing buffer)

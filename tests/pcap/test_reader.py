@@ -545,3 +545,20 @@ def test_api_names() -> None:
         "AlterReplicaState",
         "api 999",
     ]
+
+
+def test_fetch_is_counted_like_produce_never_held_though_the_codec_decodes_it(tmp_path: Path) -> None:
+    # guards reader.py `CONTROL_PLANE_KEYS` (the codec's APIs less Fetch): with Fetch kept, a consumer's
+    # multi-megabyte Fetch responses would be held whole and decoded into the control-plane tables
+    flow = Flow()
+    packets = flow.handshake(BASE_US)
+    packets += flow.request(other_request(1, 12, 1, 60), BASE_US + 10)
+    packets += flow.response(other_response(1, 2_000_000), BASE_US + 20)
+    packets += flow.request(heartbeat(2), BASE_US + 3_000) + flow.response(heartbeat_response(2), BASE_US + 3_010)
+    packets += flow.close(BASE_US + 4_000)
+    reader = PcapReader(str(write(tmp_path / "a.pcap", packets)))
+    items = list(reader.items())
+    assert [item.correlation_id for item in items if isinstance(item, PcapExchange)] == [2]
+    (fetch,) = [item for item in items if isinstance(item, Other)]
+    assert (fetch.kind, fetch.api_key, fetch.api_version, fetch.requests, fetch.responses) == ("kafka", 1, 12, 1, 1)
+    assert reader.peak_held < 100_000
