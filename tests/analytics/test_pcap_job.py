@@ -53,8 +53,8 @@ def test_a_pcap_of_a_fleet_run_gives_the_exchanges_the_daemon_captured(spark: Sp
         try:
             fleet = subprocess.run(
                 [sys.executable, "-m", "broker_sim", "run", "--controller", f"{controller_host}:{daemon.port}",
-                 "--listen-host", broker_host, "--brokers", "4", "--topics", "2", "--partitions", "3",
-                 "--replication-factor", "3", "--duration", "8", "--scenario", "chaos", "--seed", "3",
+                 "--listen-host", broker_host, "--brokers", "3", "--topics", "2", "--partitions", "3",
+                 "--replication-factor", "3", "--duration", "5", "--scenario", "chaos", "--seed", "3",
                  "--report", str(tmp_path / "report.json")],
                 cwd=ROOT, capture_output=True, text=True, timeout=180,
             )  # fmt: skip
