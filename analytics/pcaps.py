@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from protocol.capture import INBOUND
+from protocol.capture import CAPTURE_SCHEMA, INBOUND
 
 from .pcap import DEFAULT_KAFKA_PORTS, Other, PcapExchange, Problem, read_pcap
 from .pcap.files import is_packet_file
@@ -87,8 +87,7 @@ def find_inputs(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
                     found.append(entry)
             except OSError as error:
                 raise CaptureError(f"capture dir {given}: cannot read {entry.name} ({error.strerror})") from error
-        if found:
-            pcaps += found
+        pcaps += found
         if has_parts or not found:
             directories += check_capture_dirs([path])  # with no pcap either, its "no capture parts" line
     return directories, pcaps
@@ -115,16 +114,7 @@ PCAP_ROWS = pa.schema(
     [
         pa.field("item", pa.int8()),
         pa.field("source", pa.string()),
-        pa.field("request_time_ns", pa.int64()),
-        pa.field("response_time_ns", pa.int64()),
-        pa.field("direction", pa.string()),
-        pa.field("connection_id", pa.int64()),
-        pa.field("peer", pa.string()),
-        pa.field("api_key", pa.int16()),
-        pa.field("api_version", pa.int16()),
-        pa.field("correlation_id", pa.int32()),
-        pa.field("request", pa.binary()),
-        pa.field("response", pa.binary()),
+        *(pa.field(field.name, field.type) for field in CAPTURE_SCHEMA),  # nullable: other items leave them out
         pa.field("server", pa.string()),
         pa.field("kind", pa.string()),
         pa.field("requests", pa.int64()),
@@ -136,7 +126,6 @@ PCAP_ROWS = pa.schema(
         pa.field("missing_bytes", pa.int64()),
     ]
 )
-_NAMES = PCAP_ROWS.names
 #: Rows per Arrow batch handed to the JVM (exchanges carry frames: a batch stays a few MiB).
 BATCH_ROWS = 2_000
 
@@ -196,9 +185,7 @@ def read_pcaps(
 
 def exchanges_of(rows: DataFrame) -> DataFrame:
     """The exchanges among `read_pcaps`' rows, as capture rows with `source` and `server`."""
-    columns = ["request_time_ns", "response_time_ns", "direction", "connection_id", "peer", "api_key"]
-    columns += ["api_version", "correlation_id", "request", "response", "source", "server"]
-    return rows.filter(F.col("item") == EXCHANGE_ITEM).select(*columns)
+    return rows.filter(F.col("item") == EXCHANGE_ITEM).select(*CAPTURE_SCHEMA.names, "source", "server")
 
 
 OTHER_TRAFFIC_COLUMNS = [

@@ -121,9 +121,8 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
         row["change"]: row["count"] for row in tables["isr_changes"].groupBy("change").count().collect()
     }
     shutdowns = tables["controlled_shutdowns"]
-    shutdown_key = ["source", "broker_id", "broker_epoch"]
     report.shutdown_total = shutdowns.count()
-    report.shutdowns = shutdowns.orderBy("started", *shutdown_key).limit(200).collect()
+    report.shutdowns = shutdowns.orderBy("started", *SHUTDOWN_KEY).limit(200).collect()
     report.longest_shutdowns = longest_shutdowns(shutdowns)
     report.timelines = collect_timelines(tables["partition_timelines"])
     report.replica_events = (
@@ -166,16 +165,14 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     return report
 
 
+#: A controlled shutdown's key (controlled_shutdowns: one row per source, broker and broker epoch).
+SHUTDOWN_KEY = ["source", "broker_id", "broker_epoch"]
+
+
 def longest_shutdowns(shutdowns: DataFrame, count: int = charts.MAX_BARS) -> list[Row]:
     """The `count` longest controlled shutdowns, the unfinished first (they lasted at least until
     the capture ended), ties by start, source, broker and epoch."""
-    order: list[Column | str] = [
-        F.col("duration_s").desc_nulls_first(),
-        "started",
-        "source",
-        "broker_id",
-        "broker_epoch",
-    ]
+    order: list[Column | str] = [F.col("duration_s").desc_nulls_first(), "started", *SHUTDOWN_KEY]
     return shutdowns.orderBy(*order).limit(count).collect()
 
 
