@@ -7,15 +7,17 @@ Rules:
   Kafka-formatted directory's `bootstrap.checkpoint` records follow it (`log.bootstrap`).
 - `decide` runs one request through the core and stages its records: they get their offsets at
   once and are replayed at once, so the next request sees them (as KRaft does), but nothing
-  may be answered before they are durable. The one commit path (the group-commit writer's):
-  `take_staged` hands over every staged batch (a request's records, or one step of an operation
-  decided in steps), `prepare` encodes them (one record batch each, atomic) and `write` appends
-  them with one write and one fsync (one of each per segment when the commit crosses a roll). A
-  failed append leaves the engine unusable: the in-memory state is ahead of the disk, and only a
-  restart's recovery can reconcile them.
+  may be answered before they are committed. The one commit path (the writer's): `commit` takes
+  every batch staged since the last (a request's records, or one step of an operation decided in
+  steps) with the control orders they call for and encodes them (one record batch each, atomic);
+  `write` appends them to the local log with one write and one fsync (one of each per segment
+  when the commit crosses a roll); they are committed once the commit quorum holds them (the
+  writer's `Durability`: for a single voter, that fsync). A failed append leaves the engine
+  unusable: the in-memory state is ahead of the disk, and only a restart's recovery can
+  reconcile them.
 - Once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since the last snapshot
-  (`snapshot_wanted`) and the state equals the log, the state is frozen, encoded and written as
-  a snapshot (`freeze`, `encode_snapshot`, `write_encoded_snapshot`); then retention runs as in
+  (`snapshot_wanted`) and the state equals the log (`settled`), `snapshot` freezes the state and
+  encodes it, and `write_snapshot` writes it; then retention runs as in
   Kafka's metadata log: nothing is deleted until the segments and snapshots together pass
   `metadata_retention_bytes` (default 100 MiB); then the oldest snapshots go, with the segments
   wholly below the oldest snapshot kept. The newest snapshot and the active segment always stay.
@@ -25,7 +27,7 @@ Rules:
   log or its core's state.
 - Metadata transactions (KIP-868): an operation of several batches stages a BeginTransactionRecord
   batch first and an EndTransactionRecord batch last (`ops.batches.in_transaction`). While one is
-  open, its control orders are held (`take_orders` gives none): brokers hear of it only once the
+  open, its control orders are held (a `commit` carries none): brokers hear of it only once the
   End is staged, so no broker ever acts on leader epochs that a crash before the End would take
   back (start-up aborts such a transaction, and its epochs are handed out again). An operation
   that fails inside its transaction leaves the engine unusable (Kafka's controller resigns on
@@ -66,7 +68,6 @@ from .ops.snapshot import snapshot_records
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, paced
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
-from .state.frozen import FrozenState
 from .state.replication import IsrChanges
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -236,7 +237,7 @@ class ControllerEngine:
         in steps, happen at once too when small (`Done`), else as the returned work runs, paced
         (see `controller.slices`): a caller on an event loop lets other tasks run whenever it
         yields; `finish` runs it to the end. The control orders its records call for accumulate
-        until `take_orders`."""
+        until `commit`."""
         self._check_usable()
         outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset)
         if type(outcome) is Result:
@@ -302,24 +303,15 @@ class ControllerEngine:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    def take_orders(self) -> list[ControlOrder]:
-        """The control orders of everything decided since the last call, batched per broker; none
-        while a metadata transaction is open (they are held until its End is staged)."""
-        if self._transaction is not None:
-            return []
-        orders = self._orders.orders()
-        self._orders = OutboundCollector(self.core.state)
-        return orders
-
     @property
     def staged_records(self) -> int:
-        """Records staged and not yet taken by `take_staged`."""
+        """Records staged and not yet taken by `commit`."""
         return self._next_offset - self._taken_offset
 
     def _stage(self, records: Sequence[RecordAndVersion]) -> Slices[None]:
         """Give one batch its offsets and replay it (yielding every `REPLAY_SLICE_RECORDS`).
 
-        The batch is handed to `take_staged` only once wholly replayed, so whatever runs while
+        The batch is handed to `commit` only once wholly replayed, so whatever runs while
         this pauses may take the batches before it, never part of this one."""
         base = self._next_offset
         self._next_offset += len(records)
@@ -372,33 +364,53 @@ class ControllerEngine:
             marks.popleft()
         return marks[0][1]
 
-    # ------------------------------------------------------------------ durability
-    def take_staged(self) -> list[Sequence[RecordAndVersion]]:
-        """The staged batches, handed over for `append` (call from the deciding thread, between
-        steps: a batch still being staged is not among them)."""
+    # ------------------------------------------------------------------ the commit path
+    def commit(self) -> Slices[Commit] | None:
+        """Take everything decided since the last commit (every wholly staged batch, and the
+        control orders their records call for): None if nothing was; else the work that encodes
+        the batches (paced: CPU under the GIL, on the deciding thread) and returns the `Commit`
+        for `write`. The taking happens at the call (between steps: a batch still being staged is
+        not taken), the encoding as the work runs, so decisions may go on meanwhile."""
         self._check_usable()
         groups, self._staged = self._staged, []
-        self._taken_offset += sum(len(group) for group in groups)
-        return groups
+        orders = self._take_orders()
+        if not groups and not orders:
+            return None
+        records = sum(len(group) for group in groups)
+        self._taken_offset += records
+        return self._encoded_commit(groups, records, orders, self._taken_offset)
 
-    def prepare(self, groups: list[Sequence[RecordAndVersion]]) -> Slices[tuple[PreparedAppend, int]]:
-        """Encode taken groups as batches (the deciding thread: this is CPU under the GIL), paced."""
+    def _encoded_commit(
+        self, groups: list[Sequence[RecordAndVersion]], records: int, orders: list[ControlOrder], end_offset: int
+    ) -> Slices[Commit]:
         prepared = yield from paced(
             self.log.prepare_steps(groups, self.controller_epoch, _wall_ms()), self.slice_seconds
         )
-        return prepared, sum(len(group) for group in groups)
+        return Commit(prepared, records, orders, end_offset)
 
-    def write(self, prepared: tuple[PreparedAppend, int]) -> int:
-        """Write and fsync prepared batches; may run in a worker thread (the GIL is released)."""
-        batches, records = prepared
-        if not batches.batches:
+    def write(self, commit: Commit) -> int:
+        """Append a commit's batches to the local log with one write and one fsync (one of each
+        per segment when it crosses a roll); the records written. May run in a worker thread
+        (the GIL is released). A failure leaves the engine unusable (the state is ahead of the
+        disk). Its records are committed once the commit quorum holds them too (the writer's
+        `Durability`); only then may its requests be answered and its orders sent."""
+        if not commit.prepared.batches:
             return 0
         try:
-            self.log.write_prepared(batches)
+            self.log.write_prepared(commit.prepared)
         except BaseException as exc:
             self._broken = f"append failed: {exc}"
             raise
-        return records
+        return commit.records
+
+    def _take_orders(self) -> list[ControlOrder]:
+        """The control orders of everything decided since the last call, batched per broker; none
+        while a metadata transaction is open (they are held until its End is staged)."""
+        if self._transaction is not None:
+            return []
+        orders = self._orders.orders()
+        self._orders = OutboundCollector(self.core.state)
+        return orders
 
     @property
     def settled(self) -> bool:
@@ -410,23 +422,20 @@ class ControllerEngine:
         """Were `snapshot_bytes` of log appended since the last snapshot? (Take one once settled.)"""
         return self.log.bytes_since_snapshot >= self.snapshot_bytes
 
-    def freeze(self) -> tuple[int, FrozenState]:
-        """(end offset, frozen state) of the settled state, for `encode_snapshot` (deciding thread)."""
+    def snapshot(self) -> Slices[EncodedSnapshot]:
+        """Freeze the settled state now (milliseconds), and return the work that encodes it as a
+        snapshot's batches (paced, on the deciding thread, beside decisions: encoding is CPU under
+        the GIL, so a worker thread would only take the event loop's turns); `write_snapshot`
+        writes the result."""
         if not self.settled:
             raise RuntimeError("cannot snapshot while decided records are not yet durable")
         if self._transaction is not None:
             raise RuntimeError("cannot snapshot inside a metadata transaction")
-        return self.log.next_offset, self.core.freeze()
+        end, frozen, epoch = self.log.next_offset, self.core.freeze(), self.controller_epoch
+        batches = encode_snapshot(epoch, snapshot_records(frozen), _wall_ms())
+        return paced(_encoded(end, epoch, batches), self.slice_seconds)
 
-    def encode_snapshot(self, taken: tuple[int, FrozenState]) -> Slices[EncodedSnapshot]:
-        """The batches of a snapshot of a frozen state, encoded in paced slices (on the deciding
-        thread, beside decisions: encoding is CPU under the GIL, so a worker thread would only
-        take the event loop's turns)."""
-        end, frozen = taken
-        batches = encode_snapshot(self.controller_epoch, snapshot_records(frozen), _wall_ms())
-        return paced(_encoded(end, self.controller_epoch, batches), self.slice_seconds)
-
-    def write_encoded_snapshot(self, encoded: EncodedSnapshot) -> Path:
+    def write_snapshot(self, encoded: EncodedSnapshot) -> Path:
         """Write an encoded snapshot, then apply retention; return its path. May run in a worker
         thread while decisions and commits go on (the log guards what both threads touch).
 
@@ -444,6 +453,17 @@ class ControllerEngine:
     def _check_usable(self) -> None:
         if self._broken is not None:
             raise LogError(f"the controller cannot continue: {self._broken}")
+
+
+class Commit(NamedTuple):
+    """What one commit appends: the batches decided since the previous commit, encoded (one
+    record batch per staged batch, atomic), and the control orders to send once they commit."""
+
+    prepared: PreparedAppend
+    records: int
+    orders: list[ControlOrder]
+    #: the log's end offset once these batches are appended (what must be committed)
+    end_offset: int
 
 
 class EncodedSnapshot(NamedTuple):

@@ -3,11 +3,15 @@ answered only once its records are durable.
 
 Rules:
 - One writer task decides. It takes the first waiting request and everything queued behind it
-  (a group), decides them in order (each sees the ones before), then commits them: the batches
-  are encoded on the event loop, then written and fsync'd with one write and one fsync in a
-  worker thread while the next group is decided. Only then are the group's requests answered
-  and the control orders their records call for handed to the channel. At most one commit is
-  in flight, so the log order is the decision order.
+  (a group), decides them in order (each sees the ones before), then commits them, by the one
+  commit path: `engine.commit()` takes what was decided and encodes it on the event loop, the
+  batches are written and fsync'd with one write and one fsync in a worker thread while the
+  next group is decided, and the writer's `Durability` says when they are committed (durable on
+  the commit quorum: for a single voter, that fsync). Only then are the group's requests
+  answered and the control orders their records call for handed to the channel. At most one
+  commit is in flight, so the log order is the decision order.
+- A commit that will never be committed (the node lost its leadership before a majority held
+  it) answers nothing: its requests' connections are closed unanswered, never answered NONE.
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
   decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
   writer lets other tasks run between slices. Once an operation in steps has staged
@@ -36,7 +40,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -44,7 +48,7 @@ import trio
 from protocol.registry import api, encode_response
 
 from ..control.orders import ControlOrder
-from ..engine import ControllerEngine
+from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
 from ..slices import COMMIT_POINT, Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending
@@ -64,15 +68,38 @@ class WriterMetrics(Protocol):
     def request_failed(self, stage: str) -> None: ...
 
 
+class Durability(Protocol):
+    """When appended records are committed."""
+
+    async def committed(self, end_offset: int) -> bool:
+        """Wait until every record below `end_offset` (already in the local log) is committed:
+        True; or False once it never will be under this node's leadership."""
+        ...
+
+
+class LocalDurability:
+    """A single voter: what this node's log holds (written and fsync'd) is committed."""
+
+    async def committed(self, end_offset: int) -> bool:
+        return True
+
+
 class OrderSink(Protocol):
     def submit(self, orders: Sequence[ControlOrder]) -> None: ...
 
 
 class Writer:
     def __init__(
-        self, engine: ControllerEngine, channel: OrderSink, metrics: WriterMetrics, *, clock: Callable[[], float]
+        self,
+        engine: ControllerEngine,
+        channel: OrderSink,
+        metrics: WriterMetrics,
+        *,
+        clock: Callable[[], float],
+        durability: Durability | None = None,
     ) -> None:
         self.engine = engine
+        self.durability: Durability = durability or LocalDurability()
         self._channel = channel
         self._metrics = metrics
         self._clock = clock  # monotonic seconds, for the snapshot retry delay
@@ -181,56 +208,53 @@ class Writer:
             self._answered.append(pending)
 
     async def _complete(self, work: Work[T]) -> T:
-        """Run paced work to its end (see `_rest`)."""
+        """Run decided work to its end, letting other tasks run between its slices; where it asks
+        (`COMMIT_POINT`: many records staged), commit what it staged so far first."""
         if isinstance(work, Done):
             return work.value
-        try:
-            signal = next(work)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        return await self._rest(work, signal)
-
-    async def _rest(self, work: Slices[T], signal: bool | None) -> T:
-        """Run paced work that has just yielded `signal` to its end: at each yield, commit what it
-        staged so far if it asks to (`COMMIT_POINT`), and let other tasks run."""
-        while True:
-            if signal is COMMIT_POINT:
-                await self._flush()
-            await trio.sleep(0)
-            try:
-                signal = next(work)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+        return await _paced(work, self._flush)
 
     async def _flush(self) -> None:
         """Commit what is decided so far, after the commit in flight (so in decision order)."""
-        staged = self.engine.take_staged()
-        orders = self.engine.take_orders()
+        work = self.engine.commit()
         answered, self._answered = self._answered, []
-        if not (staged or orders or answered):
+        if work is None and not answered:
             return
         if self._previous is not None:
             await self._previous.wait()
         done = self._previous = trio.Event()
         assert self._nursery is not None
-        self._nursery.start_soon(self._commit, staged, answered, orders, done)
+        self._nursery.start_soon(self._commit, work, answered, done)
 
-    async def _commit(
-        self, staged: list[Sequence[Any]], answered: list[Pending], orders: list[ControlOrder], done: trio.Event
-    ) -> None:
+    async def _commit(self, work: Slices[Commit] | None, answered: list[Pending], done: trio.Event) -> None:
+        """The one commit path: encode, append and fsync locally, wait until committed, answer,
+        send the control orders. Answers that carry no records (reads) wait for the commits
+        before them, as their decisions saw those."""
         try:
-            if staged:
+            commit = None
+            if work is not None:
                 started = time.monotonic()
-                prepared = await _paced(self.engine.prepare(staged))  # encoding holds the GIL: here, in slices
-                records = await in_thread_now(self.engine.write, prepared)
-                self._metrics.group_commit(len(staged), records, time.monotonic() - started)
+                commit = await _paced(work)  # encoding holds the GIL: here, in slices
+                records = await in_thread_now(self.engine.write, commit)
+                if records:
+                    self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
+            if commit is not None and not await self.durability.committed(commit.end_offset):
+                self._never_committed(answered)
+                return
             for pending in answered:
                 await self._answer(pending)
             self._finished(len(answered))
-            if orders:
-                self._channel.submit(orders)
+            if commit is not None and commit.orders:
+                self._channel.submit(commit.orders)
         finally:
             done.set()
+
+    def _never_committed(self, answered: list[Pending]) -> None:
+        """Leadership was lost before a majority held these records: nobody may hear NONE."""
+        log.warning("%d requests decided under a lost leadership: their connections close unanswered", len(answered))
+        for pending in answered:
+            pending.connection.abandon(pending)
+        self._finished(len(answered))
 
     async def _answer(self, pending: Pending) -> None:
         request = pending.request
@@ -261,16 +285,16 @@ class Writer:
             return
         if self._previous is not None:
             await self._previous.wait()  # the state must equal the log: let the commit in flight land
-        taken = engine.freeze()
+        work = engine.snapshot()  # the state is frozen now
         self._snapshotting = True
         assert self._nursery is not None
-        self._nursery.start_soon(self._snapshot, taken)
+        self._nursery.start_soon(self._snapshot, work)
 
-    async def _snapshot(self, taken: Any) -> None:
+    async def _snapshot(self, work: Slices[EncodedSnapshot]) -> None:
         started = self._clock()
         try:
-            encoded = await _paced(self.engine.encode_snapshot(taken))  # CPU: here, in slices
-            path = await trio.to_thread.run_sync(self.engine.write_encoded_snapshot, encoded)  # I/O: in a thread
+            encoded = await _paced(work)  # CPU: here, in slices
+            path = await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)  # I/O: in a thread
         except LogError:
             raise  # the log itself failed: as fatal as a failed commit
         except Exception as exc:  # SnapshotWriteError and the like: the log is intact, retry later
@@ -286,13 +310,16 @@ class Writer:
             self._snapshotting = False
 
 
-async def _paced(work: Slices[T]) -> T:
-    """Run paced work to its end, letting other tasks run between its slices."""
+async def _paced(work: Slices[T], at_commit_point: Callable[[], Awaitable[None]] | None = None) -> T:
+    """Run paced work to its end, letting other tasks run between its slices (and awaiting
+    `at_commit_point` where it yields `COMMIT_POINT`)."""
     while True:
         try:
-            next(work)
+            signal = next(work)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        if signal is COMMIT_POINT and at_commit_point is not None:
+            await at_commit_point()
         await trio.sleep(0)
 
 

@@ -1,8 +1,9 @@
 """The group-commit writer's steps on an engine, run synchronously (for tests of the engine itself).
 
-`commit` is what `controller.server.writer.Writer` does for one group, without the event loop:
-hand over the staged records, encode them, write and fsync them; then, as the writer does once
-the state is settled, take a snapshot if one is wanted. `snapshot` is the writer's snapshot steps.
+`commit` is what `controller.server.writer.Writer` does for one group, without the event loop
+(and with a single voter: the local fsync commits): take what was decided, encode it, write and
+fsync it; then, as the writer does once the state is settled, take a snapshot if one is wanted.
+`snapshot` is the writer's snapshot steps.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from controller.slices import finish
 
 def commit(engine: ControllerEngine) -> int:
     """Make everything staged durable (one write, one fsync); snapshot if wanted; the records written."""
-    records = engine.write(finish(engine.prepare(engine.take_staged())))
+    work = engine.commit()
+    records = 0 if work is None else engine.write(finish(work))
     if engine.snapshot_wanted and engine.settled:
         snapshot(engine)
     return records
@@ -23,4 +25,4 @@ def commit(engine: ControllerEngine) -> int:
 
 def snapshot(engine: ControllerEngine) -> Path:
     """Freeze the settled state, encode it, write it as a snapshot, apply retention."""
-    return engine.write_encoded_snapshot(finish(engine.encode_snapshot(engine.freeze())))
+    return engine.write_snapshot(finish(engine.snapshot()))

@@ -185,13 +185,12 @@ def test_retention_bounds_the_log_and_start_up_uses_what_it_kept(tmp_path: Path)
 def test_a_failed_snapshot_leaves_the_engine_usable(tmp_path: Path) -> None:
     engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)
     workload(engine, rounds=1)
-    taken = engine.freeze()
-    name = f"{taken[0]:020d}-{engine.controller_epoch:010d}.checkpoint.part"
+    name = f"{engine.log.next_offset:020d}-{engine.controller_epoch:010d}.checkpoint.part"
     obstacle = tmp_path / "data" / PARTITION / name
     obstacle.mkdir()  # a real OS error as root: the .part cannot be opened for writing (EISDIR)
     before = (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes)
     with pytest.raises(SnapshotWriteError, match=f"{name[: -len('.part')]}: .*Is a directory"):
-        engine.write_encoded_snapshot(finish(engine.encode_snapshot(taken)))
+        engine.write_snapshot(finish(engine.snapshot()))
     assert (engine.log.snapshots(), engine.log.bytes_since_snapshot, engine.log.total_bytes) == before
     obstacle.rmdir()
     expected = one_more_request(engine)  # commits still work
@@ -305,7 +304,7 @@ def test_isr_changes_count_once_durable_and_not_those_replayed_at_start_up(tmp_p
 
     finish(again.decide(56, 2, shrink_request(again, 0), 0))
     assert again.committed_isr_changes() == IsrChanges()  # staged and replayed, not durable
-    prepared = finish(again.prepare(again.take_staged()))
+    prepared = finish(again.commit())  # type: ignore[arg-type]
     assert again.committed_isr_changes() == IsrChanges()  # encoded, not written
     again.write(prepared)
     assert again.committed_isr_changes() == IsrChanges(shrinks=1)

@@ -61,7 +61,6 @@ def engine_with_brokers(data_dir: Path) -> ControllerEngine:
         heartbeat = BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, current_metadata_offset=1 << 40)
         finish(engine.decide(63, 1, heartbeat, 0))
     engine_steps.commit(engine)
-    engine.take_orders()
     return engine
 
 
@@ -88,29 +87,30 @@ def test_a_large_decision_replays_one_slice_at_a_time_and_stays_one_batch(tmp_pa
     steps = [b - a for a, b in zip([0, *replayed_at_yields], replayed_at_yields, strict=False)]
     assert len(replayed_at_yields) >= (BIG + 1) // REPLAY_SLICE_RECORDS - 1
     assert max(steps) <= REPLAY_SLICE_RECORDS
-    staged = engine.take_staged()
-    assert [len(batch) for batch in staged] == [BIG + 1]  # atomic: one batch
+    commit = finish(engine.commit())  # type: ignore[arg-type]
+    assert commit.records == BIG + 1 and len(commit.prepared.batches) == 1  # atomic: one batch
 
 
 def test_encoding_a_large_commit_yields_between_slices_and_writes_the_same_bytes(tmp_path: Path) -> None:
     engine = engine_with_brokers(tmp_path / "data")
     finish(engine.decide(19, 7, big_topic(), 0))
-    staged = engine.take_staged()
+    staged = list(engine._staged)  # what the commit takes, to encode it again in one go below
     engine.slice_seconds = 0.0
-    work = engine.prepare(staged)
+    work = engine.commit()
+    assert work is not None
     pauses = 0
     while True:
         try:
             next(work)
             pauses += 1
         except StopIteration as stop:
-            prepared, records = stop.value
+            commit = stop.value
             break
     assert pauses >= (BIG + 1) // ENCODE_SLICE_RECORDS
-    assert records == BIG + 1
+    assert commit.records == BIG + 1 and commit.end_offset == engine.log.next_offset + BIG + 1
     expected = engine.log.prepare(staged, engine.controller_epoch, 0)
-    assert [offset for offset, _ in prepared.batches] == [offset for offset, _ in expected.batches]
-    assert [len(batch) for _, batch in prepared.batches] == [len(batch) for _, batch in expected.batches]
-    engine.write((prepared, records))
+    assert [offset for offset, _ in commit.prepared.batches] == [offset for offset, _ in expected.batches]
+    assert [len(batch) for _, batch in commit.prepared.batches] == [len(batch) for _, batch in expected.batches]
+    assert engine.write(commit) == BIG + 1
     reopened_records = [e.record for e in engine.log.read(0) if isinstance(e.record, PartitionRecord)]
     assert len(reopened_records) == BIG

@@ -177,17 +177,20 @@ def shutdown_request(engine: ControllerEngine, broker: int) -> ControlledShutdow
 def test_an_operation_of_several_batches_is_one_transaction_and_its_orders_wait_for_the_end(tmp_path: Path) -> None:
     engine = split_engine(tmp_path)
     assert len(engine.core.state.replication.isrs_with(1)) >= 3  # flag + 3 changes: more than 2 batches
-    engine.take_orders()
+    engine_steps.commit(engine)  # what split_engine decided, and its orders
     start_offset = engine.log.next_offset
     work = engine.decide(7, 3, shutdown_request(engine, 1), 0)
     ended, orders_before_end, orders_after_end = False, [], []
 
     def commit_and_take_orders() -> None:
         nonlocal ended
-        groups = engine.take_staged()  # every staged batch reaches the disk, as at a commit point
-        ended = ended or any(isinstance(record, EndTransactionRecord) for group in groups for record, _ in group)
-        engine.write(finish(engine.prepare(groups)))
-        (orders_after_end if ended else orders_before_end).extend(engine.take_orders())
+        work = engine.commit()  # every staged batch reaches the disk, as at a commit point
+        if work is None:
+            return
+        commit = finish(work)
+        engine.write(commit)
+        ended = ended or any(isinstance(entry.record, EndTransactionRecord) for entry in engine.log.read(start_offset))
+        (orders_after_end if ended else orders_before_end).extend(commit.orders)
 
     commit_and_take_orders()
     for _ in work:  # each pause of the paced work: at a batch boundary
@@ -227,7 +230,7 @@ def test_a_failure_inside_a_transaction_stops_the_engine_and_the_restart_aborts_
             engine_steps.commit(engine)
     assert calls == 3
     with pytest.raises(LogError, match=r"failed inside its metadata transaction \('controlled shutdown of broker 1'"):
-        engine.take_staged()
+        engine.commit()
     with pytest.raises(LogError):
         engine.decide(7, 3, shutdown_request(engine, 2), 0)
     engine.close()

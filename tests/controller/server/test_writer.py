@@ -183,7 +183,7 @@ async def test_a_large_decision_never_replays_more_than_a_slice_in_one_step_of_t
 async def test_the_writer_goes_on_deciding_while_a_snapshot_is_written(setup: Setup) -> None:
     await brokers(setup, 1, 2, 3)
     release = threading.Event()
-    written = block(setup.engine, "write_encoded_snapshot", release)
+    written = block(setup.engine, "write_snapshot", release)
     setup.engine.snapshot_bytes = 1  # due at the next group
     await setup.request(topic("a", 3), 7)
     assert setup.writer.snapshotting
@@ -201,7 +201,7 @@ async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
     await brokers(setup, 1, 2, 3)
-    write = setup.engine.write_encoded_snapshot
+    write = setup.engine.write_snapshot
     failures = [OSError(24, "Too many open files")]
 
     def flaky(encoded: Any) -> Path:
@@ -209,7 +209,7 @@ async def test_a_failed_snapshot_is_logged_counted_and_retried_later(
             raise failures.pop()
         return write(encoded)
 
-    setup.engine.write_encoded_snapshot = flaky  # type: ignore[method-assign]
+    setup.engine.write_snapshot = flaky  # type: ignore[method-assign]
     setup.engine.snapshot_bytes = 1
     await setup.request(topic("a", 3), 7)
     await settled(setup)
@@ -292,7 +292,7 @@ async def test_drain_waits_for_the_commit_in_flight(setup: Setup) -> None:
 async def test_drain_waits_for_the_snapshot_being_written(setup: Setup) -> None:
     await brokers(setup, 1, 2, 3)
     release = threading.Event()
-    written = block(setup.engine, "write_encoded_snapshot", release)
+    written = block(setup.engine, "write_snapshot", release)
     setup.engine.snapshot_bytes = 1
     await setup.request(topic("a", 3), 7)
     assert setup.writer.snapshotting
@@ -357,3 +357,58 @@ def test_finish_is_how_tools_run_an_engine_decision(tmp_path: Path) -> None:
         assert response is not None and response.cluster_id == engine.core.config.cluster_id  # type: ignore[attr-defined]
     finally:
         engine.close()
+
+
+@dataclass
+class Gate:
+    """A commit quorum under the test's control: each commit waits for a verdict."""
+
+    verdicts: list[bool] = field(default_factory=list)
+    asked: list[int] = field(default_factory=list)
+    arrived: trio.Event = field(default_factory=trio.Event)
+
+    async def committed(self, end_offset: int) -> bool:
+        self.asked.append(end_offset)
+        while not self.verdicts:
+            await self.arrived.wait()
+            self.arrived = trio.Event()
+        return self.verdicts.pop(0)
+
+    def verdict(self, committed: bool) -> None:
+        self.verdicts.append(committed)
+        self.arrived.set()
+
+
+async def test_nothing_is_answered_or_sent_before_the_commit_quorum_holds_it_and_never_if_it_will_not(
+    setup: Setup,
+) -> None:
+    """The writer's one commit path waits for its `Durability` after the local fsync: the answers
+    and the control orders wait with it, and a commit the quorum will never hold (leadership
+    lost) closes its requests' connections unanswered, never answers NONE, and sends nothing."""
+    await brokers(setup, 1, 2, 3)
+    channel = setup.writer._channel
+    assert isinstance(channel, Channel)
+    gate = Gate()
+    setup.writer.durability = gate
+    sent_before = len(channel.orders)
+    held = setup.pending(topic("held", 3), 7)
+    setup.writer.submit(held)
+    while not gate.asked:
+        await trio.sleep(0.01)
+    end = gate.asked[0]
+    assert setup.engine.log.next_offset == end  # written and fsync'd locally: not yet committed
+    await trio.sleep(0.05)
+    assert held not in setup.connection.answers and len(channel.orders) == sent_before
+    gate.verdict(True)
+    await setup.connection.answered.wait()
+    assert held in setup.connection.answers and len(channel.orders) > sent_before
+
+    sent = len(channel.orders)
+    lost = setup.pending(topic("lost", 3), 7)
+    setup.writer.submit(lost)
+    gate.verdict(False)
+    while lost not in setup.connection.abandoned:
+        await trio.sleep(0.01)
+    assert lost not in setup.connection.answers
+    await trio.sleep(0.05)
+    assert len(channel.orders) == sent
