@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
 from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
-from protocol.records.transactions import OpenTransaction, TransactionReplay, markers_in_snapshot
+from protocol.records.transactions import TransactionReplay, markers_in_snapshot
 from protocol.spec import Data
 
 from .control.orders import ControlOrder, OutboundCollector, full_state_orders
@@ -65,7 +65,7 @@ from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
 from .ops.snapshot import snapshot_records
-from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, paced
+from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
 from .state.replication import IsrChanges
@@ -123,9 +123,15 @@ class ControllerEngine:
         #: (end offset, the core's ISR totals after the staged batch ending there), oldest first,
         #: noted only when the totals changed; the first is always durable (`_committed_isr`)
         self._isr_marks: deque[tuple[int, IsrChanges]] = deque([(log.next_offset, self._isr_start)])
+        #: the next log offset to replay (`catch_up`): the state holds everything below it
+        self._applied = report.snapshot.end_offset if report.snapshot is not None else log.log_start_offset
+        #: metadata transactions seen by `catch_up` (records held until their End)
+        self._transactions: TransactionReplay[LogEntry] = TransactionReplay(_framing)
+        #: metadata records replayed (snapshot and log; control records are not)
+        self._data_records = report.snapshot_records
 
     @classmethod
-    def start(
+    def load(
         cls,
         data_dir: Path,
         *,
@@ -141,10 +147,12 @@ class ControllerEngine:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         metadata_retention_bytes: int = DEFAULT_RETENTION_BYTES,
         max_records_per_operation: int = ControllerConfig.max_records_per_operation,
-        now_ns: int | None = None,
         rng: random.Random | None = None,
     ) -> ControllerEngine:
-        """Open (or format) the data dir, rebuild the state, and open a new controller epoch.
+        """Open (or format) the data dir and load its newest snapshot: a standby, its state the
+        snapshot's. `catch_up` replays the log after it up to an offset (a standby replays only
+        what is committed), `activate` makes it the active controller of the epoch it replayed
+        last; `start` does all three for a single voter, whose whole log is committed.
 
         Segments roll at `segment_bytes` (Kafka's metadata.log.segment.bytes); retention keeps
         the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes)."""
@@ -172,24 +180,108 @@ class ControllerEngine:
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)
-        replayed = _replay(core, log)
-        left_open = replayed.left_open
-        epoch = _open_epoch(core, log, time.monotonic_ns() if now_ns is None else now_ns, replayed)
+        snapshot, snapshot_count = _load_snapshot(core, log)
         report = StartupReport(
-            snapshot=replayed.snapshot,
-            snapshot_records=replayed.snapshot_records,
-            replayed_records=replayed.log_records,
-            controller_epoch=epoch,
+            snapshot=snapshot,
+            snapshot_records=snapshot_count,
+            replayed_records=0,
+            controller_epoch=core.state.controller_epoch,
             recovery=log.recovery,
             seconds=time.perf_counter() - started,
-            aborted=None
-            if left_open is None
-            else f"{left_open.describe()} was left open by the previous controller: "
-            f"aborted, its {len(left_open.held)} records not applied",
         )
         return cls(
             core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
         )
+
+    @classmethod
+    def start(cls, data_dir: Path, *, now_ns: int | None = None, **options: Any) -> ControllerEngine:
+        """A single voter: `load` (every option of it), replay the whole log, and open a new
+        controller epoch (previous + 1, above a valid `quorum-state`'s too, so the epoch never
+        goes back from one a Kafka controller had reached in an adopted data dir) with its
+        LeaderChange; then `activate`, whose records are made durable at once."""
+        started = time.perf_counter()
+        engine = cls.load(data_dir, **options)
+        log, core = engine.log, engine.core
+        replayed = finish(engine.catch_up(log.next_offset))
+        known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
+        epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
+        offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
+        core.replay(_leader_change(core.config.node_id), offset, epoch)  # as written (no second read of the log)
+        engine._applied = offset + 1
+        engine.activate(time.monotonic_ns() if now_ns is None else now_ns)
+        work = engine.commit()
+        if work is not None:
+            engine.write(finish(work))  # durably, before anything else (the orders: the full state covers them)
+        engine.startup = dataclasses.replace(  # what the log held: the new LeaderChange is not counted
+            engine.startup, replayed_records=replayed, seconds=engine.startup.seconds + time.perf_counter() - started
+        )
+        return engine
+
+    def catch_up(self, to_offset: int) -> Work[int]:
+        """Replay the log's records from where the state is up to `to_offset` (a standby: the
+        committed offset), paced; the records replayed. Metadata transactions are applied as
+        KIP-868 says (`protocol.records.transactions`): a transaction's records at its End, none
+        of an aborted one, and none of one still open (held until it ends)."""
+        if self._applied >= to_offset:
+            return Done(0)
+        return paced(self._catch_up(to_offset), self.slice_seconds)
+
+    def _catch_up(self, to_offset: int) -> Slices[int]:
+        core, transactions, applied = self.core, self._transactions, self._applied
+        replayed = control = 0
+        for entry in self.log.read(applied):
+            offset = entry.offset
+            if offset >= to_offset:
+                break
+            if offset < applied:
+                continue  # the read starts at the batch holding `applied`
+            for effective in transactions.take(offset, entry.record, entry, control=entry.control):
+                core.replay(effective.record, effective.offset, effective.epoch)
+            if type(entry.record) in TRANSACTION_MARKERS:
+                core.replay(entry.record, offset, entry.epoch)  # only moves the last offset
+            replayed += 1
+            control += entry.control
+            if not replayed % REPLAY_SLICE_RECORDS:
+                self._applied = offset + 1
+                yield None
+        self._applied = applied + replayed  # offsets are contiguous (recovery checks it)
+        self._data_records += replayed - control
+        self.startup = dataclasses.replace(
+            self.startup,
+            replayed_records=self.startup.replayed_records + replayed,
+            controller_epoch=core.state.controller_epoch,
+        )
+        return replayed
+
+    def activate(self, now_ns: int) -> None:
+        """Become the active controller of the epoch whose LeaderChange the state replayed last
+        (the state must equal the log). As Kafka's ActivationRecordsGenerator, stage first the
+        abort of a metadata transaction the previous controller left open, so that no later
+        record is taken into it; or, on a log without a metadata record, the records of
+        `bootstrap.checkpoint` inside a transaction (`log.bootstrap`). Every broker's session
+        starts afresh from `now_ns` (a failover fences nobody: KAFKA-14392)."""
+        if self._applied != self.log.next_offset:
+            raise RuntimeError(f"cannot activate at offset {self._applied}: the log ends at {self.log.next_offset}")
+        self._next_offset = self._taken_offset = self.log.next_offset
+        self._isr_start = self.core.isr_changes()
+        self._isr_marks = deque([(self.log.next_offset, self._isr_start)])
+        left_open = self._transactions.open
+        groups: list[list[tuple[Data, int]]] = []
+        if left_open is not None:
+            groups.append([(AbortTransactionRecord(reason=FAILOVER_ABORT_REASON), 0)])
+            self.startup = dataclasses.replace(
+                self.startup,
+                aborted=f"{left_open.describe()} was left open by the previous controller: "
+                f"aborted, its {len(left_open.held)} records not applied",
+            )
+        elif self._data_records == 0 and (bootstrap := read_bootstrap(self.log.data_dir)):
+            begin, end = BeginTransactionRecord(name=BOOTSTRAP_TRANSACTION), EndTransactionRecord()
+            groups += [[(begin, 0)], bootstrap, [(end, 0)]]
+        for group in groups:
+            self._stage_now(group)
+        self._transactions = TransactionReplay(_framing)
+        self.core.start_sessions(now_ns)
+        self.core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
 
     # ------------------------------------------------------------------ what the shell reads
     @property
@@ -481,77 +573,27 @@ def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[En
     return EncodedSnapshot(end_offset, epoch, encoded)
 
 
-def _open_epoch(core: ControllerCore, log: MetadataLog, now_ns: int, replayed: _Replayed) -> int:
-    """Append and replay the LeaderChange that opens this start's controller epoch; start the
-    brokers' sessions from `now_ns`; return the epoch. It is above a valid `quorum-state`'s too, so
-    the epoch never goes back from one a Kafka controller had reached in an adopted data dir.
-
-    Then, durably and before anything else, what Kafka's ActivationRecordsGenerator writes: the
-    abort of a metadata transaction the previous controller left open, so no later record is
-    taken into it; or, on a log without a metadata record, the records of `bootstrap.checkpoint`
-    inside a transaction (`log.bootstrap`)."""
-    known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
-    epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
-    offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
-    core.replay(_leader_change(core.config.node_id), offset, epoch)
-    groups: list[list[tuple[Data, int]]] = []
-    if replayed.left_open is not None:
-        groups.append([(AbortTransactionRecord(reason=FAILOVER_ABORT_REASON), 0)])
-    elif replayed.data_records == 0 and (bootstrap := read_bootstrap(log.data_dir)):
-        groups += [[(BeginTransactionRecord(name=BOOTSTRAP_TRANSACTION), 0)], bootstrap, [(EndTransactionRecord(), 0)]]
-    if groups:
-        offsets = log.append(groups, epoch, _wall_ms())
-        for base, group in zip(offsets, groups, strict=True):
-            for i, (record, _) in enumerate(group):
-                core.replay(record, base + i, epoch)
-    core.start_sessions(now_ns)
-    core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
-    return epoch
-
-
-@dataclass(frozen=True)
-class _Replayed:
-    snapshot: SnapshotId | None
-    snapshot_records: int
-    log_records: int
-    #: the metadata transaction still open at the log's end (its records were not applied)
-    left_open: OpenTransaction[Any] | None
-    #: metadata records read, in the snapshot and the log (control records are not)
-    data_records: int
-
-
-def _replay(core: ControllerCore, log: MetadataLog) -> _Replayed:
-    """Rebuild the state: the newest valid snapshot, then every record after it, metadata
-    transactions applied as KIP-868 says (`protocol.records.transactions`): a transaction's
-    records at its End, none of an aborted one or of one left open at the end."""
-    snapshot_id, snapshot_count, start = None, 0, 0
+def _load_snapshot(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int]:
+    """Replay the newest valid snapshot into `core`: its id and record count (None, 0 if none)."""
     loaded = log.load_latest_snapshot()
-    if loaded is not None:
-        snapshot_id, records = loaded
-        offset = snapshot_id.end_offset - 1
-        for record, _ in records:
-            if isinstance(record, TRANSACTION_MARKERS):
-                raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
-            core.replay(record, offset, snapshot_id.epoch)
-        core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
-        snapshot_count, start = len(records), snapshot_id.end_offset
+    if loaded is None:
+        return None, 0
+    snapshot_id, records = loaded
+    offset = snapshot_id.end_offset - 1
+    for record, _ in records:
+        if isinstance(record, TRANSACTION_MARKERS):
+            raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
+        core.replay(record, offset, snapshot_id.epoch)
+    core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
+    return snapshot_id, len(records)
 
-    def framing(message: str, offset: int) -> None:  # Kafka's replay stops here too
-        raise ReplayError(f"the metadata log cannot be replayed at offset {offset}: {message}")
 
-    transactions: TransactionReplay[LogEntry] = TransactionReplay(framing)
-    replayed = control = 0
-    for entry in log.read(start):
-        for effective in transactions.take(entry.offset, entry.record, entry, control=entry.control):
-            core.replay(effective.record, effective.offset, effective.epoch)
-        if type(entry.record) in TRANSACTION_MARKERS:
-            core.replay(entry.record, entry.offset, entry.epoch)  # only moves the last offset
-        replayed += 1
-        control += entry.control
-    return _Replayed(snapshot_id, snapshot_count, replayed, transactions.open, snapshot_count + replayed - control)
+def _framing(message: str, offset: int) -> None:  # Kafka's replay stops here too
+    raise ReplayError(f"the metadata log cannot be replayed at offset {offset}: {message}")
 
 
 def _leader_change(node_id: int) -> LeaderChangeMessage:
+    """The LeaderChange `MetadataLog.append_leader_change` writes for a single voter."""
     voter = LeaderChangeMessageVoter(voter_id=node_id)
     return LeaderChangeMessage(leader_id=node_id, voters=(voter,), granting_voters=(voter,))
 
