@@ -19,6 +19,12 @@ Rules:
 - Controlled shutdown: `shutdown` (its ways and how it ends); either way the incarnation ends
   (`incarnation_over`).
 - Log dirs and replica states: `disks`. Stale replays: `stale`.
+- NOT_CONTROLLER (41) is a retriable error on both channels (the shell moves to the next
+  controller of its list): the lifecycle retries (`lifecycle`), an ISR change is proposed again
+  from the same committed epochs after a backoff (`leadership`; the next controller may answer with
+  a newer partition epoch, which is adopted as any answer's), a ControlledShutdown is asked again
+  after `shutdown_retry_s`, an AlterReplicaState after a backoff, and a stale replay so answered is
+  sent again (`stale`): nothing is journalled as judged by an answer that judged nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
 from . import requests, stale
+from .answers import not_controller
 from .disks import Disks, Replica
 from .events import (
     DATA,
@@ -194,7 +201,7 @@ class BrokerModel:
             version = self.lifecycle.versions.get(ApiKey.CONTROLLED_SHUTDOWN, 0)
             body = requests.controlled_shutdown(version, self.broker_id, self.epoch)
             return Outgoing(DATA, "shutdown", version, body)
-        plan = self.replays.take_ready(self.epoch)
+        plan = self.replays.take_ready(self.epoch, t)
         if plan is not None:
             return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
         if self.disks.pending and t >= self.disks.retry_at:
@@ -217,6 +224,8 @@ class BrokerModel:
             wake = min(wake, shutdown.retry_at)
         if self.disks.pending:
             wake = min(wake, self.disks.retry_at)
+        if self.replays.plans and self.replays.retry_at > t:
+            wake = min(wake, self.replays.retry_at)
         return wake
 
     def data_answered(self, out: Outgoing, response: Data, t: float) -> None:
@@ -225,8 +234,7 @@ class BrokerModel:
             errors = [response.error_code, *(p.error_code for tp in response.topics for p in tp.partitions)]
             self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, tuple(errors)))
         if out.stale is not None:
-            errors, accepted = stale.judge(response)
-            self.events.append(StaleAnswered(out.stale, self.epoch, tuple(errors), accepted))
+            self._stale_answer(out.stale, response, t)
         elif isinstance(response, AlterPartitionResponse):
             self._alter_partition_answer(out, response, t)
         elif isinstance(response, ControlledShutdownResponse):
@@ -239,6 +247,7 @@ class BrokerModel:
         if out.probe is not None:
             self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, ()))
         if out.stale is not None:
+            self.replays.judged()
             self.events.append(StaleAnswered(out.stale, self.epoch, (), False))
         elif out.purpose == "alter-partition":
             self.leadership.failed(out.proposals, t)
@@ -345,6 +354,17 @@ class BrokerModel:
             self.disks.retry_at = t + self.timing.backoff(2)
 
     # ------------------------------------------------------------------ stale replays
+    def _stale_answer(self, plan: stale.StalePlan, response: Data, t: float) -> None:
+        """A replay's answer is journalled, unless it says NOT_CONTROLLER: then nothing was judged,
+        and the replay goes again after a backoff (`stale`)."""
+        if not_controller(response):
+            self.replays.not_judged += 1
+            self.replays.again(plan, t + self.timing.backoff(self.replays.not_judged))
+            return
+        self.replays.judged()
+        errors, accepted = stale.judge(response)
+        self.events.append(StaleAnswered(plan, self.epoch, tuple(errors), accepted))
+
     def _maybe_replay_deposed(self, led: Led, t: float) -> None:
         version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
         if version is None or not self.replays.may_replay(t, 0.5):

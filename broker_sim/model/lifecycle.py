@@ -17,6 +17,10 @@ Rules (semantics.md "Brokers"; Kafka's BrokerLifecycleManager):
   together do not all heartbeat at the same instant. STALE_BROKER_EPOCH
   re-registers the same incarnation; other errors and network errors retry after a short backoff
   (never longer than a heartbeat interval).
+- NOT_CONTROLLER (41: a controller of a quorum that is not the active one) is retriable at every
+  step, like a network error: DescribeCluster, ApiVersions and the registration (the same
+  incarnation) go again after the backoff, heartbeats go on after theirs. The shell's connection
+  has moved to the next controller of the fleet's list meanwhile.
 - IsFenced after being unfenced is recorded (`FencedSeen`); ShouldShutDown ends a shutdown that
   asked with WantShutDown. An answer that calls a heartbeat below the registration offset caught
   up, or unfences the broker on it, is a `ShapeProblem` (Kafka unfences only caught-up brokers).

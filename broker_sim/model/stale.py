@@ -12,7 +12,10 @@ Rules (the chaos scenario; each replay is journalled with its answer):
   partition epoch.
 Replays go out as the same body at the same version (the shell gives them a new correlation id).
 `judge` reads the answer: the errors (top level, then each partition's in the answer's order) and
-whether any NONE stands where the request would have changed state.
+whether any NONE stands where the request would have changed state. An answer that says
+NOT_CONTROLLER (`answers.not_controller`) judged nothing: the replay is neither journalled nor
+counted as sent, and goes back first in line, to be sent again (at the next controller of the
+fleet's list) after a backoff (`Replays.again`).
 """
 
 from __future__ import annotations
@@ -164,6 +167,8 @@ class Replays:
         self.rng = rng
         self.plans: list[StalePlan] = []
         self.last_replay = self.last_probe = -1e9
+        self.retry_at = 0.0  # a replay answered NOT_CONTROLLER waits until then
+        self.not_judged = 0  # consecutive NOT_CONTROLLER answers to replays (the backoff's exponent)
 
     def may_replay(self, t: float, chance: float) -> bool:
         if not self.enabled or t - self.last_replay < REPLAY_GAP_S or self.rng.random() >= chance:
@@ -177,8 +182,19 @@ class Replays:
     def new_incarnation(self) -> None:
         self.plans = [plan for plan in self.plans if plan.needs_new_epoch]
 
-    def take_ready(self, epoch: int) -> StalePlan | None:
-        """The first plan that may go now (one for a previous incarnation waits for a new epoch)."""
+    def again(self, plan: StalePlan, retry_at: float) -> None:
+        """`plan` was answered NOT_CONTROLLER: first in line again, not before `retry_at`."""
+        self.plans.insert(0, plan)
+        self.retry_at = retry_at
+
+    def judged(self) -> None:
+        """A replay got an answer that judged it (or none at all): the backoff starts over."""
+        self.not_judged = 0
+
+    def take_ready(self, epoch: int, t: float) -> StalePlan | None:
+        """The first plan that may go at `t` (one for a previous incarnation waits for a new epoch)."""
+        if t < self.retry_at:
+            return None
         for plan in self.plans:
             if not plan.needs_new_epoch or epoch != plan.stale_broker_epoch:
                 self.plans.remove(plan)
