@@ -9,6 +9,9 @@ checker (reader); both use only this module for it.
 Rules:
 - One JSON object per line, with a `kind` naming the entry type below; unknown kinds are skipped
   by readers (newer writers, older readers). A truncated last line (a crashed run) is ignored.
+  So the format grows by new kinds, never by changing what an existing kind's fields mean
+  (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
+  issue 21: a reader that predates them skips them).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -206,6 +209,67 @@ class BadAnswer:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ControllerSwitched:
+    """A connection to the controller moved to the next address of the fleet's `--controller` list
+    (only when the list has more than one), as a Kafka broker moves through its controller quorum.
+
+    `broker`: -1 for the fleet's admin client. `channel`: "lifecycle", "data" (a broker's two
+    connections) or "admin". `reason`: "not-controller" (an answer said NOT_CONTROLLER, 41, at the
+    top level or below: `api` is that request's), "connect-failed" (no connection could be opened:
+    nothing was sent) or "connection-lost" (the connection broke or timed out during `api`'s
+    exchange). `detail`: the error as the shell saw it."""
+
+    kind: ClassVar[str] = "controller_switch"
+    wall_ns: int
+    broker: int
+    channel: str
+    from_controller: str  # HOST:PORT
+    to_controller: str
+    reason: str
+    api: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRefused:
+    """A LeaderAndIsr or StopReplica a broker's control listener refused whole, applying nothing: a
+    controller epoch older than the newest it had seen (STALE_CONTROLLER_EPOCH, 11), or a broker epoch
+    older than its own (STALE_BROKER_EPOCH, 77, checked first).
+
+    `broker_epoch`: the broker's own at the time; `request_broker_epoch` and `controller_epoch`: the
+    request's; `newest_controller_epoch`: the newest this incarnation had seen (0: none yet)."""
+
+    kind: ClassVar[str] = "control_refused"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api: str  # "LeaderAndIsr" or "StopReplica"
+    api_version: int
+    request_broker_epoch: int
+    controller_epoch: int
+    newest_controller_epoch: int
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEpochSeen:
+    """A broker's control listener accepted a LeaderAndIsr or StopReplica of a controller epoch newer
+    than any this incarnation had seen (the first one included): from then on it refuses older ones.
+
+    With `StateObserved` (the controller epoch of each state a broker acted on) and `ControlRefused`,
+    this lets a checker hold that no broker acted on a request of an older controller epoch than one
+    it had seen. `previous_controller_epoch`: 0 for the incarnation's first."""
+
+    kind: ClassVar[str] = "controller_epoch"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api: str  # "LeaderAndIsr" or "StopReplica"
+    controller_epoch: int
+    previous_controller_epoch: int
+
+
 Entry = (
     RunStarted
     | RunEnded
@@ -219,6 +283,9 @@ Entry = (
     | Fenced
     | FaultInjected
     | BadAnswer
+    | ControllerSwitched
+    | ControlRefused
+    | ControllerEpochSeen
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -235,6 +302,9 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         Fenced,
         FaultInjected,
         BadAnswer,
+        ControllerSwitched,
+        ControlRefused,
+        ControllerEpochSeen,
     )
 }
 

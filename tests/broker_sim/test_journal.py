@@ -1,13 +1,22 @@
-"""The journal round-trips every entry type, skips unknown kinds and a torn last line, rejects garbage."""
+"""The journal round-trips every entry type, skips unknown kinds and a torn last line, rejects garbage;
+the kinds that came with controller failover stay readable by the analytics job's journal schema."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType
 
+from analytics.journal import JOURNAL_FIELDS
 from broker_sim.journal import (
     ENTRY_TYPES,
+    ControllerEpochSeen,
+    ControllerSwitched,
+    ControlRefused,
     JournalError,
     JournalWriter,
     PartitionAcked,
@@ -15,7 +24,14 @@ from broker_sim.journal import (
     RunEnded,
     StaleReplay,
     read_journal,
+    to_line,
 )
+
+FAILOVER_ENTRIES = [
+    ControllerSwitched(4, 3, "data", "127.0.0.1:9093", "127.0.0.1:9095", "not-controller", "AlterPartition", "41"),
+    ControlRefused(5, 3, 40, "LeaderAndIsr", 7, 40, 4, 5, 11),
+    ControllerEpochSeen(6, 3, 40, "StopReplica", 6, 5),
+]
 
 
 def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -23,6 +39,7 @@ def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
         PartitionAcked(1, 2, 30, 3, "6f1c4d2a-0000-4000-8000-000000000001", 4, [2, 1], [30, 12], 2, 5, 9, [2, 1]),
         StaleReplay(2, 2, "ControlledShutdown", 3, "previous-incarnation", 30, 77, 9, [77], False, {"p": [1]}),
         Probe(3, 1, 3, "previous-epoch", "6f1c4d2a-0000-4000-8000-000000000001", 2, 3, 40, [0, 107]),
+        *FAILOVER_ENTRIES,
         RunEnded(3, True),
     ]
     writer = JournalWriter(tmp_path / "journal.jsonl")
@@ -46,4 +63,29 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 12
+    assert len(ENTRY_TYPES) == 15
+
+
+SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
+    StringType: (str,),
+    LongType: (int,),
+    IntegerType: (int,),
+    DoubleType: (int, float),
+    BooleanType: (bool,),
+}
+
+
+@pytest.mark.parametrize("entry", FAILOVER_ENTRIES, ids=lambda entry: entry.kind)
+def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema(entry: Any) -> None:
+    """analytics reads journals with Spark's JSON reader and a fixed schema (`JOURNAL_FIELDS`): a field
+    of a new kind that shares a name with the schema must have its type, or Spark would null the row;
+    and the new kinds are none of the kinds it turns into events (analytics.journal's rules)."""
+    assert entry.kind not in {"fault", "stale_replay", "fenced", "registered"}
+    line = json.loads(to_line(entry))
+    schema = {field.name: type(field.dataType) for field in JOURNAL_FIELDS.fields}
+    shared = [name for name in (f.name for f in fields(entry)) if name in schema]
+    assert "wall_ns" in shared and "broker" in shared
+    for name in shared:
+        assert isinstance(line[name], SPARK_TYPES[schema[name]]) and not (
+            isinstance(line[name], bool) and schema[name] is not BooleanType
+        ), name
