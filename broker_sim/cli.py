@@ -21,6 +21,10 @@ Rules:
 - `--listen-host`: the brokers' control listeners bind to it and register it as their address, so
   the controller must reach it. A wildcard (0.0.0.0, ::) stands for this host's own address (what
   its hostname resolves to): the one other containers of a compose network reach it at.
+- `--controller HOST:PORT[,HOST:PORT...]`: one controller, or the controllers of a quorum (issue
+  21) in the order to try them. Every connection starts at the first and moves to the next on
+  NOT_CONTROLLER or a broken connection (`broker_sim.shell.connection`); one address behaves as
+  before the list existed. An address listed twice is refused.
 - `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
 """
 
@@ -71,6 +75,15 @@ def host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def controller_list(text: str) -> tuple[tuple[str, int], ...]:
+    """HOST:PORT[,HOST:PORT...]: the controllers, in the order to try them; each as `host_port`."""
+    addresses = tuple(host_port(item) for item in text.split(","))
+    for index, address in enumerate(addresses):
+        if address in addresses[:index]:
+            raise argparse.ArgumentTypeError(f"{address[0]}:{address[1]} is listed twice in {text!r}")
+    return addresses
+
+
 def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
@@ -96,7 +109,13 @@ def positive_seconds(text: str) -> float:
 def build_run_parser(prog: str) -> CommandLineParser:
     parser = CommandLineParser(prog=prog, description="a fleet of simulated Kafka brokers driving a fencer controller")
     add = parser.add_argument
-    add("--controller", type=host_port, default=("127.0.0.1", 9093), metavar="HOST:PORT", help="default 127.0.0.1:9093")
+    add(
+        "--controller",
+        type=controller_list,
+        default=(("127.0.0.1", 9093),),
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the controller, or a quorum's controllers in the order to try them (default 127.0.0.1:9093)",
+    )
     add("--brokers", type=positive_int, default=_DEFAULTS["brokers"], metavar="N", help="brokers in this fleet")
     add("--first-broker-id", type=non_negative_int, default=0, metavar="I", help="ids are I..I+N-1 (default 0)")
     add("--topics", type=non_negative_int, default=_DEFAULTS["topics"], metavar="T", help="topics to create")
@@ -141,10 +160,11 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
         args = in_slot(args, _claim(args.claim_broker_ids))
         _validate(args)
     journal, temporary = _journal_path(args)
-    host, port = args.controller
+    (host, port), *others = args.controller
     config = FleetConfig(
         controller_host=host,
         controller_port=port,
+        other_controllers=tuple(others),
         brokers=args.brokers,
         first_broker_id=args.first_broker_id,
         topics=args.topics,
@@ -241,7 +261,7 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any]:
         if isinstance(value, Path):
             value = str(value)
         elif name == "controller":
-            value = f"{value[0]}:{value[1]}"
+            value = ",".join(f"{host}:{port}" for host, port in value)
         recorded[name] = value
     return recorded
 

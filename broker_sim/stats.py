@@ -17,7 +17,15 @@ RESERVOIR = 4096
 
 
 #: the Counter fields, added up when the figures of several fleet processes are merged
-COUNTERS = ("brokers_by_state", "requests_by_api", "errors_by_code", "control_requests_by_api", "faults", "probes")
+COUNTERS = (
+    "brokers_by_state",
+    "requests_by_api",
+    "errors_by_code",
+    "control_requests_by_api",
+    "faults",
+    "probes",
+    "controller_switches",
+)
 
 
 @dataclass
@@ -30,6 +38,8 @@ class FleetStats:
     stale_replays_sent: int = 0
     stale_replays_rejected: int = 0
     probes: Counter[str] = field(default_factory=Counter)  # "shutting-down:INELIGIBLE_REPLICA", "fenced:NONE", ...
+    #: moves to the next controller of the list, by reason ("not-controller", "connect-failed", "connection-lost")
+    controller_switches: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)  # per API, a reservoir
     latency_counts: Counter[str] = field(default_factory=Counter)
@@ -61,6 +71,7 @@ class FleetStats:
             "stale_replays_sent": self.stale_replays_sent,
             "stale_replays_rejected": self.stale_replays_rejected,
             "probes": dict(self.probes),
+            "controller_switches": dict(self.controller_switches),
             "violations": list(self.violations),
             "latencies_ms": {api: list(values) for api, values in self.latencies_ms.items()},
             "latency_counts": dict(self.latency_counts),

@@ -17,7 +17,12 @@ Rules:
   later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
   that leadership returns to restarted brokers.
 - Errors are counted like any answer; a network error or a bad answer is counted too (a bad
-  answer also journalled), and the request is not sent again.
+  answer also journalled), and the request is not sent again, with two exceptions that a Kafka
+  admin client retries too: an answer that says NOT_CONTROLLER (at the top level or for a topic or
+  partition) and a connection that could not be opened (nothing was sent). Either way the
+  connection has moved to the next controller of the list (journalled, broker -1, channel
+  "admin"), and the request goes again there, whole, after a backoff, for up to `RETRY_S` (a
+  controller that is not the active one answers NOT_CONTROLLER for every topic of a request).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import trio
 
 from broker_sim import journal
 from broker_sim.model import versions
+from broker_sim.model.answers import not_controller
 from broker_sim.model.lifecycle import Phase
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode, error_name
@@ -47,6 +53,7 @@ from .connection import BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
 
 ID_WAIT_S = 10.0
+RETRY_S = 30.0  # how long a request answered NOT_CONTROLLER (or not sent) is tried again
 SCRATCH_PARTITIONS = 2
 PARTITIONS_PER_REQUEST = 2500
 #: how often an election names no partitions (all of them): in a large cluster such an election
@@ -85,7 +92,7 @@ class Admin:
         self.replication_factor = replication_factor
         self.own_brokers = own_brokers
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
-        self.connection = ControllerConnection(ctx.controller_host, ctx.controller_port, "fleet-admin", capture)
+        self.connection = ControllerConnection(ctx.controllers, "fleet-admin", capture, self._switched)
         self.rng = random.Random(f"{ctx.seed}:admin")
         self.counter = 0
         self.brokers: list[int] = []
@@ -107,20 +114,42 @@ class Admin:
                     await self._elect()
 
     async def call(self, body: Data, version: int) -> Data | None:
-        """One admin request; None when it got no usable answer (counted, journalled if bad)."""
+        """One admin request, tried again at the next controller while it is answered NOT_CONTROLLER or
+        cannot be sent (for up to `RETRY_S`); None when it got no usable answer."""
+        deadline = self.ctx.now() + RETRY_S
+        failures = 0
+        while True:
+            try:
+                response = await self._exchange(body, version)
+            except ConnectionLost as exc:
+                if exc.sent or self.ctx.now() >= deadline:
+                    return None
+            else:
+                if response is None or not not_controller(response) or self.ctx.now() >= deadline:
+                    return response
+            failures += 1
+            await trio.sleep(self.ctx.timing.backoff(failures))
+
+    async def _exchange(self, body: Data, version: int) -> Data | None:
+        """One admin request once; None after a bad answer (counted, journalled); raises `ConnectionLost`
+        (counted)."""
         recorder = self.ctx.recorder
         sent = self.ctx.now()
         try:
             response = await self.connection.request(body, version, self.ctx.timing.request_timeout_s)
         except ConnectionLost:
             recorder.lost(body.API.key)
-            return None
+            raise
         except BadAnswer as exc:
             recorder.bad_answer(-1, body.API.key, version, self.connection.last_correlation_id, str(exc))
             return None
-        self.ctx.last_answer = self.ctx.now()
-        recorder.answered(body.API.key, self.ctx.last_answer - sent, response)
+        now = self.ctx.now()
+        self.ctx.answered(now, response)
+        recorder.answered(body.API.key, now - sent, response)
         return response
+
+    def _switched(self, before: str, after: str, reason: str, api_name: str, detail: str) -> None:
+        self.ctx.recorder.controller_switched(-1, "admin", before, after, reason, api_name, detail)
 
     # ------------------------------------------------------------------ set-up
     async def _wait_for_own_brokers(self) -> None:

@@ -11,7 +11,13 @@ Rules:
   retries on a fresh connection.
 - The listener's accepted LeaderAndIsr/StopReplica bump `views_version` (the model re-reads the
   views), are counted, teach topic ids (v5+), and journal each newly accepted partition state
-  (`StateObserved`, once per leader and partition epoch).
+  (`StateObserved`, once per leader and partition epoch). The controller epochs the listener goes
+  by are journalled too: each newer one it accepts (`ControllerEpochSeen`, the incarnation's first
+  included) and every request it refuses whole for an older controller or broker epoch
+  (`ControlRefused`), so that a checker can hold that no broker acted on an older controller's
+  request than one it had seen.
+- Both controller connections move through the fleet's controller list on their own (`connection`);
+  each move is journalled (`ControllerSwitched`, channel "lifecycle" or "data") and counted.
 - Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
   fell due during an intended pause.
 """
@@ -34,10 +40,11 @@ from protocol.capture import INBOUND, Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import DecodeError
 from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from protocol.messages.stop_replica import StopReplicaRequest
 from protocol.registry import peek_request
 from protocol.spec import ZERO_UUID, Data
 
-from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection
+from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection, OnSwitch
 from .context import FleetContext
 
 CONTROL_NAMES: dict[int, str] = {ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica"}
@@ -49,10 +56,14 @@ class BrokerRunner:
         self.model = model
         self.broker_id = model.broker_id
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
-        host, port = ctx.controller_host, ctx.controller_port
-        self.lifecycle_connection = ControllerConnection(host, port, f"broker-{self.broker_id}-lifecycle", capture)
-        self.data_connection = ControllerConnection(host, port, f"broker-{self.broker_id}-data", capture)
+        self.lifecycle_connection = ControllerConnection(
+            ctx.controllers, f"broker-{self.broker_id}-lifecycle", capture, self._switched("lifecycle")
+        )
+        self.data_connection = ControllerConnection(
+            ctx.controllers, f"broker-{self.broker_id}-data", capture, self._switched("data")
+        )
         self.listener: BrokerControlListener | None = None
+        self.controller_epoch = 0  # the newest the incarnation's listener accepted (journalled)
         self.views_version = 0
         self.downtime_s = 0.0
         self._scope: trio.CancelScope | None = None
@@ -67,7 +78,8 @@ class BrokerRunner:
             await self._incarnation()
             await trio.sleep(self.downtime_s)
 
-    async def _incarnation(self) -> None:
+    def new_listener(self) -> BrokerControlListener:
+        """The control listener of a new incarnation, wired to this runner's hooks."""
         self.listener = BrokerControlListener(
             self.broker_id,
             lambda: self.model.epoch,
@@ -77,11 +89,16 @@ class BrokerRunner:
             on_exchange=self._exchange if self.ctx.recorder.capture is not None else None,
         )
         self._observed.clear()
+        self.controller_epoch = 0
+        return self.listener
+
+    async def _incarnation(self) -> None:
+        listener = self.new_listener()
         try:
             with trio.CancelScope() as scope:
                 self._scope = scope
                 async with trio.open_nursery() as nursery:
-                    port = await nursery.start(self.listener.serve, self.ctx.listen_host, 0)
+                    port = await nursery.start(listener.serve, self.ctx.listen_host, 0)
                     self.model.start(self.ctx.now(), self.ctx.listen_host, port)
                     nursery.start_soon(self._lifecycle_loop)
                     nursery.start_soon(self._data_loop)
@@ -217,7 +234,7 @@ class BrokerRunner:
             failed(out, self.ctx.now())
         else:
             now = self.ctx.now()
-            self.ctx.last_answer = now
+            self.ctx.answered(now, response)
             recorder.answered(key, now - sent, response)
             answered(out, response, now)
         self._record(connection.last_correlation_id)
@@ -228,18 +245,59 @@ class BrokerRunner:
             self.model.events.clear()
 
     # ------------------------------------------------------------------ listener hooks
+    def _switched(self, channel: str) -> OnSwitch:
+        def switched(before: str, after: str, reason: str, api_name: str, detail: str) -> None:
+            self.ctx.recorder.controller_switched(self.broker_id, channel, before, after, reason, api_name, detail)
+
+        return switched
+
     def _handled(self, api_key: int, version: int, request: Data, response: Data) -> None:
         self.views_version += 1
         name = CONTROL_NAMES.get(api_key)
         if name is None:
             return
         self.ctx.recorder.stats.control_requests_by_api[name] += 1
+        if isinstance(request, LeaderAndIsrRequest | StopReplicaRequest):
+            self._controller_epochs(name, version, request, getattr(response, "error_code", 0))
         if (
             isinstance(request, LeaderAndIsrRequest)
             and isinstance(response, LeaderAndIsrResponse)
             and response.error_code == ErrorCode.NONE
         ):
             self._observe(request, version)
+
+    def _controller_epochs(
+        self, name: str, version: int, request: LeaderAndIsrRequest | StopReplicaRequest, error: int
+    ) -> None:
+        """Journal a refusal for an older controller or broker epoch, or a newer controller epoch accepted."""
+        recorder = self.ctx.recorder
+        if error in (ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.STALE_BROKER_EPOCH):
+            newest = self.listener.controller_epoch if self.listener is not None else self.controller_epoch
+            recorder.write(
+                journal.ControlRefused(
+                    wall_ns=recorder.now_ns(),
+                    broker=self.broker_id,
+                    broker_epoch=self.model.epoch,
+                    api=name,
+                    api_version=version,
+                    request_broker_epoch=request.broker_epoch,
+                    controller_epoch=request.controller_epoch,
+                    newest_controller_epoch=newest,
+                    error=error,
+                )
+            )
+        elif error == ErrorCode.NONE and request.controller_epoch > self.controller_epoch:
+            recorder.write(
+                journal.ControllerEpochSeen(
+                    wall_ns=recorder.now_ns(),
+                    broker=self.broker_id,
+                    broker_epoch=self.model.epoch,
+                    api=name,
+                    controller_epoch=request.controller_epoch,
+                    previous_controller_epoch=self.controller_epoch,
+                )
+            )
+            self.controller_epoch = request.controller_epoch
 
     def _observe(self, request: LeaderAndIsrRequest, version: int) -> None:
         listener = self.listener

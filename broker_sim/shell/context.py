@@ -7,16 +7,17 @@ from dataclasses import dataclass, field
 
 import trio
 
+from broker_sim.model.answers import not_controller
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.timing import Timing
+from protocol.spec import Data
 
 from .recorder import Recorder
 
 
 @dataclass
 class FleetContext:
-    controller_host: str
-    controller_port: int
+    controllers: tuple[tuple[str, int], ...]  # every connection starts at the first (see `connection`)
     listen_host: str
     seed: int
     scenario: str
@@ -26,10 +27,15 @@ class FleetContext:
     t0: float  # trio.current_time() when the fleet started: model time 0
     models: dict[int, BrokerModel] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # learnt from CreateTopics and LeaderAndIsr v5+
-    last_answer: float = 0.0  # model time of the controller's last answer
+    last_answer: float = 0.0  # model time of the (active) controller's last answer
 
     def now(self) -> float:
         return trio.current_time() - self.t0
+
+    def answered(self, t: float, response: Data) -> None:
+        """An answer came at `t`; one that says NOT_CONTROLLER is no answer of the active controller."""
+        if not not_controller(response):
+            self.last_answer = t
 
     async def sleep_until(self, t: float) -> None:
         await trio.sleep_until(self.t0 + t)

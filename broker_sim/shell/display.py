@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from broker_sim.shell.connection import peer_name
 from broker_sim.shell.fleet import FleetConfig
 from broker_sim.stats import FleetStats, percentile
 
@@ -69,9 +70,10 @@ class RunClock:
 def announce(console: Console, config: FleetConfig, processes: int) -> None:
     """The run's first line, once signals are handled (a signal from then on stops the run cleanly)."""
     spread = "" if processes == 1 else f" over {processes} processes"
+    controllers = ",".join(peer_name(address) for address in config.controllers)
     console.print(
         f"fleet: brokers {config.first_broker_id}-{config.first_broker_id + config.brokers - 1}{spread} against "
-        f"{config.controller_host}:{config.controller_port}, scenario {config.scenario}, seed {config.seed}, "
+        f"{controllers}, scenario {config.scenario}, seed {config.seed}, "
         f"{config.duration_s:g}s",
         markup=False,
         highlight=False,
@@ -130,6 +132,7 @@ def summary_figures(stats: FleetStats) -> dict[str, Any]:
         "control_requests": dict(sorted(stats.control_requests_by_api.items())),
         "stale_replays": {"sent": stats.stale_replays_sent, "rejected": stats.stale_replays_rejected},
         "faults": dict(sorted(stats.faults.items())),
+        "controller_switches": dict(sorted(stats.controller_switches.items())),
         "heartbeats": stats.heartbeats,
         "heartbeat_lateness_p99_ms": _rounded(percentile(stats.heartbeat_lateness_ms, 0.99)),
         "brokers_by_state": dict(sorted(stats.brokers_by_state.items())),
@@ -191,6 +194,7 @@ def _other_rows(figures: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("control requests received", _pairs(figures["control_requests"])),
         ("stale replays", f"{stale['sent']} sent, {stale['rejected']} rejected"),
         ("faults", _pairs(figures["faults"])),
+        *([("controller switches", _pairs(figures["controller_switches"]))] if figures["controller_switches"] else []),
         ("heartbeats", str(figures["heartbeats"])),
         ("heartbeat lateness p99", f"{_ms(figures['heartbeat_lateness_p99_ms'])} ms"),
         ("violations (during the run)", str(figures["violations"])),

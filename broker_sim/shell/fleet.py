@@ -6,6 +6,10 @@ faults, updates `stats` live, writes the journal (and the capture) when asked, a
 the run ended. `task_status.started()` is called once the controller answered; an unreachable
 controller returns at once with `unreachable` set (and `started` is never called).
 
+Controllers: `controller_host:controller_port`, then `other_controllers` in order (the rest of
+`--controller`'s list: a quorum's voters); every connection starts at the first and moves through
+the list on NOT_CONTROLLER or a broken connection (`connection`). `controllers` is the whole list.
+
 The liveness bound: every controlled shutdown must complete within `shutdown_bound_ms(config)`,
 two session timeouts plus two heartbeat intervals (broker_sim.model.timing); the journal's
 `RunStarted` carries it for the checker.
@@ -30,6 +34,7 @@ __all__ = ["SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet"
 class FleetConfig:
     controller_host: str = "127.0.0.1"
     controller_port: int = 9093
+    other_controllers: tuple[tuple[str, int], ...] = ()  # after the first, in the order to try them
     brokers: int = 3
     first_broker_id: int = 0
     topics: int = 1
@@ -44,6 +49,11 @@ class FleetConfig:
     journal_path: Path | None = None
     create_topics: bool = True  # False in all but one fleet process of a --processes run
     listen_host: str = "127.0.0.1"
+
+    @property
+    def controllers(self) -> tuple[tuple[str, int], ...]:
+        """Every controller of the list, the first first."""
+        return ((self.controller_host, self.controller_port), *self.other_controllers)
 
 
 @dataclass(frozen=True)
@@ -79,8 +89,7 @@ async def run_fleet(
     """Run the fleet for `config.duration_s` seconds; raises ValueError on a bad configuration."""
     _validate(config)
     spec = runner.RunSpec(
-        controller_host=config.controller_host,
-        controller_port=config.controller_port,
+        controllers=config.controllers,
         broker_ids=tuple(range(config.first_broker_id, config.first_broker_id + config.brokers)),
         topics=config.topics,
         partitions=config.partitions,

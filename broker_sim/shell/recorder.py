@@ -5,8 +5,9 @@ so that entries of several processes share one timeline; the model times an even
 controlled shutdown's start and end: seconds since the fleet started, monotonic) become
 wall-clock nanoseconds as `wall0_ns + t`. Counters: every answered request by API name, its top-level error and
 each partition error as "Api:ERROR_NAME"; requests without an answer as "Api:NETWORK_EXCEPTION"
-(Kafka's name for it); latencies in milliseconds. Journal entries are written as they happen and
-flushed by the fleet's ticker about once a second.
+(Kafka's name for it); latencies in milliseconds; moves to the next controller of the list by
+reason. Journal entries are written as they happen and flushed by the fleet's ticker about once a
+second.
 """
 
 from __future__ import annotations
@@ -16,13 +17,9 @@ from collections.abc import Iterable
 
 from broker_sim import journal
 from broker_sim.model import events as ev
+from broker_sim.model.answers import nested_errors
 from broker_sim.stats import FleetStats
 from protocol.error_codes import error_name
-from protocol.messages.alter_partition import AlterPartitionResponse
-from protocol.messages.alter_replica_state import AlterReplicaStateResponse
-from protocol.messages.create_topics import CreateTopicsResponse
-from protocol.messages.delete_topics import DeleteTopicsResponse
-from protocol.messages.elect_leaders import ElectLeadersResponse
 from protocol.registry import api
 from protocol.spec import Data
 
@@ -33,19 +30,6 @@ NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
 def api_name(api_key: int) -> str:
     return api(api_key).name
-
-
-def partition_errors(response: Data) -> list[int]:
-    """Error codes below the top level of an answer, for the counters."""
-    if isinstance(response, AlterPartitionResponse | AlterReplicaStateResponse):
-        return [p.error_code for t in response.topics for p in t.partitions]
-    if isinstance(response, CreateTopicsResponse):
-        return [t.error_code for t in response.topics]
-    if isinstance(response, DeleteTopicsResponse):
-        return [t.error_code for t in response.responses]
-    if isinstance(response, ElectLeadersResponse):
-        return [p.error_code for r in response.replica_election_results for p in r.partition_result]
-    return []
 
 
 class Recorder:
@@ -78,12 +62,19 @@ class Recorder:
         name = api_name(api_key)
         top = getattr(response, "error_code", 0)
         self.stats.request(name, latency_s * 1000, error_name(top) if top else None)
-        for code in partition_errors(response):
+        for code in nested_errors(response):
             if code:
                 self.stats.errors_by_code[f"{name}:{error_name(code)}"] += 1
 
     def lost(self, api_key: int) -> None:
         self.stats.request(api_name(api_key), None, NETWORK_EXCEPTION)
+
+    def controller_switched(
+        self, broker: int, channel: str, before: str, after: str, reason: str, api_name: str, detail: str
+    ) -> None:
+        """A connection moved to the next controller of the list (`connection`; broker -1: the admin)."""
+        self.stats.controller_switches[reason] += 1
+        self.write(journal.ControllerSwitched(self.now_ns(), broker, channel, before, after, reason, api_name, detail))
 
     def bad_answer(self, broker: int, api_key: int, version: int, correlation_id: int, reason: str) -> None:
         self.stats.request(api_name(api_key), None, "BAD_ANSWER")

@@ -3,8 +3,10 @@
 Rules:
 - Start: raise the descriptor limit (every broker holds two controller connections, a listening
   socket and the controller's connection to it), then reach the controller (DescribeCluster,
-  retried for `REACH_S`): if it cannot be reached the run ends at once with one clear line and
-  nothing else happens (no journal entry).
+  retried for `REACH_S`, moving through the controllers of the list as every connection does):
+  any answer will do, NOT_CONTROLLER too (a quorum still electing its leader is there to be
+  tested). If none can be reached the run ends at once with one clear line and nothing else
+  happens (no journal entry).
 - The journal opens with `RunStarted` and closes with `RunEnded`, also when the run is cancelled
   (written under a shield). Shutdowns still in progress at the end are journalled unfinished.
 - The ticker, once a second: brokers by state into the stats, journal flush; every
@@ -13,7 +15,8 @@ Rules:
   young generation is made larger, as the daemon does: with a thousand brokers a full collection
   held the event loop for over half a second. The previous settings are restored at the end.
 - `finished`: the run lasted its duration and the controller answered within the last
-  `max(10 s, 3 session timeouts)`.
+  `max(10 s, 3 session timeouts)` (an answer that says NOT_CONTROLLER is none: the active one must
+  have answered).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from protocol.registry import all_apis
 from .admin import Admin
 from .broker import BrokerRunner
 from .capture import ROTATE_S, FleetCapture
-from .connection import BadAnswer, ConnectionLost, ControllerConnection
+from .connection import Address, BadAnswer, ConnectionLost, ControllerConnection, peer_name
 from .context import FleetContext
 from .faults import FaultDriver
 from .recorder import Recorder
@@ -60,8 +63,7 @@ GC_THRESHOLDS = (20_000, 20, 50)
 class RunSpec:
     """The fleet's configuration as the shell needs it (broker_sim.shell.fleet.FleetConfig, resolved)."""
 
-    controller_host: str
-    controller_port: int
+    controllers: tuple[Address, ...]
     broker_ids: tuple[int, ...]
     topics: int
     partitions: int
@@ -95,9 +97,9 @@ def raise_descriptor_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def reach(host: str, port: int) -> str | None:
-    """None when the controller answers DescribeCluster; otherwise why not, in one line."""
-    connection = ControllerConnection(host, port, "fleet-probe")
+async def reach(controllers: tuple[Address, ...]) -> str | None:
+    """None when a controller of the list answers DescribeCluster; otherwise why not, in one line."""
+    connection = ControllerConnection(controllers, "fleet-probe")
     reason = "no answer"
     deadline = trio.current_time() + REACH_S
     try:
@@ -110,21 +112,22 @@ async def reach(host: str, port: int) -> str | None:
             await trio.sleep(0.25)
     finally:
         await connection.drop()
-    return f"cannot reach the controller at {host}:{port}: {reason}"
+    if len(controllers) == 1:
+        return f"cannot reach the controller at {peer_name(controllers[0])}: {reason}"
+    return f"cannot reach any controller of {','.join(map(peer_name, controllers))}: {reason}"
 
 
 async def run(spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[None]) -> tuple[bool, str | None]:
     raise_descriptor_limit()
     warm_codecs()
-    unreachable = await reach(spec.controller_host, spec.controller_port)
+    unreachable = await reach(spec.controllers)
     if unreachable is not None:
         return False, unreachable
     capture = FleetCapture(spec.capture_dir, spec.broker_ids[0] * 1_000_000) if spec.capture_dir else None
     writer = journal.JournalWriter(spec.journal_path) if spec.journal_path is not None else None
     recorder = Recorder(stats, writer, capture, trio.current_time(), time.time_ns())
     ctx = FleetContext(
-        controller_host=spec.controller_host,
-        controller_port=spec.controller_port,
+        controllers=spec.controllers,
         listen_host=spec.listen_host,
         seed=spec.seed,
         scenario=spec.scenario,

@@ -39,6 +39,9 @@ PROG = "python -m broker_sim run"
         (["--controller", "localhost:0"], "argument --controller: expected HOST:PORT"),
         (["--controller", ":9093"], "argument --controller: expected HOST:PORT"),
         (["--controller", "h:99999"], "argument --controller: expected HOST:PORT"),
+        (["--controller", "a:9093,b"], "argument --controller: expected HOST:PORT, got 'b'"),
+        (["--controller", "a:9093,"], "argument --controller: expected HOST:PORT, got ''"),
+        (["--controller", "a:1,b:2,a:1"], "argument --controller: a:1 is listed twice in 'a:1,b:2,a:1'"),
         (["--scenario", "meltdown"], "argument --scenario: invalid choice: 'meltdown'"),
         (["--duration", "0"], "argument --duration: expected a positive number of seconds"),
         (["--duration", "-5"], "argument --duration: expected a positive number of seconds"),
@@ -81,6 +84,16 @@ def test_a_missing_or_unknown_command_exits_2(arguments: list[str], capsys: pyte
     assert main(arguments) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "expected a command, run or check" in err
+
+
+def test_controller_takes_one_address_or_a_list_in_the_order_to_try_them() -> None:
+    one = parse_run(["--controller", "10.0.0.1:9093"], PROG)
+    assert one.config.controllers == (("10.0.0.1", 9093),) and one.config.other_controllers == ()
+    assert one.arguments["controller"] == "10.0.0.1:9093"
+    assert parse_run([], PROG).config.controllers == (("127.0.0.1", 9093),)
+    quorum = parse_run(["--controller", "c1:9093,c2:9094,[::1]:9095", "--processes", "2"], PROG)
+    assert quorum.config.controllers == (("c1", 9093), ("c2", 9094), ("::1", 9095))
+    assert quorum.arguments["controller"] == "c1:9093,c2:9094,::1:9095"
 
 
 def test_the_journal_goes_beside_the_report_else_the_capture_else_a_temporary_file(tmp_path: Path) -> None:

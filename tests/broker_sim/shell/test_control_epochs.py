@@ -1,0 +1,133 @@
+"""A broker's listener in the fleet journals the controller epochs it goes by: each newer one it
+accepts, and each LeaderAndIsr or StopReplica it refuses whole for an older controller epoch than the
+newest it has seen (STALE_CONTROLLER_EPOCH) or an older broker epoch (STALE_BROKER_EPOCH): what a
+checker needs to hold that no broker acted on an older controller's request than one it had seen.
+The listener is the fleet's own (`BrokerRunner.new_listener`), fed the frames the daemon's control
+channel would send (controller.control.requests)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import trio
+
+from broker_sim.journal import (
+    ControllerEpochSeen,
+    ControlRefused,
+    JournalWriter,
+    StateObserved,
+    read_journal,
+)
+from broker_sim.model.broker import BrokerModel
+from broker_sim.model.versions import listener_max_versions
+from broker_sim.shell.broker import BrokerRunner
+from broker_sim.shell.context import FleetContext
+from broker_sim.shell.recorder import Recorder
+from broker_sim.stats import FleetStats
+from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.requests import leader_and_isr_request, stop_replica_requests
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.leader_and_isr import LeaderAndIsrResponse
+from protocol.messages.stop_replica import StopReplicaResponse
+from protocol.registry import decode_response, encode_request
+from protocol.spec import Data
+
+from ..model.helpers import TIMING, FakeFollowers, register
+
+BROKER_ID = 1
+SEED = 0
+TOPIC_ID = uuid.UUID(int=0xF00)
+
+
+def order(controller_epoch: int, broker_epoch: int = 100, leader_epoch: int = 3) -> ControlOrder:
+    state = PartitionState("foo", TOPIC_ID, 0, BROKER_ID, leader_epoch, (1, 2), 5 + leader_epoch, (1, 2), 0)
+    stops = (StopPartition("foo", TOPIC_ID, 1, -1, False),)
+    return ControlOrder(BROKER_ID, broker_epoch, 3000, controller_epoch, (state,), stops, False)
+
+
+def runner(journal: Path) -> BrokerRunner:
+    recorder = Recorder(FleetStats(), JournalWriter(journal), None, trio.current_time(), time.time_ns())
+    ctx = FleetContext(
+        controllers=(("127.0.0.1", 1),),
+        listen_host="127.0.0.1",
+        seed=SEED,
+        scenario="steady",
+        duration_s=10.0,
+        timing=TIMING,
+        recorder=recorder,
+        t0=recorder.t0,
+    )
+    model = BrokerModel(BROKER_ID, SEED, TIMING, FakeFollowers(), {})
+    register(model, epoch=100)
+    return BrokerRunner(ctx, model)
+
+
+def send(broker: BrokerRunner, body: Data, version: int) -> int:
+    """The whole-request error code the broker's listener answers `body` with."""
+    assert broker.listener is not None
+    reply = broker.listener.handle_frame(encode_request(body, version, 7)[4:])
+    assert reply is not None
+    response = decode_response(reply[4:], body.API.key, version)[1]
+    assert isinstance(response, LeaderAndIsrResponse | StopReplicaResponse)
+    return response.error_code
+
+
+async def test_newer_controller_epochs_and_refusals_are_journalled(tmp_path: Path) -> None:
+    broker = runner(tmp_path / "journal.jsonl")
+    broker.new_listener()
+    versions = listener_max_versions(SEED, BROKER_ID)
+    lai, stop = versions[ApiKey.LEADER_AND_ISR], versions[ApiKey.STOP_REPLICA]
+
+    def leader_and_isr(the_order: ControlOrder) -> int:
+        return send(broker, leader_and_isr_request(the_order, lai), lai)
+
+    def stop_replica(the_order: ControlOrder) -> int:
+        return send(broker, stop_replica_requests(the_order, stop)[0], stop)
+
+    assert leader_and_isr(order(controller_epoch=5)) == ErrorCode.NONE
+    assert leader_and_isr(order(controller_epoch=5, leader_epoch=4)) == ErrorCode.NONE  # the same epoch: no entry
+    assert leader_and_isr(order(controller_epoch=4, leader_epoch=5)) == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert stop_replica(order(controller_epoch=4)) == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert stop_replica(order(controller_epoch=6)) == ErrorCode.NONE
+    assert leader_and_isr(order(controller_epoch=5, leader_epoch=6)) == ErrorCode.STALE_CONTROLLER_EPOCH
+    if lai >= 2:  # LeaderAndIsr carries the broker epoch from v2 (KIP-380): checked before the controller's
+        assert leader_and_isr(order(controller_epoch=7, broker_epoch=99)) == ErrorCode.STALE_BROKER_EPOCH
+    broker.ctx.recorder.writer.close()  # type: ignore[union-attr]
+
+    entries = [e for e in read_journal(tmp_path / "journal.jsonl") if not isinstance(e, StateObserved)]
+    seen = [
+        (e.api, e.controller_epoch, e.previous_controller_epoch) for e in entries if isinstance(e, ControllerEpochSeen)
+    ]
+    assert seen == [("LeaderAndIsr", 5, 0), ("StopReplica", 6, 5)]
+    refused = [
+        (e.api, e.api_version, e.controller_epoch, e.newest_controller_epoch, e.error)
+        for e in entries
+        if isinstance(e, ControlRefused)
+    ]
+    stale = ErrorCode.STALE_CONTROLLER_EPOCH
+    expected = [
+        ("LeaderAndIsr", lai, 4, 5, stale),
+        ("StopReplica", stop, 4, 5, stale),
+        ("LeaderAndIsr", lai, 5, 6, stale),
+    ]
+    if lai >= 2:
+        expected.append(("LeaderAndIsr", lai, 7, 6, ErrorCode.STALE_BROKER_EPOCH))
+    assert refused == expected
+    assert {(e.broker, e.broker_epoch) for e in entries} == {(BROKER_ID, 100)}
+    assert [e.request_broker_epoch for e in entries if isinstance(e, ControlRefused)][-1] == (99 if lai >= 2 else -1)
+    assert broker.listener is not None and broker.listener.controller_epoch == 6  # no refusal moved it
+
+
+async def test_a_new_incarnation_starts_from_no_controller_epoch(tmp_path: Path) -> None:
+    broker = runner(tmp_path / "journal.jsonl")
+    broker.new_listener()
+    lai = listener_max_versions(SEED, BROKER_ID)[ApiKey.LEADER_AND_ISR]
+    assert send(broker, leader_and_isr_request(order(controller_epoch=9), lai), lai) == ErrorCode.NONE
+    broker.new_listener()  # a bounce: Kafka's broker keeps its controller epoch in memory only
+    assert send(broker, leader_and_isr_request(order(controller_epoch=8), lai), lai) == ErrorCode.NONE
+    broker.ctx.recorder.writer.close()  # type: ignore[union-attr]
+    seen = [e for e in read_journal(tmp_path / "journal.jsonl") if isinstance(e, ControllerEpochSeen)]
+    assert [(e.controller_epoch, e.previous_controller_epoch) for e in seen] == [(9, 0), (8, 0)]
