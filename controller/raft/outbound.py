@@ -18,7 +18,8 @@ Rules:
   high watermark becomes the leader's, capped at the log's end. Any of these is a successful
   fetch: the fetch timeout restarts.
 - FetchSnapshot: the snapshot asked for is installed (`InstallSnapshot`, then the shell's
-  `SnapshotInstalled`) when it is ahead of the log; SNAPSHOT_NOT_FOUND goes back to fetching.
+  `SnapshotInstalled`) unless the log already holds its last entry (see `_holds_snapshot_end`
+  for where this departs from Kafka); SNAPSHOT_NOT_FOUND goes back to fetching.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 from protocol.error_codes import ErrorCode
 
 from .actions import AppendBatches, InstallSnapshot, TruncateTo
-from .ids import Epoch, NodeId
+from .ids import Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .log import LogViewError
 from .messages import (
@@ -173,12 +174,23 @@ def fetch_snapshot(node: RaftNode, now_ms: int, response: FetchSnapshotResponse)
         return True
     if response.error != ErrorCode.NONE or snapshot != state.fetching_snapshot:
         return False
-    log = node.log
     installing = None
-    if snapshot.epoch > log.last_epoch or (snapshot.epoch == log.last_epoch and snapshot.offset > log.end_offset):
+    if not _holds_snapshot_end(node, snapshot):
         installing = snapshot
         node.out.append(InstallSnapshot(snapshot, response.payload))
     node.state = replace(
         state, fetching_snapshot=None, installing_snapshot=installing, has_fetched=True, fetch_deadline_ms=deadline
     )
     return True
+
+
+def _holds_snapshot_end(node: RaftNode, snapshot: OffsetAndEpoch) -> bool:
+    """Whether the log already holds the snapshot's last entry (then the snapshot is a prefix
+    of it). Otherwise the whole log goes: the snapshot is committed, and whatever of the log
+    conflicts with it was not. Kafka installs only a snapshot ahead of the log's (epoch, end
+    offset) and throws otherwise, which leaves a follower whose uncommitted tail has a larger
+    epoch than the snapshot, but ends below it, unable to catch up (the simulation found one)."""
+    log = node.log
+    if snapshot.offset == log.start_offset and log.snapshot == snapshot:
+        return True
+    return snapshot.offset <= log.end_offset and log.epoch_at(snapshot.offset - 1) == snapshot.epoch
