@@ -11,8 +11,8 @@ The shell (step 4) turns `Action`s into I/O and I/O into events. Modules:
 - `log`: `LogView`, the local log as the core sees it (ends, flushed end, epoch cache, snapshot).
 - `state`: the persisted `ElectionState`, the election states and `Tally`; `leader`: the
   leader's replicas, high watermark and check-quorum; `requests`: requests in flight.
-- `node`: `RaftNode`, the transitions and the poll; `inbound` answers requests, `outbound`
-  reads responses.
+- `node`: `RaftNode`, its interface and transitions; `inbound` answers requests, `outbound`
+  reads responses, `poll` runs the timers and sends what is due.
 """
 
 from .actions import (

@@ -3,7 +3,7 @@
 Rules:
 - Every event comes with the time (`now_ms`, monotonic milliseconds, an int) as an argument of
   `handle`, never inside the event; `Tick` carries nothing else. The shell ticks the core at
-  `RaftNode.next_wakeup_ms()` at the latest (every other event does what a tick does, too).
+  `RaftNode.next_wakeup_ms(now_ms)` at the latest (every other event does what a tick does, too).
 - Requests and responses are matched by `correlation_id`, which the core assigns to the requests
   it sends (`SendRequest`) and the shell gives back with the answer. A response the core no
   longer expects (a late one, a duplicate, one sent to an earlier state) is ignored.

@@ -2,7 +2,7 @@
 
 Rules:
 - Drive it with `handle(now_ms, event)` (see `controller.raft.events`) and `append(...)`, and
-  tick it at `next_wakeup_ms()` at the latest; each call returns the ordered actions of
+  tick it at `next_wakeup_ms(now_ms)` at the latest; each call returns the ordered actions of
   `controller.raft.actions`, to be executed in order. Nothing here reads a clock or a socket:
   time is `now_ms`, every random choice comes from the `random.Random` given to the node.
 - Start-up is `RaftNode(config, rng, election, log)` with what was recovered (the quorum-state
@@ -11,9 +11,10 @@ Rules:
   nor write new records in it: its unflushed records may be gone), one that voted for itself
   starts as a Candidate of the same epoch, an epoch older than the log's last is replaced by
   the log's (Unattached), else Follower or Unattached as persisted. A sole voter leads at once.
-- Every call handles its event, then polls as Kafka's `poll()` does: the state's timers (election
-  timeout: uniform in [T, 2T); fetch timeout; check-quorum), then what is due to be sent. Each
-  destination has at most one request in flight (`controller.raft.requests`).
+- Every call handles its event, then polls as Kafka's `poll()` does (`controller.raft.poll`):
+  the state's timers (election timeout: uniform in [T, 2T); fetch timeout; check-quorum), then
+  what is due to be sent. Each destination has at most one request in flight
+  (`controller.raft.requests`).
 - Elections follow Kafka 4.0 (KIP-996): a voter whose election timeout (Unattached) or fetch
   timeout (Follower) expires becomes Prospective and sends pre-votes in its current epoch; with
   a majority it becomes a Candidate of the next epoch (persisted, voting for itself); with a
@@ -26,7 +27,8 @@ Rules:
   its epoch emits `StopLeading`. A message naming another leader for the node's own epoch, or
   this node as leader when it is not, raises `RaftError` (Kafka throws likewise).
 - Requests are answered by `controller.raft.inbound`, responses read by
-  `controller.raft.outbound`; both change the node only through the transitions below.
+  `controller.raft.outbound`; they and `poll` change the node's state only through the
+  transitions below (or by updating the current state's own fields).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from protocol.error_codes import ErrorCode
 
-from . import inbound, outbound
+from . import inbound, outbound, poll
 from .actions import (
     Action,
     AppendBatches,
@@ -65,21 +67,14 @@ from .leader import Leader
 from .log import LogView
 from .messages import (
     Batch,
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
-    FetchSnapshotRequest,
     Request,
-    VoteRequest,
 )
 from .requests import InFlight
 from .state import Candidate, ElectionState, Follower, Prospective, RaftError, Resigned, Tally, Unattached
 
 QuorumState = Unattached | Prospective | Candidate | Leader | Follower | Resigned
-
-#: transitions chained in one poll at most (Follower -> Prospective -> Candidate -> Leader is 3)
-MAX_POLL_ROUNDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +169,7 @@ class RaftNode:
             self.to_prospective(now_ms)
         elif isinstance(self.state, Candidate) and self.state.tally.won:
             self.to_leader(now_ms)
-        self._poll(now_ms)
+        poll.poll(self, now_ms)
         return self._take()
 
     def handle(self, now_ms: int, event: Event) -> list[Action]:
@@ -197,7 +192,7 @@ class RaftNode:
             self._snapshot_created(event)
         else:
             assert isinstance(event, Tick)
-        self._poll(now_ms)
+        poll.poll(self, now_ms)
         return self._take()
 
     def append(self, now_ms: int, epoch: int, record_count: int, payload: object = None) -> Appended | NotLeader:
@@ -439,97 +434,6 @@ class RaftNode:
     def _take(self) -> list[Action]:
         out, self.out = self.out, []
         return out
-
-    def _poll(self, now_ms: int) -> None:
-        for _ in range(MAX_POLL_ROUNDS):
-            before = self.state
-            self._poll_once(now_ms)
-            # another state (not an update of this one) may have something to send at once
-            if type(self.state) is type(before) and self.state.epoch == before.epoch:
-                return
-
-    def _poll_once(self, now_ms: int) -> None:
-        state = self.state
-        if isinstance(state, Leader):
-            self._poll_leader(state, now_ms)
-        elif isinstance(state, Candidate | Prospective):
-            if now_ms >= state.election_deadline_ms:
-                if isinstance(state, Candidate):
-                    self.to_prospective(now_ms)
-                else:
-                    self.after_prospective_loss(now_ms)
-            elif not state.tally.lost:
-                for voter in sorted(state.tally.unrecorded):
-                    self.send(voter, self._vote_request(voter), now_ms)
-        elif isinstance(state, Follower):
-            self._poll_follower(state, now_ms)
-        elif isinstance(state, Unattached):
-            deadline = state.election_deadline_ms
-            if self.config.is_voter and deadline is not None and now_ms >= deadline:
-                self.to_prospective(now_ms)
-            elif not self.config.is_voter and not self.in_flight.any_in_flight(now_ms):
-                voters = sorted(self.config.voters)
-                self._send_fetch(voters[self.rng.randrange(len(voters))], now_ms)
-        else:
-            for voter in sorted(state.unacknowledged):
-                request = EndQuorumEpochRequest(
-                    self.config.cluster_id, self.node_id, state.epoch, state.preferred_successors
-                )
-                self.send(voter, request, now_ms)
-            if now_ms >= state.election_deadline_ms:
-                self.to_unattached(Epoch(state.epoch + 1), None, now_ms)
-
-    def _poll_leader(self, state: Leader, now_ms: int) -> None:
-        if state.check_quorum_expired(now_ms):
-            self.to_resigned(now_ms)
-            return
-        self.complete_parked(now_ms, only_expired=True)
-        current = self.state
-        assert isinstance(current, Leader)
-        if current.unacknowledged and now_ms >= current.begin_epoch_due_ms:
-            for voter in sorted(current.unacknowledged):
-                request = BeginQuorumEpochRequest(self.config.cluster_id, self.node_id, current.epoch, voter)
-                self.send(voter, request, now_ms)
-            self.state = replace(current, begin_epoch_due_ms=now_ms + self.config.fetch_timeout_ms // 2)
-
-    def _poll_follower(self, state: Follower, now_ms: int) -> None:
-        if now_ms >= state.fetch_deadline_ms:
-            if self.config.is_voter:
-                self.to_prospective(now_ms)
-            else:
-                self.to_unattached(state.epoch, state.leader_id, now_ms)
-        elif state.installing_snapshot is None and self.in_flight.is_ready(state.leader_id, now_ms):
-            if state.fetching_snapshot is not None:
-                request = FetchSnapshotRequest(
-                    self.config.cluster_id, self.node_id, state.epoch, state.fetching_snapshot
-                )
-                self.send(state.leader_id, request, now_ms)
-            else:
-                self._send_fetch(state.leader_id, now_ms)
-
-    def _send_fetch(self, destination: NodeId, now_ms: int) -> None:
-        """Fetch from the log end, once it is flushed: the leader counts a voter's fetch offset as
-        durable there (Kafka's follower flushes before it fetches again)."""
-        log = self.log
-        if log.flushed_end_offset < log.end_offset:
-            return
-        request = FetchRequest(
-            self.config.cluster_id,
-            self.node_id,
-            self.epoch,
-            log.end_offset,
-            log.last_epoch,
-            -1 if self.high_watermark is None else self.high_watermark,
-            self.config.fetch_max_wait_ms,
-        )
-        self.send(destination, request, now_ms)
-
-    def _vote_request(self, voter: NodeId) -> VoteRequest:
-        log = self.log
-        pre_vote = isinstance(self.state, Prospective)
-        return VoteRequest(
-            self.config.cluster_id, self.epoch, self.node_id, voter, log.last_epoch, log.end_offset, pre_vote
-        )
 
     def send(self, destination: NodeId, request: Request, now_ms: int) -> bool:
         if not self.in_flight.is_ready(destination, now_ms):
