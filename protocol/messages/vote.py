@@ -1,4 +1,4 @@
-"""Vote (api key 52), versions 0-1, flexible from 0.
+"""Vote (api key 52), versions 0-2, flexible from 0.
 
 KRaft's leader election (KIP-595): a controller whose election timeout expired becomes a
 candidate, bumps the epoch and sends Vote to every other voter of the `__cluster_metadata`
@@ -7,8 +7,10 @@ its last record); a voter grants its vote once per epoch, and only to a candidat
 at least as long as its own. A candidate with the votes of a majority becomes the leader and
 announces it with BeginQuorumEpoch. Only the controller listener serves it.
 
-Kafka 3.9's schema has no pre-vote: KIP-996's PreVote flag arrives in a later version (v2, Kafka
-4.0), so these classes have no field for it.
+Kafka 3.9 speaks v0-1; v2 is Kafka 4.0's (KIP-996): the PreVote flag, last in the partition data,
+asks whether the voter would grant a vote without anybody bumping the epoch or persisting a
+vote. fencer's voters speak it among themselves (issue 21's pre-vote); its layout is Kafka 4.0's
+VoteRequest.json (the response is unchanged in v2).
 
 fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
 will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
@@ -58,6 +60,7 @@ class VoteRequestPartitionData(Data):
     voter_directory_id: Annotated[uuid.UUID, F(UUID, "1+", ignorable=True)] = ZERO_UUID
     last_offset_epoch: Annotated[int, F(INT32)]
     last_offset: Annotated[int, F(INT64)]
+    pre_vote: Annotated[bool, F(BOOL, "2+")] = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +71,7 @@ class VoteRequestTopicData(Data):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VoteRequest(Data):
-    API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-1", flexible="0+")
+    API: ClassVar[Api] = Api.of(API_KEY, REQUEST, valid="0-2", flexible="0+")
     cluster_id: Annotated[str | None, F(STRING, nullable="0+")] = None
     voter_id: Annotated[int, F(INT32, "1+", ignorable=True)] = -1
     topics: Annotated[tuple[VoteRequestTopicData, ...], F(ARRAY(VoteRequestTopicData))]
@@ -100,7 +103,7 @@ class VoteResponseNodeEndpoint(Data):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VoteResponse(Data):
-    API: ClassVar[Api] = Api.of(API_KEY, RESPONSE, valid="0-1", flexible="0+")
+    API: ClassVar[Api] = Api.of(API_KEY, RESPONSE, valid="0-2", flexible="0+")
     error_code: Annotated[int, F(INT16)] = 0
     topics: Annotated[tuple[VoteResponseTopicData, ...], F(ARRAY(VoteResponseTopicData))]
     # v1+, tagged (tag 0): the endpoints of the leaders named in the partitions.

@@ -31,6 +31,12 @@ ZERO_UUID = uuid.UUID(int=0)
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 
 
+#: (api key, version) that fencer speaks and kio 0.5.0 (Kafka 3.x) predates: Kafka 4.0's Vote v2
+#: (KIP-996's pre-vote). Their frames are checked against bytes written by hand from Kafka 4.0's
+#: schema only (tests/protocol/messages/test_vote.py), and by the round-trip property tests.
+NEWER_THAN_KIO = frozenset({(52, 2)})
+
+
 def kio_payload_class(api_key: int, version: int, kind: str) -> type | None:
     """kio's class for (api key, version, request|response), or None if kio lacks it."""
     entity = EntityType.request if kind == "request" else EntityType.response

@@ -21,7 +21,7 @@ from protocol.headers import RequestHeader, ResponseHeader
 from protocol.registry import all_apis
 from protocol.spec import Data
 
-from .kio_bridge import from_kio, kio_encode, kio_payload_class, to_kio
+from .kio_bridge import NEWER_THAN_KIO, from_kio, kio_encode, kio_payload_class, to_kio
 
 # fencer's own API (KIP-589 never got an Apache Kafka key): kio cannot know it.
 NOT_IN_KIO = {1000}
@@ -33,6 +33,8 @@ def _cases() -> list[tuple[type[Data], int, type]]:
         if info.key in NOT_IN_KIO:
             continue
         for version in info.versions:
+            if (info.key, version) in NEWER_THAN_KIO:
+                continue  # Kafka 4.0's, after kio 0.5.0: hand-written frames check it
             for kind, cls in (("request", info.request), ("response", info.response)):
                 kio_cls = kio_payload_class(info.key, version, kind)
                 assert kio_cls is not None, f"kio 0.5.0 lacks {cls.__name__} v{version}"

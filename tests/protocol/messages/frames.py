@@ -16,7 +16,7 @@ from protocol.headers import RequestHeader
 from protocol.registry import decode_request, decode_response, encode_request, encode_response
 from protocol.spec import Data
 
-from ..kio_bridge import kio_decode, kio_payload_class, to_kio
+from ..kio_bridge import NEWER_THAN_KIO, kio_decode, kio_payload_class, to_kio
 from ..strategies import messages
 
 CORRELATION = 42
@@ -48,9 +48,7 @@ def check_request(message: Data, version: int, body: bytes) -> None:
         request_api_key=key, request_api_version=version, correlation_id=CORRELATION, client_id="c"
     )
     assert decoded.body == message
-    kio_cls = kio_payload_class(key, version, "request")
-    assert kio_cls is not None
-    assert kio_decode(kio_cls, body) == to_kio(message, kio_cls)
+    _check_kio(message, version, body, "request")
     assert encode_request(message, version, CORRELATION, client_id="c")[4:] == payload
 
 
@@ -61,10 +59,19 @@ def check_response(message: Data, version: int, body: bytes) -> None:
     header, decoded = decode_response(payload, key, version)
     assert header.correlation_id == CORRELATION
     assert decoded == message
-    kio_cls = kio_payload_class(key, version, "response")
+    _check_kio(message, version, body, "response")
+    assert encode_response(message, version, CORRELATION)[4:] == payload
+
+
+def _check_kio(message: Data, version: int, body: bytes, kind: str) -> None:
+    """kio decodes `body` to `message` (unless the version is newer than kio: `NEWER_THAN_KIO`)."""
+    key = message.API.key
+    kio_cls = kio_payload_class(key, version, kind)
+    if (key, version) in NEWER_THAN_KIO:
+        assert kio_cls is None, f"kio now has {type(message).__name__} v{version}: check it again"
+        return
     assert kio_cls is not None
     assert kio_decode(kio_cls, body) == to_kio(message, kio_cls)
-    assert encode_response(message, version, CORRELATION)[4:] == payload
 
 
 def check_round_trip_with_unknown_tags(classes: tuple[type[Data], ...], version: int, data: st.DataObject) -> None:

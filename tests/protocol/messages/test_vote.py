@@ -95,6 +95,32 @@ def test_request_v1_voter_key_and_directory_ids() -> None:
     check_request(message, 1, body)
 
 
+def test_request_v2_pre_vote() -> None:
+    """Kafka 4.0's v2 (KIP-996): PreVote, a bool after LastOffset; kio 0.5.0 predates it."""
+    message = VoteRequest(
+        cluster_id=None,
+        voter_id=3002,
+        topics=(VoteRequestTopicData(topic_name=METADATA, partitions=(request_partition(pre_vote=True),)),),
+    )
+    body = bytes.fromhex(
+        "00"  # ClusterId null
+        "00000bba"  # VoterId 3002
+        "02"  # Topics: compact array 1
+        f"{METADATA_HEX}"  # - TopicName
+        "02"  # - Partitions: compact array 1
+        "00000000 00000005 00000bb9"  # -- PartitionIndex 0, CandidateEpoch 5, CandidateId 3001
+        "00000000000000000000000000000000"  # -- CandidateDirectoryId: zero
+        "00000000000000000000000000000000"  # -- VoterDirectoryId: zero
+        "00000004 0000000000000064"  # -- LastOffsetEpoch 4, LastOffset 100
+        "01"  # -- PreVote true (v2+)
+        "00 00 00"  # partition, topic and body tag buffers
+    )
+    check_request(message, 2, body)
+    # PreVote is not ignorable: a pre-vote cannot be sent at v1 (to a Kafka 3.9 voter)
+    with pytest.raises(EncodeError):
+        codec(VoteRequest, 1).encode(message)
+
+
 def response(**changes: object) -> VoteResponse:
     partition = VoteResponsePartitionData(
         partition_index=0, error_code=0, leader_id=-1, leader_epoch=5, vote_granted=True
@@ -134,6 +160,7 @@ def test_response_v1_tagged_node_endpoints() -> None:
         "00"  # --- endpoint tag buffer
     )
     check_response(message, 1, body)
+    check_response(message, 2, body)  # v2's response is v1's
     # at its default (no endpoints) the tag is not written
     check_response(response(), 1, bytes.fromhex(RESPONSE_BODY + "00"))
 
@@ -161,7 +188,7 @@ def test_version_rules() -> None:
         )
 
 
-@pytest.mark.parametrize("version", range(2))
+@pytest.mark.parametrize("version", range(3))
 def test_decoded_but_not_served(version: int) -> None:
     """The daemon's listener (allowed=INBOUND_API_KEYS) refuses it as an unknown api until the quorum serves it."""
     body = VoteRequest(topics=())
@@ -172,7 +199,7 @@ def test_decoded_but_not_served(version: int) -> None:
     assert (info.value.api_key, info.value.api_version, info.value.correlation_id) == (52, version, 42)
 
 
-@pytest.mark.parametrize("version", range(2))
+@pytest.mark.parametrize("version", range(3))
 @given(data=st.data())
 def test_every_version_round_trips_with_unknown_tags_compiled_and_interpreted(
     version: int, data: st.DataObject
