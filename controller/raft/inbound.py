@@ -19,7 +19,8 @@ Rules:
 - Fetch: the leader checks the fetcher's (offset, last fetched epoch) against its log
   (`LogView.check_fetch`): a diverging epoch or a snapshot id, or valid, which records the
   fetcher's progress (a voter's moves the high watermark and check-quorum) and points the shell
-  at the records from the fetch offset. A valid fetch with nothing new is held (parked) until
+  at the records from the fetch offset. A valid fetch with nothing new (no records, and a high
+  watermark the fetcher has, or that it did not say and this fetch did not move) is held until
   records or a new high watermark come, or up to its max wait (Kafka's fetch purgatory).
 - FetchSnapshot: the leader's snapshot, if it is the one asked for (SNAPSHOT_NOT_FOUND else); it
   counts for check-quorum. The bytes are the shell's.
@@ -191,9 +192,11 @@ def fetch(
     error = _leader_only_error(node, request.current_leader_epoch)
     if error is not None:
         return FetchResponse(error, node.leader_id, node.epoch)
+    before = node.high_watermark
     response = fetch_from_leader(node, now_ms, request)
     if (
         request.max_wait_ms == 0
+        or node.high_watermark != before  # this fetch moved it: the fetcher should know at once
         or response.records_from_offset is not None
         or response.diverging_epoch is not None
         or response.snapshot_id is not None
