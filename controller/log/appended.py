@@ -7,6 +7,7 @@ snapshot is being written, so when it lands the batches appended meanwhile must 
 
 Rules:
 - Batches are added in offset order; `since(offset)` is the bytes of those at or above it.
+- `truncate(offset)` forgets the batches at or above a truncation point as if never added.
 - `forget_below(offset)` drops the batches below a new newest snapshot. Memory is 16 bytes per
   batch since the newest snapshot (two `array('q')`), under a quarter of the bytes those
   batches take on disk (a batch header alone is 61 bytes), which the snapshot trigger bounds.
@@ -38,6 +39,14 @@ class AppendedBytes:
         """Bytes of the remembered batches whose base offset is at or above `offset`."""
         index = bisect.bisect_left(self._offsets, offset)
         return self.total - self._starts[index] if index < len(self._offsets) else 0
+
+    def truncate(self, offset: int) -> None:
+        """Forget the batches at or above `offset`, and their bytes (the log was truncated there)."""
+        index = bisect.bisect_left(self._offsets, offset)
+        if index < len(self._offsets):
+            self.total = self._starts[index]
+            del self._offsets[index:]
+            del self._starts[index:]
 
     def forget_below(self, offset: int) -> None:
         """Stop remembering the batches whose base offset is below `offset`."""

@@ -110,15 +110,22 @@ def _scan_view(view: mmap.mmap, size: int) -> Iterator[ScannedBatch]:
         if end > size:
             raise BadBatch(position, f"the batch declares {length} bytes, {size - position - LOG_OVERHEAD} remain")
         data = view[position:end]
-        try:
-            batch, _ = decode_batch(data)
-        except DecodeError as exc:
-            raise BadBatch(position, str(exc)) from None
-        if not batch.records or batch.last_offset_delta != len(batch.records) - 1:
-            reason = f"lastOffsetDelta {batch.last_offset_delta} does not fit its {len(batch.records)} records"
-            raise BadBatch(position, reason)
+        batch = check_batch(data, position)
         yield ScannedBatch(position, end - position, _CRC.unpack_from(data, CRC_OFFSET)[0], batch)
         position = end
+
+
+def check_batch(data: bytes, position: int) -> RecordBatch:
+    """The batch that `data` holds exactly, checked as a segment's (see the rules), else `BadBatch`
+    naming `position`."""
+    try:
+        batch, _ = decode_batch(data)
+    except DecodeError as exc:
+        raise BadBatch(position, str(exc)) from None
+    if not batch.records or batch.last_offset_delta != len(batch.records) - 1:
+        reason = f"lastOffsetDelta {batch.last_offset_delta} does not fit its {len(batch.records)} records"
+        raise BadBatch(position, reason)
+    return batch
 
 
 class Continuity:
