@@ -18,9 +18,15 @@ Rules:
   fault was. Each cut shrinks the log, so this ends.
 - `appended` remembers the batches at or after `count_from` (the latest snapshot's end
   offset) and their bytes, for the controller's snapshot trigger.
+- The same scan builds each segment's sparse offset index and the epoch cache (`offset_index`,
+  `epochs`), so that opening reads every segment once.
 - `recover_from_snapshots` adds the snapshots: the epoch is the highest of log and snapshots; a
-  log ending below the newest snapshot restarts at its end offset (Kafka does the same); a log
-  whose first segment starts above 0 needs a snapshot reaching its start, else `LogError`.
+  log the newest snapshot supersedes (`epochs.snapshot_supersedes_log`: it ends below the
+  snapshot, or its last batch is of an older epoch: a follower that crashed after receiving a
+  snapshot, before restarting its log there) restarts at the snapshot's end offset, as Kafka's
+  `KafkaMetadataLog` does at open; its segments are deleted oldest first, each deletion made
+  durable before the next, so a crash leaves a log this rule restarts again. A log whose first
+  segment starts above 0 needs a snapshot reaching its start, else `LogError`.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .appended import AppendedBytes
+from .epochs import EpochCache, snapshot_supersedes_log
 from .model import LogError, RecoveryReport
+from .offset_index import INDEX_INTERVAL_BYTES, OffsetIndex
 from .segments import (
     BadBatch,
     Continuity,
@@ -56,6 +64,9 @@ class RecoveredLog:
     next_offset: int
     last_epoch: int
     appended: AppendedBytes
+    #: each segment's sparse offset index, and the epochs of the batches (built by the same scan)
+    indexes: list[OffsetIndex] = field(default_factory=list)
+    epochs: EpochCache = field(default_factory=EpochCache)
     truncated_bytes: int = 0
     truncated_file: Path | None = None
     first_lost_offset: int | None = None
@@ -77,11 +88,18 @@ class _Cut:
     message: str
 
 
-def recover(directory: Path, *, repair: bool, fsync: bool, count_from: int = 0) -> RecoveredLog:
+def recover(
+    directory: Path,
+    *,
+    repair: bool,
+    fsync: bool,
+    count_from: int = 0,
+    index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+) -> RecoveredLog:
     """Validate the segments of `directory`, cutting a torn tail (or, with `repair`, corruption)."""
     cuts: list[_Cut] = []
     while True:
-        scanned = _scan(directory, count_from)
+        scanned = _scan(directory, count_from, index_interval_bytes)
         if isinstance(scanned, RecoveredLog):
             break
         index, fault = scanned
@@ -96,27 +114,33 @@ def recover(directory: Path, *, repair: bool, fsync: bool, count_from: int = 0) 
     return scanned
 
 
-def _scan(directory: Path, count_from: int) -> RecoveredLog | tuple[int, Fault]:
+def _scan(directory: Path, count_from: int, index_interval_bytes: int) -> RecoveredLog | tuple[int, Fault]:
     """The validated log, or the index of the segment holding the first fault and the fault."""
     segments = list_segments(directory)
     continuity = Continuity()
     appended = AppendedBytes()
+    epochs = EpochCache()
+    indexes: list[OffsetIndex] = []
     for index, (base_offset, path) in enumerate(segments):
         fault = continuity.start_segment(base_offset)
         if fault is not None:
             return index, fault
+        indexes.append(offset_index := OffsetIndex(base_offset, index_interval_bytes))
         try:
             for scanned in scan_segment(path):
-                fault = continuity.check(scanned.position, scanned.batch)
+                batch = scanned.batch
+                fault = continuity.check(scanned.position, batch)
                 if fault is not None:
                     return index, fault
-                if scanned.batch.base_offset >= count_from:
-                    appended.add(scanned.batch.base_offset, scanned.size)
+                if batch.base_offset >= count_from:
+                    appended.add(batch.base_offset, scanned.size)
+                epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+                offset_index.add(batch.base_offset, scanned.position)
         except BadBatch as bad:
             expected = continuity.next_offset if continuity.next_offset is not None else base_offset
             return index, Fault(bad.position, expected, bad.reason)
     next_offset = continuity.next_offset if continuity.next_offset is not None else 0
-    return RecoveredLog(segments, next_offset, max(continuity.epoch or 0, 0), appended)
+    return RecoveredLog(segments, next_offset, max(continuity.epoch or 0, 0), appended, indexes, epochs)
 
 
 def _cut(segments: list[tuple[int, Path]], index: int, fault: Fault, *, repair: bool, fsync: bool) -> _Cut:
@@ -157,27 +181,42 @@ def _truncate_or_delete(path: Path, position: int, *, first: bool, fsync: bool) 
     return size - position
 
 
-def recover_from_snapshots(partition: Path, *, repair: bool, fsync: bool) -> RecoveredLog:
-    """Recover the segments; if the log ends below the newest snapshot, restart it from there."""
+def recover_from_snapshots(
+    partition: Path, *, repair: bool, fsync: bool, index_interval_bytes: int = INDEX_INTERVAL_BYTES
+) -> RecoveredLog:
+    """Recover the segments; if the newest snapshot supersedes the log, restart it from there."""
     snapshots = list_snapshots(partition)
     latest = snapshots[-1][0] if snapshots else None
-    recovered = recover(partition, repair=repair, fsync=fsync, count_from=latest.end_offset if latest else 0)
+    count_from = latest.end_offset if latest else 0
+    recovered = recover(
+        partition, repair=repair, fsync=fsync, count_from=count_from, index_interval_bytes=index_interval_bytes
+    )
     if latest is not None:
         recovered.last_epoch = max(recovered.last_epoch, max(snapshot_id.epoch for snapshot_id, _ in snapshots))
-        if not recovered.segments or latest.end_offset > recovered.next_offset:
+        last_batch_epoch = recovered.epochs.latest_epoch
+        if not recovered.segments or snapshot_supersedes_log(latest, recovered.next_offset, last_batch_epoch):
             if recovered.segments:
-                recovered.messages.append(
-                    f"the log ends at offset {recovered.next_offset}, below snapshot {latest}: it restarts there"
+                where = (
+                    f"ends at offset {recovered.next_offset}, below"
+                    if latest.end_offset > recovered.next_offset
+                    else f"ends at epoch {last_batch_epoch}, before the epoch of"
                 )
-            for _, path in recovered.segments:
-                path.unlink()
-            if recovered.segments and fsync:
-                fsync_directory(partition)
+                recovered.messages.append(f"the log {where} snapshot {latest}: it restarts there")
+            _delete_oldest_first([path for _, path in recovered.segments], fsync=fsync)
             recovered.segments, recovered.next_offset, recovered.appended = [], latest.end_offset, AppendedBytes()
+            recovered.indexes, recovered.epochs = [], EpochCache()
     start = recovered.segments[0][0] if recovered.segments else 0
     if start > 0 and (latest is None or latest.end_offset < start):
         raise LogError(gap_message(partition, start, "no snapshot covers the offsets below it"))
     return recovered
+
+
+def _delete_oldest_first(paths: list[Path], *, fsync: bool) -> None:
+    """Delete segments so that a crash at any point leaves a contiguous log (no gap) behind."""
+    for path in paths:
+        path.unlink()
+        if fsync:
+            fsync_directory(path.parent)
 
 
 def gap_message(partition: Path, start: int, why: str) -> str:

@@ -26,16 +26,23 @@ Rules:
 - A snapshot or retention that fails on an OSError is a `SnapshotWriteError`, never a
   `LogError`: a failed snapshot leaves nothing behind and no counter changed, a failed deletion
   leaves the files it had not reached; appends go on either way.
-- Two threads may share a log: one appending (`write_prepared`, `append_leader_change`), one
+- Two threads may share a log: one appending (`write_prepared`, `append_leader_change`, and a
+  follower's `append_as_follower`, `truncate_to`, `truncate_to_latest_snapshot`), one
   snapshotting (`write_snapshot` or `write_encoded_snapshot`, then `apply_retention` or
-  `delete_segments_below`). What both touch is in a `LogCatalog`, whose one lock is held only to
-  read or update it: never across a write, an fsync, a file's writing or deletion. `open`,
-  `read`, `batches` and `close` expect no other thread at work.
+  `delete_segments_below`); and any thread may read raw batches, snapshot chunks and epochs
+  (`replication`). What they touch is in a `LogCatalog`, whose one lock is held only to read
+  or update it: never across a write, an fsync, a file's writing or deletion. Deleting a
+  segment is serialised with a follower's restart at a snapshot (`_segment_deletion`), which
+  may create a file of the same name. `open`, `read`, `batches` and `close` expect no other
+  thread at work.
+- Every append, leader's or follower's, extends the segment's sparse offset index and the
+  epoch cache (`offset_index`, `epochs`), which the recovery scan builds at open.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -46,13 +53,15 @@ from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVot
 from protocol.spec import Data
 
 from ..slices import Slices, finish
-from .catalog import LogCatalog, Segment, SnapshotFile
+from .catalog import LogCatalog, Segment, SegmentWrite, SnapshotFile
 from .encoding import PreparedAppend, encode_groups
 from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, SnapshotWriteError
+from .offset_index import INDEX_INTERVAL_BYTES, OffsetIndex
 from .properties import MetaProperties, load_or_format
 from .quorum_state import QuorumState, read_quorum_state, write_quorum_state
 from .reading import read_entries, segment_batches
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
+from .replication import ReplicationMethods
 from .retention import delete_file, sync_deletions
 from .segments import PARTITION_DIR, fsync_directory, segment_name
 from .snapshots import (
@@ -72,8 +81,9 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
-class MetadataLog:
-    """An open metadata log: append, read, snapshot, retain. Build it with `MetadataLog.open`."""
+class MetadataLog(ReplicationMethods):
+    """An open metadata log: append, read, snapshot, retain; and replicate (`replication`). Build
+    it with `MetadataLog.open`."""
 
     cluster_id: str
     node_id: int
@@ -83,7 +93,14 @@ class MetadataLog:
     quorum_state: QuorumState | None = None
 
     def __init__(
-        self, data_dir: Path, meta: MetaProperties, recovered: RecoveredLog, *, segment_bytes: int, fsync: bool
+        self,
+        data_dir: Path,
+        meta: MetaProperties,
+        recovered: RecoveredLog,
+        *,
+        segment_bytes: int,
+        fsync: bool,
+        index_interval_bytes: int = INDEX_INTERVAL_BYTES,
     ):
         self.data_dir = data_dir
         self.cluster_id = meta.cluster_id
@@ -92,13 +109,20 @@ class MetadataLog:
         self._partition = data_dir / PARTITION_DIR
         self._segment_bytes = segment_bytes
         self._fsync = fsync
+        self._index_interval = index_interval_bytes
         self._failure: str | None = None
         self._fd: int | None = None
-        segments = [Segment(base, path, path.stat().st_size) for base, path in recovered.segments]
+        self._segment_deletion = threading.Lock()
+        segments = [
+            Segment(base, path, path.stat().st_size, index)
+            for (base, path), index in zip(recovered.segments, recovered.indexes, strict=True)
+        ]
         if not segments:
-            segments.append(Segment(recovered.next_offset, self._partition / segment_name(recovered.next_offset), 0))
+            segments.append(self._new_segment(recovered.next_offset))
         snapshots = [SnapshotFile(sid, path, path.stat().st_size) for sid, path in list_snapshots(self._partition)]
-        self._catalog = LogCatalog(segments, snapshots, recovered.next_offset, recovered.last_epoch, recovered.appended)
+        self._catalog = LogCatalog(
+            segments, snapshots, recovered.next_offset, recovered.last_epoch, recovered.appended, recovered.epochs
+        )
 
     # ------------------------------------------------------------------------ opening
     @classmethod
@@ -111,11 +135,16 @@ class MetadataLog:
         repair: bool = False,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         fsync: bool = True,
+        index_interval_bytes: int = INDEX_INTERVAL_BYTES,
     ) -> MetadataLog:
-        """Format (first use) or validate `data_dir`, recover its log and open it for appending."""
+        """Format (first use) or validate `data_dir`, recover its log and open it for appending.
+
+        `index_interval_bytes` spaces the sparse offset index (`offset_index`) of each segment."""
         data_dir = Path(data_dir)
         if segment_bytes <= 0:
             raise ValueError(f"segment_bytes must be positive, not {segment_bytes}")
+        if index_interval_bytes <= 0:
+            raise ValueError(f"index_interval_bytes must be positive, not {index_interval_bytes}")
         try:
             messages: list[str] = []
             meta = load_or_format(data_dir, cluster_id, node_id, fsync=fsync, messages=messages)
@@ -128,9 +157,18 @@ class MetadataLog:
                 leftover.unlink()
                 messages.append(f"deleted {leftover}, the leftover of an interrupted snapshot")
             quorum_state = read_quorum_state(partition, messages)
-            recovered = recover_from_snapshots(partition, repair=repair, fsync=fsync)
+            recovered = recover_from_snapshots(
+                partition, repair=repair, fsync=fsync, index_interval_bytes=index_interval_bytes
+            )
             recovered.messages[:0] = messages
-            log = cls(data_dir, meta, recovered, segment_bytes=segment_bytes, fsync=fsync)
+            log = cls(
+                data_dir,
+                meta,
+                recovered,
+                segment_bytes=segment_bytes,
+                fsync=fsync,
+                index_interval_bytes=index_interval_bytes,
+            )
             log.quorum_state = quorum_state
             log._open_active()
         except OSError as exc:
@@ -240,20 +278,26 @@ class MetadataLog:
             )
 
     def _write(self, batches: list[tuple[int, bytes]], next_offset: int, epoch: int | None = None) -> None:
-        """Write batches in order: one write and one fsync per segment touched; then count them."""
+        """Write batches in order: one write and one fsync per segment touched; then register them
+        all at once (sizes, index, epochs, end: `LogCatalog.appended`)."""
+        writes: list[SegmentWrite] = []
+        segment = self._catalog.active  # only this thread changes it
         pending: list[bytes] = []
-        pending_size = 0
+        positions: list[tuple[int, int]] = []
+        size = segment.size
         for base_offset, batch in batches:
-            size = self._catalog.active.size + pending_size  # only this thread changes it
             if size > 0 and size + len(batch) > self._segment_bytes:
                 if pending:
                     self._write_active(b"".join(pending))
-                    pending, pending_size = [], 0
+                    writes.append(SegmentWrite(segment, size - segment.size, positions))
                 self._roll(base_offset)
+                segment, pending, positions, size = self._catalog.active, [], [], 0
+            positions.append((base_offset, size))
             pending.append(batch)
-            pending_size += len(batch)
+            size += len(batch)
         self._write_active(b"".join(pending))
-        self._catalog.appended(batches, next_offset, epoch)
+        writes.append(SegmentWrite(segment, size - segment.size, positions))
+        self._catalog.appended(writes, batches, next_offset, epoch)
 
     def _write_active(self, data: bytes) -> None:
         assert self._fd is not None
@@ -265,7 +309,6 @@ class MetadataLog:
                 os.fsync(self._fd)
         except OSError as exc:
             self._fail(exc)
-        self._catalog.grow_active(len(data))
 
     def _fail(self, exc: OSError) -> NoReturn:
         self._failure = f"{type(exc).__name__}: {exc}"
@@ -285,12 +328,16 @@ class MetadataLog:
             self._fail(exc)
         os.close(self._fd)
         self._fd = fd
-        self._catalog.add_segment(Segment(base_offset, path, 0))
+        self._catalog.add_segment(self._new_segment(base_offset))
         try:
             if self._fsync:
                 fsync_directory(self._partition)
         except OSError as exc:
             self._fail(exc)
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        path = self._partition / segment_name(base_offset)
+        return Segment(base_offset, path, 0, OffsetIndex(base_offset, self._index_interval))
 
     # ------------------------------------------------------------------------ reading
     def read(self, start_offset: int = 0) -> Iterator[LogEntry]:
@@ -330,18 +377,20 @@ class MetadataLog:
         """`write_snapshot` of batches already encoded (`snapshots.encode_snapshot`), so that a
         caller can encode on its own thread, in slices, and leave only the file I/O to a worker."""
         self._check_open()
-        next_offset, last_epoch = self._catalog.next_offset, self._catalog.last_epoch
-        if not 0 <= end_offset <= next_offset:
-            raise ValueError(f"snapshot end offset {end_offset} is outside 0..{next_offset}")
-        if not 0 <= epoch <= last_epoch:
-            raise ValueError(f"snapshot epoch {epoch} is outside 0..{last_epoch}")
         snapshot_id = SnapshotId(end_offset, epoch)
+        self._catalog.snapshot_started(end_offset)  # checks it; no truncation below it meanwhile
         try:
-            path, size = write_snapshot_file(self._partition, snapshot_id, chunks, fsync=self._fsync)
-        except OSError as exc:
-            where = self._partition / snapshot_name(snapshot_id)
-            raise SnapshotWriteError(f"cannot write snapshot {where}: {exc}") from exc
-        self._catalog.add_snapshot(SnapshotFile(snapshot_id, path, size))
+            last_epoch = self._catalog.last_epoch
+            if not 0 <= epoch <= last_epoch:
+                raise ValueError(f"snapshot epoch {epoch} is outside 0..{last_epoch}")
+            try:
+                path, size = write_snapshot_file(self._partition, snapshot_id, chunks, fsync=self._fsync)
+            except OSError as exc:
+                where = self._partition / snapshot_name(snapshot_id)
+                raise SnapshotWriteError(f"cannot write snapshot {where}: {exc}") from exc
+            self._catalog.add_snapshot(SnapshotFile(snapshot_id, path, size))
+        finally:
+            self._catalog.snapshot_ended(end_offset)
         return path
 
     def load_latest_snapshot(self) -> tuple[SnapshotId, list[tuple[Data, int]]] | None:
@@ -401,8 +450,11 @@ class MetadataLog:
     def _unlink_segments_below(self, offset: int) -> list[Path]:
         deleted: list[Path] = []
         while (oldest := self._catalog.oldest_segment_below(offset)) is not None:
-            delete_file(oldest.path)
-            self._catalog.forget_segment(oldest)
+            with self._segment_deletion:  # a follower's restart may reuse the name (see `replication`)
+                if not self._catalog.holds(oldest):
+                    continue
+                delete_file(oldest.path)
+                self._catalog.forget_segment(oldest)
             deleted.append(oldest.path)
         return deleted
 
