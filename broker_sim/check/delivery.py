@@ -26,14 +26,19 @@ import bisect
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from broker_sim.journal import RunStarted
 
-from .liveness import run_covering
+from .events import LogEnd, Subscriber
+from .liveness import NS_PER_MS, run_covering, run_end_ns, runs_of
+from .log import Batch
+from .rules import LogRules
 from .state import Model, Partition, partition_label
 from .violations import Violation, ViolationSink
+
+if TYPE_CHECKING:
+    from .journal_plan import JournalPlan
 
 
 class Owed(NamedTuple):
@@ -54,17 +59,30 @@ class Seen(NamedTuple):
     highest: list[int]
 
 
-@dataclass
-class Delivery:
-    runs: Sequence[RunStarted]  # the journal's runs (liveness gathers them)
-    run_end_ms: int | None  # when the last run ended, if the journal says
-    observations: dict[tuple[int, int, int], list[tuple[int, int]]]  # (broker, topic, partition) -> (ms, epoch)
-    unnamed: dict[int, list[int]]  # broker -> times (ms) of observations without a topic id
-    owed: deque[Owed] = field(default_factory=deque)
-    late: list[tuple[Owed, int]] = field(default_factory=list)  # (obligation, highest epoch seen by then)
-    seen: dict[tuple[int, int, int], Seen] = field(default_factory=dict)
+class Delivery(Subscriber):
+    """Who owes an observation of each change (`on_batch_end`), judged as the log's clock passes the deadline."""
 
-    def __post_init__(self) -> None:
+    name = "delivery"
+
+    def __init__(self, image: LogRules) -> None:
+        super().__init__()
+        self.image = image
+        self.runs: Sequence[RunStarted] = ()  # the journal's runs
+        self.run_end_ms: int | None = None  # when the last run ended, if the journal says
+        #: (broker, topic, partition) -> (ms, epoch) of each observation
+        self.observations: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self.unnamed: dict[int, list[int]] = {}  # broker -> times (ms) of observations without a topic id
+        self.owed: deque[Owed] = deque()
+        self.late: list[tuple[Owed, int]] = []  # (obligation, highest epoch seen by then)
+        self.seen: dict[tuple[int, int, int], Seen] = {}
+
+    # ------------------------------------------------------------------ events
+    def on_journal_end(self, plan: JournalPlan) -> None:
+        self.runs = runs_of(plan.lifecycle)
+        end_ns = run_end_ns(plan.lifecycle)
+        self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
+        self.observations, self.unnamed = plan.observations, plan.unnamed_observations
+        self.wants_changes = self.enabled
         for key, seen in self.observations.items():
             ordered = sorted(seen)
             highest, top = [], -1
@@ -74,6 +92,23 @@ class Delivery:
             self.seen[key] = Seen([ms for ms, _ in ordered], highest)
         for times in self.unnamed.values():
             times.sort()
+
+    def follows(self, hook: str) -> bool:
+        if hook in ("on_time", "on_batch_end"):
+            return self.enabled  # nothing is owed otherwise
+        return super().follows(hook)
+
+    def on_time(self, timestamp_ms: int) -> None:
+        if self.owed:
+            self.probe(self.image.model, timestamp_ms)
+
+    def on_batch_end(self, batch: Batch, changed: Sequence[Partition]) -> None:
+        if changed:
+            self.offer(self.image.model, changed, batch.timestamp_ms)
+
+    def on_log_end(self, end: LogEnd) -> None:
+        self.finish(self.image.model)
+        self.report(self.sink)
 
     @property
     def enabled(self) -> bool:

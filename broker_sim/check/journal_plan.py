@@ -58,35 +58,39 @@ class JournalPlan:
     problems: list[str] = field(default_factory=list)
     unidentified: Counter[str] = field(default_factory=Counter)  # entries with the zero topic id: not judged
 
+    def add(self, entry: Entry) -> None:
+        """Take one entry, in journal order (see the module rules); a malformed topic id is a problem."""
+        self.entries += 1
+        if isinstance(entry, LIFECYCLE):
+            self.lifecycle.append(entry)
+            return
+        if isinstance(entry, PartitionAcked | StateObserved | TopicCreated):
+            topic = self.topic_ids.get(entry.topic_id)
+            if topic is None:
+                try:
+                    topic = self.topic_ids[entry.topic_id] = uuid.UUID(entry.topic_id).int
+                except ValueError:
+                    self.problems.append(f"journal: {render_entry(entry)} has a malformed topic id")
+                    return
+            if topic == 0:  # the fleet could not name the topic's id (e.g. an answer by name only)
+                self.unidentified[entry.kind] += 1
+                if isinstance(entry, StateObserved):
+                    self.unnamed_observations.setdefault(entry.broker, []).append(entry.wall_ns // 1_000_000)
+                return
+            if isinstance(entry, StateObserved):
+                _observe(self, topic, entry)
+                return
+            if isinstance(entry, PartitionAcked):
+                self.watch.add((topic, entry.partition, entry.partition_epoch))
+        if isinstance(entry, JUDGED):
+            self.judged.append(entry)
+
 
 def plan(entries: Iterable[Entry]) -> JournalPlan:
     """Read the journal (see the module rules); malformed topic ids are problems."""
     result = JournalPlan()
     for entry in entries:
-        result.entries += 1
-        if isinstance(entry, LIFECYCLE):
-            result.lifecycle.append(entry)
-            continue
-        if isinstance(entry, PartitionAcked | StateObserved | TopicCreated):
-            topic = result.topic_ids.get(entry.topic_id)
-            if topic is None:
-                try:
-                    topic = result.topic_ids[entry.topic_id] = uuid.UUID(entry.topic_id).int
-                except ValueError:
-                    result.problems.append(f"journal: {render_entry(entry)} has a malformed topic id")
-                    continue
-            if topic == 0:  # the fleet could not name the topic's id (e.g. an answer by name only)
-                result.unidentified[entry.kind] += 1
-                if isinstance(entry, StateObserved):
-                    result.unnamed_observations.setdefault(entry.broker, []).append(entry.wall_ns // 1_000_000)
-                continue
-            if isinstance(entry, StateObserved):
-                _observe(result, topic, entry)
-                continue
-            if isinstance(entry, PartitionAcked):
-                result.watch.add((topic, entry.partition, entry.partition_epoch))
-        if isinstance(entry, JUDGED):
-            result.judged.append(entry)
+        result.add(entry)
     return result
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 from broker_sim.journal import (
     BadAnswer,
@@ -42,37 +42,52 @@ from broker_sim.journal import (
 )
 from protocol.error_codes import ErrorCode
 
+from .events import LogEnd, Subscriber
 from .journal_plan import JournalPlan, Key
 from .liveness import NS_PER_MS, render_entry
-from .rules import BrokerEvent, History
+from .rules import BrokerEvent, History, LogRules
 from .state import Captured, Model
-from .violations import Violation, ViolationSink
+from .violations import Violation
 
 APPLIED_WINDOW_NS = 2_000 * NS_PER_MS  # a stale replay's effect is looked for this close to it
 
 
-@dataclass
-class JournalCheck:
+class JournalCheck(Subscriber):
     """Judges the journal's entries against what replay captured; counts what it could not verify."""
 
-    plan: JournalPlan
-    model: Model
-    history: History
-    sink: ViolationSink
-    log_is_whole: bool  # read from offset 0 to the end without a problem
-    log_complete: bool  # no problem stopped the reading early
-    checked: Counter[str] = field(default_factory=Counter)
-    unverifiable: Counter[str] = field(default_factory=Counter)
-    leaders: dict[tuple[int, int, int], tuple[int, str]] = field(default_factory=dict)
-    shutdowns_started: dict[tuple[int, int], int] = field(default_factory=dict)  # (broker, epoch) -> first start
+    name = "journal"
 
-    def __post_init__(self) -> None:
-        for entry in self.plan.lifecycle:
+    def __init__(self, image: LogRules) -> None:
+        super().__init__()
+        self.model: Model = image.model
+        self.history: History = image.history
+        self.plan = JournalPlan()
+        self.log_is_whole = False  # read from offset 0 to the end without a problem
+        self.log_complete = False  # no problem stopped the reading early
+        self.checked: Counter[str] = Counter()
+        self._unverifiable: Counter[str] = Counter()
+        self.leaders: dict[tuple[int, int, int], tuple[int, str]] = {}
+        self.shutdowns_started: dict[tuple[int, int], int] = {}  # (broker, epoch) -> first start
+
+    # ------------------------------------------------------------------ events
+    def on_journal_end(self, plan: JournalPlan) -> None:
+        self.plan = plan
+        for entry in plan.lifecycle:
             if isinstance(entry, ShutdownTracked):
                 key = (entry.broker, entry.broker_epoch)
                 self.shutdowns_started[key] = min(
                     entry.started_wall_ns, self.shutdowns_started.get(key, entry.started_wall_ns)
                 )
+
+    def on_log_end(self, end: LogEnd) -> None:
+        self.log_is_whole, self.log_complete = end.whole, end.complete
+        self.run()
+
+    def counts(self) -> Mapping[str, int]:
+        return {f"journal_{kind}": number for kind, number in self.checked.items()}
+
+    def unverifiable(self) -> Mapping[str, int]:
+        return self._unverifiable
 
     def run(self) -> None:
         handlers = {
@@ -223,7 +238,7 @@ class JournalCheck:
 
     def _missing(self, key: Key, entry: Entry, rule: str, verb: str, where: str, count: int = 1) -> None:
         if not self._missing_is_verifiable(key):
-            self.unverifiable[entry.kind] += count
+            self._unverifiable[entry.kind] += count
             return
         self.checked[entry.kind] += count
         self.violation(
@@ -257,7 +272,7 @@ class JournalCheck:
                     broker=entry.broker,
                 )
             else:
-                self.unverifiable["registered"] += 1
+                self._unverifiable["registered"] += 1
             return
         self.checked["registered"] += 1
         if found[0] != entry.incarnation_id.lower():
@@ -282,7 +297,7 @@ class JournalCheck:
                     entry,
                 )
             else:
-                self.unverifiable["topic_created"] += 1
+                self._unverifiable["topic_created"] += 1
             return
         self.checked["topic_created"] += 1
         name, offset, replica_counts = found

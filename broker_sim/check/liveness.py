@@ -36,16 +36,20 @@ Rules:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from typing import TYPE_CHECKING, NamedTuple
 
 from broker_sim.journal import Entry, FaultInjected, Fenced, RunEnded, RunStarted, ShutdownTracked
 from broker_sim.model.timing import silence_slack_s
 
-from .rules import LISTED, History
+from .events import LogEnd, Subscriber
+from .rules import LISTED, History, LogRules
 from .state import Model
 from .violations import Violation, ViolationSink
+
+if TYPE_CHECKING:
+    from .journal_plan import JournalPlan
 
 #: Faults that do not stop a broker from completing its controlled shutdown.
 HARMLESS_FAULTS = frozenset({"controlled-shutdown", "disk-failure", "disk-repair"})
@@ -70,25 +74,30 @@ class Deadline(NamedTuple):
     number: int  # which late shutdown (each is judged twice)
 
 
-@dataclass
-class Liveness:
+class Liveness(Subscriber):
     """The journal's liveness facts; `probe` evaluates deadlines as replay passes their time."""
 
-    entries: Sequence[Entry]  # the journal's runs, shutdowns, fences and faults
-    runs: list[RunStarted] = field(default_factory=list)
-    run_end_ns: int | None = None
-    pending: list[Deadline] = field(default_factory=list)
-    verdicts: dict[int, list[tuple[Deadline, str | None]]] = field(default_factory=dict)  # index -> (probe, why)
-    releases: list[Deadline] = field(default_factory=list)  # finished shutdowns, judged when they finished
-    release_verdicts: list[tuple[Deadline, str]] = field(default_factory=list)
-    silences: list[Silence] = field(default_factory=list)  # by at_ms
-    silence_verdicts: list[tuple[Silence, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    name = "liveness"
 
-    def __post_init__(self) -> None:
-        self.runs = [e for e in self.entries if isinstance(e, RunStarted)]
-        ends = [e.wall_ns for e in self.entries if isinstance(e, RunEnded)]
-        self.run_end_ns = max(ends) if ends else None
+    def __init__(self, image: LogRules) -> None:
+        super().__init__()
+        self.image = image
+        self.entries: Sequence[Entry] = ()  # the journal's runs, shutdowns, fences and faults
+        self.runs: list[RunStarted] = []
+        self.run_end_ns: int | None = None
+        self.pending: list[Deadline] = []
+        self.verdicts: dict[int, list[tuple[Deadline, str | None]]] = {}  # index -> (probe, why)
+        self.releases: list[Deadline] = []  # finished shutdowns, judged when they finished
+        self.release_verdicts: list[tuple[Deadline, str]] = []
+        self.silences: list[Silence] = []  # by at_ms
+        self.silence_verdicts: list[tuple[Silence, str]] = []
+        self._notes: list[str] = []
+
+    # ------------------------------------------------------------------ events
+    def on_journal_end(self, plan: JournalPlan) -> None:
+        self.entries = plan.lifecycle
+        self.runs = runs_of(self.entries)
+        self.run_end_ns = run_end_ns(self.entries)
         faults = [e for e in self.entries if isinstance(e, FaultInjected) and e.fault not in HARMLESS_FAULTS]
         for index, shutdown in enumerate(e for e in self.entries if isinstance(e, ShutdownTracked)):
             deadline = self._deadline(shutdown, index)
@@ -114,7 +123,21 @@ class Liveness:
             key=lambda silence: silence.at_ms,
         )
         if any(isinstance(e, ShutdownTracked) for e in self.entries) and not self.runs:
-            self.notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
+            self._notes.append("the journal has no RunStarted: controlled shutdowns were not held to a bound")
+
+    def follows(self, hook: str) -> bool:
+        return self.waiting if hook == "on_time" else super().follows(hook)
+
+    def on_time(self, timestamp_ms: int) -> None:
+        if self.waiting:
+            self.probe(self.image.model, timestamp_ms)
+
+    def on_log_end(self, end: LogEnd) -> None:
+        self.finish(self.image.model)
+        self.report(self.image.history, self.sink)
+
+    def notes(self) -> list[str]:
+        return self._notes
 
     def run_of(self, broker_id: int) -> RunStarted | None:
         """The run of the fleet process that ran this broker (else the first run, if any)."""
@@ -259,6 +282,17 @@ class Liveness:
             broker=fenced.broker,
             records=tuple(event.rendering for event in events[-1:]),
         )
+
+
+def runs_of(entries: Iterable[Entry]) -> list[RunStarted]:
+    """The journal's runs (a RunStarted per fleet process)."""
+    return [entry for entry in entries if isinstance(entry, RunStarted)]
+
+
+def run_end_ns(entries: Iterable[Entry]) -> int | None:
+    """When the last run ended, if the journal says."""
+    ends = [entry.wall_ns for entry in entries if isinstance(entry, RunEnded)]
+    return max(ends) if ends else None
 
 
 def silence_slack_ms(run: RunStarted) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from protocol.records.metadata import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
 from protocol.spec import Data
 
-from .state import RECOVERING, Partition, PartitionState, offline_replicas
+from .state import RECOVERING, Partition, PartitionState, offline_replicas, partition_state
 from .violations import render_record
 
 if TYPE_CHECKING:
@@ -37,15 +37,7 @@ def partition_record(rules: LogRules, offset: int, record: Data) -> None:
         partition = topic.partitions[record.partition_id] = Partition(topic, record.partition_id)
         if topic.created_at is not None and (info := rules.history.topics.get(topic.topic_id.int)):
             info[2].append(len(record.replicas))
-    new = PartitionState(
-        record.replicas,
-        record.isr,
-        record.leader,
-        record.leader_epoch,
-        record.partition_epoch,
-        record.leader_recovery_state,
-        offline_replicas(record.replicas, record.directories),
-    )
+    new = partition_state(record)
     check = _Check(rules, offset, partition, record)
     if record.partition_id < 0:
         check("unknown-partition", f"partition index {record.partition_id}")

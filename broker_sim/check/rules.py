@@ -35,13 +35,19 @@ then applies it to the `Model` (partition records are `partition_rules`'). The r
   none open (ignored), are `transaction-framing`, as Kafka's replay refuses them.
 A record that breaks a rule is still applied where it can be (the controller's brokers saw it),
 except broker changes naming the wrong epoch, which Kafka refuses to replay.
+
+`LogRules` is the subscriber that owns the replayed image (`Model`, `History`; see `events`): the
+controller epoch rules at `on_batch_begin`, each record through its handler, a base snapshot
+loaded at `on_base_snapshot`. The other subscribers read the image, never write it. `batch` checks
+and applies one batch alone, through the same `events.Records` a replay uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from protocol.records.control import LeaderChangeMessage
 from protocol.records.metadata import (
@@ -55,13 +61,16 @@ from protocol.records.metadata import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
-from protocol.records.transactions import OpenTransaction, TransactionReplay
 from protocol.spec import ZERO_UUID, Data
 
-from .log import Batch
-from .partition_rules import partition_change, partition_record
-from .state import Model
+from .events import RecordHandler, Records, SnapshotRecords, Subscriber
+from .log import Batch, SnapshotFile
+from .partition_rules import partition_change, partition_record, snapshot_partition_checks
+from .state import Model, Partition, partition_state
 from .violations import Violation, ViolationSink, render_record
+
+if TYPE_CHECKING:
+    from .journal_plan import JournalPlan
 
 FENCE, UNFENCE = 1, -1
 LISTED = 5  # partitions named in one violation about many
@@ -89,22 +98,23 @@ class History:
     epochs_seen: set[int] = field(default_factory=set)  # controller epochs of the log
 
 
-class LogRules:
+class LogRules(Subscriber):
     """Checks and applies the log's records in order; violations go to `sink`."""
 
+    name = "log"
+
     def __init__(self, model: Model, sink: ViolationSink) -> None:
+        super().__init__()
         self.model = model
         self.sink = sink
         self.history = History()
         self.epoch_raised = False
         self.timestamp_ms = 0
         self.records = 0
-        self.snapshots_compared = 0
         self.last_change: dict[int, str] = {}  # broker id -> the record that last set its state
         self.max_epoch: dict[int, int] = {}  # broker id -> highest epoch ever registered
-        #: KIP-868: what takes effect when (protocol.records.transactions)
-        self.transactions: TransactionReplay[tuple[int, Data]] = TransactionReplay(self._framing)
-        self.dispatch: dict[type, Callable[[int, Data], None]] = {
+        self._alone: Records | None = None  # the record stream of `batch` (a replay has its own)
+        self.dispatch: dict[type, RecordHandler] = {
             PartitionChangeRecord: partial(partition_change, self),
             PartitionRecord: partial(partition_record, self),
             BrokerRegistrationChangeRecord: self.broker_change,
@@ -123,9 +133,35 @@ class LogRules:
         if not self.sink.count_only(rule):
             self.sink.add(Violation(rule, message, offset, records=tuple(records), **where))  # type: ignore[arg-type]
 
+    # ------------------------------------------------------------------ events
+    def record_handlers(self) -> Mapping[type, RecordHandler]:
+        return self.dispatch
+
+    def on_journal_end(self, plan: JournalPlan) -> None:
+        self.model.watch = plan.watch
+
+    def on_base_snapshot(self, snapshot: SnapshotFile, records: SnapshotRecords) -> None:
+        self.load_base(snapshot, records)
+
+    def counts(self) -> Mapping[str, int]:
+        model = self.model
+        return {
+            "records": self.records,
+            "brokers": len(model.brokers),
+            "topics": len(model.topics),
+            "partitions": sum(len(topic.partitions) for topic in model.topics.values()),
+        }
+
     # ------------------------------------------------------------------ batches
     def batch(self, batch: Batch) -> None:
-        """The controller epoch rules of a batch, then each of its records."""
+        """Check and apply one batch outside a replay: its epoch rules, then each record that takes effect."""
+        if self._alone is None:
+            self._alone = Records([self], self.framing_fault)
+        self.on_batch_begin(batch)
+        self._alone.take(batch)
+
+    def on_batch_begin(self, batch: Batch) -> None:
+        """The controller epoch rules of a batch (its records follow, each to its handler)."""
         model, epoch = self.model, batch.epoch
         self.timestamp_ms = batch.timestamp_ms
         self.history.epochs_seen.add(epoch)
@@ -148,31 +184,44 @@ class LogRules:
             model.controller_epoch, self.epoch_raised = epoch, True
         else:
             self.epoch_raised = False
-        dispatch, control, take = self.dispatch, batch.control, self.transactions.take
-        for offset, record, _ in batch.records:
-            for at, effective in take(offset, record, (offset, record), control=control):
-                handler = dispatch.get(type(effective))
-                if handler is not None:
-                    handler(at, effective)
         self.records += len(batch.records)
 
     # ------------------------------------------------------------------ transactions
-    @property
-    def transaction(self) -> OpenTransaction[tuple[int, Data]] | None:
-        """The metadata transaction open at this position, if any."""
-        return self.transactions.open
-
-    def _framing(self, message: str, offset: int) -> None:
+    def framing_fault(self, message: str, offset: int) -> None:
+        """A metadata transaction's markers out of order (`events.Records` tells)."""
         self.violation("transaction-framing", message, offset)
 
     def open_transaction_note(self) -> str | None:
-        """What the end of the log leaves unapplied, if a transaction is open there."""
-        if self.transaction is None:
-            return None
-        return (
-            f"{self.transaction.describe()} was still open at the end of the log: "
-            f"its {len(self.transaction.held)} records are not applied"
-        )
+        """What the end of the batches given to `batch` leaves unapplied, if a transaction is open there."""
+        return None if self._alone is None else self._alone.open_note()
+
+    # ------------------------------------------------------------------ a base snapshot
+    def load_base(self, snapshot: SnapshotFile, records: SnapshotRecords) -> None:
+        """Start the model from a snapshot (see `snapshot`'s rules): its partitions are held to the
+        shape rules only, their states captured for the journal with no offset."""
+        model, history = self.model, self.history
+        model.controller_epoch = snapshot.epoch
+        history.epochs_seen.add(snapshot.epoch)
+        for record, _ in records:
+            if isinstance(record, RegisterBrokerRecord):
+                broker = model.register(record.broker_id, record.broker_epoch, record.incarnation_id)
+                broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
+                self.max_epoch[record.broker_id] = record.broker_epoch
+                history.registrations[(record.broker_id, record.broker_epoch)] = (str(record.incarnation_id), None)
+            elif isinstance(record, TopicRecord):
+                model.add_topic(record.topic_id, record.name, None)
+                history.topics[record.topic_id.int] = (record.name, None, [])
+            elif isinstance(record, PartitionRecord):
+                topic = model.topics.get(record.topic_id.int)
+                if topic is None:
+                    continue  # the snapshot comparison of later snapshots has no use for it either
+                partition = topic.partitions[record.partition_id] = Partition(topic, record.partition_id)
+                model.update_partition(partition, partition_state(record))
+                model.base_epochs[(record.topic_id.int, record.partition_id)] = record.partition_epoch
+                history.topics[record.topic_id.int][2].append(len(record.replicas))
+                snapshot_partition_checks(self, snapshot.end_offset, partition, record)
+                if model.watch:
+                    model.capture(partition, None, ())
 
     def leader_change(self, offset: int, record: Data) -> None:
         if not self.epoch_raised and self.model.controller_epoch >= 0:

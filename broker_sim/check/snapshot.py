@@ -9,21 +9,29 @@ Rules:
   offset (`Captured.offset` None).
 - Every other snapshot whose end offset the replay passes must hold exactly the replayed state:
   brokers (epoch, incarnation, flags), topics (name) and partitions (every field of
-  `PartitionState`); a restart from it must arrive where the log does (`snapshot-state`).
+  `PartitionState`); a restart from it must arrive where the log does (`snapshot-state`). It must
+  end at a batch boundary, and not inside an open metadata transaction (Kafka snapshots only
+  between transactions: `transaction-framing`); no snapshot may hold a transaction marker (the same
+  rule).
+- The newest snapshot ending beyond the log's end is where a controller restarts the log (Kafka's
+  `truncateToLatestSnapshot`, and fencer's), so it is the state from now on: noted, and checked on
+  its own (the partition rules a base snapshot gets); the log below it was checked as read.
+These are `SnapshotRules`' (a subscriber of the replay: `events`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from protocol.records.metadata import PartitionRecord, RegisterBrokerRecord, TopicRecord
+from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
 from protocol.spec import Data
 
+from .events import LogEnd, SnapshotReached, SnapshotRecords, Subscriber
 from .log import SnapshotFile
-from .partition_rules import snapshot_partition_checks
 from .rules import LogRules
-from .state import Model, Partition, PartitionState, offline_replicas, partition_label
+from .state import Model, PartitionState, partition_label, partition_state
 from .violations import Violation
 
 SHOWN_DIFFERENCES = 5
@@ -45,30 +53,81 @@ class Facts(NamedTuple):
 
 
 def load_base(rules: LogRules, snapshot: SnapshotFile, records: list[tuple[Data, int]]) -> None:
-    """Start the model from a snapshot (see the module rules)."""
-    model = rules.model
-    model.controller_epoch = snapshot.epoch
-    rules.history.epochs_seen.add(snapshot.epoch)
-    for record, _ in records:
-        if isinstance(record, RegisterBrokerRecord):
-            broker = model.register(record.broker_id, record.broker_epoch, record.incarnation_id)
-            broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
-            rules.max_epoch[record.broker_id] = record.broker_epoch
-            rules.history.registrations[(record.broker_id, record.broker_epoch)] = (str(record.incarnation_id), None)
-        elif isinstance(record, TopicRecord):
-            model.add_topic(record.topic_id, record.name, None)
-            rules.history.topics[record.topic_id.int] = (record.name, None, [])
-        elif isinstance(record, PartitionRecord):
-            topic = model.topics.get(record.topic_id.int)
-            if topic is None:
-                continue  # the snapshot comparison of later snapshots has no use for it either
-            partition = topic.partitions[record.partition_id] = Partition(topic, record.partition_id)
-            model.update_partition(partition, _state(record))
-            model.base_epochs[(record.topic_id.int, record.partition_id)] = record.partition_epoch
-            rules.history.topics[record.topic_id.int][2].append(len(record.replicas))
-            snapshot_partition_checks(rules, snapshot.end_offset, partition, record)
-            if model.watch:
-                model.capture(partition, None, ())
+    """Start `rules`' model from a snapshot (see the module rules): `LogRules.load_base`."""
+    rules.load_base(snapshot, records)
+
+
+class SnapshotRules(Subscriber):
+    """Every snapshot against the state the replay reaches at its end (see the module rules)."""
+
+    name = "snapshots"
+
+    def __init__(self, image: LogRules) -> None:
+        super().__init__()
+        self.image = image
+        self.compared = 0
+        self._notes: list[str] = []
+
+    def on_base_snapshot(self, snapshot: SnapshotFile, records: SnapshotRecords) -> None:
+        self._markers(snapshot, records)
+
+    def on_snapshot(self, reached: SnapshotReached) -> None:
+        snapshot, offset = reached.snapshot, reached.offset
+        if snapshot.end_offset != offset:
+            message = (
+                f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, inside the batch at {offset}"
+            )
+            self.sink.add(Violation("snapshot-state", message, snapshot.end_offset))
+            return
+        if reached.transaction is not None:
+            message = (
+                f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, inside the transaction "
+                f"begun at offset {reached.transaction.begin} (Kafka snapshots only between transactions)"
+            )
+            self.sink.add(Violation("transaction-framing", message, snapshot.end_offset))
+            return
+        records = reached.read(snapshot)
+        if records is None:
+            return
+        self._markers(snapshot, records)
+        self.compared += 1
+        violation = compare(self.image.model, snapshot, records)
+        if violation is not None:
+            self.sink.add(violation)
+
+    def on_log_end(self, end: LogEnd) -> None:
+        if end.beyond is None:
+            return
+        snapshot = end.beyond
+        records = end.read(snapshot)
+        if records is None:
+            return
+        self._notes.append(
+            f"snapshot {snapshot.path.name} ends at offset {snapshot.end_offset}, beyond the log's end "
+            f"({end.offset}): a controller restarts the log there, as Kafka does; the snapshot was "
+            "checked on its own, the records between are not in the log"
+        )
+        self._markers(snapshot, records)
+        LogRules(Model(), self.sink).load_base(snapshot, records)
+
+    def _markers(self, snapshot: SnapshotFile, records: SnapshotRecords) -> None:
+        """A `transaction-framing` violation if the snapshot holds transaction markers."""
+        markers = sorted({type(record).__name__ for record, _ in records if isinstance(record, TRANSACTION_MARKERS)})
+        if markers:
+            self.sink.add(
+                Violation(
+                    "transaction-framing",
+                    f"snapshot {snapshot.path.name} holds {', '.join(markers)}: a snapshot is taken between "
+                    "transactions and holds none of their markers",
+                    snapshot.end_offset,
+                )
+            )
+
+    def notes(self) -> list[str]:
+        return self._notes
+
+    def counts(self) -> Mapping[str, int]:
+        return {"snapshots_compared": self.compared}
 
 
 def compare(model: Model, snapshot: SnapshotFile, records: list[tuple[Data, int]]) -> Violation | None:
@@ -108,7 +167,7 @@ def facts_of_records(records: list[tuple[Data, int]]) -> Facts:
         elif isinstance(record, TopicRecord):
             facts.topics[record.topic_id.int] = record.name
         elif isinstance(record, PartitionRecord):
-            facts.partitions[(record.topic_id.int, record.partition_id)] = _state(record)
+            facts.partitions[(record.topic_id.int, record.partition_id)] = partition_state(record)
     return facts
 
 
@@ -141,15 +200,3 @@ def _plain(item: object) -> str:
     if isinstance(item, tuple):
         return str(list(item))
     return str(item)
-
-
-def _state(record: PartitionRecord) -> PartitionState:
-    return PartitionState(
-        record.replicas,
-        record.isr,
-        record.leader,
-        record.leader_epoch,
-        record.partition_epoch,
-        record.leader_recovery_state,
-        offline_replicas(record.replicas, record.directories),
-    )

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from protocol.records.metadata import LOST_DIRECTORY, NO_LEADER
+from protocol.records.metadata import LOST_DIRECTORY, NO_LEADER, PartitionRecord
 
 LOST = LOST_DIRECTORY.int
 RECOVERED = 0
@@ -121,6 +121,19 @@ class Captured(NamedTuple):
 
 def partition_label(name: str, topic_id: uuid.UUID, index: int) -> str:
     return f"{name}-{index} ({topic_id})"
+
+
+def partition_state(record: PartitionRecord) -> PartitionState:
+    """The state a PartitionRecord sets."""
+    return PartitionState(
+        record.replicas,
+        record.isr,
+        record.leader,
+        record.leader_epoch,
+        record.partition_epoch,
+        record.leader_recovery_state,
+        offline_replicas(record.replicas, record.directories),
+    )
 
 
 def offline_replicas(replicas: tuple[int, ...], directories: Iterable[uuid.UUID]) -> frozenset[int]:

@@ -5,7 +5,8 @@ Rules:
   offset, or a journal entry rendered on one line), the partition or broker concerned, and the
   records involved, each rendered on one line by `render_record`.
 - The sink counts every violation but keeps only the first `keep_per_rule` of each rule: a broken
-  controller repeats the same mistake thousands of times, and the first few say what it is.
+  controller repeats the same mistake thousands of times, and the first few say what it is. Each
+  rule family (`events.Subscriber`) has its own sink; `absorb` merges them under the same cap.
 - A rendering names the record type and only the fields that differ from their defaults, so
   `PartitionChangeRecord(topic_id=..., partition_id=3, isr=[1, 2])` says what the record changed.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +125,16 @@ class ViolationSink:
             return False
         self.counts[rule] = count + 1
         return True
+
+    def absorb(self, other: ViolationSink) -> None:
+        """Add `other`'s violations after these: every one counted, the first `keep_per_rule` of each rule kept."""
+        kept = Counter(violation.rule for violation in self.kept)
+        for violation in other.kept:
+            if kept[violation.rule] < self.keep_per_rule:
+                kept[violation.rule] += 1
+                self.kept.append(violation)
+        for rule, count in other.counts.items():
+            self.counts[rule] = self.counts.get(rule, 0) + count
 
     @property
     def total(self) -> int:
