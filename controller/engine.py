@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from protocol.api_keys import ApiKey
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
 from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
@@ -76,6 +77,10 @@ DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 FAILOVER_ABORT_REASON = "Controller failover"
 #: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
 REPLAY_SLICE_RECORDS = 256
+
+
+class NotActiveError(RuntimeError):
+    """A decision asked of a standby (the writer answers NOT_CONTROLLER before it gets here)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,8 @@ class ControllerEngine:
         self._transactions: TransactionReplay[LogEntry] = TransactionReplay(_framing)
         #: metadata records replayed (snapshot and log; control records are not)
         self._data_records = report.snapshot_records
+        #: the active controller (`activate`), else a standby that decides nothing
+        self.active = False
 
     @classmethod
     def load(
@@ -280,8 +287,30 @@ class ControllerEngine:
         for group in groups:
             self._stage_now(group)
         self._transactions = TransactionReplay(_framing)
+        self.active = True
         self.core.start_sessions(now_ns)
         self.core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
+
+    def resign(self) -> None:
+        """Stop being the active controller (a quorum's leader lost its epoch): decide nothing
+        more, and go back to the committed state. What was decided and not committed may never
+        be (a new leader may truncate it away), so the state is rebuilt from the newest snapshot
+        and `catch_up` replays the log again, up to what is committed; the control orders not
+        yet taken are dropped (their controller epoch is over). A standby's state is committed
+        already: it only stops."""
+        was_active, self.active = self.active, False
+        if not was_active:
+            return
+        core = ControllerCore(self.core.config, self.core.rng)
+        snapshot, snapshot_count = _load_snapshot(core, self.log)
+        self.core = core
+        self._applied = snapshot.end_offset if snapshot is not None else self.log.log_start_offset
+        self._transactions = TransactionReplay(_framing)
+        self._data_records = snapshot_count
+        self._staged = []
+        self._transaction = None
+        self._orders = OutboundCollector(core.state)
+        self._broken = None  # the state no longer runs ahead of the disk
 
     # ------------------------------------------------------------------ what the shell reads
     @property
@@ -331,6 +360,8 @@ class ControllerEngine:
         yields; `finish` runs it to the end. The control orders its records call for accumulate
         until `commit`."""
         self._check_usable()
+        if not self.active and api_key != ApiKey.API_VERSIONS:
+            raise NotActiveError(f"a standby decides nothing (api key {api_key}): the active controller does")
         outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset)
         if type(outcome) is Result:
             if len(outcome.records) <= REPLAY_SLICE_RECORDS:

@@ -45,11 +45,14 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.registry import api, encode_response
+from protocol.spec import Data
 
 from ..control.orders import ControlOrder
 from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
+from ..ops.not_controller import not_controller
 from ..slices import COMMIT_POINT, Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending
 
@@ -69,16 +72,38 @@ class WriterMetrics(Protocol):
 
 
 class Durability(Protocol):
-    """When appended records are committed."""
+    """When appended records are committed: the commit quorum (`SoleVoter`, or the Raft quorum)."""
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        """`records` records ending at `end_offset` are about to be appended to the local log:
+        False if they never may be (this node no longer leads the epoch they were decided in)."""
+        ...
 
     async def committed(self, end_offset: int) -> bool:
         """Wait until every record below `end_offset` (already in the local log) is committed:
         True; or False once it never will be under this node's leadership."""
         ...
 
+    @property
+    def leader_id(self) -> int | None:
+        """The active controller as far as this node knows (for NOT_CONTROLLER answers)."""
+        ...
 
-class LocalDurability:
-    """A single voter: what this node's log holds (written and fsync'd) is committed."""
+    @property
+    def high_watermark(self) -> int | None:
+        """The committed end of the log (None: whatever the local log holds is committed)."""
+        ...
+
+
+class SoleVoter:
+    """A quorum of one: what this node's log holds (written and fsync'd) is committed."""
+
+    def __init__(self, node_id: int) -> None:
+        self.leader_id: int | None = node_id
+        self.high_watermark: int | None = None
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        return True
 
     async def committed(self, end_offset: int) -> bool:
         return True
@@ -99,7 +124,7 @@ class Writer:
         durability: Durability | None = None,
     ) -> None:
         self.engine = engine
-        self.durability: Durability = durability or LocalDurability()
+        self.durability: Durability = durability or SoleVoter(engine.config.node_id)
         self._channel = channel
         self._metrics = metrics
         self._clock = clock  # monotonic seconds, for the snapshot retry delay
@@ -186,13 +211,19 @@ class Writer:
         engine = self.engine
         for item in group:
             if item is _TICK:
-                await self._complete(engine.expire_sessions(time.monotonic_ns()))
+                if engine.active:
+                    await self._complete(engine.expire_sessions(time.monotonic_ns()))
                 continue
             pending: Pending = item
             request = pending.request
             assert request is not None
             try:
-                work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
+                work: Work[Data | None]
+                if not engine.active and request.api_key != ApiKey.API_VERSIONS:
+                    leader = self.durability.leader_id
+                    work = Done(not_controller(request.api_key, request.api_version, request.body, leader))
+                else:
+                    work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
                 # the common case: decided and staged at once, nothing to pace
                 response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
@@ -235,6 +266,9 @@ class Writer:
             if work is not None:
                 started = time.monotonic()
                 commit = await _paced(work)  # encoding holds the GIL: here, in slices
+                if not self.durability.appending(commit.end_offset, commit.records):
+                    self._never_committed(answered)
+                    return
                 records = await in_thread_now(self.engine.write, commit)
                 if records:
                     self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
@@ -285,6 +319,9 @@ class Writer:
             return
         if self._previous is not None:
             await self._previous.wait()  # the state must equal the log: let the commit in flight land
+        committed = self.durability.high_watermark
+        if not engine.active or (committed is not None and committed < engine.log.next_offset):
+            return  # a snapshot holds committed records only: later
         work = engine.snapshot()  # the state is frozen now
         self._snapshotting = True
         assert self._nursery is not None

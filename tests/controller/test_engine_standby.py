@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.engine import FAILOVER_ABORT_REASON, ControllerEngine
+from controller.engine import FAILOVER_ABORT_REASON, ControllerEngine, NotActiveError
 from controller.slices import finish
 from protocol.records.metadata import AbortTransactionRecord
 
@@ -67,3 +67,26 @@ def test_activation_needs_the_whole_log_and_aborts_what_the_previous_controller_
     last = list(standby.log.read(standby.log.next_offset - 1))
     assert [entry.record for entry in last] == [AbortTransactionRecord(reason=FAILOVER_ABORT_REASON)]
     standby.close()
+
+
+def test_a_resigning_controller_goes_back_to_the_committed_state(tmp_path: Path) -> None:
+    engine = ControllerEngine.start(tmp_path, fsync=False, now_ns=0, rng=random.Random(5))
+    views = workload(engine, rounds=1)
+    committed_end, committed_view = views[-1]
+    finish(engine.decide(*_create("later")))  # decided and staged, never committed
+    assert engine.core.durable_view() != committed_view
+    engine.resign()
+    assert not engine.active
+    with pytest.raises(NotActiveError, match="a standby decides nothing"):
+        finish(engine.decide(*_create("refused")))  # type: ignore[arg-type]
+    finish(engine.catch_up(committed_end))
+    assert engine.core.durable_view() == committed_view
+    assert engine.commit() is None  # what was staged is gone with the old state
+    engine.close()
+
+
+def _create(name: str) -> tuple[int, int, object, int]:
+    from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
+
+    topic = CreateTopicsRequestCreatableTopic(name=name, num_partitions=1, replication_factor=3)
+    return 19, 7, CreateTopicsRequest(topics=(topic,)), 0

@@ -27,6 +27,7 @@ from controller.server.metrics import ControllerMetrics
 from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
 from protocol.errors import EncodeError
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import (
@@ -366,6 +367,11 @@ class Gate:
     verdicts: list[bool] = field(default_factory=list)
     asked: list[int] = field(default_factory=list)
     arrived: trio.Event = field(default_factory=trio.Event)
+    leader_id: int | None = 1
+    high_watermark: int | None = None
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        return True
 
     async def committed(self, end_offset: int) -> bool:
         self.asked.append(end_offset)
@@ -412,3 +418,31 @@ async def test_nothing_is_answered_or_sent_before_the_commit_quorum_holds_it_and
     assert lost not in setup.connection.answers
     await trio.sleep(0.05)
     assert len(channel.orders) == sent
+
+
+async def test_a_standby_answers_not_controller_and_a_lost_epoch_writes_nothing(setup: Setup) -> None:
+    """Every broker and admin request to a node that is not the active controller is answered
+    NOT_CONTROLLER (41) naming the leader it knows; ApiVersions still answers. A commit whose
+    epoch ended before it was appended is never written: its requests' connections close."""
+    await brokers(setup, 1, 2, 3)
+    gate = Gate(leader_id=3)
+    setup.writer.durability = gate
+    end = setup.engine.log.next_offset
+    refused: list[bool] = []
+    gate.appending = lambda end_offset, records: bool(refused.append(True))  # type: ignore[method-assign]
+    lost = setup.pending(topic("lost", 3), 7)
+    setup.writer.submit(lost)
+    while lost not in setup.connection.abandoned:
+        await trio.sleep(0.01)
+    assert refused and setup.engine.log.next_offset == end  # nothing reached the log
+
+    setup.engine.resign()
+    answer = await setup.request(topic("t", 3), 7)
+    assert [(t.name, t.error_code, t.error_message) for t in answer.topics] == [
+        ("t", 41, "The active controller appears to be node 3")
+    ]
+    heartbeat = BrokerHeartbeatRequest(broker_id=1, broker_epoch=1, current_metadata_offset=1)
+    assert (await setup.request(heartbeat, 1)).error_code == 41
+    versions = await setup.request(ApiVersionsRequest(), 2)
+    assert versions.error_code == 0 and versions.api_keys
+    assert setup.engine.log.next_offset == end
