@@ -8,7 +8,9 @@ Rules:
   `QuorumState.durableTransitionTo` writes the file before the transition).
 - `AppendBatches` writes after the log's end (a leader's own batches, or a follower's from its
   leader, payloads as given); it need not be flushed before the next action: the shell reports
-  durability with `LogFlushed`. `TruncateTo` and `InstallSnapshot` are synchronous on the log.
+  durability with `LogFlushed`. `TruncateTo` takes effect before the next action (later appends
+  follow it). `InstallSnapshot` may take its time: the shell writes the snapshot, replaces the
+  log with it (durably) and then reports `SnapshotInstalled`; the core fetches nothing meanwhile.
 - `BecomeLeader` is followed, in the same list, by the `AppendBatches` of the epoch's first
   batch: a LeaderChange control record (`LeaderChangeRecord` as its payload), as Kafka's
   `LeaderState.appendStartOfEpochControlRecords`. The controller above may append only once it has

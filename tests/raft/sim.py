@@ -54,6 +54,7 @@ from controller.raft import (
     TruncateTo,
 )
 from controller.raft.messages import (
+    FetchRequest,
     FetchResponse,
     FetchSnapshotResponse,
     Request,
@@ -179,6 +180,7 @@ class SimNode:
     flush_due: bool = False
     hw: int | None = None
     leading_epoch: int | None = None
+    epoch_start: int = 0  # the offset of the LeaderChange of the epoch it leads
     tick_at: int | None = None
 
 
@@ -220,6 +222,7 @@ class Simulation:
         self.cut: set[frozenset[NodeId]] = set()
         self.partition_id = 0
         self.origins: dict[tuple[NodeId, NodeId, int], int] = {}
+        self.pre_votes: dict[tuple[NodeId, NodeId, int], bool] = {}
         self.marker: tuple[int, Entry] | None = None
         self.converged_at: int | None = None
         self.tokens = 0
@@ -357,7 +360,7 @@ class Simulation:
             elif isinstance(action, BecomeLeader):
                 assert node.leading_epoch is None, f"node {node.node_id} leads {action.epoch} before leaving"
                 self.checker.became_leader(node.node_id, action.epoch, node.log)
-                node.leading_epoch = action.epoch
+                node.leading_epoch, node.epoch_start = action.epoch, action.epoch_start_offset
                 self.history.append((self.now, node.node_id, "lead", action.epoch))
                 self.stats["elections won"] += 1
             elif isinstance(action, StopLeading):
@@ -366,6 +369,8 @@ class Simulation:
                 self.history.append((self.now, node.node_id, "stop", action.epoch))
                 self.stats["leaderships lost"] += 1
             elif isinstance(action, HighWatermark):
+                if node.leading_epoch is not None and action.offset <= node.epoch_start:
+                    raise Violation(f"leader {node.node_id} commits {action.offset} before its epoch's first batch")
                 self.checker.high_watermark(node.node_id, node.log, node.hw, action.offset, node.leading_epoch)
                 node.hw = action.offset
                 if node.leading_epoch is not None and node.log.flushed_end < node.log.end:
@@ -393,6 +398,11 @@ class Simulation:
 
     # ------------------------------------------------------------------ the network
     def _send_request(self, node: SimNode, destination: NodeId, correlation_id: int, request: Request) -> None:
+        if isinstance(request, FetchRequest) and request.fetch_offset > node.log.flushed_end:
+            # the leader counts a voter's fetch offset as durable on it
+            raise Violation(
+                f"node {node.node_id} fetches from {request.fetch_offset}, flushed to {node.log.flushed_end}"
+            )
         target = self.nodes[destination]
         if target.core is None:
             # connection refused: the sender hears of it
@@ -407,6 +417,12 @@ class Simulation:
         )
 
     def _send_response(self, node: SimNode, destination: NodeId, correlation_id: int, response: Response) -> None:
+        key = (node.node_id, destination, correlation_id)
+        if isinstance(response, VoteResponse) and response.vote_granted and not self.pre_votes.get(key, True):
+            # a vote leaves only once it is durable
+            election = node.election
+            if election is None or (election.epoch, election.voted_id) != (response.leader_epoch, destination):
+                raise Violation(f"node {node.node_id} votes for {destination}; on disk: {election}")
         incarnation = self.origins.get((node.node_id, destination, correlation_id))
         if incarnation is None:
             return  # the asker's connection is gone
@@ -474,6 +490,8 @@ class Simulation:
             if sender.incarnation != source_inc:
                 return  # the asker restarted: its connection is closed
             self.origins[(destination, source, message.correlation_id)] = source_inc
+            if isinstance(message.request, VoteRequest):
+                self.pre_votes[(destination, source, message.correlation_id)] = message.request.pre_vote
         self.call(target, message)
 
     def _failed(self, node_id: NodeId, incarnation: int, destination: NodeId, correlation_id: int) -> None:

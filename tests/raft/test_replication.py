@@ -130,6 +130,21 @@ def test_a_diverging_follower_truncates_then_catches_up() -> None:
     assert follower.high_watermark == leader_node.high_watermark == 9
 
 
+def test_a_follower_fetches_again_only_once_its_records_are_flushed() -> None:
+    follower, actions = started(2, ElectionState(Epoch(1), NodeId(1)))
+    [(send, request)] = requests(actions, FetchRequest)
+    assert (request.fetch_offset, request.last_fetched_epoch) == (0, 0)
+    records = FetchResponse(
+        ErrorCode.NONE, NodeId(1), Epoch(1), high_watermark=0, records_from_offset=0, records=(Batch(0, 2, Epoch(1)),)
+    )
+    actions = reply(follower, 5, send, records)
+    assert of_type(actions, AppendBatches) == [AppendBatches((Batch(0, 2, Epoch(1)),))]
+    assert not requests(actions, FetchRequest)  # its fetch offset would count as durable
+    assert not requests(follower.handle(6, LogFlushed(2)), FetchRequest)  # partly flushed
+    [(_, request)] = requests(follower.handle(7, LogFlushed(3)), FetchRequest)
+    assert (request.fetch_offset, request.last_fetched_epoch) == (3, 1)
+
+
 def test_a_leader_answers_a_diverging_epoch() -> None:
     node = leader(LogView.recovered(8, (EpochStart(Epoch(1), 0), EpochStart(Epoch(3), 5))), ElectionState(Epoch(3)))
     response = fetched(node, 300, fetch(2, 4, 9, 2))
