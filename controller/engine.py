@@ -299,8 +299,13 @@ class ControllerEngine:
         yet taken are dropped (their controller epoch is over). A standby's state is committed
         already: it only stops."""
         was_active, self.active = self.active, False
-        if not was_active:
-            return
+        if was_active:
+            self.reload()
+
+    def reload(self) -> None:
+        """Rebuild the state from the newest snapshot, as a standby that `catch_up` brings forward
+        (after a lost epoch, or once the leader's snapshot was installed in place of the log)."""
+        self.active = False
         core = ControllerCore(self.core.config, self.core.rng)
         snapshot, snapshot_count = _load_snapshot(core, self.log)
         self.core = core

@@ -135,6 +135,20 @@ class ControlChannel:
             if not link.running and self._nursery is not None:
                 self._spawn(link)
 
+    def clear(self) -> int:
+        """Drop every queued order (this controller's epoch is over: a deposed controller pushes
+        nothing more; requests already sent are answered, or refused by brokers that have seen a
+        newer controller epoch); the number dropped."""
+        dropped = 0
+        for link in self._links.values():
+            dropped += len(link.queue)
+            link.queue.clear()
+            self._queue_changed(link)
+            if link.wakeup is not None:
+                link.wakeup.set()
+        self.dropped_orders += dropped
+        return dropped
+
     def queue_depth(self, broker_id: int) -> int:
         link = self._links.get(broker_id)
         return 0 if link is None else len(link.queue)

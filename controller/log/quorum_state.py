@@ -62,6 +62,31 @@ def render(node_id: int, epoch: int) -> str:
     return json.dumps(state, separators=(",", ":"))
 
 
+def render_election(leader_id: int, epoch: int, voted_id: int, voters: list[int]) -> str:
+    """The version-0 text Kafka 3.9 writes for a static quorum's election state (issue 21): the
+    leader it knows (-1: none), the epoch, the vote it cast in it (-1: none), and the voters."""
+    state = {
+        "clusterId": "",
+        "leaderId": leader_id,
+        "leaderEpoch": epoch,
+        "votedId": voted_id,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": voter} for voter in sorted(voters)],
+        "data_version": WRITTEN_VERSION,
+    }
+    return json.dumps(state, separators=(",", ":"))
+
+
+def write_election(
+    partition: Path, leader_id: int, epoch: int, voted_id: int, voters: list[int], *, fsync: bool
+) -> Path:
+    """Write a quorum member's election state atomically (before it votes or follows: Kafka's
+    `QuorumState.durableTransitionTo`)."""
+    return write_text_atomically(
+        partition, QUORUM_STATE, render_election(leader_id, epoch, voted_id, voters), fsync=fsync
+    )
+
+
 def _int(tree: dict[str, Any], key: str, default: int | None) -> int:
     value = tree.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):

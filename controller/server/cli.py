@@ -25,6 +25,13 @@ from ..state.controller_state import ControllerConfig
 from . import logging_config
 from .daemon import Daemon, DaemonOptions
 from .listen import ListenError
+from .quorum_config import (
+    DEFAULT_ELECTION_TIMEOUT_MS,
+    DEFAULT_FETCH_TIMEOUT_MS,
+    QuorumConfig,
+    QuorumConfigError,
+    quorum_config,
+)
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -64,6 +71,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-id", help="cluster id to format a new data dir with, or to insist on")
     parser.add_argument("--node-id", type=non_negative_int, default=1, help="controller id (default 1)")
     parser.add_argument("--session-timeout-ms", type=positive_int, default=9000, help="broker session timeout")
+    parser.add_argument(
+        "--controller-quorum-voters",
+        metavar="ID@HOST:PORT,...",
+        help="the controller quorum (Kafka's controller.quorum.voters); --node-id names this node's entry and "
+        "--listen must be its address (default: this node alone)",
+    )
+    parser.add_argument(
+        "--controller-quorum-election-timeout-ms",
+        type=positive_int,
+        default=DEFAULT_ELECTION_TIMEOUT_MS,
+        help="a voter that hears of no leader stands for election after this plus a random part of it (default 1000)",
+    )
+    parser.add_argument(
+        "--controller-quorum-fetch-timeout-ms",
+        type=positive_int,
+        default=DEFAULT_FETCH_TIMEOUT_MS,
+        help="a follower that cannot fetch from its leader this long starts an election; a leader without a "
+        "majority's fetches for 1.5 times it resigns (default 2000)",
+    )
     parser.add_argument("--capture-dir", type=Path, metavar="PATH", help="write traffic capture (Parquet) here")
     parser.add_argument(
         "--metrics-listen",
@@ -128,15 +154,26 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        quorum = quorum_config(
+            args.node_id,
+            args.listen,
+            args.controller_quorum_voters,
+            election_timeout_ms=args.controller_quorum_election_timeout_ms,
+            fetch_timeout_ms=args.controller_quorum_fetch_timeout_ms,
+        )
+    except QuorumConfigError as exc:
+        print(f"fencer-controller: error: {exc}", file=sys.stderr)
+        return 2
     logging_config.configure(args.log_level, args.log_format)
     try:
-        engine = start_engine(args)
+        engine = start_engine(args, standby=not quorum.single)
     except LogError as exc:
         print(f"fencer-controller: {exc}", file=sys.stderr)
         return 1
     tune_runtime()
     try:
-        trio.run(_serve, engine, daemon_options(args))
+        trio.run(_serve, engine, daemon_options(args), None if quorum.single else quorum)
     except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
         unbound = find_failure(exc, ListenError)
         if unbound is not None:
@@ -151,10 +188,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def start_engine(args: argparse.Namespace) -> ControllerEngine:
-    """Open the data dir and rebuild the state (`LogError` if it is unusable); log how it went."""
+def start_engine(args: argparse.Namespace, *, standby: bool = False) -> ControllerEngine:
+    """Open the data dir and rebuild the state (`LogError` if it is unusable); log how it went.
+    A member of a quorum of several starts as a standby (the quorum makes it active if elected)."""
     host, port = args.listen
-    engine = ControllerEngine.start(
+    engine = (ControllerEngine.load if standby else ControllerEngine.start)(
         args.data_dir,
         cluster_id=args.cluster_id,
         node_id=args.node_id,
@@ -244,8 +282,8 @@ def find_failure(exc: BaseException, kind: type[Failure]) -> Failure | None:
     return None
 
 
-async def _serve(engine: ControllerEngine, options: DaemonOptions) -> None:
-    daemon = Daemon(engine, options)
+async def _serve(engine: ControllerEngine, options: DaemonOptions, quorum: QuorumConfig | None = None) -> None:
+    daemon = Daemon(engine, options, quorum)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(daemon.run)
         engine.advertise_port(port)

@@ -106,7 +106,8 @@ class Pending:
 class RequestSink(Protocol):
     """Where decoded requests go (the group-commit writer, which answers them through `respond`)."""
 
-    draining: bool
+    @property
+    def draining(self) -> bool: ...
 
     def submit(self, pending: Pending) -> None: ...
 
@@ -144,8 +145,11 @@ class Connection:
         exchanges: ExchangeSink,
         budget: MemoryBudget,
         max_frame_bytes: int,
+        allowed: frozenset[int] = INBOUND_API_KEYS,
     ) -> None:
         self.writer = writer
+        #: the api keys this daemon serves (a quorum member's include the Raft RPCs)
+        self.allowed = allowed
         self.exchanges = exchanges
         self.stream = stream
         self.id = next(_IDS)
@@ -297,7 +301,7 @@ class Connection:
             self._nursery.start_soon(self._decode_in_thread, pending)
             return
         try:
-            pending.request = decode_request(payload, allowed=INBOUND_API_KEYS)
+            pending.request = decode_request(payload, allowed=self.allowed)
         except DecodeError as exc:
             self._not_decoded(pending, exc)
             return
@@ -306,7 +310,7 @@ class Connection:
     async def _decode_in_thread(self, pending: Pending) -> None:
         error: DecodeError | None = None
         try:
-            decode = functools.partial(decode_request, pending.payload, allowed=INBOUND_API_KEYS)
+            decode = functools.partial(decode_request, pending.payload, allowed=self.allowed)
             pending.request = await trio.to_thread.run_sync(decode)
         except DecodeError as exc:
             error = exc

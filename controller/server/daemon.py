@@ -31,14 +31,17 @@ from typing import Any
 import trio
 
 from protocol.capture import from_batches, to_batches
+from protocol.registry import INBOUND_API_KEYS
 
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
 from .budget import MemoryBudget
-from .connection import Connection
+from .connection import Connection, Pending
 from .exchanges import ExchangeRecorder
 from .listen import open_listeners
 from .metrics import ControllerMetrics
+from .quorum import QUORUM_API_KEYS, Quorum
+from .quorum_config import QuorumConfig
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
@@ -74,8 +77,29 @@ class DaemonOptions:
     drain_timeout_s: float = 5.0
 
 
+class RequestRouter:
+    """Where a connection's requests go: the quorum's RPCs to the quorum, the rest to the writer."""
+
+    def __init__(self, writer: Writer, quorum: Quorum | None) -> None:
+        self.writer = writer
+        self.quorum = quorum
+
+    @property
+    def draining(self) -> bool:
+        return self.writer.draining
+
+    def submit(self, pending: Pending) -> None:
+        request = pending.request
+        if self.quorum is not None and request is not None and request.api_key in QUORUM_API_KEYS:
+            self.quorum.submit(pending)
+        else:
+            self.writer.submit(pending)
+
+
 class Daemon:
-    def __init__(self, engine: ControllerEngine, options: DaemonOptions) -> None:
+    def __init__(self, engine: ControllerEngine, options: DaemonOptions, quorum: QuorumConfig | None = None) -> None:
+        """`quorum`: a controller quorum of several voters (the engine then starts as a standby,
+        `ControllerEngine.load`); None or a single voter: the engine was started active."""
         self.engine = engine
         self.options = options
         self.max_frame_bytes = options.max_frame_bytes
@@ -93,7 +117,12 @@ class Daemon:
         self.capture = _make_capture(options)
         self.exchanges = ExchangeRecorder(self.metrics, self.capture)
         self.channel = _make_channel(self)
-        self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic)
+        self.quorum = Quorum(quorum, engine) if quorum is not None and not quorum.single else None
+        self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
+        if self.quorum is not None:
+            self.quorum.writer, self.quorum.channel = self.writer, self.channel
+        self.requests = RequestRouter(self.writer, self.quorum)
+        self.allowed = INBOUND_API_KEYS | (QUORUM_API_KEYS if self.quorum is not None else frozenset())
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -115,7 +144,10 @@ class Daemon:
                     self.metrics,
                     lambda: self.engine.core,
                 )
-            self.channel.submit(self.engine.full_state_orders())
+            if self.quorum is not None:
+                await nursery.start(self.quorum.run)  # the full state goes out once this node is elected
+            else:
+                self.channel.submit(self.engine.full_state_orders())
             listeners = await open_listeners(self.options.host, self.options.port, "--listen")
             self.port = listeners[0].socket.getsockname()[1]
             handlers: trio.Nursery = await nursery.start(_nursery_task)
@@ -159,10 +191,11 @@ class Daemon:
     async def _connection(self, stream: trio.SocketStream) -> None:
         connection = Connection(
             stream,
-            writer=self.writer,
+            writer=self.requests,
             exchanges=self.exchanges,
             budget=self.budget,
             max_frame_bytes=self.options.max_frame_bytes,
+            allowed=self.allowed,
         )
         self._connections.add(connection)
         if self.draining:

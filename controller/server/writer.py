@@ -154,6 +154,12 @@ class Writer:
         if not self.draining:
             self._enqueue(_TICK)
 
+    async def quiesce(self) -> None:
+        """Wait until the commit in flight (if any) has finished: its write has landed or was
+        never made (the quorum lets the log change hands only then)."""
+        while self._previous is not None and not self._previous.is_set():
+            await self._previous.wait()
+
     @property
     def snapshotting(self) -> bool:
         return self._snapshotting

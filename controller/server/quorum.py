@@ -1,0 +1,681 @@
+"""The controller quorum's shell (issue 21): the Raft core (`controller.raft`) bound to the network,
+the clock and the metadata log, and the controller above it bound to the quorum.
+
+Rules:
+- One task executes the core's actions, in the order the core gave them, each finished before
+  the next starts (`controller.raft.actions`): the quorum-state file is written and fsync'd
+  before anything sent after it; a follower's appends, truncations and snapshot installs are
+  the log's, done in a worker thread, then reported back (`LogFlushed`, `SnapshotInstalled`).
+- Inbound RPCs come from the daemon's connections (`submit`): Vote, BeginQuorumEpoch,
+  EndQuorumEpoch, Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request about
+  another partition is answered INVALID_REQUEST at once); its answer comes back as an action and
+  is sent on the request's connection, a Fetch's with the log's record bytes from the offset the
+  core names (at most `FETCH_MAX_BYTES`, Kafka's 8 MiB), a FetchSnapshot's with the snapshot's
+  bytes from the position asked. DescribeQuorum is the shell's: the leader answers with each
+  voter's and observer's end offset and last fetch and caught-up times (wall clock), a node that
+  does not lead NOT_LEADER_OR_FOLLOWER (6), as Kafka 3.9.
+- Outbound: one link per other voter, each one connection at a time (ApiVersions first, then the
+  core's requests one by one: the core has at most one in flight per peer). A request that
+  cannot be sent or answered is reported `RequestFailed`; after a failed connection the link
+  fails requests at once until its reconnect backoff (50 ms doubling to 1 s, Kafka's
+  reconnect.backoff) has passed. A FetchSnapshot is fetched chunk by chunk into the log's
+  incoming snapshot before the core sees the answer.
+- The controller: the leader appends its epoch's LeaderChange, and becomes the active
+  controller once the high watermark passes it (everything before its epoch is then committed
+  and replayed: Kafka's controller activates likewise), with the Raft epoch as its controller
+  epoch, every broker's session afresh and a FULL LeaderAndIsr for every live broker. It then
+  appends through the writer, which asks `appending` (the core assigns the offsets, or refuses:
+  the epoch is over) before the write, and `committed` after the fsync: True once the high
+  watermark passes the batch, False once the epoch is over. A standby replays up to the high
+  watermark as it moves (hot standby). When the node stops leading, the controller resigns at
+  once: nothing more is decided, acknowledged or pushed in that epoch; held commits answer
+  nothing (their connections close); queued control orders are dropped; the state goes back to
+  what is committed.
+- Time is the event loop's monotonic clock in milliseconds; randomness is the node's seeded
+  `random.Random`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import describe_quorum as dq
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
+from protocol.registry import decode_response, encode_response
+from protocol.spec import Data
+
+from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
+from ..engine import ControllerEngine
+from ..log import IncomingSnapshot, LogError, SnapshotId
+from ..log.quorum_state import write_election
+from ..raft import (
+    Action,
+    AppendBatches,
+    BecomeLeader,
+    ElectionState,
+    Epoch,
+    EpochStart,
+    Event,
+    HighWatermark,
+    InstallSnapshot,
+    LeaderChanged,
+    LeaderChangeRecord,
+    LogFlushed,
+    LogView,
+    NodeId,
+    NotLeader,
+    OffsetAndEpoch,
+    PersistQuorumState,
+    RaftConfig,
+    RaftNode,
+    RequestFailed,
+    RequestReceived,
+    ResponseReceived,
+    SendRequest,
+    SendResponse,
+    SnapshotInstalled,
+    StopLeading,
+    Tick,
+)
+from ..raft import messages as rm
+from ..raft.leader import Leader
+from . import raft_wire as wire
+from .connection import Pending
+from .quorum_config import QuorumConfig, Voter
+
+log = logging.getLogger("fencer.quorum")
+#: the most log bytes one Fetch answer carries (Kafka's leader caps a fetch at 8 MiB likewise)
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+SNAPSHOT_CHUNK_BYTES = 1024 * 1024
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1000
+#: the payload of a batch the writer wrote itself (the core only hears of its offsets)
+_WRITTEN = object()
+QUORUM_API_KEYS = wire.RAFT_API_KEYS | {ApiKey.DESCRIBE_QUORUM}
+
+
+def recovered_view(engine: ControllerEngine) -> LogView:
+    """The log as the core must see it at start-up: from the newest snapshot (if any) to its end,
+    with the epochs of its batches."""
+    log_ = engine.log
+    snapshots = log_.snapshots()
+    snapshot = OffsetAndEpoch(snapshots[-1].end_offset, Epoch(snapshots[-1].epoch)) if snapshots else None
+    start = snapshot.offset if snapshot is not None else 0
+    entries = [(epoch, offset) for epoch, offset in log_.epoch_entries()]
+    kept: list[EpochStart] = []
+    for epoch, offset in entries:
+        if offset < start:
+            kept = [EpochStart(Epoch(epoch), start)]  # an epoch that began before the snapshot goes on after it
+        else:
+            kept.append(EpochStart(Epoch(epoch), offset))
+    kept = [entry for entry in kept if entry.start_offset < log_.next_offset]
+    return LogView(start, log_.next_offset, log_.next_offset, tuple(kept), snapshot)
+
+
+def recovered_election(engine: ControllerEngine) -> ElectionState | None:
+    state = engine.log.quorum_state
+    if state is None:
+        return None
+    leader = NodeId(state.leader_id) if state.leader_id >= 0 else None
+    voted = NodeId(state.voted_id) if state.voted_id >= 0 else None
+    return ElectionState(Epoch(max(state.leader_epoch, 0)), leader, voted)
+
+
+@dataclass
+class _Inbound:
+    pending: Pending
+    api_key: int
+    version: int
+    body: Any
+
+
+class Quorum:
+    """A controller quorum member: the core, its peers, and the controller bound to it."""
+
+    def __init__(
+        self,
+        config: QuorumConfig,
+        engine: ControllerEngine,
+        *,
+        rng: random.Random | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        wall_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.log = engine.log
+        raft_config = RaftConfig(
+            node_id=NodeId(config.node_id),
+            voters=frozenset(NodeId(voter) for voter in config.voter_ids),
+            cluster_id=engine.config.cluster_id,
+            election_timeout_ms=config.election_timeout_ms,
+            fetch_timeout_ms=config.fetch_timeout_ms,
+        )
+        self.node = RaftNode(raft_config, rng or random.Random(), recovered_election(engine), recovered_view(engine))
+        self._clock_ms = clock_ms or (lambda: int(trio.current_time() * 1000))
+        self._wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
+        #: set by the daemon: the writer (resigns with the node), the control channel (its orders)
+        self.writer: Any = None
+        self.channel: Any = None
+        self._actions: deque[Action] = deque()
+        self._actions_ready = trio.Event()
+        self._timers_changed = trio.Event()
+        self._commit_moved = trio.Event()
+        self._inbound: dict[int, _Inbound] = {}
+        self._ids = itertools.count(1)
+        self._links = {voter.node_id: PeerLink(self, voter) for voter in config.peers()}
+        #: (epoch, the offset the high watermark must pass) while becoming the active controller
+        self._activating: tuple[int, int] | None = None
+        #: the epoch this node is the active controller of, else None
+        self.active_epoch: int | None = None
+        self.high_watermark: int | None = None
+        self.election_started_ms: int | None = None
+        self.last_election_ms: float | None = None
+
+    # ------------------------------------------------------------------ what others read
+    @property
+    def leader_id(self) -> int | None:
+        return self.node.leader_id
+
+    @property
+    def epoch(self) -> int:
+        return self.node.epoch
+
+    # ------------------------------------------------------------------ the writer's commit quorum
+    def appending(self, end_offset: int, records: int) -> bool:
+        epoch = self.active_epoch
+        if epoch is None or records <= 0:
+            return epoch is not None
+        result = self.node.append(self._clock_ms(), epoch, records, _WRITTEN)
+        if isinstance(result, NotLeader):
+            return False
+        if result.batch.end_offset != end_offset:
+            raise LogError(f"the quorum's log ends at {result.batch.end_offset}, the controller's at {end_offset}")
+        self._enqueue(result.actions)
+        return True
+
+    async def committed(self, end_offset: int) -> bool:
+        epoch = self.active_epoch
+        if epoch is None:
+            return False
+        self._handle(LogFlushed(end_offset))  # the writer fsync'd everything below it
+        while True:
+            if self.active_epoch != epoch:
+                return False
+            if self.high_watermark is not None and self.high_watermark >= end_offset:
+                return True
+            await self._commit_moved.wait()
+
+    # ------------------------------------------------------------------ running
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._enqueue(self.node.start(self._clock_ms()))
+            nursery.start_soon(self._execute)
+            nursery.start_soon(self._tick)
+            for link in self._links.values():
+                nursery.start_soon(link.run)
+            task_status.started()
+
+    def _handle(self, event: Event) -> None:
+        self._enqueue(self.node.handle(self._clock_ms(), event))
+
+    def _enqueue(self, actions: Iterable[Action]) -> None:
+        self._actions.extend(actions)
+        self._actions_ready.set()
+        self._timers_changed.set()
+
+    async def _tick(self) -> None:
+        while True:
+            wake = self.node.next_wakeup_ms(self._clock_ms())
+            changed = self._timers_changed = trio.Event()
+            with trio.move_on_at(float("inf") if wake is None else wake / 1000):
+                await changed.wait()
+            if not changed.is_set():
+                self._handle(Tick())
+
+    async def _execute(self) -> None:
+        while True:
+            while not self._actions:
+                self._actions_ready = trio.Event()
+                await self._actions_ready.wait()
+            await self._do(self._actions.popleft())
+
+    async def _do(self, action: Action) -> None:
+        if isinstance(action, SendRequest):
+            self._links[action.destination].submit(action.correlation_id, action.request)
+        elif isinstance(action, SendResponse):
+            inbound = self._inbound.pop(action.correlation_id, None)
+            if inbound is not None:
+                await self._answer(inbound, action.response)
+        elif isinstance(action, PersistQuorumState):
+            election = action.election
+            write = functools.partial(
+                write_election,
+                self.log.data_dir / "__cluster_metadata-0",
+                -1 if election.leader_id is None else election.leader_id,
+                election.epoch,
+                -1 if election.voted_id is None else election.voted_id,
+                list(self.config.voter_ids),
+                fsync=True,
+            )
+            await trio.to_thread.run_sync(write)
+        elif isinstance(action, AppendBatches):
+            await self._append(action)
+        elif isinstance(action, HighWatermark):
+            await self._high_watermark(action.offset)
+        elif isinstance(action, BecomeLeader):
+            self._activating = (action.epoch, action.epoch_start_offset + 1)
+            log.info(
+                "node %d leads epoch %d from offset %d", self.config.node_id, action.epoch, action.epoch_start_offset
+            )
+        elif isinstance(action, StopLeading):
+            await self._stop_leading(action.epoch)
+        elif isinstance(action, LeaderChanged):
+            log.info("epoch %d: leader %s", action.epoch, "unknown" if action.leader_id is None else action.leader_id)
+        elif isinstance(action, InstallSnapshot):
+            await self._install_snapshot(action)
+        else:  # TruncateTo
+            offset = action.end_offset
+            log.info("truncating the log to offset %d (a divergent tail)", offset)
+            await trio.to_thread.run_sync(self.log.truncate_to, offset)
+
+    # ------------------------------------------------------------------ the log
+    async def _append(self, action: AppendBatches) -> None:
+        first = action.batches[0]
+        if first.payload is _WRITTEN:
+            return  # the writer's own: written and fsync'd by it, reported by `committed`
+        if isinstance(first.payload, LeaderChangeRecord):
+            record = first.payload
+            message = LeaderChangeMessage(
+                version=0,
+                leader_id=record.leader_id,
+                voters=tuple(LeaderChangeMessageVoter(voter_id=v) for v in record.voters),
+                granting_voters=tuple(LeaderChangeMessageVoter(voter_id=v) for v in record.granting_voters),
+            )
+            raw = control_batch(first.base_offset, first.epoch, self._wall_ms(), [(message, 0)])
+        else:
+            raw = b"".join(wire.batch_bytes(action.batches))
+        end = await trio.to_thread.run_sync(self.log.append_as_follower, raw)
+        self._handle(LogFlushed(end))
+
+    async def _install_snapshot(self, action: InstallSnapshot) -> None:
+        incoming = action.payload
+        if isinstance(incoming, IncomingSnapshot):
+            await trio.to_thread.run_sync(incoming.complete)
+        await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
+        self.engine.reload()
+        log.info("installed the leader's snapshot %s", action.snapshot_id)
+        self._handle(SnapshotInstalled(action.snapshot_id))
+
+    # ------------------------------------------------------------------ the controller above
+    async def _high_watermark(self, offset: int) -> None:
+        self.high_watermark = offset
+        self._commit_moved.set()
+        self._commit_moved = trio.Event()
+        activating = self._activating
+        if activating is not None and offset >= activating[1]:
+            await self._activate(*activating)
+        elif self.active_epoch is None:
+            await _paced(self.engine.catch_up(min(offset, self.log.next_offset)))
+
+    async def _activate(self, epoch: int, start: int) -> None:
+        """The LeaderChange of `epoch` is committed: become the active controller."""
+        self._activating = None
+        engine = self.engine
+        await _paced(engine.catch_up(self.log.next_offset))
+        if not self.node.is_leader or self.node.epoch != epoch:
+            return  # lost meanwhile
+        engine.activate(time.monotonic_ns())
+        self.active_epoch = epoch
+        log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
+        if self.channel is not None:
+            self.channel.submit(engine.full_state_orders())
+        if self.writer is not None:
+            self.writer.tick()  # commits what activation staged (an abort, bootstrap records), if anything
+
+    async def _stop_leading(self, epoch: int) -> None:
+        self._activating = None
+        was_active = self.active_epoch is not None
+        self.active_epoch = None
+        self._commit_moved.set()  # held commits learn that they never will be
+        self._commit_moved = trio.Event()
+        if not was_active:
+            return
+        log.warning("node %d is no longer the active controller (epoch %d is over)", self.config.node_id, epoch)
+        if self.channel is not None:
+            self.channel.clear()
+        if self.writer is not None:
+            await self.writer.quiesce()  # its write in flight lands before the log is the follower's
+        self.engine.resign()
+        if self.high_watermark is not None:
+            await _paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
+
+    # ------------------------------------------------------------------ inbound
+    def submit(self, pending: Pending) -> None:
+        """A quorum RPC from a connection (the daemon routes `QUORUM_API_KEYS` here)."""
+        request = pending.request
+        assert request is not None
+        key, version, body = request.api_key, request.api_version, request.body
+        if key == ApiKey.DESCRIBE_QUORUM:
+            self._respond(pending, self.describe(body, version))
+            return
+        try:
+            message = wire.request_from_wire(key, version, body)
+        except wire.WireRefusal as refusal:
+            self._respond(pending, refusal.response)
+            return
+        correlation = next(self._ids)
+        self._inbound[correlation] = _Inbound(pending, key, version, body)
+        self._handle(RequestReceived(_source(message), correlation, message))
+
+    async def _answer(self, inbound: _Inbound, response: rm.Response) -> None:
+        records: bytes | None = None
+        chunk: tuple[int, int, bytes] | None = None
+        if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
+            partition_max, request_max = wire.fetch_limits(inbound.body)
+            limit = max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
+            try:
+                read = await trio.to_thread.run_sync(self.log.read_records, response.records_from_offset, limit)
+                records = read.records
+            except (LogError, ValueError) as exc:  # retention, a truncation: the next fetch starts over
+                log.info("no records for a fetch from %d: %s", response.records_from_offset, exc)
+        elif isinstance(response, rm.FetchSnapshotResponse) and response.snapshot_id is not None and not response.error:
+            position, max_bytes = wire.snapshot_position(inbound.body)
+            snapshot = SnapshotId(response.snapshot_id.offset, response.snapshot_id.epoch)
+            try:
+                read_chunk = await trio.to_thread.run_sync(
+                    self.log.read_snapshot_chunk, snapshot, position, max(1, min(max_bytes, FETCH_MAX_BYTES))
+                )
+                chunk = (read_chunk.size, position, read_chunk.data)
+            except (LogError, ValueError) as exc:
+                log.info("snapshot %s unavailable: %s", snapshot, exc)
+                response = rm.FetchSnapshotResponse(
+                    ErrorCode.SNAPSHOT_NOT_FOUND, response.leader_id, response.leader_epoch
+                )
+        self._respond(inbound.pending, wire.response_to_wire(response, records=records, snapshot_chunk=chunk))
+
+    def _respond(self, pending: Pending, response: Data) -> None:
+        request = pending.request
+        assert request is not None
+        pending.response = response
+        try:
+            pending.frame = encode_response(response, request.api_version, request.correlation_id)
+        except Exception:
+            log.exception("cannot encode the answer to api key %d from %s", request.api_key, pending.peer)
+            pending.connection.abandon(pending)
+            return
+        pending.connection.respond(pending)
+
+    def describe(self, body: Any, version: int) -> dq.DescribeQuorumResponse:
+        """DescribeQuorum, as Kafka's `handleDescribeQuorumRequest` answers it."""
+        topics = body.topics
+        if (
+            len(topics) != 1
+            or topics[0].topic_name != wire.METADATA_TOPIC
+            or [p.partition_index for p in topics[0].partitions] != [wire.METADATA_PARTITION]
+        ):
+            return dq.DescribeQuorumResponse(
+                topics=tuple(
+                    dq.DescribeQuorumResponseTopicData(
+                        topic_name=topic.topic_name,
+                        partitions=tuple(
+                            _describe_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                            for p in topic.partitions
+                        ),
+                    )
+                    for topic in topics
+                )
+            )
+        state = self.node.state
+        if not isinstance(state, Leader):
+            partition = _describe_error(wire.METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        else:
+            now_ms, wall_ms = self._clock_ms(), self._wall_ms()
+
+            def replica(node_id: int) -> dq.DescribeQuorumResponseReplicaState:
+                if node_id == state.local_id:
+                    return dq.DescribeQuorumResponseReplicaState(
+                        replica_id=node_id,
+                        log_end_offset=self.node.log.end_offset,
+                        last_fetch_timestamp=wall_ms,
+                        last_caught_up_timestamp=wall_ms,
+                    )
+                progress = state.progress.get(NodeId(node_id))
+                end = progress.end_offset if progress is not None and progress.end_offset is not None else -1
+                fetched = progress.last_fetch_ms if progress is not None else None
+                caught_up = progress.last_caught_up_ms if progress is not None else None
+                return dq.DescribeQuorumResponseReplicaState(
+                    replica_id=node_id,
+                    log_end_offset=end,
+                    last_fetch_timestamp=-1 if fetched is None else wall_ms - (now_ms - fetched),
+                    last_caught_up_timestamp=-1 if caught_up is None else wall_ms - (now_ms - caught_up),
+                )
+
+            observers = sorted(node for node in state.progress if node not in state.voters)
+            partition = dq.DescribeQuorumResponsePartitionData(
+                partition_index=wire.METADATA_PARTITION,
+                leader_id=state.local_id,
+                leader_epoch=state.epoch,
+                high_watermark=-1 if state.high_watermark is None else state.high_watermark,
+                current_voters=tuple(replica(voter) for voter in sorted(state.voters)),
+                observers=tuple(replica(observer) for observer in observers),
+            )
+        nodes: tuple[dq.DescribeQuorumResponseNode, ...] = ()
+        if version >= 2 and isinstance(state, Leader):
+            nodes = tuple(
+                dq.DescribeQuorumResponseNode(
+                    node_id=voter.node_id,
+                    listeners=(dq.DescribeQuorumResponseListener(name="CONTROLLER", host=voter.host, port=voter.port),),
+                )
+                for voter in self.config.voters
+            )
+        return dq.DescribeQuorumResponse(
+            topics=(dq.DescribeQuorumResponseTopicData(topic_name=wire.METADATA_TOPIC, partitions=(partition,)),),
+            nodes=nodes,
+        )
+
+    # ------------------------------------------------------------------ from the links
+    def received(self, source: int, correlation_id: int, response: rm.Response) -> None:
+        self._handle(ResponseReceived(NodeId(source), correlation_id, response))
+
+    def failed(self, destination: int, correlation_id: int) -> None:
+        self._handle(RequestFailed(NodeId(destination), correlation_id))
+
+
+def _describe_error(partition: int, error: ErrorCode) -> dq.DescribeQuorumResponsePartitionData:
+    return dq.DescribeQuorumResponsePartitionData(
+        partition_index=partition,
+        error_code=error,
+        error_message=None,
+        leader_id=-1,
+        leader_epoch=-1,
+        high_watermark=-1,
+        current_voters=(),
+        observers=(),
+    )
+
+
+def _source(message: rm.Request) -> NodeId:
+    """Who sent a request (the core answers by node id; the wire answer goes on its connection)."""
+    if isinstance(message, rm.VoteRequest):
+        return message.candidate_id
+    if isinstance(message, rm.BeginQuorumEpochRequest | rm.EndQuorumEpochRequest):
+        return message.leader_id
+    return message.replica_id
+
+
+async def _paced(work: Any) -> Any:
+    """Run the engine's paced work (`controller.slices`), letting other tasks run between slices."""
+    from ..slices import Done
+
+    if isinstance(work, Done):
+        return work.value
+    while True:
+        try:
+            next(work)
+        except StopIteration as stop:
+            return stop.value
+        await trio.sleep(0)
+
+
+class PeerLink:
+    """The connection to one other voter: the core's requests, one at a time."""
+
+    def __init__(self, quorum: Quorum, voter: Voter) -> None:
+        self.quorum = quorum
+        self.voter = voter
+        self._queue: deque[tuple[int, rm.Request]] = deque()
+        self._ready = trio.Event()
+        self._conn: BrokerConnection | None = None
+        self._stream: trio.SocketStream | None = None
+        self._versions: dict[int, int] = {}
+        self._failures = 0
+        self._retry_at = 0.0
+        self.connection_failures = 0
+
+    def submit(self, correlation_id: int, request: rm.Request) -> None:
+        self._queue.append((correlation_id, request))
+        self._ready.set()
+
+    async def run(self) -> None:
+        while True:
+            while not self._queue:
+                self._ready = trio.Event()
+                await self._ready.wait()
+            correlation_id, request = self._queue.popleft()
+            try:
+                response = await self._exchange(request)
+            except (*CONNECTION_ERRORS, LogError, ValueError) as exc:
+                self._broken(exc)
+                self.quorum.failed(self.voter.node_id, correlation_id)
+                continue
+            self.quorum.received(self.voter.node_id, correlation_id, response)
+
+    def _broken(self, exc: BaseException) -> None:
+        if self._stream is not None:
+            self._failures += 1
+            self.connection_failures += 1
+            log.log(
+                logging.WARNING if self._failures == 1 else logging.DEBUG,
+                "voter %s: connection failed (%s: %s)", self.voter, type(exc).__name__, exc,
+            )  # fmt: skip
+            stream, self._stream, self._conn = self._stream, None, None
+            stream.socket.close()
+
+    async def _connected(self) -> BrokerConnection:
+        if self._conn is not None:
+            return self._conn
+        if trio.current_time() < self._retry_at:
+            raise PeerError("reconnect backoff")
+        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
+        try:
+            with trio.fail_after(timeout_s):
+                stream = await trio.open_tcp_stream(self.voter.host, self.voter.port)
+                conn = BrokerConnection(stream, str(self.voter), 0)
+                request = conn.request(
+                    ApiVersionsRequest(client_software_name="fencer", client_software_version="0.1"), 3
+                )
+                await stream.send_all(request.frame)
+                _, answer = decode_response(await conn.receive_frame(), ApiKey.API_VERSIONS, 3)
+        except BaseException:
+            self._failures += 1
+            backoff = min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS * 2 ** min(self._failures - 1, 10))
+            self._retry_at = trio.current_time() + backoff / 1000
+            raise
+        assert isinstance(answer, ApiVersionsResponse)
+        self._versions = {k.api_key: k.max_version for k in answer.api_keys}
+        self._failures = 0
+        self._stream, self._conn = stream, conn
+        return conn
+
+    async def _call(self, body: Data, version: int) -> Any:
+        conn = await self._connected()
+        request = conn.request(body, version)
+        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
+        assert self._stream is not None
+        with trio.fail_after(timeout_s):
+            await self._stream.send_all(request.frame)
+            payload = await conn.receive_frame()
+        header, response = decode_response(payload, request.api_key, request.version)
+        if header.correlation_id != request.correlation_id:
+            raise PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
+        return response
+
+    async def _exchange(self, request: rm.Request) -> rm.Response:
+        key = _api_key(request)
+        await self._connected()
+        version = wire.send_version(key, request, self._versions.get(key))
+        if isinstance(request, rm.VoteRequest) and request.pre_vote and version < 2:
+            raise PeerError(f"voter {self.voter} speaks no pre-vote (Vote v{version})")
+        if isinstance(request, rm.FetchSnapshotRequest):
+            return await self._fetch_snapshot(request, version)
+        body = wire.request_to_wire(request, version, max_bytes=FETCH_MAX_BYTES)
+        return wire.response_from_wire(key, await self._call(body, version))
+
+    async def _fetch_snapshot(self, request: rm.FetchSnapshotRequest, version: int) -> rm.Response:
+        """Every chunk of the snapshot, into the log's incoming snapshot; the core then sees one
+        answer carrying it (or the first error)."""
+        log_ = self.quorum.log
+        snapshot = SnapshotId(request.snapshot_id.offset, request.snapshot_id.epoch)
+        incoming = log_.receive_snapshot(snapshot)
+        position = 0
+        try:
+            while True:
+                chunk_request = rm.FetchSnapshotRequest(
+                    request.cluster_id, request.replica_id, request.current_leader_epoch, request.snapshot_id, position
+                )
+                body = wire.request_to_wire(chunk_request, version, max_bytes=SNAPSHOT_CHUNK_BYTES)
+                response = wire.response_from_wire(ApiKey.FETCH_SNAPSHOT, await self._call(body, version))
+                assert isinstance(response, rm.FetchSnapshotResponse)
+                if response.error or response.payload is None or incoming is None:
+                    if incoming is not None:
+                        incoming.abort()
+                    return rm.FetchSnapshotResponse(
+                        response.error, response.leader_id, response.leader_epoch, response.snapshot_id
+                    )
+                size, at, data = _chunk(response.payload)
+                if at != position or (not data and position < size):
+                    raise PeerError(f"snapshot chunk at {at}, expected {position}")
+                await trio.to_thread.run_sync(incoming.append, position, data)
+                position += len(data)
+                if position >= size:
+                    return rm.FetchSnapshotResponse(
+                        response.error, response.leader_id, response.leader_epoch, response.snapshot_id, incoming
+                    )
+        except BaseException:
+            if incoming is not None:
+                incoming.abort()
+            raise
+
+
+def _chunk(payload: object) -> tuple[int, int, bytes]:
+    """A FetchSnapshot answer's (snapshot size, position, bytes), as `raft_wire` carries them."""
+    if not isinstance(payload, tuple) or len(payload) != 3:
+        raise PeerError(f"not a snapshot chunk: {type(payload).__name__}")
+    size, position, data = payload
+    return int(size), int(position), bytes(data)
+
+
+def _api_key(request: rm.Request) -> int:
+    if isinstance(request, rm.VoteRequest):
+        return ApiKey.VOTE
+    if isinstance(request, rm.BeginQuorumEpochRequest):
+        return ApiKey.BEGIN_QUORUM_EPOCH
+    if isinstance(request, rm.EndQuorumEpochRequest):
+        return ApiKey.END_QUORUM_EPOCH
+    if isinstance(request, rm.FetchRequest):
+        return ApiKey.FETCH
+    return ApiKey.FETCH_SNAPSHOT
