@@ -12,7 +12,10 @@ Rules:
 - Vote (KIP-595, KIP-996): granted when the candidate's log (last epoch, end offset) is at least
   as up to date as this node's and, for a standard vote, when this node has not voted in the
   epoch, or voted for that candidate, and knows no leader in it; the vote is persisted before
-  the answer (the `PersistQuorumState` action precedes the response). A pre-vote changes
+  the answer (the `PersistQuorumState` action precedes the response). A repeated request from
+  the candidate it voted for is checked against the log again, as Raft does (Kafka grants it
+  again unchecked; the simulation saw a voter whose log had grown since under the epoch's
+  leader do so: harmless, that candidate cannot win, but not a vote to give). A pre-vote changes
   nothing: Unattached, Prospective and Candidate grant it on the log check alone; a Follower
   only if it has not fetched successfully from its leader in this epoch (once it has, it refuses
   until its fetch timeout makes it Prospective); a Leader and a Resigned node never grant.
@@ -22,8 +25,9 @@ Rules:
   at the records from the fetch offset. A valid fetch with nothing new (no records, and a high
   watermark the fetcher has, or that it did not say and this fetch did not move) is held until
   records or a new high watermark come, or up to its max wait (Kafka's fetch purgatory).
-- FetchSnapshot: the leader's snapshot, if it is the one asked for (SNAPSHOT_NOT_FOUND else); it
-  counts for check-quorum. The bytes are the shell's.
+- FetchSnapshot: the leader's snapshot, if it is the one asked for (SNAPSHOT_NOT_FOUND else: a
+  node keeps its latest snapshot only, where Kafka serves any it retains); it counts for
+  check-quorum. The bytes are the shell's.
 - EndQuorumEpoch: a follower of the resigning leader shortens its fetch timeout by its place
   among the preferred successors (Kafka's strict exponential backoff: 0 for the first).
 """
@@ -127,11 +131,11 @@ def vote(node: RaftNode, now_ms: int, request: VoteRequest) -> VoteResponse:
 def can_grant(state: QuorumState, candidate_id: NodeId, up_to_date: bool, pre_vote: bool) -> bool:
     """Whether a node in `state` grants a (pre-)vote (Kafka's `EpochState.canGrantVote`)."""
     if isinstance(state, Unattached | Prospective):
-        if pre_vote:
+        if pre_vote or not up_to_date:
             return up_to_date
         if state.voted_id is not None:
             return state.voted_id == candidate_id
-        return state.leader_id is None and up_to_date
+        return state.leader_id is None
     if isinstance(state, Candidate):
         return pre_vote and up_to_date
     if isinstance(state, Follower):

@@ -62,7 +62,7 @@ from .events import (
     SnapshotInstalled,
     Tick,
 )
-from .ids import Epoch, NodeId
+from .ids import Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .log import LogView
 from .messages import (
@@ -122,6 +122,8 @@ class RaftNode:
         self.high_watermark: int | None = None
         self.in_flight = InFlight(config.retry_backoff_ms, config.request_timeout_ms)
         self.parked: dict[tuple[NodeId, int], ParkedFetch] = {}
+        #: the snapshot the shell is installing (whatever the state: no Fetch until it is done)
+        self.installing_snapshot: OffsetAndEpoch | None = None
         self.out: list[Action] = []
         self._started = False
 
@@ -282,7 +284,8 @@ class RaftNode:
 
     def add_vote(self, candidate_id: NodeId, now_ms: int) -> None:
         """Grant this epoch's vote (Unattached or Prospective without one), persisted; the
-        election timeout restarts (the candidate has as good a chance as this node)."""
+        election timeout restarts (the candidate has as good a chance as this node). A
+        prospective keeps the pre-votes it has tallied (Kafka starts a new tally)."""
         state = self.state
         if not isinstance(state, Unattached | Prospective) or state.voted_id is not None:
             raise RaftError(f"cannot vote for {candidate_id} in {state}")
@@ -395,9 +398,9 @@ class RaftNode:
         if isinstance(state, Leader):
             raise RaftError(f"a leader cannot install snapshot {event.snapshot_id}")
         self.log = self.log.snapshot_installed(event.snapshot_id)
-        if isinstance(state, Follower) and state.installing_snapshot == event.snapshot_id:
-            deadline = now_ms + self.config.fetch_timeout_ms
-            self.state = replace(state, installing_snapshot=None, fetch_deadline_ms=deadline)
+        self.installing_snapshot = None
+        if isinstance(state, Follower):
+            self.state = replace(state, fetch_deadline_ms=now_ms + self.config.fetch_timeout_ms)
         self.advance_high_watermark(event.snapshot_id.offset)
 
     def _snapshot_created(self, event: SnapshotCreated) -> None:

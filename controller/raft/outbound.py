@@ -174,13 +174,10 @@ def fetch_snapshot(node: RaftNode, now_ms: int, response: FetchSnapshotResponse)
         return True
     if response.error != ErrorCode.NONE or snapshot != state.fetching_snapshot:
         return False
-    installing = None
     if not _holds_snapshot_end(node, snapshot):
-        installing = snapshot
+        node.installing_snapshot = snapshot
         node.out.append(InstallSnapshot(snapshot, response.payload))
-    node.state = replace(
-        state, fetching_snapshot=None, installing_snapshot=installing, has_fetched=True, fetch_deadline_ms=deadline
-    )
+    node.state = replace(state, fetching_snapshot=None, has_fetched=True, fetch_deadline_ms=deadline)
     return True
 
 

@@ -97,7 +97,7 @@ def _follower(node: RaftNode, state: Follower, now_ms: int) -> None:
             node.to_prospective(now_ms)
         else:
             node.to_unattached(state.epoch, state.leader_id, now_ms)
-    elif state.installing_snapshot is None and node.in_flight.is_ready(state.leader_id, now_ms):
+    elif node.in_flight.is_ready(state.leader_id, now_ms):
         if state.fetching_snapshot is not None:
             request = FetchSnapshotRequest(node.config.cluster_id, node.node_id, state.epoch, state.fetching_snapshot)
             node.send(state.leader_id, request, now_ms)
@@ -107,9 +107,10 @@ def _follower(node: RaftNode, state: Follower, now_ms: int) -> None:
 
 def send_fetch(node: RaftNode, destination: NodeId, now_ms: int) -> None:
     """Fetch from the log end, once it is flushed: the leader counts a voter's fetch offset as
-    durable there (Kafka's follower flushes before it fetches again)."""
+    durable there (Kafka's follower flushes before it fetches again); not while a snapshot is
+    being installed (the log is being replaced)."""
     log = node.log
-    if log.flushed_end_offset < log.end_offset:
+    if log.flushed_end_offset < log.end_offset or node.installing_snapshot is not None:
         return
     request = FetchRequest(
         node.config.cluster_id,

@@ -105,8 +105,6 @@ class Follower:
     has_fetched: bool = False
     #: the snapshot the leader named (FetchSnapshot until it is downloaded)
     fetching_snapshot: OffsetAndEpoch | None = None
-    #: the snapshot being installed by the shell (no fetching until `SnapshotInstalled`)
-    installing_snapshot: OffsetAndEpoch | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,10 @@ def test_a_vote_goes_only_to_a_log_at_least_as_up_to_date() -> None:
             node, _ = started(1, ElectionState(Epoch(2)), log)
             actions = ask(node, 10, 2, vote_request(2, 4 if not pre_vote else 3, last_epoch, last_offset, pre_vote))
             assert granted(actions) is expected, (last_epoch, last_offset, pre_vote)
+    # the candidate this node voted for, asking again once the node's log has grown past its own
+    # (under the epoch's leader: Kafka would grant it again)
+    node, _ = started(1, ElectionState(Epoch(2), None, NodeId(2)), log)
+    assert not granted(ask(node, 10, 2, vote_request(2, 2, 1, 3)))
 
 
 def test_a_vote_is_persisted_before_it_is_answered() -> None:
