@@ -32,7 +32,7 @@ RINGS: dict[str, tuple[list[str], set[str]]] = {
         {"trio", "socket", "logging", "time", "asyncio", "threading", "controller", "broker_sim", "analytics"},
     ),
     "controller core": (
-        ["controller/ops", "controller/state", "controller/core.py"],
+        ["controller/ops", "controller/state", "controller/core.py", "controller/raft"],
         IMPURE
         | {
             "controller.server",
