@@ -27,7 +27,7 @@ from controller.raft import (
 from controller.raft.messages import FetchResponse, Request, Response, VoteRequest, VoteResponse
 from protocol.error_codes import ErrorCode
 
-from .sim import TIMING
+from .simnode import TIMING
 
 VOTERS = frozenset({NodeId(1), NodeId(2), NodeId(3)})
 T = TypeVar("T")

@@ -38,7 +38,7 @@ from controller.raft.state import Candidate, Follower, Prospective, Resigned, Un
 from protocol.error_codes import ErrorCode
 
 from .helpers import answer, ask, config, elect, of_type, reply, requests, started
-from .sim import TIMING
+from .simnode import TIMING
 
 CLUSTER = "test-cluster"
 ELECTION_MS = TIMING["election_timeout_ms"]

@@ -38,7 +38,7 @@ from controller.raft.messages import (
 from protocol.error_codes import ErrorCode
 
 from .helpers import answer, ask, elect, exchange, of_type, reply, requests, started
-from .sim import TIMING
+from .simnode import TIMING
 
 CLUSTER = "test-cluster"
 

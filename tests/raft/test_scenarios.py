@@ -6,7 +6,8 @@ from __future__ import annotations
 from controller.raft import NodeId
 from controller.raft.state import Follower
 
-from .sim import TIMING, SimNode, Simulation
+from .sim import Simulation
+from .simnode import TIMING, SimNode
 from .test_simulation import QUIET
 
 FETCH_MS = TIMING["fetch_timeout_ms"]

@@ -13,7 +13,8 @@ from collections import Counter
 
 import pytest
 
-from .sim import Faults, Report, Simulation, run
+from .sim import Simulation, run
+from .simnode import Faults, Report
 
 QUIET = Faults(
     loss=0.0,
