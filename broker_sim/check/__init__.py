@@ -8,7 +8,8 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
 `Liveness` (`liveness`) and `Delivery` (`delivery`): the journal against the log. Modules: `log`
 (reading segments and snapshots), `journal_plan` (the journal, read once), `violations` (what is
-reported), `cli` (`python -m broker_sim check`).
+reported), `cli` (`python -m broker_sim check`), `quorum` and `quorum_rules` (several data dirs, a
+controller quorum's: the committed log checked as here, and the nodes' logs against each other).
 
 Rules:
 - A violation is a rule broken by the controller; a problem is a log that cannot be read to its
@@ -25,7 +26,7 @@ Rules:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from .snapshot import SnapshotRules
 from .state import Model
 from .violations import RULES, Violation, ViolationSink
 
-__all__ = ["RULES", "CheckError", "CheckResult", "Violation", "check", "subscribers"]
+__all__ = ["RULES", "CheckError", "CheckResult", "Violation", "check", "check_replay", "subscribers"]
 
 
 @dataclass
@@ -87,11 +88,24 @@ class CheckResult:
 def check(data_dir: Path, journal: Iterable[Entry] | None = None) -> CheckResult:
     """Check the metadata log of `data_dir` (and, given, a run's journal); raises `CheckError` only
     when there is no log to check at all."""
+    return check_replay(data_dir, journal)[0]
+
+
+def check_replay(
+    data_dir: Path,
+    journal: Iterable[Entry] | None = None,
+    *,
+    extra: Sequence[Subscriber] = (),
+    until: int | None = None,
+) -> tuple[CheckResult, Replay]:
+    """`check`, with `extra` subscribers hearing the same events (their findings stay theirs, out of
+    the result) and the replay ended at `until` (a quorum's committed end offset); and the replay."""
     image = LogRules(Model(), ViolationSink())
+    own = [image, *subscribers(image)]
     with LogReader(Path(data_dir)) as reader:
-        replay = Replay(reader, image, subscribers(image))
+        replay = Replay(reader, image, [*own[1:], *extra], until=until)
         replay.run(journal if journal is not None else ())
-    return _result(Path(data_dir), replay)
+    return _result(Path(data_dir), replay, own), replay
 
 
 def subscribers(image: LogRules) -> list[Subscriber]:
@@ -99,9 +113,9 @@ def subscribers(image: LogRules) -> list[Subscriber]:
     return [SnapshotRules(image), JournalCheck(image), Liveness(image), Delivery(image)]
 
 
-def _result(data_dir: Path, replay: Replay) -> CheckResult:
+def _result(data_dir: Path, replay: Replay, own: Sequence[Subscriber]) -> CheckResult:
     reading, journal = replay.reading, replay.journal
-    found = findings(replay.subscribers)
+    found = findings(own)
     notes = [*reading.notes, *replay.notes, *found.notes]
     notes.extend(f"skipped {count} record(s): {reason}" for reason, count in sorted(reading.skipped_types.items()))
     if reading.base_snapshot is not None:

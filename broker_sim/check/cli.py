@@ -1,4 +1,4 @@
-"""`python -m broker_sim check DATA_DIR [--journal PATH] [--report PATH]`: the invariant checker alone.
+"""`python -m broker_sim check DATA_DIR [DATA_DIR ...] [--journal PATH] [--report PATH]`: the invariant checker alone.
 
 `main(argv)` takes the arguments after `check`. Exit 0: no violation and the log read to its end
 (an incomplete last batch is a note: the controller may still be writing); 1: violations, or a
@@ -7,6 +7,11 @@ check (a missing or empty data dir, an unreadable journal), with one line on std
 
 Prints a short summary (what was checked, at what speed, the first violations of each rule);
 `--report` writes everything as JSON. `--journal` may be given once per fleet process.
+
+One DATA_DIR: a controller's log (`check`). Several: the data dirs of a controller quorum's nodes,
+one each (`quorum.check_quorum`): a line per node, then the committed log's check, then the
+quorum's rules; the JSON report has a part per node, the committed log's check and the quorum's
+violations.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import NoReturn
 
 from broker_sim.journal import Entry, JournalError, read_journal
 
-from . import CheckError, CheckResult, check
+from . import CheckError, CheckResult, Violation, check
+from .quorum import QuorumResult, check_quorum
 
 SHOWN_PER_RULE = 3
 SHOWN_TOTAL = 20
@@ -39,7 +45,11 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Check a controller's metadata log (and a fleet run's journal) for violations."
     )
     parse.add_argument(
-        "data_dir", type=Path, metavar="DATA_DIR", help="the controller's data dir (or its __cluster_metadata-0)"
+        "data_dirs",
+        type=Path,
+        nargs="+",
+        metavar="DATA_DIR",
+        help="the controller's data dir (or its __cluster_metadata-0); several: one per node of a quorum",
     )
     parse.add_argument(
         "--journal",
@@ -59,14 +69,20 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     started = time.perf_counter()
+    journal = _journal(args.journal) if args.journal else None
+    result: CheckResult | QuorumResult
     try:
-        result = check(args.data_dir, _journal(args.journal) if args.journal else None)
+        if len(args.data_dirs) == 1:
+            result = check(args.data_dirs[0], journal)
+        else:
+            result = check_quorum(args.data_dirs, journal)
     except JournalError as exc:
         return _fail(f"cannot read the journal: {exc}")
     except CheckError as exc:
         return _fail(str(exc))
     elapsed = time.perf_counter() - started
-    print("\n".join(summary(result, elapsed)))
+    lines = summary(result, elapsed) if isinstance(result, CheckResult) else quorum_summary(result, elapsed)
+    print("\n".join(lines))
     if args.report is not None:
         try:
             args.report.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +104,38 @@ def _journal(paths: list[Path]) -> Iterator[Entry]:
 def _fail(message: str) -> int:
     print(f"{PROG}: {message}", file=sys.stderr)
     return 2
+
+
+def quorum_summary(result: QuorumResult, elapsed: float) -> list[str]:
+    """A line per node, the committed log's summary, the quorum's violations, the verdict."""
+    committed = result.committed
+    holders = ", ".join(result.nodes[index].label for index in committed.holders) or "no node"
+    lines = [
+        f"quorum of {len(result.nodes)} nodes (majority {committed.majority}): the committed log is offsets "
+        f"{committed.start_offset}..{committed.end_offset}, held by {holders}; replayed from {result.replayed.label}"
+    ]
+    for node in result.nodes:
+        state = node.quorum_state
+        known = "" if state is None else f"; quorum-state: leader {state.leader_id}, epoch {state.leader_epoch}"
+        if node.identical:
+            where = "holds the committed log"
+        elif node.diverges_at is not None:
+            where = f"leaves the committed log at offset {node.diverges_at}"
+        else:
+            where = "a prefix of the committed log"
+        lines.append(
+            f"  {node.label} ({node.data_dir}): offsets {node.start_offset}..{node.end_offset}, "
+            f"{len(node.outline):,} batches, last epoch {node.last_epoch}{known}; {where}"
+        )
+    lines.extend(summary(result.check, elapsed)[:-1])
+    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(f"problem: {problem}" for problem in result.problems)
+    if result.quorum.counts:
+        by_rule = ", ".join(f"{rule} {count:,}" for rule, count in sorted(result.quorum.counts.items()))
+        lines.append(f"quorum violations: {result.quorum.total:,} ({by_rule})")
+        lines.extend(_shown(result.quorum.kept, result.quorum.total))
+    lines.append("OK: no violations" if result.ok else "FAILED")
+    return lines
 
 
 def summary(result: CheckResult, elapsed: float) -> list[str]:
@@ -114,14 +162,19 @@ def summary(result: CheckResult, elapsed: float) -> list[str]:
     if result.violation_counts:
         by_rule = ", ".join(f"{rule} {count:,}" for rule, count in sorted(result.violation_counts.items()))
         lines.append(f"violations: {result.violation_total:,} ({by_rule})")
-        shown: dict[str, int] = {}
-        for violation in result.violations:
-            if shown.get(violation.rule, 0) < SHOWN_PER_RULE and sum(shown.values()) < SHOWN_TOTAL:
-                shown[violation.rule] = shown.get(violation.rule, 0) + 1
-                lines.append(f"  {violation.line()}")
-        if sum(shown.values()) < result.violation_total:
-            lines.append(
-                f"  ... {result.violation_total - sum(shown.values()):,} more (the report lists the first of each rule)"
-            )
+        lines.extend(_shown(result.violations, result.violation_total))
     lines.append("OK: no violations" if result.ok else "FAILED")
+    return lines
+
+
+def _shown(violations: list[Violation], total: int) -> list[str]:
+    """The first few violations of each rule, a line each, and how many more there are."""
+    lines = []
+    shown: dict[str, int] = {}
+    for violation in violations:
+        if shown.get(violation.rule, 0) < SHOWN_PER_RULE and sum(shown.values()) < SHOWN_TOTAL:
+            shown[violation.rule] = shown.get(violation.rule, 0) + 1
+            lines.append(f"  {violation.line()}")
+    if sum(shown.values()) < total:
+        lines.append(f"  ... {total - sum(shown.values()):,} more (the report lists the first of each rule)")
     return lines

@@ -37,7 +37,12 @@ from typing import IO, NamedTuple
 
 from protocol.errors import DecodeError
 from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch, decode_batch
-from protocol.records.control import SnapshotFooterRecord, SnapshotHeaderRecord, decode_control_record
+from protocol.records.control import (
+    LeaderChangeMessage,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    decode_control_record,
+)
 from protocol.records.metadata import UnknownRecordTypeError, UnsupportedRecordVersionError, decode_metadata_value
 from protocol.spec import Data
 
@@ -46,11 +51,27 @@ _SEGMENT = re.compile(r"(\d{20})\.log")
 _SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
 _LENGTH = struct.Struct(">qi")
 _MAGIC_AT = 16  # baseOffset, batchLength, partitionLeaderEpoch, then magic
+_CRC_AT = 17
+_CRC = struct.Struct(">I")
 _MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+NO_END = 1 << 62  # `batches` without an end offset
 
 
 class CheckError(Exception):
     """The data dir cannot be checked at all (missing, not a metadata log): one line for the user."""
+
+
+class Outline(NamedTuple):
+    """A validated batch as a quorum check compares it: where, its epoch and time, an identity
+    (equal for byte-identical batches: its CRC-32C, which covers everything but the offset, length
+    and epoch, with a hash of every decoded field and record), its LeaderChange."""
+
+    base_offset: int
+    next_offset: int
+    epoch: int
+    timestamp_ms: int
+    identity: tuple[int, int]
+    leader_change: LeaderChangeMessage | None
 
 
 class Batch(NamedTuple):
@@ -130,6 +151,7 @@ class LogReader:
         self.snapshot_streams: dict[SnapshotFile, IO[bytes]] = {}
         self.files: list[tuple[int, Path, IO[bytes]]] = []
         self._next_offset = 0  # where the batch being read should start
+        self._view: mmap.mmap | bytes = b""  # the segment `_scan` is reading
         try:
             for match, path in _names(partition_dir, _SNAPSHOT):
                 snapshot = SnapshotFile(int(match.group(1)), int(match.group(2)), path)
@@ -165,8 +187,40 @@ class LogReader:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def batches(self, start_offset: int) -> Iterator[Batch]:
-        """Every batch holding records at or after `start_offset`, validated, in order (see the rules)."""
+    def batches(self, start_offset: int, until: int = NO_END) -> Iterator[Batch]:
+        """Every batch holding records at or after `start_offset` and starting before `until`,
+        validated, in order (see the rules)."""
+        decode = self._decode
+        for path, _, batch in self._checked(start_offset, until):
+            yield Batch(
+                batch.base_offset,
+                batch.partition_leader_epoch,
+                batch.base_timestamp,
+                batch.is_control,
+                decode(batch, path, start_offset),
+            )
+
+    def outline(self) -> Iterator[Outline]:
+        """Every batch of the segments, validated as `batches` does, without decoding metadata records."""
+        start = self.files[0][0] if self.files else 0
+        for path, position, batch in self._checked(start, NO_END):
+            crc = _CRC.unpack_from(self._view, position + _CRC_AT)[0]
+            leader_change = None
+            if batch.is_control:
+                leader_change = next(
+                    (r for _, r, _ in self._decode(batch, path, start) if isinstance(r, LeaderChangeMessage)), None
+                )
+            yield Outline(
+                batch.base_offset,
+                batch.next_offset,
+                batch.partition_leader_epoch,
+                batch.base_timestamp,
+                (crc, hash(batch)),
+                leader_change,
+            )
+
+    def _checked(self, start_offset: int, until: int) -> Iterator[tuple[Path, int, RecordBatch]]:
+        """The validated batches (see `batches`), each with its segment and byte position."""
         reading = self.reading
         reading.start_offset = reading.end_offset = start_offset
         expected: int | None = None
@@ -189,17 +243,13 @@ class LogReader:
                         f"{path.name} at byte {position}: base offset {batch.base_offset}, expected {expected}{missing}"
                     )
                     return
+                if batch.base_offset >= until:
+                    return
                 expected = self._next_offset = batch.next_offset
                 reading.batches += 1
                 if batch.next_offset > start_offset:
                     reading.end_offset = batch.next_offset
-                    yield Batch(
-                        batch.base_offset,
-                        batch.partition_leader_epoch,
-                        batch.base_timestamp,
-                        batch.is_control,
-                        self._decode(batch, path, start_offset),
-                    )
+                    yield path, position, batch
             if not reading.complete:
                 return
 
@@ -233,6 +283,7 @@ class LogReader:
         if size == 0:
             return
         with mmap.mmap(stream.fileno(), size, access=mmap.ACCESS_READ) as view:
+            self._view = view  # the segment being read (`outline` reads the CRC of the batch yielded)
             position = 0
             while position < size:
                 batch, fault = _batch_at(view, position, size)

@@ -16,6 +16,11 @@ rules are the subscribers'. The replay itself decides only what reading decides:
   transaction still open at the end of the log is not applied, and said in a note.
 - The change tracking `on_batch_end` reports is on while a subscriber `wants_changes` (from the
   start of the replay, after any base snapshot).
+- `until` (a quorum check's committed end offset, a batch boundary) ends the replay before the
+  batch starting there: what lies beyond is not read, and no snapshot ending beyond it is
+  published, nor taken for the state a controller restarts from.
+- A journal already gathered (`JournalPlan`) may be given instead of entries: only
+  `on_journal_end` is published then.
 """
 
 from __future__ import annotations
@@ -26,15 +31,18 @@ from broker_sim.journal import Entry
 
 from .events import LogEnd, Records, SnapshotReached, SnapshotRecords, Subscriber, hooks
 from .journal_plan import JournalPlan
-from .log import LogReader, LogReading, SnapshotFile, SnapshotProblem
+from .log import NO_END, LogReader, LogReading, SnapshotFile, SnapshotProblem
 from .rules import LogRules
 
 
 class Replay:
     """One replay of one log (see the module rules); `image` owns the replayed state."""
 
-    def __init__(self, reader: LogReader, image: LogRules, subscribers: Sequence[Subscriber]) -> None:
+    def __init__(
+        self, reader: LogReader, image: LogRules, subscribers: Sequence[Subscriber], until: int | None = None
+    ) -> None:
         self.reader = reader
+        self.until = until
         self.reading: LogReading = reader.reading
         self.image = image
         self.subscribers = [image, *subscribers]
@@ -43,8 +51,13 @@ class Replay:
         self.started = False  # a start (offset 0 or a base snapshot) was found
         self.notes: list[str] = []
 
-    def run(self, journal: Iterable[Entry]) -> None:
-        self._read_journal(journal)
+    def run(self, journal: Iterable[Entry] | JournalPlan) -> None:
+        if isinstance(journal, JournalPlan):
+            self.journal = journal
+            for journal_end in hooks(self.subscribers, "on_journal_end"):
+                journal_end(journal)
+        else:
+            self._read_journal(journal)
         start = self._load_start()
         if start is None:
             self._end(None)
@@ -105,10 +118,11 @@ class Replay:
     def _replay(self, start: int) -> list[SnapshotFile]:
         """Every batch from `start`, published; the snapshots not reached on the way."""
         subscribers, records = self.subscribers, self.records
-        pending = [s for s in self.reading.snapshots if s.end_offset > start]
+        until = NO_END if self.until is None else self.until
+        pending = [s for s in self.reading.snapshots if start < s.end_offset <= until]
         at_time, begin, end = (hooks(subscribers, hook) for hook in ("on_time", "on_batch_begin", "on_batch_end"))
         changed = self.image.model.changed if self.image.model.changed is not None else []
-        for batch in self.reader.batches(start):
+        for batch in self.reader.batches(start, until):
             while pending and pending[0].end_offset <= batch.base_offset:
                 self._reached(pending.pop(0), batch.base_offset)
             for follow in at_time:
@@ -133,7 +147,7 @@ class Replay:
         for snapshot in pending or ():
             if snapshot.end_offset == reading.end_offset:
                 self._reached(snapshot, reading.end_offset)
-            elif reading.complete:
+            elif reading.complete and self.until is None:
                 beyond.append(snapshot)
         if (note := self.records.open_note()) is not None:
             self.notes.append(note)

@@ -60,6 +60,16 @@ RULES: dict[str, str] = {
     "live-broker-fenced": "a broker heartbeating on time is never fenced",
     "silent-broker-unfenced": "a broker silent for longer than the session timeout (and a slack) is fenced",
     "control-delivery": "a committed partition state reaches its active replicas as a LeaderAndIsr within the bound",
+    # a quorum's logs against each other (several data dirs; quorum_rules)
+    "quorum-log-matching": "two logs holding a batch at the same offset and epoch are identical up to it; "
+    "a node's snapshots end within the committed log, at its epoch there",
+    "quorum-one-leader": "the LeaderChange records and quorum-state files of one epoch name one leader",
+    "quorum-epoch-order": "along each node's log, epochs never decrease and each new epoch opens with its LeaderChange",
+    "quorum-acked-on-node": "every acknowledged change is in the log of every node holding the final committed offset",
+    "quorum-deposed-write": "no committed batch was written after a later epoch began: none follows a batch of a "
+    "higher epoch, none is stamped after the first batch of a higher epoch that follows it",
+    "stale-controller-epoch": "no broker acts on a LeaderAndIsr or StopReplica of an older controller epoch than one "
+    "it has seen",
 }
 
 
