@@ -123,19 +123,8 @@ INBOUND_API_KEYS = frozenset(
         ApiKey.BROKER_REGISTRATION,
         ApiKey.BROKER_HEARTBEAT,
         ApiKey.ALTER_REPLICA_STATE,
-    }
-)
-#: APIs the controller sends to brokers (and the broker simulator serves).
-OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
-#: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
-#: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
-#: make (see protocol/messages/update_metadata.py). KRaft's Raft RPCs (Vote, BeginQuorumEpoch,
-#: EndQuorumEpoch, DescribeQuorum, FetchSnapshot, and Fetch, with which KRaft replicates the metadata
-#: log) are decoded only until the quorum of issue 21 serves them (see protocol/messages/vote.py).
-#: Every api key is in exactly one of the three sets.
-DECODE_ONLY_API_KEYS = frozenset(
-    {
-        ApiKey.UPDATE_METADATA,
+        # the controller quorum's (issue 21): KRaft's Raft RPCs, served by every node, a sole
+        # voter included (Fetch of `__cluster_metadata` partition 0 only: `SERVED_VERSIONS`)
         ApiKey.FETCH,
         ApiKey.VOTE,
         ApiKey.BEGIN_QUORUM_EPOCH,
@@ -144,6 +133,22 @@ DECODE_ONLY_API_KEYS = frozenset(
         ApiKey.FETCH_SNAPSHOT,
     }
 )
+#: Served versions narrower than the codec's: the controller serves Fetch from v13 (topic ids:
+#: KRaft fetches `__cluster_metadata` by its topic id), though the codec decodes v0-17 (captures).
+SERVED_VERSIONS: dict[int, Versions] = {ApiKey.FETCH: Versions(13, 17)}
+
+
+def served_versions(key: int) -> Versions:
+    """The versions of an inbound API the controller serves (what ApiVersions lists)."""
+    return SERVED_VERSIONS.get(key) or api(key).versions
+
+
+#: APIs the controller sends to brokers (and the broker simulator serves).
+OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
+#: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
+#: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
+#: make (see protocol/messages/update_metadata.py). Every api key is in exactly one of the three sets.
+DECODE_ONLY_API_KEYS = frozenset({ApiKey.UPDATE_METADATA})
 
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
@@ -215,11 +220,16 @@ def decode_request(payload: bytes, allowed: frozenset[int] | None = None) -> Req
     """Decode one request frame payload (no size prefix).
 
     `allowed` limits the api keys accepted (for example `INBOUND_API_KEYS`); others raise
-    `UnknownApiError` as if the key did not exist.
+    `UnknownApiError` as if the key did not exist, and a version outside `SERVED_VERSIONS` of an
+    allowed key raises `UnsupportedVersionError`.
     """
     key, version, correlation = peek_request(payload)
-    if allowed is not None and key not in allowed:
-        raise UnknownApiError(key, version, correlation)
+    if allowed is not None:
+        if key not in allowed:
+            raise UnknownApiError(key, version, correlation)
+        served = SERVED_VERSIONS.get(key)
+        if served is not None and version not in served:
+            raise UnsupportedVersionError(key, version, correlation)
     codecs = _REQUEST_CODECS.get((key, version)) or _request_codecs(key, version, correlation)
     header, pos = codecs[0].decode(payload, 0)
     return Request(header, codecs[1].decode_exact(payload, pos))

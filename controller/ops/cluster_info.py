@@ -17,7 +17,7 @@ from protocol.messages.describe_cluster import (
     DescribeClusterResponse,
     DescribeClusterResponseDescribeClusterBroker,
 )
-from protocol.registry import INBOUND_API_KEYS, api
+from protocol.registry import INBOUND_API_KEYS, served_versions
 
 from ..state.controller_state import ControllerState, Result
 
@@ -29,7 +29,7 @@ CONTROLLERS = 2
 def supported_apis() -> tuple[ApiVersionsResponseApiVersion, ...]:
     return tuple(
         ApiVersionsResponseApiVersion(
-            api_key=key, min_version=api(key).versions.lowest, max_version=api(key).versions.highest
+            api_key=key, min_version=served_versions(key).lowest, max_version=served_versions(key).highest
         )
         for key in sorted(INBOUND_API_KEYS)
     )

@@ -21,6 +21,7 @@ from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
 from ..log import LogError
 from ..log.retention import DEFAULT_RETENTION_BYTES
 from ..log.store import DEFAULT_SEGMENT_BYTES
+from ..slices import finish
 from ..state.controller_state import ControllerConfig
 from . import logging_config
 from .daemon import Daemon, DaemonOptions
@@ -167,13 +168,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logging_config.configure(args.log_level, args.log_format)
     try:
-        engine = start_engine(args, standby=not quorum.single)
+        engine = start_engine(args, sole_voter=quorum.single)
     except LogError as exc:
         print(f"fencer-controller: {exc}", file=sys.stderr)
         return 1
     tune_runtime()
     try:
-        trio.run(_serve, engine, daemon_options(args), None if quorum.single else quorum)
+        trio.run(_serve, engine, daemon_options(args), quorum)
     except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
         unbound = find_failure(exc, ListenError)
         if unbound is not None:
@@ -188,11 +189,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def start_engine(args: argparse.Namespace, *, standby: bool = False) -> ControllerEngine:
-    """Open the data dir and rebuild the state (`LogError` if it is unusable); log how it went.
-    A member of a quorum of several starts as a standby (the quorum makes it active if elected)."""
+def start_engine(args: argparse.Namespace, *, sole_voter: bool = True) -> ControllerEngine:
+    """Open the data dir and load the state (`LogError` if it is unusable); log how it went. The
+    engine is a standby: the daemon's quorum activates it once elected. A sole voter's whole log
+    is committed: it is replayed here; a member of a quorum of several replays what the quorum
+    says is committed."""
     host, port = args.listen
-    engine = (ControllerEngine.load if standby else ControllerEngine.start)(
+    engine = ControllerEngine.load(
         args.data_dir,
         cluster_id=args.cluster_id,
         node_id=args.node_id,
@@ -205,6 +208,8 @@ def start_engine(args: argparse.Namespace, *, standby: bool = False) -> Controll
         segment_bytes=args.segment_bytes,
         metadata_retention_bytes=args.metadata_retention_bytes,
     )
+    if sole_voter:
+        finish(engine.catch_up(engine.log.next_offset))
     for message in engine.startup.recovery.messages:
         log.warning("%s", message)
     report = engine.startup

@@ -2,7 +2,9 @@
 
 Rules:
 - Requests go to the group-commit writer (`controller.server.writer`), which decides them in arrival
-  order and answers each once its records are durable.
+  order and answers each once its records are committed; the quorum's RPCs go to the quorum
+  (`controller.server.quorum`), which every node runs, a sole voter included (it leads at once,
+  and listens only once it is the active controller).
 - Connections: at most `max_connections` at once (Kafka's max.connections); past it a new one
   is closed at once and counted. When accept fails for lack of descriptors or memory it is
   retried every 100 ms, logged at most once per interval. Handlers run in a nursery of their
@@ -10,7 +12,7 @@ Rules:
   cancels a request in flight.
 - Session-timeout fencing runs on a timer that wakes the writer; fencing is a write like any other.
 - Control orders derived from committed records go to the outbound control channel
-  (LeaderAndIsr / StopReplica); at start every live broker gets a full LeaderAndIsr in the
+  (LeaderAndIsr / StopReplica); once elected, every live broker gets a full LeaderAndIsr in the
   new controller epoch.
 - SIGTERM / SIGINT: stop accepting and reading, answer what was read (up to a deadline), let
   every commit and snapshot in progress finish, flush the capture (a failure there is logged,
@@ -31,7 +33,6 @@ from typing import Any
 import trio
 
 from protocol.capture import from_batches, to_batches
-from protocol.registry import INBOUND_API_KEYS
 
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
@@ -41,7 +42,7 @@ from .exchanges import ExchangeRecorder
 from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .quorum import QUORUM_API_KEYS, Quorum
-from .quorum_config import QuorumConfig
+from .quorum_config import QuorumConfig, Voter
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
@@ -80,7 +81,7 @@ class DaemonOptions:
 class RequestRouter:
     """Where a connection's requests go: the quorum's RPCs to the quorum, the rest to the writer."""
 
-    def __init__(self, writer: Writer, quorum: Quorum | None) -> None:
+    def __init__(self, writer: Writer, quorum: Quorum) -> None:
         self.writer = writer
         self.quorum = quorum
 
@@ -90,7 +91,7 @@ class RequestRouter:
 
     def submit(self, pending: Pending) -> None:
         request = pending.request
-        if self.quorum is not None and request is not None and request.api_key in QUORUM_API_KEYS:
+        if request is not None and request.api_key in QUORUM_API_KEYS:
             self.quorum.submit(pending)
         else:
             self.writer.submit(pending)
@@ -98,8 +99,11 @@ class RequestRouter:
 
 class Daemon:
     def __init__(self, engine: ControllerEngine, options: DaemonOptions, quorum: QuorumConfig | None = None) -> None:
-        """`quorum`: a controller quorum of several voters (the engine then starts as a standby,
-        `ControllerEngine.load`); None or a single voter: the engine was started active."""
+        """`engine`: loaded (`ControllerEngine.load`, a standby: the quorum makes it active once
+        elected; a sole voter replays its whole log first, all of it being committed). `quorum`:
+        the voters (None: this node alone, at the listener's address)."""
+        if engine.active:
+            raise ValueError("the daemon's quorum activates the engine: give it a loaded one, not a started one")
         self.engine = engine
         self.options = options
         self.max_frame_bytes = options.max_frame_bytes
@@ -117,12 +121,12 @@ class Daemon:
         self.capture = _make_capture(options)
         self.exchanges = ExchangeRecorder(self.metrics, self.capture)
         self.channel = _make_channel(self)
-        self.quorum = Quorum(quorum, engine) if quorum is not None and not quorum.single else None
+        if quorum is None:
+            quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
+        self.quorum = Quorum(quorum, engine)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
-        if self.quorum is not None:
-            self.quorum.writer, self.quorum.channel = self.writer, self.channel
+        self.quorum.writer, self.quorum.channel = self.writer, self.channel
         self.requests = RequestRouter(self.writer, self.quorum)
-        self.allowed = INBOUND_API_KEYS | (QUORUM_API_KEYS if self.quorum is not None else frozenset())
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -144,10 +148,9 @@ class Daemon:
                     self.metrics,
                     lambda: self.engine.core,
                 )
-            if self.quorum is not None:
-                await nursery.start(self.quorum.run)  # the full state goes out once this node is elected
-            else:
-                self.channel.submit(self.engine.full_state_orders())
+            await nursery.start(self.quorum.run)  # the full state goes out once this node is elected
+            if self.quorum.config.single:
+                await self.quorum.activated.wait()  # a sole voter leads at once: listen as the active controller
             listeners = await open_listeners(self.options.host, self.options.port, "--listen")
             self.port = listeners[0].socket.getsockname()[1]
             handlers: trio.Nursery = await nursery.start(_nursery_task)
@@ -195,7 +198,6 @@ class Daemon:
             exchanges=self.exchanges,
             budget=self.budget,
             max_frame_bytes=self.options.max_frame_bytes,
-            allowed=self.allowed,
         )
         self._connections.add(connection)
         if self.draining:

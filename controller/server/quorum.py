@@ -182,8 +182,8 @@ class Quorum:
         #: the epoch this node is the active controller of, else None
         self.active_epoch: int | None = None
         self.high_watermark: int | None = None
-        self.election_started_ms: int | None = None
-        self.last_election_ms: float | None = None
+        #: set once this node first became the active controller
+        self.activated = trio.Event()
 
     # ------------------------------------------------------------------ what others read
     @property
@@ -338,8 +338,12 @@ class Quorum:
         await _paced(engine.catch_up(self.log.next_offset))
         if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile
+        aborted_before = engine.startup.aborted
         engine.activate(time.monotonic_ns())
+        if engine.startup.aborted is not None and engine.startup.aborted != aborted_before:
+            log.warning("%s", engine.startup.aborted)
         self.active_epoch = epoch
+        self.activated.set()
         log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
         if self.channel is not None:
             self.channel.submit(engine.full_state_orders())

@@ -5,9 +5,9 @@ of the `__cluster_metadata` partition, announcing itself as the leader of the ne
 that accepts it becomes a follower and starts fetching from it (Fetch). The leader resends it
 to voters that have not fetched from it yet. Only the controller listener serves it.
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 53 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the new leader's id and epoch;
 v1 (KIP-853, dynamic quorum membership) is the first flexible version and adds the voter id and

@@ -6,9 +6,9 @@ partition for the state of the quorum: who leads it in which epoch, the high wat
 how far each voter and observer has replicated. Both the broker and the controller listeners
 serve it.
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 55 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it.
 
 Request: the same in every version: topics and partitions (in practice `__cluster_metadata`
 partition 0). v1 and v2 changed only the response.

@@ -5,9 +5,9 @@ voters of the `__cluster_metadata` partition, so that they start an election at 
 waiting for their fetch timeout; it names its preferred successors, the voters whose logs are
 the most caught up, which then run for leader first. Only the controller listener serves it.
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 54 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the resigning leader's id and
 epoch and its preferred successors (replica ids); v1 (KIP-853, dynamic quorum membership) is

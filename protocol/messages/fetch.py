@@ -8,9 +8,9 @@ diverged (DivergingEpoch: truncate to that epoch's end offset) or fell behind th
 (SnapshotId: download that snapshot with FetchSnapshot), and who leads now (CurrentLeader).
 Every listener serves it: the broker for topic partitions, the controller for the metadata log.
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 1 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it from v13 (`SERVED_VERSIONS`).
 
 The records of a partition (Kafka's `records` type) stay raw bytes: the codec does not parse
 record batches here (protocol.records reads them when asked).

@@ -6,9 +6,9 @@ snapshot from the leader in chunks: each request names the snapshot (end offset 
 the byte position to continue from, each response carries the snapshot's total size and the next
 chunk of its bytes. Only the controller listener serves it.
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 59 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it.
 
 The snapshot chunk (`UnalignedRecords`, Kafka's `records` type) stays raw bytes: it need not
 end on a record batch boundary, and the codec does not parse it.

@@ -12,9 +12,9 @@ asks whether the voter would grant a vote without anybody bumping the epoch or p
 vote. fencer's voters speak it among themselves (issue 21's pre-vote); its layout is Kafka 4.0's
 VoteRequest.json (the response is unchanged in v2).
 
-fencer's codec decodes it (for captures of real clusters and for the quorum that issue 21
-will add); the daemon does not serve it yet: it is in `DECODE_ONLY_API_KEYS` (protocol.registry),
-so a request with api key 52 is refused as an unknown api and ApiVersions does not list it.
+fencer's codec decodes it (captures of real clusters) and every controller node serves it
+(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the candidate's epoch and id
 and its last offset and epoch; v1 (KIP-853, dynamic quorum membership) adds the voter id of the

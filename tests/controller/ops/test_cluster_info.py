@@ -14,14 +14,22 @@ from protocol.messages.describe_cluster import (
 
 from ..harness import CLUSTER_ID, Harness
 
-# docs/protocol.md, "Inbound APIs": key -> (lowest, highest) version served
+# docs/protocol.md, "Inbound APIs" and "Added by the quorum": key -> (lowest, highest) version served
+# (Vote to v2, Kafka 4.0's pre-vote: protocol.md's row says 0-1, with pre-vote in v1, which Kafka's
+# schema contradicts)
 PROTOCOL_MD = {
+    1: (13, 17),
     7: (0, 3),
     18: (0, 4),
     19: (2, 7),
     20: (1, 6),
     43: (0, 2),
+    52: (0, 2),
+    53: (0, 1),
+    54: (0, 1),
+    55: (0, 2),
     56: (0, 3),
+    59: (0, 1),
     60: (0, 1),
     62: (0, 4),
     63: (0, 1),

@@ -30,7 +30,7 @@ def test_other_failures_are_not_mistaken_for_log_failures() -> None:
 
 async def test_a_failed_commit_stops_the_daemon_with_the_log_error(tmp_path: Path) -> None:
     """The write of a group fails: the state is ahead of the disk, so the daemon must stop."""
-    engine = ControllerEngine.start(tmp_path / "data", fsync=False)
+    engine = ControllerEngine.load(tmp_path / "data", fsync=False)
 
     def broken_write(prepared: object) -> int:
         raise LogError("cannot append to the segment: No space left on device")

@@ -92,25 +92,31 @@ async def test_update_metadata_is_refused_as_an_unknown_api(pair: Pair, version:
 
 
 RAFT_REQUESTS: list[tuple[Data, int]] = [
-    *((VoteRequest(topics=()), version) for version in (0, 1)),
+    *((VoteRequest(topics=()), version) for version in (0, 1, 2)),
     *((BeginQuorumEpochRequest(topics=()), version) for version in (0, 1)),
     *((EndQuorumEpochRequest(topics=()), version) for version in (0, 1)),
     *((DescribeQuorumRequest(topics=()), version) for version in (0, 2)),
     *((FetchSnapshotRequest(topics=()), version) for version in (0, 1)),
-    *((FetchRequest(max_wait_ms=500, min_bytes=1, topics=()), version) for version in (0, 17)),
+    *((FetchRequest(max_wait_ms=500, min_bytes=1, topics=()), version) for version in (13, 17)),
 ]
 
 
 @pytest.mark.parametrize(("body", "version"), RAFT_REQUESTS, ids=[f"{b.API.key}-v{v}" for b, v in RAFT_REQUESTS])
-async def test_raft_rpcs_are_refused_as_unknown_apis_until_the_quorum_serves_them(
-    pair: Pair, body: Data, version: int
-) -> None:
-    """KRaft's Raft RPCs (Vote, ..., Fetch) are decoded by the codec, but the daemon does not serve them yet
-    (issue 21's quorum will): a well-formed one is refused exactly as before the codec knew its key."""
+async def test_raft_rpcs_are_handed_on_like_any_served_api(pair: Pair, body: Data, version: int) -> None:
+    """KRaft's Raft RPCs are served by every node (issue 21): the connection hands them on (the
+    daemon's router gives them to the quorum)."""
     pair.peer.sendall(encode_request(body, version, correlation_id=5))
+    pending = await pair.host.next_request(1)
+    assert pending.request is not None and pending.request.body == body
+    assert pair.host.invalid == []
+
+
+@pytest.mark.parametrize("version", [0, 4, 12])
+async def test_a_fetch_below_v13_is_refused_as_an_unsupported_version(pair: Pair, version: int) -> None:
+    """The controller serves Fetch from v13 (the metadata topic by id), as ApiVersions says."""
+    pair.peer.sendall(encode_request(FetchRequest(max_wait_ms=500, min_bytes=1, topics=()), version, correlation_id=5))
     assert await closed_by_daemon(pair)
-    assert pair.host.invalid == ["unknown_api"]
-    assert pair.host.invalid_details == [f"unknown api key {body.API.key} (version {version})"]
+    assert pair.host.invalid == ["unsupported_version"]
     assert pair.host.submitted == [] and pair.host.answers == []
 
 
