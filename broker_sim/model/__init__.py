@@ -17,5 +17,8 @@ sends what the model asks for. Modules:
 - `events`: what the model hands the shell (requests to send, facts to record).
 - `broker`: one broker: lifecycle, data channel, disks, controlled shutdown, stale replays.
 - `fleet_view`: what a leader learns of its followers, over the brokers of one fleet process.
-- `schedule`: the fault schedule, a pure function of seed, scenario, broker ids and duration.
+- `schedule`: the fault schedule, a pure function of seed, scenario, broker ids and duration; and
+  the controller faults of a run with its own quorum.
+- `quorum`: the fleet's own controller quorum: its timeouts, its leader (DescribeQuorum), the
+  failover clock, its cluster id.
 """

@@ -17,6 +17,19 @@ Rules:
   "drop-connection" (the broker's controller connections close), "disk-failure" (log dir
   `log_dir` fails, repaired after `duration_s`), "controlled-shutdown" (`via`, restart after
   `duration_s` of downtime).
+- Controller faults (`controller_fault_schedule`, only for a run with its own quorum, `--quorum`):
+  `controller-failover` is steady broker traffic with them, `chaos` adds them to its broker faults.
+  They come from `random.Random(f"{seed}:controller-faults:{scenario}")`, one at a time: the next
+  starts once the previous one ended and the quorum had time to recover (a restarted node's
+  start-up, `RESTART_S`; a woken or reconnected node's return, a fetch timeout) plus a gap. Their
+  kinds come in rounds, each round a seeded order of "kill", "pause" and "cut", so that three faults
+  see every kind. "kill": the leader (SIGKILL), restarted after `duration_s` (0.5-1.5 fetch
+  timeouts: some restarts meet the election still going). "pause" (SIGSTOP, SIGCONT after
+  `duration_s`) and "cut" (every proxy into and out of the node, healed after `duration_s`): the
+  leader three times in four, else a follower (`pick` chooses which, at run time); either lasts
+  `QuorumTiming.deposed_s` plus 0.5-1.5 s, so that a paused leader wakes up deposed (a zombie) and
+  a cut-off one has resigned. Nothing starts before `warmup_s` or ends after the duration minus
+  `tail_s`.
 """
 
 from __future__ import annotations
@@ -26,12 +39,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .disks import LOG_DIRS
+from .quorum import FOLLOWER, LEADER, QuorumTiming
 from .shutdown import VIAS
 from .timing import Timing
 
+#: the scenarios any controller can be run against
 SCENARIOS = ("steady", "rolling-restart", "disk-failures", "chaos")
+#: the scenarios only a quorum the fleet started itself can be run against (`--quorum`)
+QUORUM_SCENARIOS = ("controller-failover",)
+ALL_SCENARIOS = SCENARIOS + QUORUM_SCENARIOS
 CHAOS_KINDS = ("crash", "pause", "drop-connection", "disk-failure", "controlled-shutdown")
+CONTROLLER_FAULT_KINDS = ("kill", "pause", "cut")
 TAIL_S = 2.0
+RESTART_S = 3.0  # a killed controller's start-up (a Python process importing fencer), and its catching up
+LEADER_CHANCE = 0.75  # a pause or a cut-off hits the leader this often, else a follower
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +69,8 @@ def fault_schedule(
     seed: int, scenario: str, broker_ids: Iterable[int], duration_s: float, timing: Timing
 ) -> tuple[Fault, ...]:
     """Every fault of the run, ordered by time (rolling-restart: by rank)."""
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
+    if scenario not in ALL_SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}: one of {', '.join(ALL_SCENARIOS)}")
     faults: list[Fault] = []
     for broker in broker_ids:
         rng = random.Random(f"{seed}:{broker}:faults:{scenario}")
@@ -118,3 +139,46 @@ def _length(fault: Fault, timing: Timing) -> float:
     if fault.kind in ("crash", "controlled-shutdown"):
         return fault.duration_s + timing.session_timeout_s + timing.catch_up_s
     return fault.duration_s
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerFault:
+    at_s: float  # the earliest start, seconds since the fleet started (the shell waits for a whole quorum)
+    kind: str  # CONTROLLER_FAULT_KINDS
+    target: str  # LEADER or FOLLOWER, resolved when the fault starts
+    pick: int  # a follower target: the pick-th of the followers by id, modulo their number
+    duration_s: float  # kill: the downtime before the restart; pause: to SIGCONT; cut: to the heal
+
+
+def controller_fault_schedule(
+    seed: int, scenario: str, duration_s: float, timing: Timing, quorum: QuorumTiming
+) -> tuple[ControllerFault, ...]:
+    """The controller faults of a run with its own quorum (none for scenarios without them)."""
+    if scenario not in ("controller-failover", "chaos"):
+        return ()
+    rng = random.Random(f"{seed}:controller-faults:{scenario}")
+    end = duration_s - TAIL_S
+    faults: list[ControllerFault] = []
+    kinds: list[str] = []
+    now = timing.warmup_s + rng.uniform(0.0, 1.0)
+    while True:
+        if not kinds:
+            kinds = rng.sample(CONTROLLER_FAULT_KINDS, len(CONTROLLER_FAULT_KINDS))
+        fault = _controller_fault(rng, kinds.pop(0), now, quorum)
+        if fault.at_s + fault.duration_s > end:
+            return tuple(faults)
+        faults.append(fault)
+        now += fault.duration_s + _recovery_s(fault, quorum) + rng.uniform(0.5, 2.0)
+
+
+def _controller_fault(rng: random.Random, kind: str, at: float, quorum: QuorumTiming) -> ControllerFault:
+    pick = rng.randrange(1 << 16)
+    if kind == "kill":
+        return ControllerFault(at, kind, LEADER, pick, rng.uniform(0.5, 1.5) * quorum.fetch_timeout_s)
+    target = LEADER if rng.random() < LEADER_CHANCE else FOLLOWER
+    return ControllerFault(at, kind, target, pick, quorum.deposed_s + rng.uniform(0.5, 1.5))
+
+
+def _recovery_s(fault: ControllerFault, quorum: QuorumTiming) -> float:
+    """How long the quorum takes to be whole again after the fault ended (see the module rules)."""
+    return RESTART_S if fault.kind == "kill" else quorum.fetch_timeout_s
