@@ -11,7 +11,8 @@ Rules:
   by readers (newer writers, older readers). A truncated last line (a crashed run) is ignored.
   So the format grows by new kinds, never by changing what an existing kind's fields mean
   (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
-  issue 21: a reader that predates them skips them).
+  issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
+  `--quorum`: a reader that predates them skips them).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -270,6 +271,61 @@ class ControllerEpochSeen:
     previous_controller_epoch: int
 
 
+@dataclass(frozen=True, slots=True)
+class ControllerFaulted:
+    """The fleet acted on a node of its own controller quorum (`--quorum`): "kill" (SIGKILL),
+    "restart", "pause" (SIGSTOP), "resume" (SIGCONT), "cut" (every proxy into and out of the node
+    drops its connections and black-holes new ones), "heal".
+
+    `duration_ms`: what the fault was planned to last (kill: the downtime), 0 for the actions that
+    end one. `leader`, `leader_epoch`: the quorum's leader as the fleet last saw it then
+    (DescribeQuorum), -1 when none was known."""
+
+    kind: ClassVar[str] = "controller_fault"
+    wall_ns: int
+    node: int
+    fault: str
+    duration_ms: float
+    leader: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumLeaderSeen:
+    """The fleet saw a leader of its own quorum it had not seen before (a new leader or epoch):
+    `node` answered DescribeQuorum as the leader of `leader_epoch`, with `high_watermark`."""
+
+    kind: ClassVar[str] = "quorum_leader"
+    wall_ns: int
+    node: int
+    leader_epoch: int
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverMeasured:
+    """How the quorum and the brokers came through one controller fault (a "kill", "pause" or
+    "cut" of `node`, begun at `wall_ns`; `role`: "leader" or "follower", the node's then).
+
+    `leader`/`leader_epoch`: the leader before (-1: none known); `new_leader`/`new_leader_epoch`:
+    the first leader of a newer epoch seen after it began (-1: none, or not looked for: a
+    follower's fault); `elected_ms`: until then; `served_ms`: until a broker's request was first
+    answered (not NOT_CONTROLLER) after it began, by a node other than a faulted leader. None:
+    not within the measurement's bound or the run."""
+
+    kind: ClassVar[str] = "failover"
+    wall_ns: int
+    node: int
+    fault: str
+    role: str
+    leader: int
+    leader_epoch: int
+    new_leader: int
+    new_leader_epoch: int
+    elected_ms: float | None
+    served_ms: float | None
+
+
 Entry = (
     RunStarted
     | RunEnded
@@ -286,6 +342,9 @@ Entry = (
     | ControllerSwitched
     | ControlRefused
     | ControllerEpochSeen
+    | ControllerFaulted
+    | QuorumLeaderSeen
+    | FailoverMeasured
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -305,12 +364,20 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         ControllerSwitched,
         ControlRefused,
         ControllerEpochSeen,
+        ControllerFaulted,
+        QuorumLeaderSeen,
+        FailoverMeasured,
     )
 }
 
 _FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {
     kind: tuple(item.name for item in fields(kind)) for kind in ENTRY_TYPES.values()
 }
+
+
+def field_names(entry: Entry) -> tuple[str, ...]:
+    """The fields of `entry`'s kind, in order (its `kind` aside)."""
+    return _FIELD_NAMES[type(entry)]
 
 
 class JournalError(ValueError):

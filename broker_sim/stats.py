@@ -3,7 +3,9 @@
 Rules: plain counters updated by the shell as things happen (no clock here: the caller passes
 times); `snapshot()` is a JSON-ready dict, and `merge` adds another process's snapshot, so a run
 spread over several OS processes reports one set of figures. Latencies are kept as a bounded
-reservoir per API (seeded, so a run's figures replay), enough for p50/p99.
+reservoir per API (seeded, so a run's figures replay), enough for p50/p99. A run with its own
+controller quorum (`--quorum`) also counts its controller faults by action and keeps each
+failover's measurement (`failovers`: a JSON-ready dict each, as `failover_record` makes them).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ COUNTERS = (
     "faults",
     "probes",
     "controller_switches",
+    "controller_faults",
 )
 
 
@@ -40,6 +43,9 @@ class FleetStats:
     probes: Counter[str] = field(default_factory=Counter)  # "shutting-down:INELIGIBLE_REPLICA", "fenced:NONE", ...
     #: moves to the next controller of the list, by reason ("not-controller", "connect-failed", "connection-lost")
     controller_switches: Counter[str] = field(default_factory=Counter)
+    #: the fleet's own quorum (`--quorum`): actions on its nodes ("kill", "restart", "pause", "resume", "cut", "heal")
+    controller_faults: Counter[str] = field(default_factory=Counter)
+    failovers: list[dict[str, Any]] = field(default_factory=list)  # one per controller fault, in order
     violations: list[str] = field(default_factory=list)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)  # per API, a reservoir
     latency_counts: Counter[str] = field(default_factory=Counter)
@@ -72,6 +78,8 @@ class FleetStats:
             "stale_replays_rejected": self.stale_replays_rejected,
             "probes": dict(self.probes),
             "controller_switches": dict(self.controller_switches),
+            "controller_faults": dict(self.controller_faults),
+            "failovers": [dict(failover) for failover in self.failovers],
             "violations": list(self.violations),
             "latencies_ms": {api: list(values) for api, values in self.latencies_ms.items()},
             "latency_counts": dict(self.latency_counts),
@@ -86,6 +94,7 @@ class FleetStats:
         self.stale_replays_sent += int(other.get("stale_replays_sent", 0))
         self.stale_replays_rejected += int(other.get("stale_replays_rejected", 0))
         self.violations.extend(other.get("violations", []))
+        self.failovers.extend(other.get("failovers", []))
         for api, values in other.get("latencies_ms", {}).items():
             merged = self.latencies_ms.setdefault(api, [])
             merged.extend(values)
@@ -113,3 +122,21 @@ def percentile(values: list[float], fraction: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, -(-int(fraction * 1000) * len(ordered) // 1000))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def failover_summary(failovers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The failovers of a run with its own quorum, in figures: how many faults hit the leader, and over
+    those, p50/p99 of the time until a new leader was elected and until a broker was served again (a
+    follower's fault elects nobody and barely delays the brokers: its times are in the list only);
+    `never_elected` and `never_served`: faults whose measurement ended without that time."""
+    of_leader = [failover for failover in failovers if failover.get("role") == "leader"]
+    elected = [f["elected_ms"] for f in of_leader if f.get("elected_ms") is not None]
+    served = [f["served_ms"] for f in of_leader if f.get("served_ms") is not None]
+    return {
+        "faults": len(failovers),
+        "of_the_leader": len(of_leader),
+        "elected_ms": {"p50": percentile(elected, 0.50), "p99": percentile(elected, 0.99)},
+        "served_ms": {"p50": percentile(served, 0.50), "p99": percentile(served, 0.99)},
+        "never_elected": len(of_leader) - len(elected),
+        "never_served": sum(1 for failover in failovers if failover.get("served_ms") is None),
+    }

@@ -7,17 +7,21 @@ wall-clock nanoseconds as `wall0_ns + t`. Counters: every answered request by AP
 each partition error as "Api:ERROR_NAME"; requests without an answer as "Api:NETWORK_EXCEPTION"
 (Kafka's name for it); latencies in milliseconds; moves to the next controller of the list by
 reason. Journal entries are written as they happen and flushed by the fleet's ticker about once a
-second.
+second. The fleet's own quorum (`--quorum`): each action on a node (counted by action), each new
+leader seen, and each failover measured (journalled, and kept in the stats as `failover_record`
+makes it: times in milliseconds, rounded to 0.1).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from broker_sim import journal
 from broker_sim.model import events as ev
 from broker_sim.model.answers import nested_errors
+from broker_sim.model.quorum import Failover, LeaderView
 from broker_sim.stats import FleetStats
 from protocol.error_codes import error_name
 from protocol.registry import api
@@ -173,3 +177,42 @@ class Recorder:
     def fault(self, broker: int, kind: str, duration_s: float) -> None:
         self.stats.faults[kind] += 1
         self.write(journal.FaultInjected(self.now_ns(), broker, kind, duration_s * 1000))
+
+    # ------------------------------------------------------------------ the fleet's own quorum
+    def controller_fault(self, node: int, fault: str, duration_s: float, leader: LeaderView | None) -> None:
+        self.stats.controller_faults[fault] += 1
+        leader_id, epoch = (-1, -1) if leader is None else (leader.leader_id, leader.leader_epoch)
+        self.write(journal.ControllerFaulted(self.now_ns(), node, fault, duration_s * 1000, leader_id, epoch))
+
+    def quorum_leader(self, view: LeaderView) -> None:
+        self.write(journal.QuorumLeaderSeen(self.now_ns(), view.leader_id, view.leader_epoch, view.high_watermark))
+
+    def failover(self, failover: Failover) -> None:
+        entry = failover_entry(failover, self.wall_ns(failover.at))
+        self.stats.failovers.append(failover_record(entry))
+        self.write(entry)
+
+
+def failover_entry(failover: Failover, wall_ns: int) -> journal.FailoverMeasured:
+    before, after = failover.leader, failover.new_leader
+    return journal.FailoverMeasured(
+        wall_ns=wall_ns,
+        node=failover.node,
+        fault=failover.fault,
+        role=failover.role,
+        leader=-1 if before is None else before.leader_id,
+        leader_epoch=-1 if before is None else before.leader_epoch,
+        new_leader=-1 if after is None else after.leader_id,
+        new_leader_epoch=-1 if after is None else after.leader_epoch,
+        elected_ms=_ms(failover.elected_s),
+        served_ms=_ms(failover.served_s),
+    )
+
+
+def failover_record(entry: journal.FailoverMeasured) -> dict[str, Any]:
+    """A failover as the stats and the report keep it: the journal entry's fields but its kind."""
+    return {name: getattr(entry, name) for name in journal.field_names(entry)}
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)

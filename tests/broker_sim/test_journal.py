@@ -1,5 +1,6 @@
 """The journal round-trips every entry type, skips unknown kinds and a torn last line, rejects garbage;
-the kinds that came with controller failover stay readable by the analytics job's journal schema."""
+the kinds that came with controller failover and with the fleet's own quorum stay readable by the
+analytics job's journal schema."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from analytics.journal import JOURNAL_FIELDS
 from broker_sim.journal import (
     ENTRY_TYPES,
     ControllerEpochSeen,
+    ControllerFaulted,
     ControllerSwitched,
     ControlRefused,
+    FailoverMeasured,
     JournalError,
     JournalWriter,
     PartitionAcked,
     Probe,
+    QuorumLeaderSeen,
     RunEnded,
     StaleReplay,
     read_journal,
@@ -32,6 +36,12 @@ FAILOVER_ENTRIES = [
     ControlRefused(5, 3, 40, "LeaderAndIsr", 7, 40, 4, 5, 11),
     ControllerEpochSeen(6, 3, 40, "StopReplica", 6, 5),
 ]
+QUORUM_ENTRIES = [
+    ControllerFaulted(7, 2, "pause", 3334.6, 2, 2),
+    QuorumLeaderSeen(8, 3, 3, 27),
+    FailoverMeasured(7, 2, "pause", "leader", 2, 2, 3, 3, 1006.6, 2253.4),
+    FailoverMeasured(9, 1, "kill", "leader", 1, 3, -1, -1, None, None),
+]
 
 
 def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -40,6 +50,7 @@ def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
         StaleReplay(2, 2, "ControlledShutdown", 3, "previous-incarnation", 30, 77, 9, [77], False, {"p": [1]}),
         Probe(3, 1, 3, "previous-epoch", "6f1c4d2a-0000-4000-8000-000000000001", 2, 3, 40, [0, 107]),
         *FAILOVER_ENTRIES,
+        *QUORUM_ENTRIES,
         RunEnded(3, True),
     ]
     writer = JournalWriter(tmp_path / "journal.jsonl")
@@ -63,7 +74,7 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 15
+    assert len(ENTRY_TYPES) == 18
 
 
 SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
@@ -75,7 +86,7 @@ SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
 }
 
 
-@pytest.mark.parametrize("entry", FAILOVER_ENTRIES, ids=lambda entry: entry.kind)
+@pytest.mark.parametrize("entry", FAILOVER_ENTRIES + QUORUM_ENTRIES[:3], ids=lambda entry: entry.kind)
 def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema(entry: Any) -> None:
     """analytics reads journals with Spark's JSON reader and a fixed schema (`JOURNAL_FIELDS`): a field
     of a new kind that shares a name with the schema must have its type, or Spark would null the row;
@@ -84,7 +95,7 @@ def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema
     line = json.loads(to_line(entry))
     schema = {field.name: type(field.dataType) for field in JOURNAL_FIELDS.fields}
     shared = [name for name in (f.name for f in fields(entry)) if name in schema]
-    assert "wall_ns" in shared and "broker" in shared
+    assert "wall_ns" in shared and ("broker" in shared or entry in QUORUM_ENTRIES)  # the quorum's are of no broker
     for name in shared:
         assert isinstance(line[name], SPARK_TYPES[schema[name]]) and not (
             isinstance(line[name], bool) and schema[name] is not BooleanType
