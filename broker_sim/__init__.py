@@ -5,14 +5,16 @@ that writes Kafka's format). The broker's behaviour is pure, seeded logic with t
 (`model/`); trio appears only in the shell (the fleet runner, connections, the listener, the
 display). Every random choice comes from a seeded `random.Random`. Modules:
 - `model/` (pure): one broker's lifecycle, replicas and lag, ISR decisions, reactions to errors,
-  disks, controlled shutdown, stale replays and probes, version choices and the fault schedule.
+  disks, controlled shutdown, stale replays and probes, version choices and the fault schedule;
+  `quorum`: the fleet's own controller quorum (timeouts, its leader, the failover clock).
 - `shell/` (trio): `fleet` (the fleet engine, `run_fleet(FleetConfig, FleetStats) -> FleetOutcome`),
   `runner` (one fleet process: its brokers, the fault driver, the admin client, the ticker),
   `broker` and `connection` (a broker's incarnations and its controller connections), `listener`
   (the broker side of the control plane: ApiVersions, LeaderAndIsr, StopReplica, enforcing the
   broker-side epoch rules of semantics.md), `faults`, `admin`, `capture`, `recorder`; `run` (a
   run from start to verdict), `processes` (`--processes K`), `claims` (`--claim-broker-ids`),
-  `display` (the live view and the summary).
+  `display` (the live view and the summary); `quorum`, `proxy` and `quorum_faults` (`--quorum N`:
+  the fleet's own controllers, the TCP proxies between them, their faults and failovers).
 - `journal`: the run's journal (JSON lines), the contract between the fleet and the checker.
 - `stats`: live counters for the display and the report, mergeable across fleet processes.
 - `report`: the verdict, exit status, final check and JSON report.

@@ -25,6 +25,16 @@ Rules:
   21) in the order to try them. Every connection starts at the first and moves to the next on
   NOT_CONTROLLER or a broken connection (`broker_sim.shell.connection`); one address behaves as
   before the list existed. An address listed twice is refused.
+- `--quorum N --quorum-data-dir DIR` (issue 21): the fleet starts N controllers of its own
+  (`broker_sim.shell.quorum`: DIR/node-i each, a proxy per ordered pair of them, one cluster id
+  drawn from the seed, the run's session timeout, `--quorum-election-timeout-ms` and
+  `--quorum-fetch-timeout-ms`), runs against them and checks every node's dir at the end. It takes
+  the place of `--controller` and `--data-dir` (refused beside it), runs in one process (refused
+  with `--processes` above 1, and with `--claim-broker-ids`), and wants a DIR that holds no node's
+  dir yet (a new run on an old log would be judged by its new journal). The
+  `controller-failover` scenario needs it. `--controller-module MODULE` and `--controller-args
+  ARGS` (hidden: for tests) run another entry point in place of `controller`, with more arguments
+  (a planted bug).
 - `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
 """
 
@@ -34,6 +44,7 @@ import argparse
 import importlib
 import math
 import os
+import shlex
 import socket
 import sys
 import tempfile
@@ -42,9 +53,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
+from broker_sim.model.quorum import QuorumTiming, cluster_id
+from broker_sim.model.schedule import QUORUM_SCENARIOS
 from broker_sim.report import EXIT_INTERRUPTED
 from broker_sim.shell.claims import claim_slot
-from broker_sim.shell.fleet import SCENARIOS, FleetConfig
+from broker_sim.shell.fleet import ALL_SCENARIOS, FleetConfig
+from broker_sim.shell.quorum import QuorumPlan
 from broker_sim.shell.run import RunPlan, execute
 
 CONSOLE_PROG = "fencer-fleet"
@@ -54,6 +68,8 @@ _DEFAULTS = {item.name: item.default for item in fields(FleetConfig)}
 #: Wildcard listen hosts: a registered address must be one a controller can dial, so the brokers bind
 #: and register this host's own (IPv4) address instead, the one its name resolves to.
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+DEFAULT_CONTROLLER = (("127.0.0.1", 9093),)
+LARGEST_QUORUM = 9
 
 
 class UsageError(Exception):
@@ -112,7 +128,7 @@ def build_run_parser(prog: str) -> CommandLineParser:
     add(
         "--controller",
         type=controller_list,
-        default=(("127.0.0.1", 9093),),
+        default=None,
         metavar="HOST:PORT[,HOST:PORT...]",
         help="the controller, or a quorum's controllers in the order to try them (default 127.0.0.1:9093)",
     )
@@ -123,7 +139,7 @@ def build_run_parser(prog: str) -> CommandLineParser:
     add("--replication-factor", type=positive_int, default=_DEFAULTS["replication_factor"], metavar="R")
     add("--duration", type=positive_seconds, default=_DEFAULTS["duration_s"], metavar="SECONDS")
     add("--seed", type=int, default=0, metavar="S", help="the same seed and arguments replay the same schedule")
-    add("--scenario", choices=SCENARIOS, default=_DEFAULTS["scenario"])
+    add("--scenario", choices=ALL_SCENARIOS, default=_DEFAULTS["scenario"])
     add("--heartbeat-ms", type=positive_int, default=_DEFAULTS["heartbeat_ms"], metavar="MS")
     add(
         "--session-timeout-ms",
@@ -149,6 +165,24 @@ def build_run_parser(prog: str) -> CommandLineParser:
         metavar="HOST",
         help="the brokers' control listeners bind and register here (0.0.0.0: this host's address)",
     )
+    add("--quorum", type=positive_int, metavar="N", help="start N controllers of the fleet's own and run against them")
+    add("--quorum-data-dir", type=Path, metavar="DIR", help="the quorum's data dirs (DIR/node-i) and logs")
+    add(
+        "--quorum-election-timeout-ms",
+        type=positive_int,
+        default=1000,
+        metavar="MS",
+        help="the quorum's controller.quorum.election.timeout.ms (default 1000)",
+    )
+    add(
+        "--quorum-fetch-timeout-ms",
+        type=positive_int,
+        default=2000,
+        metavar="MS",
+        help="the quorum's controller.quorum.fetch.timeout.ms (default 2000)",
+    )
+    add("--controller-module", default="controller", help=argparse.SUPPRESS)
+    add("--controller-args", default="", help=argparse.SUPPRESS)
     return parser
 
 
@@ -156,11 +190,13 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
     """The plan of a run from its arguments; raises `UsageError`."""
     args = build_run_parser(prog).parse_args(argv)
     _validate(args)
+    if args.controller is None and args.quorum is None:
+        args.controller = DEFAULT_CONTROLLER
     if args.claim_broker_ids is not None:
         args = in_slot(args, _claim(args.claim_broker_ids))
         _validate(args)
     journal, temporary = _journal_path(args)
-    (host, port), *others = args.controller
+    (host, port), *others = args.controller or DEFAULT_CONTROLLER
     config = FleetConfig(
         controller_host=host,
         controller_port=port,
@@ -179,7 +215,21 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
         journal_path=journal,
         listen_host=advertised_host(args.listen_host),
     )
-    return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args))
+    return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args), _quorum(args))
+
+
+def _quorum(args: argparse.Namespace) -> QuorumPlan | None:
+    if args.quorum is None:
+        return None
+    return QuorumPlan(
+        nodes=args.quorum,
+        data_dir=args.quorum_data_dir,
+        cluster_id=cluster_id(args.seed),
+        session_timeout_ms=args.session_timeout_ms,
+        timing=QuorumTiming(args.quorum_election_timeout_ms / 1000, args.quorum_fetch_timeout_ms / 1000),
+        module=args.controller_module,
+        extra_args=tuple(shlex.split(args.controller_args)),
+    )
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -200,6 +250,34 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {path} is a directory")
     if args.capture_dir is not None and args.capture_dir.exists() and not args.capture_dir.is_dir():
         raise UsageError(f"--capture-dir {args.capture_dir} is not a directory")
+    _validate_quorum(args)
+
+
+def _validate_quorum(args: argparse.Namespace) -> None:
+    if args.quorum is None:
+        if args.quorum_data_dir is not None:
+            raise UsageError("--quorum-data-dir needs --quorum")
+        if args.scenario in QUORUM_SCENARIOS:
+            raise UsageError(f"--scenario {args.scenario} needs --quorum (the fleet's own controllers to fault)")
+        return
+    if args.quorum > LARGEST_QUORUM:
+        raise UsageError(f"--quorum {args.quorum}: at most {LARGEST_QUORUM} controllers")
+    if args.quorum_data_dir is None:
+        raise UsageError("--quorum needs --quorum-data-dir")
+    for option, given in (
+        ("--controller", args.controller is not None),
+        ("--data-dir", args.data_dir is not None),
+        ("--claim-broker-ids", args.claim_broker_ids is not None),
+        ("--processes", args.processes > 1),
+    ):
+        if given:
+            raise UsageError(f"--quorum runs the fleet in one process against its own controllers: drop {option}")
+    directory = args.quorum_data_dir
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--quorum-data-dir {directory} is not a directory")
+    for node in range(1, args.quorum + 1):
+        if (directory / f"node-{node}").exists():
+            raise UsageError(f"--quorum-data-dir {directory} already holds node-{node}: give a new or empty directory")
 
 
 def _claim(directory: Path) -> int:
@@ -260,7 +338,7 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any]:
     for name, value in sorted(vars(args).items()):
         if isinstance(value, Path):
             value = str(value)
-        elif name == "controller":
+        elif name == "controller" and value is not None:
             value = ",".join(f"{host}:{port}" for host, port in value)
         recorded[name] = value
     return recorded

@@ -8,7 +8,10 @@ Rules:
   unreadable log or journal), or when the run did not finish for another reason (a fleet process
   died); 130 when interrupted (SIGINT, SIGTERM) with nothing of the above; 0 otherwise.
 - The final check is the checker's `broker_sim.check.check(data_dir, journal)`, imported when it
-  runs (the checker is its own module; the run only asks it).
+  runs (the checker is its own module; the run only asks it). A run with its own quorum
+  (`--quorum`) checks every node's data dir with the checker's quorum check,
+  `broker_sim.check.quorum.check_quorum(dirs, journal)` (what `python -m broker_sim check DIR1
+  DIR2 DIR3` runs); a checker without it checks each node's dir alone (`how` says which).
 - The report is written whole or not at all (a temporary file renamed over it).
 """
 
@@ -47,10 +50,19 @@ class RunResult:
 class FinalCheck:
     """The checker's verdict on the controller's data dir (and the run's journal)."""
 
-    data_dir: Path
+    data_dir: Path  # a quorum's: the directory of its nodes' dirs
     journal: Path | None
     violations: list[tuple[str, str]]  # (rule, description)
     problems: list[str]
+    nodes: tuple[Path, ...] = ()  # a quorum's nodes' data dirs
+    how: str = "single"  # "single", "quorum" (check_quorum) or "each node" (check, node by node)
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if not self.nodes:
+            return str(self.data_dir)
+        way = "" if self.how == "quorum" else ", each node alone"
+        return f"the quorum's {len(self.nodes)} nodes in {self.data_dir}{way}"
 
 
 class _Violation(Protocol):
@@ -66,16 +78,59 @@ class _CheckResult(Protocol):
 
 def run_final_check(data_dir: Path, journal: Path | None) -> FinalCheck:
     """Check the controller's log in `data_dir`, with the run's journal when there is one."""
-    entries: list[Entry] | None = None
-    if journal is not None and journal.exists():
-        try:
-            entries = list(read_journal(journal))
-        except (OSError, JournalError) as error:
-            return FinalCheck(data_dir, journal, [], [f"the journal {journal} is unreadable: {error}"])
+    try:
+        entries = _entries(journal)
+    except (OSError, JournalError) as error:
+        return FinalCheck(data_dir, journal, [], [f"the journal {journal} is unreadable: {error}"])
     checker = importlib.import_module("broker_sim.check")  # the checker's own module, asked at the end only
     result: _CheckResult = checker.check(data_dir, entries)
     violations = [(violation.rule, violation.line()) for violation in result.violations]
     return FinalCheck(data_dir, journal, violations, list(result.problems))
+
+
+def run_quorum_check(quorum_dir: Path, node_dirs: list[Path], journal: Path | None) -> FinalCheck:
+    """Check a quorum's nodes' data dirs together, with the run's journal (see the module rules)."""
+    nodes = tuple(node_dirs)
+    try:
+        entries = _entries(journal)
+    except (OSError, JournalError) as error:
+        return FinalCheck(quorum_dir, journal, [], [f"the journal {journal} is unreadable: {error}"], nodes, "quorum")
+    checker = importlib.import_module("broker_sim.check")
+    try:
+        check_quorum = importlib.import_module("broker_sim.check.quorum").check_quorum
+    except (ImportError, AttributeError):
+        return _each_node(checker, quorum_dir, nodes, journal, entries)
+    try:
+        result: _CheckResult = check_quorum(list(nodes), entries)
+    except checker.CheckError as error:
+        return FinalCheck(quorum_dir, journal, [], [str(error)], nodes, "quorum")
+    violations = [(violation.rule, violation.line()) for violation in result.violations]
+    notes = tuple(getattr(result, "notes", ()))
+    return FinalCheck(quorum_dir, journal, violations, list(result.problems), nodes, "quorum", notes)
+
+
+def _each_node(
+    checker: Any, quorum_dir: Path, nodes: tuple[Path, ...], journal: Path | None, entries: list[Entry] | None
+) -> FinalCheck:
+    """Each node's dir checked alone (a checker without the quorum check); findings named by node."""
+    violations: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for node in nodes:
+        try:
+            result: _CheckResult = checker.check(node, entries)
+        except checker.CheckError as error:
+            problems.append(f"{node.name}: {error}")
+            continue
+        violations += [(violation.rule, f"{node.name}: {violation.line()}") for violation in result.violations]
+        problems += [f"{node.name}: {problem}" for problem in result.problems]
+    note = "the checker has no quorum check (broker_sim.check.quorum): each node's log was checked alone"
+    return FinalCheck(quorum_dir, journal, violations, problems, nodes, "each node", (note,))
+
+
+def _entries(journal: Path | None) -> list[Entry] | None:
+    if journal is None or not journal.exists():
+        return None
+    return list(read_journal(journal))
 
 
 def all_violations(result: RunResult, final: FinalCheck | None) -> list[str]:
@@ -143,9 +198,12 @@ def describe_lines(result: RunResult, final: FinalCheck | None) -> Iterable[str]
 
 
 def _check_section(final: FinalCheck) -> dict[str, Any]:
-    return {
+    section = {
         "data_dir": str(final.data_dir),
         "journal": None if final.journal is None else str(final.journal),
         "violations": [{"rule": rule, "description": description} for rule, description in final.violations],
         "problems": list(final.problems),
     }
+    if final.nodes:
+        section.update(nodes=[str(node) for node in final.nodes], how=final.how, notes=list(final.notes))
+    return section

@@ -234,7 +234,7 @@ class BrokerRunner:
             failed(out, self.ctx.now())
         else:
             now = self.ctx.now()
-            self.ctx.answered(now, response)
+            self.ctx.answered(now, response, connection.answered_by)
             recorder.answered(key, now - sent, response)
             answered(out, response, now)
         self._record(connection.last_correlation_id)

@@ -22,6 +22,7 @@ Rules:
   next request reconnects to the same address. With one address nothing ever moves.
 - `drop()` closes the connection from another task (a fault): a request in flight fails with
   `ConnectionLost`.
+- `answered_by`: the controller (HOST:PORT) that gave the last answer, whatever it said.
 - Every exchange, answered or not, goes to `capture` (protocol.capture rows, outbound).
 """
 
@@ -91,6 +92,7 @@ class ControllerConnection:
         self.capture = capture
         self.on_switch = on_switch
         self.last_correlation_id = 0
+        self.answered_by = ""  # HOST:PORT of the last answer's controller
         self._stream: trio.SocketStream | None = None
         self._frames = FrameBuffer(MAX_RESPONSE_BYTES)
         self._correlation = 0
@@ -145,6 +147,7 @@ class ControllerConnection:
         if payload is None:
             await self.drop()
             raise ConnectionLost(f"{peer}: the controller closed the connection")
+        self.answered_by = peer
         return await self._decode(payload, body.API.key, version, correlation_id)
 
     async def _move_on(self, body: Data, reason: str, detail: str) -> None:

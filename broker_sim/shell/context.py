@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -28,14 +29,21 @@ class FleetContext:
     models: dict[int, BrokerModel] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # learnt from CreateTopics and LeaderAndIsr v5+
     last_answer: float = 0.0  # model time of the (active) controller's last answer
+    #: told of every answer to a broker's request that is not NOT_CONTROLLER: (model time, HOST:PORT
+    #: of the controller that answered); the fleet's own quorum times its failovers with it
+    on_served: list[Callable[[float, str], None]] = field(default_factory=list)
 
     def now(self) -> float:
         return trio.current_time() - self.t0
 
-    def answered(self, t: float, response: Data) -> None:
-        """An answer came at `t`; one that says NOT_CONTROLLER is no answer of the active controller."""
+    def answered(self, t: float, response: Data, peer: str | None = None) -> None:
+        """An answer came at `t` (from `peer`, for a broker's request; None for the admin's); one that
+        says NOT_CONTROLLER is no answer of the active controller."""
         if not not_controller(response):
             self.last_answer = t
+            if peer is not None:
+                for served in self.on_served:
+                    served(t, peer)
 
     async def sleep_until(self, t: float) -> None:
         await trio.sleep_until(self.t0 + t)

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from broker_sim.shell.connection import peer_name
 from broker_sim.shell.fleet import FleetConfig
-from broker_sim.stats import FleetStats, percentile
+from broker_sim.stats import FleetStats, failover_summary, percentile
 
 LIVE_REFRESH_S = 0.5
 PLAIN_INTERVAL_S = 5.0
@@ -133,6 +133,8 @@ def summary_figures(stats: FleetStats) -> dict[str, Any]:
         "stale_replays": {"sent": stats.stale_replays_sent, "rejected": stats.stale_replays_rejected},
         "faults": dict(sorted(stats.faults.items())),
         "controller_switches": dict(sorted(stats.controller_switches.items())),
+        "controller_faults": dict(sorted(stats.controller_faults.items())),
+        "failovers": failover_summary(stats.failovers),
         "heartbeats": stats.heartbeats,
         "heartbeat_lateness_p99_ms": _rounded(percentile(stats.heartbeat_lateness_ms, 0.99)),
         "brokers_by_state": dict(sorted(stats.brokers_by_state.items())),
@@ -195,9 +197,33 @@ def _other_rows(figures: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("stale replays", f"{stale['sent']} sent, {stale['rejected']} rejected"),
         ("faults", _pairs(figures["faults"])),
         *([("controller switches", _pairs(figures["controller_switches"]))] if figures["controller_switches"] else []),
+        *_quorum_rows(figures),
         ("heartbeats", str(figures["heartbeats"])),
         ("heartbeat lateness p99", f"{_ms(figures['heartbeat_lateness_p99_ms'])} ms"),
         ("violations (during the run)", str(figures["violations"])),
+    ]
+
+
+def _quorum_rows(figures: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A run with its own quorum: its controller faults and failovers (see `stats.failover_summary`)."""
+    if not figures.get("controller_faults"):
+        return []
+    failovers = figures["failovers"]
+    elected, served = failovers["elected_ms"], failovers["served_ms"]
+    missing = [
+        f"{count} {what}"
+        for count, what in ((failovers["never_elected"], "never elected"), (failovers["never_served"], "never served"))
+        if count
+    ]
+    return [
+        ("controller faults", _pairs(figures["controller_faults"])),
+        (
+            "failovers",
+            f"{failovers['faults']} faults, {failovers['of_the_leader']} of the leader: new leader elected after "
+            f"p50 {_ms(elected['p50'])} ms, p99 {_ms(elected['p99'])} ms; brokers served again after "
+            f"p50 {_ms(served['p50'])} ms, p99 {_ms(served['p99'])} ms"
+            + (f" ({', '.join(missing)})" if missing else ""),
+        ),
     ]
 
 

@@ -17,17 +17,18 @@ two session timeouts plus two heartbeat intervals (broker_sim.model.timing); the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
-from ..model.schedule import SCENARIOS
+from ..model.schedule import ALL_SCENARIOS, SCENARIOS
 from ..model.timing import Timing, timing_for
 from ..stats import FleetStats
 from . import runner
 
-__all__ = ["SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet", "shutdown_bound_ms"]
+__all__ = ["ALL_SCENARIOS", "SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet", "shutdown_bound_ms"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class FleetConfig:
     replication_factor: int = 3
     duration_s: float = 30.0
     seed: int = 0
-    scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos
+    scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos | controller-failover (--quorum)
     heartbeat_ms: int = 2000
     session_timeout_ms: int = 9000  # the controller's (pauses are made longer than this)
     capture_dir: Path | None = None  # write exchanges from the broker side (protocol.capture format, prefix "fleet")
@@ -64,17 +65,18 @@ class FleetOutcome:
 
 def shutdown_bound_ms(config: FleetConfig) -> int:
     """Every controlled shutdown completes within this many milliseconds (the stated liveness bound)."""
-    return int(_timing(config).shutdown_bound_s * 1000)
+    return int(timing_of(config).shutdown_bound_s * 1000)
 
 
-def _timing(config: FleetConfig) -> Timing:
+def timing_of(config: FleetConfig) -> Timing:
+    """Every interval and bound of the run's brokers (broker_sim.model.timing)."""
     replicas = config.topics * config.partitions * config.replication_factor
     return timing_for(config.heartbeat_ms, config.session_timeout_ms, replicas)
 
 
 def _validate(config: FleetConfig) -> None:
-    if config.scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {config.scenario!r}: one of {', '.join(SCENARIOS)}")
+    if config.scenario not in ALL_SCENARIOS:
+        raise ValueError(f"unknown scenario {config.scenario!r}: one of {', '.join(ALL_SCENARIOS)}")
     if config.brokers < 1 or config.first_broker_id < 0:
         raise ValueError("brokers must be at least 1 and first_broker_id at least 0")
     if config.topics < 0 or config.partitions < 1 or config.replication_factor < 1:
@@ -84,9 +86,14 @@ def _validate(config: FleetConfig) -> None:
 
 
 async def run_fleet(
-    config: FleetConfig, stats: FleetStats, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    config: FleetConfig,
+    stats: FleetStats,
+    *,
+    alongside: Sequence[runner.Alongside] = (),
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> FleetOutcome:
-    """Run the fleet for `config.duration_s` seconds; raises ValueError on a bad configuration."""
+    """Run the fleet for `config.duration_s` seconds (with `alongside` tasks beside its brokers, given
+    its context: `runner`); raises ValueError on a bad configuration."""
     _validate(config)
     spec = runner.RunSpec(
         controllers=config.controllers,
@@ -97,12 +104,12 @@ async def run_fleet(
         duration_s=config.duration_s,
         seed=config.seed,
         scenario=config.scenario,
-        timing=_timing(config),
+        timing=timing_of(config),
         shutdown_bound_ms=shutdown_bound_ms(config),
         capture_dir=config.capture_dir,
         journal_path=config.journal_path,
         create_topics=config.create_topics,
         listen_host=config.listen_host,
     )
-    finished, unreachable = await runner.run(spec, stats, task_status)
+    finished, unreachable = await runner.run(spec, stats, task_status, alongside)
     return FleetOutcome(finished=finished, unreachable=unreachable)

@@ -9,6 +9,8 @@ Rules:
   happens (no journal entry).
 - The journal opens with `RunStarted` and closes with `RunEnded`, also when the run is cancelled
   (written under a shield). Shutdowns still in progress at the end are journalled unfinished.
+- `alongside`: tasks started beside the brokers once the fleet's context exists, each given it,
+  and cancelled with them when the duration ends (the fleet's own quorum's controller faults).
 - The ticker, once a second: brokers by state into the stats, journal flush; every
   `capture.ROTATE_S`: a capture part.
 - Garbage collection: after start-up the objects alive are frozen (never scanned again) and the
@@ -27,7 +29,7 @@ import logging
 import resource
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +58,8 @@ from .recorder import Recorder
 
 log = logging.getLogger("fencer.broker_sim.shell.fleet")
 REACH_S = 5.0
+#: a task run beside the fleet's brokers, given the fleet's context
+Alongside = Callable[[FleetContext], Awaitable[None]]
 GC_THRESHOLDS = (20_000, 20, 50)
 
 
@@ -117,7 +121,9 @@ async def reach(controllers: tuple[Address, ...]) -> str | None:
     return f"cannot reach any controller of {','.join(map(peer_name, controllers))}: {reason}"
 
 
-async def run(spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[None]) -> tuple[bool, str | None]:
+async def run(
+    spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[None], alongside: Sequence[Alongside] = ()
+) -> tuple[bool, str | None]:
     raise_descriptor_limit()
     warm_codecs()
     unreachable = await reach(spec.controllers)
@@ -143,7 +149,7 @@ async def run(spec: RunSpec, stats: FleetStats, task_status: trio.TaskStatus[Non
     with _collector_tuned():
         try:
             with trio.move_on_after(spec.duration_s) as scope:
-                await _fleet(spec, ctx, runners)
+                await _fleet(spec, ctx, runners, alongside)
             lasted = scope.cancelled_caught
         finally:
             with trio.CancelScope(shield=True):
@@ -194,9 +200,13 @@ def _brokers(spec: RunSpec, ctx: FleetContext) -> dict[int, BrokerRunner]:
     return {broker_id: BrokerRunner(ctx, model) for broker_id, model in ctx.models.items()}
 
 
-async def _fleet(spec: RunSpec, ctx: FleetContext, runners: dict[int, BrokerRunner]) -> None:
+async def _fleet(
+    spec: RunSpec, ctx: FleetContext, runners: dict[int, BrokerRunner], alongside: Sequence[Alongside]
+) -> None:
     faults = fault_schedule(spec.seed, spec.scenario, spec.broker_ids, spec.duration_s, spec.timing)
     async with trio.open_nursery() as nursery:
+        for task in alongside:
+            nursery.start_soon(task, ctx)
         for runner in runners.values():
             nursery.start_soon(runner.run)
         nursery.start_soon(_ticker, ctx)

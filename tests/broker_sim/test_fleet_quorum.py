@@ -1,0 +1,121 @@
+"""The `controller-failover` scenario against the real quorum (issue 21, acceptance 2): the user's
+command, `python -m broker_sim run --quorum 3 --quorum-data-dir DIR`, seed 1, once for the module
+(22 s of steady broker traffic, 5 brokers, 3 topics x 4 partitions, RF 3, the quorum's timeouts
+500/1000 ms so that three faults fit): it exits 0 with no violation, its final check took every
+node's data dir; a kill, a pause and a cut-off each happened, and after each the brokers were
+served again and a new leader elected when the leader was hit; every broker registered, and the
+brokers took LeaderAndIsr of the new leaders' epochs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker_sim.journal import Entry, read_journal
+
+from .fleet_command import run_fleet_command
+
+# one worker runs the module, so that its tests share the one run (tests/conftest.py groups others so)
+pytestmark = pytest.mark.xdist_group("fleet-quorum")
+
+BROKERS = 5
+
+
+@dataclass
+class QuorumRun:
+    done: subprocess.CompletedProcess[str]
+    report: dict[str, Any]
+    entries: list[Entry]
+    directory: Path
+
+    def kinds(self, kind: str) -> list[Any]:
+        return [entry for entry in self.entries if entry.kind == kind]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> QuorumRun:
+    directory = tmp_path_factory.mktemp("fleet-quorum")
+    done = run_fleet_command(
+        "run",
+        "--quorum=3",
+        f"--quorum-data-dir={directory / 'quorum'}",
+        "--scenario=controller-failover",
+        "--seed=1",
+        "--duration=22",
+        f"--brokers={BROKERS}",
+        "--topics=3",
+        "--partitions=4",
+        "--replication-factor=3",
+        "--heartbeat-ms=1000",
+        "--session-timeout-ms=3000",
+        "--quorum-election-timeout-ms=500",
+        "--quorum-fetch-timeout-ms=1000",
+        f"--report={directory / 'run.json'}",
+        timeout=150,
+    )
+    report_path = directory / "run.json"
+    assert report_path.exists(), done.stdout + done.stderr
+    entries = list(read_journal(directory / "run.journal.jsonl"))
+    return QuorumRun(done, json.loads(report_path.read_text()), entries, directory)
+
+
+def test_the_run_is_clean_and_its_final_check_took_every_node(run: QuorumRun) -> None:
+    assert run.done.returncode == 0, run.done.stdout[-3000:] + run.done.stderr[-3000:]
+    outcome, check = run.report["outcome"], run.report["check"]
+    assert outcome["finished"] and outcome["failures"] == [] and run.report["violations"] == []
+    assert check["how"] == "quorum" and check["violations"] == [] and check["problems"] == []
+    nodes = [run.directory / "quorum" / f"node-{node}" for node in (1, 2, 3)]
+    assert check["nodes"] == [str(node) for node in nodes]
+    assert all((node / "__cluster_metadata-0").is_dir() for node in nodes)
+    assert f"final check of the quorum's 3 nodes in {run.directory / 'quorum'}: 0 violation(s)" in run.done.stdout
+    assert run.done.stdout.startswith("quorum: 3 controllers (1 at 127.0.0.1:")
+
+
+def test_a_kill_a_pause_and_a_cut_happened_each_journalled_with_the_leader(run: QuorumRun) -> None:
+    actions = [(entry.fault, entry.node) for entry in run.kinds("controller_fault")]
+    started = [fault for fault, _node in actions if fault in ("kill", "pause", "cut")]
+    assert sorted(started) == ["cut", "kill", "pause"]
+    ends = {"kill": "restart", "pause": "resume", "cut": "heal"}
+    for index, (fault, node) in enumerate(actions):  # each fault ended, on the same node, before the next
+        if fault in ends:
+            assert actions[index + 1] == (ends[fault], node)
+    assert run.report["stats"]["controller_faults"] == {fault: 1 for fault in [*ends, *ends.values()]}
+    for entry in run.kinds("controller_fault"):
+        assert entry.leader in (1, 2, 3) and entry.leader_epoch >= 1
+    kill = next(entry for entry in run.kinds("controller_fault") if entry.fault == "kill")
+    assert kill.node == kill.leader  # the schedule kills the leader
+
+
+def test_after_each_fault_the_brokers_were_served_again_and_a_hit_leader_replaced(run: QuorumRun) -> None:
+    failovers = run.kinds("failover")
+    assert sorted(failover.fault for failover in failovers) == ["cut", "kill", "pause"]
+    for failover in failovers:
+        assert failover.served_ms is not None and 0 < failover.served_ms < 15_000, failover
+        if failover.role == "leader":
+            assert failover.node == failover.leader
+            assert failover.elected_ms is not None and failover.new_leader_epoch > failover.leader_epoch, failover
+            assert failover.new_leader != failover.node or failover.fault == "kill"  # a restart may win again
+    summary = run.report["summary"]["failovers"]
+    leaders = [failover for failover in failovers if failover.role == "leader"]
+    assert summary["faults"] == 3 and summary["of_the_leader"] == len(leaders) >= 1
+    assert summary["never_served"] == 0 and summary["never_elected"] == 0
+    assert summary["served_ms"]["p50"] <= summary["served_ms"]["p99"]
+    assert "failovers: 3 faults, " in run.done.stdout and "brokers served again after p50 " in run.done.stdout
+
+
+def test_every_broker_registered_and_took_the_new_leaders_controller_epochs(run: QuorumRun) -> None:
+    assert {entry.broker for entry in run.kinds("registered")} == set(range(BROKERS))
+    assert run.entries[0].kind == "run" and run.entries[-1].kind == "end"
+    assert run.kinds("bad_answer") == []
+    epochs = {entry.controller_epoch for entry in run.kinds("controller_epoch")}
+    for failover in run.kinds("failover"):
+        if failover.role == "leader":  # the new leader (or a later one) pushed its epoch to the brokers
+            assert max(epochs) >= failover.new_leader_epoch
+    leaders = [(entry.node, entry.leader_epoch) for entry in run.kinds("quorum_leader")]
+    assert len({epoch for _node, epoch in leaders}) == len(leaders)  # one leader per epoch, as seen
+    assert [epoch for _node, epoch in leaders] == sorted(epoch for _node, epoch in leaders)
