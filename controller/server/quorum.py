@@ -105,6 +105,9 @@ RECONNECT_BACKOFF_MAX_MS = 1000
 #: the payload of a batch the writer wrote itself (the core only hears of its offsets)
 _WRITTEN = object()
 QUORUM_API_KEYS = wire.RAFT_API_KEYS | {ApiKey.DESCRIBE_QUORUM}
+ALIVE_INTERVAL_S = 0.05
+#: fetches read within this long after a stall are taken as having waited through it
+STALL_GRACE_MS = 100
 
 
 def recovered_view(engine: ControllerEngine) -> LogView:
@@ -184,6 +187,9 @@ class Quorum:
         self.high_watermark: int | None = None
         #: set once this node first became the active controller
         self.activated = trio.Event()
+        #: the event loop's last sign of life, and the end of its last stall (see `_alive`)
+        self._alive_ms = self._clock_ms()
+        self._woke_ms: int | None = None
 
     # ------------------------------------------------------------------ what others read
     @property
@@ -195,8 +201,60 @@ class Quorum:
         return self.node.epoch
 
     # ------------------------------------------------------------------ the writer's commit quorum
-    def appending(self, end_offset: int, records: int) -> bool:
+    def _leading(self) -> int | None:
+        """The epoch this node actively controls, once the core has seen the time (a node that
+        was paused past its check-quorum deadline resigns here, before deciding anything more)."""
         epoch = self.active_epoch
+        if epoch is None:
+            return None
+        self._handle(Tick())
+        state = self.node.state
+        if not isinstance(state, Leader) or state.epoch != epoch:
+            return None
+        return epoch if self._lease_holds(state) else None
+
+    def _lease_holds(self, state: Leader) -> bool:
+        """Whether no other leader can have been elected yet: a majority of voters (this one
+        counting) fetched from it within the fetch timeout. A voter that fetched successfully
+        neither stands nor grants a pre-vote until its fetch timeout has passed (KIP-996), and
+        the leader saw each fetch before its sender's timer restarted, so this bound is safe
+        (clocks running at the same rate). A node paused past it (SIGSTOP, a long GC) answers
+        nothing it decided, even before check-quorum (1.5 fetch timeouts) makes it resign."""
+        if len(state.voters) == 1:
+            return True
+        now = self._alive(self._clock_ms())
+        # fetches read right after a stall may have waited in the socket through all of it: only
+        # those that arrived once the event loop ran again count
+        counted_from = self._woke_ms + STALL_GRACE_MS if self._woke_ms is not None else -1
+
+        def last_fetch(voter: NodeId) -> int:
+            if voter == state.local_id:
+                return now
+            progress = state.progress.get(voter)
+            fetched = progress.last_fetch_ms if progress is not None else None
+            return fetched if fetched is not None and fetched > counted_from else -1
+
+        fetched = sorted(last_fetch(voter) for voter in state.voters)
+        majority_fetched = fetched[len(fetched) // 2 if len(fetched) % 2 else len(fetched) // 2 - 1]
+        return majority_fetched >= 0 and majority_fetched + self.config.fetch_timeout_ms > now
+
+    def _alive(self, now_ms: int) -> int:
+        """Note that the event loop runs at `now_ms`; a gap longer than a quarter of the fetch
+        timeout since it last did is a stall (SIGSTOP, a long GC, a starved machine): its end is
+        remembered for the lease. Returns `now_ms`."""
+        if now_ms - self._alive_ms > self.config.fetch_timeout_ms // 4:
+            self._woke_ms = now_ms
+            log.warning("node %d: the event loop stalled for %d ms", self.config.node_id, now_ms - self._alive_ms)
+        self._alive_ms = now_ms
+        return now_ms
+
+    async def _keep_alive(self) -> None:
+        while True:
+            self._alive(self._clock_ms())
+            await trio.sleep(ALIVE_INTERVAL_S)
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        epoch = self._leading()
         if epoch is None or records <= 0:
             return epoch is not None
         result = self.node.append(self._clock_ms(), epoch, records, _WRITTEN)
@@ -208,12 +266,13 @@ class Quorum:
         return True
 
     async def committed(self, end_offset: int) -> bool:
-        epoch = self.active_epoch
+        epoch = self._leading()
         if epoch is None:
             return False
-        self._handle(LogFlushed(end_offset))  # the writer fsync'd everything below it
+        if end_offset > self.node.log.flushed_end_offset:
+            self._handle(LogFlushed(end_offset))  # the writer fsync'd everything below it
         while True:
-            if self.active_epoch != epoch:
+            if self.active_epoch != epoch or not self.node.is_leader:
                 return False
             if self.high_watermark is not None and self.high_watermark >= end_offset:
                 return True
@@ -225,6 +284,7 @@ class Quorum:
             self._enqueue(self.node.start(self._clock_ms()))
             nursery.start_soon(self._execute)
             nursery.start_soon(self._tick)
+            nursery.start_soon(self._keep_alive)
             for link in self._links.values():
                 nursery.start_soon(link.run)
             task_status.started()

@@ -133,7 +133,9 @@ class Writer:
         self._arrived: trio.Event | None = None
         self._in_flight = 0  # submitted, not yet answered
         self._idle = trio.Event()
-        self._answered: list[Pending] = []  # decided since the last flush
+        self._answered: list[Pending] = []  # decided by the active controller since the last flush
+        #: answered by a standby (NOT_CONTROLLER, ApiVersions): nothing to commit or confirm
+        self._standby_answers: list[Pending] = []
         self._previous: trio.Event | None = None  # set when the commit in flight has finished
         self._nursery: trio.Nursery | None = None
         self._deciding = trio.CancelScope()
@@ -242,7 +244,7 @@ class Writer:
                 continue
             pending.decided_ns = time.monotonic_ns()
             pending.response = response
-            self._answered.append(pending)
+            (self._answered if engine.active else self._standby_answers).append(pending)
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks
@@ -253,6 +255,10 @@ class Writer:
 
     async def _flush(self) -> None:
         """Commit what is decided so far, after the commit in flight (so in decision order)."""
+        standby, self._standby_answers = self._standby_answers, []
+        for pending in standby:  # a standby's answers depend on no commit
+            await self._answer(pending)
+        self._finished(len(standby))
         work = self.engine.commit()
         answered, self._answered = self._answered, []
         if work is None and not answered:
@@ -278,7 +284,10 @@ class Writer:
                 records = await in_thread_now(self.engine.write, commit)
                 if records:
                     self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
-            if commit is not None and not await self.durability.committed(commit.end_offset):
+            # what the answers depend on is committed (an answer without records of its own, too:
+            # its decision saw the commits before it, and a deposed leader must answer nothing)
+            end = commit.end_offset if commit is not None else self.engine.log.next_offset
+            if not await self.durability.committed(end):
                 self._never_committed(answered)
                 return
             for pending in answered:

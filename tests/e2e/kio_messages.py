@@ -23,6 +23,7 @@ NAMES = {
     60: "describe_cluster",
     62: "broker_registration",
     63: "broker_heartbeat",
+    55: "describe_quorum",
 }
 
 
