@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import resource
 import signal
@@ -125,7 +126,8 @@ class Daemon:
             quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
         self.quorum = Quorum(quorum, engine)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
-        self.quorum.writer, self.quorum.channel = self.writer, self.channel
+        self.quorum.writer, self.quorum.channel, self.quorum.metrics = self.writer, self.channel, self.metrics
+        self.metrics.watch_quorum(self.quorum.view)
         self.requests = RequestRouter(self.writer, self.quorum)
 
     # ------------------------------------------------------------------ running
@@ -141,12 +143,9 @@ class Daemon:
             if self.options.metrics_host is not None:
                 from .http import serve_http
 
+                serve = functools.partial(serve_http, quorum_provider=self.quorum.view)
                 await nursery.start(
-                    serve_http,
-                    self.options.metrics_host,
-                    self.options.metrics_port,
-                    self.metrics,
-                    lambda: self.engine.core,
+                    serve, self.options.metrics_host, self.options.metrics_port, self.metrics, lambda: self.engine.core
                 )
             await nursery.start(self.quorum.run)  # the full state goes out once this node is elected
             if self.quorum.config.single:

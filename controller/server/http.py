@@ -39,9 +39,11 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import h11
 import trio
@@ -143,13 +145,14 @@ async def serve_http(
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     state_body: StateBody = build_state_body,
+    quorum_provider: Callable[[], dict[str, Any]] | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; `task_status.started(port)` reports the bound port (useful with port 0).
 
     `state_body` builds the /state body in a worker thread (tests pass one that waits on a signal)."""
     listeners = await open_listeners(host, port, "--metrics-listen")
-    server = HttpServer(metrics, core_provider, idle_timeout_s, state_body)
+    server = HttpServer(metrics, core_provider, idle_timeout_s, state_body, quorum_provider)
     bound_port: int = listeners[0].socket.getsockname()[1]
     log.info("metrics listener on %s:%d", host, bound_port)
     async with trio.open_nursery() as connection_nursery:
@@ -163,6 +166,8 @@ class HttpServer:
     core_provider: CoreProvider
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     state_body: StateBody = build_state_body
+    #: who leads (`Quorum.view`): the /state document's first member, "quorum"
+    quorum_provider: Callable[[], dict[str, Any]] | None = None
     #: one /state build at a time: each holds a frozen copy and its body in memory
     state_builds: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
 
@@ -215,7 +220,10 @@ class HttpServer:
             return text(200, "ok\n")
         async with self.state_builds:
             frozen = core.freeze()  # on the loop, so that the copy is one consistent state
+            quorum = self.quorum_provider() if self.quorum_provider is not None else None
             body = await trio.to_thread.run_sync(self.state_body, frozen, abandon_on_cancel=True)
+        if quorum is not None and body and body[0].startswith(b"{"):
+            body = [b'{"quorum": ' + json.dumps(quorum).encode() + b", " + body[0][1:], *body[1:]]
         return Response(200, JSON_CONTENT_TYPE, body)
 
 

@@ -26,6 +26,11 @@ Rules:
 - APIs and errors are labelled by name, never by number: the API's name ("AlterPartition") and
   Kafka's error name ("STALE_BROKER_EPOCH"). Versions and broker ids are labelled as numbers.
 - `capture(rows, parts)` takes the capture writer's running totals, not increments.
+- The quorum's metrics follow Kafka's `raft-metrics` group (current-leader, current-epoch,
+  current-vote, high-watermark, log-end-offset, current-state, election-latency,
+  commit-latency) as `fencer_raft_*`, read at scrape time from the quorum's view, plus Kafka's
+  ActiveControllerCount as `fencer_controller_active_controller_count` and each voter's lag
+  behind the leader's log end (`fencer_raft_follower_lag_records{voter}`, on the leader only).
 - Recording never raises on a value it does not know (an unknown api key or error code gets a
   placeholder name): a metric must not take the daemon down.
 """
@@ -114,6 +119,7 @@ class ControllerMetrics:
         self._define_log_metrics()
         self._define_outbound_metrics()
         self._define_server_metrics()
+        self._define_raft_metrics()
         self.registry.register(ClusterCollector(core_provider))
         self.registry.register(CommittedCollector(engine_provider))
 
@@ -184,6 +190,21 @@ class ControllerMetrics:
         self._queued_bytes = Gauge(
             "fencer_queued_request_bytes",
             "Memory reserved for requests being read, waiting or in flight (--max-queued-bytes)",
+            registry=registry,
+        )
+
+    def _define_raft_metrics(self) -> None:
+        registry = self.registry
+        self._election_latency = Histogram(
+            "fencer_raft_election_latency_seconds",
+            "From losing sight of a leader to knowing the next (Kafka's raft-metrics election-latency)",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30),
+            registry=registry,
+        )
+        self._raft_commit_latency = Histogram(
+            "fencer_raft_commit_latency_seconds",
+            "From a local append's fsync to the high watermark passing it (Kafka's raft-metrics commit-latency)",
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
             registry=registry,
         )
 
@@ -263,6 +284,18 @@ class ControllerMetrics:
 
     def outbound_connection_failure(self, broker_id: int) -> None:
         self._outbound_connection_failures.labels(broker=str(broker_id)).inc()
+
+    def watch_quorum(self, view: Callable[[], dict[str, object]]) -> None:
+        """Read the quorum's state (`Quorum.view`) at every scrape."""
+        self.registry.register(_RaftCollector(view))
+
+    def election(self, seconds: float) -> None:
+        """A leader became known after `seconds` without one (Kafka's election-latency)."""
+        self._election_latency.observe(seconds)
+
+    def raft_commit(self, seconds: float) -> None:
+        """A local append reached the high watermark after `seconds` (Kafka's commit-latency)."""
+        self._raft_commit_latency.observe(seconds)
 
     def capture(self, rows: int, parts: int) -> None:
         """The capture writer's running totals: rows (frames) written and parts (files) closed so far.
@@ -440,3 +473,48 @@ class CommittedCollector(Collector):
             size.add_metric(["segments"], sizes.segments)
             size.add_metric(["snapshots"], sizes.snapshots)
         return [shrinks, expands, size]
+
+
+class _RaftCollector(Collector):
+    """The quorum's gauges at scrape time (Kafka's raft-metrics; -1 where Kafka reports none)."""
+
+    STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
+
+    def __init__(self, view: Callable[[], dict[str, object]]) -> None:
+        self._view = view
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families(None)
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families(self._view())
+
+    def _families(self, view: dict[str, object] | None) -> list[Metric]:
+        gauges = {
+            "leader_id": GaugeMetricFamily("fencer_raft_current_leader", "The leader this node knows (-1: none)"),
+            "epoch": GaugeMetricFamily("fencer_raft_current_epoch", "The quorum's epoch (the controller epoch)"),
+            "voted_id": GaugeMetricFamily("fencer_raft_current_vote", "The vote cast in this epoch (-1: none)"),
+            "high_watermark": GaugeMetricFamily(
+                "fencer_raft_high_watermark", "The committed end of the log as this node knows it (-1: unknown)"
+            ),
+            "log_end_offset": GaugeMetricFamily("fencer_raft_log_end_offset", "The local log's end offset"),
+        }
+        state = GaugeMetricFamily("fencer_raft_current_state", "1 for this node's Raft state", labels=["state"])
+        active = GaugeMetricFamily(
+            "fencer_controller_active_controller_count", "1 on the active controller (Kafka's ActiveControllerCount)"
+        )
+        lag = GaugeMetricFamily(
+            "fencer_raft_follower_lag_records",
+            "Records a voter's log lacks of the leader's (leader only)",
+            labels=["voter"],
+        )
+        if view is not None:
+            for key, family in gauges.items():
+                value = view[key]
+                family.add_metric([], -1 if value is None else float(value))  # type: ignore[arg-type]
+            for name in self.STATES:
+                state.add_metric([name], 1.0 if view["state"] == name else 0.0)
+            active.add_metric([], 1.0 if view["active_controller"] else 0.0)
+            for voter, records in dict(view["follower_lag"]).items():  # type: ignore[call-overload]
+                lag.add_metric([str(voter)], float(records))
+        return [*gauges.values(), state, active, lag]

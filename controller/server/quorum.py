@@ -187,6 +187,9 @@ class Quorum:
         self.high_watermark: int | None = None
         #: set once this node first became the active controller
         self.activated = trio.Event()
+        #: when this node last lost sight of a leader (for the election latency), and the metrics
+        self._leaderless_since_ms: int | None = self._clock_ms()
+        self.metrics: Any = None
         #: the event loop's last sign of life, and the end of its last stall (see `_alive`)
         self._alive_ms = self._clock_ms()
         self._woke_ms: int | None = None
@@ -199,6 +202,28 @@ class Quorum:
     @property
     def epoch(self) -> int:
         return self.node.epoch
+
+    def view(self) -> dict[str, Any]:
+        """Who leads, as this node knows it: for /state and the metrics (Kafka's raft-metrics)."""
+        state, node = self.node.state, self.node
+        lag: dict[int, int] = {}
+        if isinstance(state, Leader):
+            for voter in sorted(state.voters - {state.local_id}):
+                progress = state.progress.get(voter)
+                end = progress.end_offset if progress is not None else None
+                lag[voter] = node.log.end_offset - (end if end is not None else 0)
+        return {
+            "node_id": self.config.node_id,
+            "state": type(state).__name__.lower(),
+            "leader_id": node.leader_id,
+            "epoch": node.epoch,
+            "voted_id": node.voted_id,
+            "high_watermark": self.high_watermark,
+            "log_end_offset": node.log.end_offset,
+            "active_controller": self.active_epoch is not None,
+            "voters": [str(voter) for voter in self.config.voters],
+            "follower_lag": lag,
+        }
 
     # ------------------------------------------------------------------ the writer's commit quorum
     def _leading(self) -> int | None:
@@ -266,6 +291,7 @@ class Quorum:
         return True
 
     async def committed(self, end_offset: int) -> bool:
+        started = self._clock_ms()
         epoch = self._leading()
         if epoch is None:
             return False
@@ -275,6 +301,8 @@ class Quorum:
             if self.active_epoch != epoch or not self.node.is_leader:
                 return False
             if self.high_watermark is not None and self.high_watermark >= end_offset:
+                if self.metrics is not None:
+                    self.metrics.raft_commit((self._clock_ms() - started) / 1000)
                 return True
             await self._commit_moved.wait()
 
@@ -345,6 +373,13 @@ class Quorum:
             await self._stop_leading(action.epoch)
         elif isinstance(action, LeaderChanged):
             log.info("epoch %d: leader %s", action.epoch, "unknown" if action.leader_id is None else action.leader_id)
+            now = self._clock_ms()
+            if action.leader_id is None:
+                self._leaderless_since_ms = self._leaderless_since_ms or now
+            elif self._leaderless_since_ms is not None:
+                if self.metrics is not None:
+                    self.metrics.election((now - self._leaderless_since_ms) / 1000)
+                self._leaderless_since_ms = None
         elif isinstance(action, InstallSnapshot):
             await self._install_snapshot(action)
         else:  # TruncateTo

@@ -11,8 +11,11 @@ A sole voter answers DescribeQuorum naming itself.
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +49,7 @@ class Quorum:
     def __init__(self, root: Path, size: int = 3) -> None:
         self.root = root
         self.ports = [free_port() for _ in range(size)]
+        self.metrics_ports = [free_port() for _ in range(size)]
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
         self.nodes: dict[int, DaemonProcess] = {}
 
@@ -58,6 +62,7 @@ class Quorum:
             "--cluster-id", CLUSTER,
             "--controller-quorum-election-timeout-ms", "500",
             "--controller-quorum-fetch-timeout-ms", "1000",
+            "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
         ).start()  # fmt: skip
         self.nodes[node] = process
         return process
@@ -78,6 +83,17 @@ class Quorum:
                     return node, answer
             time.sleep(0.05)
         raise AssertionError("no leader")
+
+
+def http(port: int, path: str) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def gauge(metrics: str, name: str) -> float:
+    found = re.search(rf"^{name} (\S+)$", metrics, re.M)
+    assert found, name
+    return float(found[1])
 
 
 def committed_topics(data_dir: Path) -> set[str]:
@@ -114,6 +130,17 @@ def test_one_leader_the_others_redirect(quorum: Quorum) -> None:
             assert created.error_message == f"The active controller appears to be node {leader}"
             versions = client.request(m.api_versions(3))
             assert {52, 53, 54, 55, 59, 1} <= {k.api_key for k in versions.api_keys}
+    # operators see who leads: /state's "quorum" and Kafka's raft-metrics, on every node
+    for node in (1, 2, 3):
+        metrics = http(quorum.metrics_ports[node - 1], "/metrics")
+        assert gauge(metrics, "fencer_raft_current_leader") == leader
+        assert gauge(metrics, "fencer_controller_active_controller_count") == (node == leader)
+        assert gauge(metrics, 'fencer_raft_current_state{state="leader"}') == (node == leader)
+        state = json.loads(http(quorum.metrics_ports[node - 1], "/state"))["quorum"]
+        assert (state["leader_id"], state["epoch"], state["node_id"]) == (leader, answer.leader_epoch, node)
+    leader_metrics = http(quorum.metrics_ports[leader - 1], "/metrics")
+    assert re.search(r'^fencer_raft_follower_lag_records\{voter="\d"\} \d', leader_metrics, re.M)
+    assert gauge(leader_metrics, "fencer_raft_election_latency_seconds_count") >= 1
 
 
 def test_a_sigkilled_leader_is_replaced_and_rejoins_with_the_committed_log(quorum: Quorum) -> None:
