@@ -30,6 +30,7 @@ from .deployment import (
 )
 
 FENCER_SERVICES = {"controller": "fencer", "fleet": "fencer", "analytics": "fencer-analytics"}
+FENCER_SERVICES |= {f"controller-{n}": "fencer" for n in (1, 2, 3)} | {"quorum-fleet": "fencer"}
 
 
 def services() -> dict[str, Any]:
@@ -117,7 +118,7 @@ def test_the_controller_has_time_to_drain() -> None:
 
 def test_the_fleet_drives_the_controller_service() -> None:
     fleet, controller = parsed("fleet"), parsed("controller")
-    assert fleet.controller == ("controller", controller.listen[1])
+    assert fleet.controller == (("controller", controller.listen[1]),)
     assert fleet.session_timeout_ms == controller.session_timeout_ms
     assert services()["fleet"]["depends_on"]["controller"]["condition"] == "service_healthy"
 
@@ -201,3 +202,20 @@ def test_grafana_reads_the_provisioned_datasource_and_dashboards() -> None:
     assert dashboards is not None and dashboards.source == "./deploy/grafana/dashboards"
     assert provisioning is not None and provisioning.source == "./deploy/grafana/provisioning"
     assert all(services()[name]["profiles"] == ["monitoring"] for name in ("prometheus", "grafana"))
+
+
+def test_the_quorum_profile_is_three_voters_at_their_service_names_and_a_fleet_on_all_three() -> None:
+    """--profile quorum (issue 21): each voter listens where the voter list says it is (its
+    service name's port, on every interface), names itself, and the fleet tries all three."""
+    voters = {n: parsed(f"controller-{n}") for n in (1, 2, 3)}
+    lists = {args.controller_quorum_voters for args in voters.values()}
+    assert len(lists) == 1
+    (voter_list,) = lists
+    entries = dict(entry.split("@") for entry in voter_list.split(","))
+    for node, args in voters.items():
+        assert args.node_id == node and entries[str(node)] == f"controller-{node}:{args.listen[1]}"
+        assert args.listen[0] == "0.0.0.0" and services()[f"controller-{node}"]["profiles"] == ["quorum"]
+    assert len({str(args.data_dir) for args in voters.values()}) == 1  # each on its own volume:
+    assert len({mount_of(services()[f"controller-{n}"], "/var/lib/fencer/data") for n in (1, 2, 3)}) == 3
+    fleet = parsed("quorum-fleet")
+    assert fleet.controller == tuple((f"controller-{n}", voters[n].listen[1]) for n in (1, 2, 3))
