@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke report-screenshot clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -70,6 +70,10 @@ bench-log: $(STAMP)
 ## bench-daemon: the daemon under 100 connections, against an echo server, with and without capture
 bench-daemon: $(STAMP)
 	$(BIN)/python benchmarks/daemon.py
+
+## bench-failover: the leader of a 3-voter quorum SIGKILLed 20 times under a steady fleet (p50/p99 of new leader elected and brokers served again); AlterPartition on 3 voters against a single node
+bench-failover: $(STAMP)
+	$(BIN)/python benchmarks/failover.py --kills 20
 
 ## stress: SIGKILL the daemon under load, 20 rounds (also mid-snapshot, -topic change, -registration, -start-up); nothing acknowledged may be lost
 stress: $(STAMP)

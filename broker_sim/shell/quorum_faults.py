@@ -16,6 +16,8 @@ Rules:
 - Each action is journalled (`ControllerFaulted`, with the leader as last seen) just before it is
   taken; each fault's measurement is journalled and kept in the stats when it is over: both times
   known, or `MEASURE_S` after the fault began, or the end of the run (with what is known then).
+- `finished` is set once every fault of the schedule was applied (or skipped) and measured; the
+  watcher goes on until the run ends.
 - When the run ends during a fault, its measurement is closed there; the quorum's `stop` resumes a
   paused node before stopping it. A node killed at the end stays down (its log is checked as it is).
 """
@@ -47,6 +49,7 @@ class ControllerFaults:
         self.leader: LeaderView | None = None  # as the watcher saw it last
         self.answered: frozenset[int] = frozenset()
         self.seen: set[tuple[int, int]] = set()  # (leader, epoch) journalled
+        self.finished = trio.Event()
         self._ctx: FleetContext | None = None
 
     async def run(self, ctx: FleetContext) -> None:
@@ -64,6 +67,7 @@ class ControllerFaults:
                         continue
                     failover = await self._apply(fault)
                     await self._measured(failover, fault.at_s)
+                self.finished.set()
         finally:
             self._record(self.clock.close_all())
 

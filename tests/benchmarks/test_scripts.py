@@ -34,6 +34,7 @@ COVERAGE = {
     "bench-core": f"{HERE}::test_bench_core",
     "bench-log": f"{HERE}::test_bench_log",
     "bench-daemon": f"{HERE}::test_bench_daemon",
+    "bench-failover": f"{HERE}::test_bench_failover",
     "bench-fleet": f"{HERE}::test_bench_fleet",
     "bench-analytics": f"{HERE}::test_bench_analytics",
     "bench-stalls": f"{HERE}::test_bench_stalls",
@@ -144,6 +145,23 @@ def test_bench_daemon(tmp_path: Path) -> None:
     assert number(daemon[1]) > 0 and float(daemon[2]) >= 1 and float(daemon[3]) > 0
     assert find(r"^\| capture \| [\d,]+ \|.* \| capture costs \*\*(-?[\d.]+)%\*\* \|$", out)
     assert out.rstrip().splitlines()[-1].startswith("Per round: daemon/echo ")
+
+
+def test_bench_failover(tmp_path: Path) -> None:
+    """One kill at shorter quorum timeouts (500/1000 ms), then one short round of AlterPartition each side."""
+    small = {"kills": "1", "brokers": "3", "topics": "1", "partitions": "3", "election_timeout_ms": "500"}
+    small |= {"fetch_timeout_ms": "1000", "seconds": "0.5", "rounds": "1", "connections": "5", "warm_up": "0.2"}
+    out = run_script(sized("bench-failover", **small), tmp_path, timeout=180)
+    assert find(r"^## 1\. Failover: the leader of a 3-voter quorum SIGKILLed (\d+) times \(of 1 asked\)", out)[1] == "1"
+    assert "| after a kill of the leader | measured | p50 ms | p99 ms | worst ms |" in out
+    for label in ("new leader elected", "brokers served again"):
+        assert number(find(rf"^\| {label} \| 1 \| ([\d,]+) \| [\d,]+ \| [\d,]+ \|$", out)[1]) > 0
+    assert "final check of the quorum's 3 logs: 0 violation(s), 0 problem(s)" in out
+    assert "| controller | requests/s | p50 ms | p99 ms | ratio |" in out
+    assert number(find(r"^\| single node \| ([\d,]+) \|.* \| 1\.00x \|$", out)[1]) > 0
+    quorum = find(r"^\| 3-voter quorum \| ([\d,]+) \| [\d.]+ \| [\d.]+ \| \*\*([\d.]+)x\*\* single \|$", out)
+    assert number(quorum[1]) > 0 and float(quorum[2]) > 0
+    assert out.rstrip().splitlines()[-1].startswith("Per round: quorum/single ")
 
 
 def test_bench_fleet(tmp_path: Path) -> None:
