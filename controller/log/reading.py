@@ -22,19 +22,24 @@ from .model import LogEntry, LogError
 from .segments import BadBatch, scan_segment
 
 
-def read_entries(segments: Sequence[tuple[int, Path]], start_offset: int) -> Iterator[LogEntry]:
-    """Every record of `segments` (base offset, path; ascending) from `start_offset` on."""
+def read_entries(
+    segments: Sequence[tuple[int, Path]], start_offset: int, first_position: int = 0
+) -> Iterator[LogEntry]:
+    """Every record of `segments` (base offset, path; ascending) from `start_offset` on; the
+    segment holding it is scanned from `first_position` (a batch at or before the offset: the
+    offset index's floor), so a read near a large segment's end does not decode all of it."""
     first = max(bisect.bisect_right([base for base, _ in segments], start_offset) - 1, 0)
-    for _, path in segments[first:]:
-        for _, _, batch in segment_batches(path):
+    for index, (_, path) in enumerate(segments[first:]):
+        for _, _, batch in segment_batches(path, first_position if index == 0 else 0):
             if batch.base_offset + batch.last_offset_delta >= start_offset:
                 yield from _entries(path, batch, start_offset)
 
 
-def segment_batches(path: Path) -> Iterator[tuple[Path, int, RecordBatch]]:
-    """Every batch of one segment as (segment, byte position, batch)."""
+def segment_batches(path: Path, start: int = 0) -> Iterator[tuple[Path, int, RecordBatch]]:
+    """Every batch of one segment from byte `start` (a batch's first byte) as (segment, byte
+    position, batch)."""
     try:
-        for scanned in scan_segment(path):
+        for scanned in scan_segment(path, start):
             yield path, scanned.position, scanned.batch
     except (BadBatch, OSError) as exc:
         raise LogError(f"{path} changed since it was recovered: {exc}") from None

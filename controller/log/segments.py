@@ -88,18 +88,19 @@ def list_segments(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def scan_segment(path: Path) -> Iterator[ScannedBatch]:
-    """Every valid batch of the file at `path`, in order; raises `BadBatch` at the first bad one."""
+def scan_segment(path: Path, start: int = 0) -> Iterator[ScannedBatch]:
+    """Every valid batch of the file at `path` from byte `start` (a batch's first byte: 0, or a
+    position the offset index gave), in order; raises `BadBatch` at the first bad one."""
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size == 0:
             return
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            yield from _scan_view(view, size)
+            yield from _scan_view(view, size, start)
 
 
-def _scan_view(view: mmap.mmap, size: int) -> Iterator[ScannedBatch]:
-    position = 0
+def _scan_view(view: mmap.mmap, size: int, start: int = 0) -> Iterator[ScannedBatch]:
+    position = start
     while position < size:
         if size - position < LOG_OVERHEAD:
             raise BadBatch(position, f"the {size - position} bytes left cannot hold a batch header")

@@ -351,7 +351,12 @@ class MetadataLog(ReplicationMethods):
                 f"offsets below {self.log_start_offset} were deleted from {self._partition}; "
                 f"read from a snapshot's end offset instead of {start_offset}"
             )
-        return read_entries(self._catalog.segments(), start_offset)
+        segments = self._catalog.segments()
+        position = 0
+        if segments and start_offset < self._catalog.next_offset:
+            plan = self._catalog.plan_read(max(start_offset, segments[0][0]))
+            position = plan.position
+        return read_entries(segments, start_offset, position)
 
     def batches(self) -> Iterator[tuple[Path, int, RecordBatch]]:
         """Every batch as (segment, byte position, batch), for the dump tool and tests."""
