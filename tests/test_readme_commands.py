@@ -55,6 +55,23 @@ RUN_BY: list[tuple[str, str, str]] = [
         "as written",
     ),
     (r"kill %1 && wait", "tests/test_readme_commands.py::test_the_quick_start_runs_as_written", "as written"),
+    # A quorum of controllers: the same flags, three daemons by hand, kio's DescribeQuorum, a SIGKILL
+    (
+        r"\.venv/bin/python -m controller --data-dir /tmp/q/1 --node-id 1 --listen 127\.0\.0\.1:19093 "
+        r"--controller-quorum-voters \S+ --cluster-id \S+ &",
+        "tests/e2e/test_quorum.py::test_one_leader_the_others_redirect",
+        "three daemons with these flags on free ports",
+    ),
+    (
+        r"\.venv/bin/python -m broker_sim run --controller 127\.0\.0\.1:19093,127\.0\.0\.1:29093,127\.0\.0\.1:39093 .*",
+        "tests/broker_sim/test_fleet_failover.py::test_a_dead_controller_first_in_the_list_is_passed_over",
+        "a fleet given a list of controllers through the command line",
+    ),
+    (
+        r"kill -9 %1",
+        "tests/e2e/test_quorum.py::test_a_sigkilled_leader_is_replaced_and_rejoins_with_the_committed_log",
+        "the leader SIGKILLed",
+    ),
     (
         r"\.venv/bin/python -m analytics /tmp/fencer/capture .*",
         "tests/test_readme_commands.py::test_the_quick_start_runs_as_written",
