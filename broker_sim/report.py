@@ -186,7 +186,8 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
 
 
 def describe_lines(result: RunResult, final: FinalCheck | None) -> Iterable[str]:
-    """The end-of-run verdict, one fact per line: violations, problems, failed processes."""
+    """The end-of-run verdict, one fact per line: violations, problems, a quorum check's notes, failed
+    processes (and controller nodes)."""
     for violation in result.stats.violations:
         yield f"violation (seen during the run): {violation}"
     if final is not None:
@@ -194,6 +195,8 @@ def describe_lines(result: RunResult, final: FinalCheck | None) -> Iterable[str]
             yield f"violation of {rule}: {description}"
         for problem in final.problems:
             yield f"check problem: {problem}"
+        for note in final.notes:
+            yield f"check note: {note}"
     yield from result.failures
 
 
