@@ -147,6 +147,7 @@ def test_bench_daemon(tmp_path: Path) -> None:
     assert out.rstrip().splitlines()[-1].startswith("Per round: daemon/echo ")
 
 
+@pytest.mark.slow
 def test_bench_failover(tmp_path: Path) -> None:
     """One kill at shorter quorum timeouts (500/1000 ms), then one short round of AlterPartition each side."""
     small = {"kills": "1", "brokers": "3", "topics": "1", "partitions": "3", "election_timeout_ms": "500"}

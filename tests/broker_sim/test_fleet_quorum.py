@@ -21,8 +21,9 @@ from broker_sim.journal import Entry, read_journal
 
 from .fleet_command import run_fleet_command
 
-# one worker runs the module, so that its tests share the one run (tests/conftest.py groups others so)
-pytestmark = pytest.mark.xdist_group("fleet-quorum")
+# one worker runs the module, so that its tests share the one run (tests/conftest.py groups others so);
+# slow (about 30 s): handed out first, so that no worker starts it near the end of the suite
+pytestmark = [pytest.mark.xdist_group("fleet-quorum"), pytest.mark.slow]
 
 BROKERS = 5
 
