@@ -66,7 +66,7 @@ class ControllerFaults:
                         log.info("controller fault %s skipped: it could not end before the run does", fault)
                         continue
                     failover = await self._apply(fault)
-                    await self._measured(failover, fault.at_s)
+                    await self._measured(failover)
                 self.finished.set()
         finally:
             self._record(self.clock.close_all())
@@ -142,11 +142,11 @@ class ControllerFaults:
             quorum.heal(node)
         return failover
 
-    async def _measured(self, failover: Failover, began: float) -> None:
-        """Wait until `failover`'s measurement is over (or close it at its bound)."""
+    async def _measured(self, failover: Failover) -> None:
+        """Wait until `failover`'s measurement is over (or close it `MEASURE_S` after the fault began)."""
         ctx = self._ctx
         assert ctx is not None
-        with trio.move_on_at(ctx.t0 + max(began, failover.at) + MEASURE_S):
+        with trio.move_on_at(ctx.t0 + failover.at + MEASURE_S):
             while failover in self.clock.open:
                 await trio.sleep(POLL_S)
             return
