@@ -563,6 +563,22 @@ class ControllerEngine:
         batches = encode_snapshot(epoch, snapshot_records(frozen), _wall_ms())
         return paced(_encoded(end, epoch, batches), self.slice_seconds)
 
+    def standby_snapshot(self) -> Slices[EncodedSnapshot] | None:
+        """A standby's snapshot of the committed state it replayed (its end: the next offset to
+        replay; its epoch: that of the batch before it), as `snapshot` for the active controller;
+        None while a metadata transaction is open there (Kafka snapshots only between them)."""
+        if self.active:
+            raise RuntimeError("the active controller snapshots with `snapshot`")
+        end = self._applied
+        if self._transactions.open is not None or end <= self.log.log_start_offset:
+            return None
+        epoch = self.log.epoch_for_offset(end - 1)
+        if epoch is None:
+            return None
+        frozen = self.core.freeze()
+        batches = encode_snapshot(epoch, snapshot_records(frozen), _wall_ms())
+        return paced(_encoded(end, epoch, batches), self.slice_seconds)
+
     def write_snapshot(self, encoded: EncodedSnapshot) -> Path:
         """Write an encoded snapshot, then apply retention; return its path. May run in a worker
         thread while decisions and commits go on (the log guards what both threads touch).

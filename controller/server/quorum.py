@@ -80,12 +80,14 @@ from ..raft import (
     OffsetAndEpoch,
     PersistQuorumState,
     RaftConfig,
+    RaftError,
     RaftNode,
     RequestFailed,
     RequestReceived,
     ResponseReceived,
     SendRequest,
     SendResponse,
+    SnapshotCreated,
     SnapshotInstalled,
     StopLeading,
     Tick,
@@ -193,6 +195,8 @@ class Quorum:
         #: the event loop's last sign of life, and the end of its last stall (see `_alive`)
         self._alive_ms = self._clock_ms()
         self._woke_ms: int | None = None
+        self._nursery: trio.Nursery | None = None
+        self._snapshotting = False
 
     # ------------------------------------------------------------------ what others read
     @property
@@ -290,6 +294,14 @@ class Quorum:
         self._enqueue(result.actions)
         return True
 
+    def snapshot_created(self, end_offset: int, epoch: int) -> None:
+        """The writer (or a standby, `_standby_snapshot`) wrote a snapshot of committed state:
+        the core may serve it to lagging followers, and its log now starts there."""
+        try:
+            self._handle(SnapshotCreated(OffsetAndEpoch(end_offset, Epoch(epoch))))
+        except RaftError as exc:  # the quorum moved on meanwhile (a truncation, a newer snapshot)
+            log.warning("snapshot %d-%d not given to the quorum: %s", end_offset, epoch, exc)
+
     async def committed(self, end_offset: int) -> bool:
         started = self._clock_ms()
         epoch = self._leading()
@@ -309,6 +321,7 @@ class Quorum:
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             self._enqueue(self.node.start(self._clock_ms()))
             nursery.start_soon(self._execute)
             nursery.start_soon(self._tick)
@@ -425,6 +438,32 @@ class Quorum:
             await self._activate(*activating)
         elif self.active_epoch is None:
             await _paced(self.engine.catch_up(min(offset, self.log.next_offset)))
+            self._maybe_standby_snapshot()
+
+    def _maybe_standby_snapshot(self) -> None:
+        """A standby snapshots its committed state as the active controller does (every
+        `--snapshot-bytes` of log), so that retention bounds its log too."""
+        engine = self.engine
+        if self._snapshotting or not engine.snapshot_wanted or self._nursery is None:
+            return
+        work = engine.standby_snapshot()
+        if work is not None:
+            self._snapshotting = True
+            self._nursery.start_soon(self._standby_snapshot, work)
+
+    async def _standby_snapshot(self, work: Any) -> None:
+        try:
+            encoded = await _paced(work)
+            await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)
+        except LogError:
+            raise
+        except Exception as exc:  # the log is intact: the next high watermark tries again
+            log.error("standby snapshot failed: %s", exc)
+        else:
+            log.info("wrote standby snapshot %d-%d", encoded.end_offset, encoded.epoch)
+            self.snapshot_created(encoded.end_offset, encoded.epoch)
+        finally:
+            self._snapshotting = False
 
     async def _activate(self, epoch: int, start: int) -> None:
         """The LeaderChange of `epoch` is committed: become the active controller."""
@@ -453,7 +492,13 @@ class Quorum:
         self._commit_moved = trio.Event()
         if not was_active:
             return
-        log.warning("node %d is no longer the active controller (epoch %d is over)", self.config.node_id, epoch)
+        log.warning(
+            "node %d is no longer the active controller (epoch %d is over: now %s in epoch %d)",
+            self.config.node_id,
+            epoch,
+            type(self.node.state).__name__,
+            self.node.epoch,
+        )
         if self.channel is not None:
             self.channel.clear()
         if self.writer is not None:

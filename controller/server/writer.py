@@ -94,6 +94,10 @@ class Durability(Protocol):
         """The committed end of the log (None: whatever the local log holds is committed)."""
         ...
 
+    def snapshot_created(self, end_offset: int, epoch: int) -> None:
+        """A snapshot of the committed state up to `end_offset` was written."""
+        ...
+
 
 class SoleVoter:
     """A quorum of one: what this node's log holds (written and fsync'd) is committed."""
@@ -107,6 +111,9 @@ class SoleVoter:
 
     async def committed(self, end_offset: int) -> bool:
         return True
+
+    def snapshot_created(self, end_offset: int, epoch: int) -> None:
+        pass
 
 
 class OrderSink(Protocol):
@@ -357,6 +364,7 @@ class Writer:
         else:
             self._snapshot_retry_s = SNAPSHOT_RETRY_S
             log.info("wrote snapshot %s", path)
+            self.durability.snapshot_created(encoded.end_offset, encoded.epoch)
             self._metrics.snapshot(True, self._clock() - started)
         finally:
             self._snapshotting = False

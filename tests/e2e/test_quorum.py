@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from controller.engine import ControllerEngine
 from controller.log import MetadataLog
-from protocol.records.metadata import TopicRecord
+from controller.slices import finish
 
 from . import kio_messages as m
 from .daemon_process import DaemonProcess, free_port
@@ -46,8 +47,9 @@ def describe_quorum(port: int, version: int = 2) -> Any:
 
 
 class Quorum:
-    def __init__(self, root: Path, size: int = 3) -> None:
+    def __init__(self, root: Path, size: int = 3, *extra: str) -> None:
         self.root = root
+        self.extra = extra
         self.ports = [free_port() for _ in range(size)]
         self.metrics_ports = [free_port() for _ in range(size)]
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
@@ -63,6 +65,7 @@ class Quorum:
             "--controller-quorum-election-timeout-ms", "500",
             "--controller-quorum-fetch-timeout-ms", "1000",
             "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
+            *self.extra,
         ).start()  # fmt: skip
         self.nodes[node] = process
         return process
@@ -96,9 +99,14 @@ def gauge(metrics: str, name: str) -> float:
     return float(found[1])
 
 
-def committed_topics(data_dir: Path) -> set[str]:
-    with MetadataLog.open(data_dir, fsync=False) as log:
-        return {entry.record.name for entry in log.read(log.log_start_offset) if isinstance(entry.record, TopicRecord)}
+def committed_topics(data_dir: Path, node: int) -> set[str]:
+    """The topics of a stopped node's state: its newest snapshot, then its log replayed."""
+    engine = ControllerEngine.load(data_dir, node_id=node, fsync=False)
+    try:
+        finish(engine.catch_up(engine.log.next_offset))
+        return set(engine.core.state.replication.names)
+    finally:
+        engine.close()
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +208,7 @@ def test_a_paused_leader_is_deposed_and_wakes_up_answering_not_controller(quorum
         time.sleep(0.1)
     for node in (1, 2, 3):
         quorum.nodes[node].stop()
-    assert "zombie" not in committed_topics(quorum.root / f"node-{new_leader}")
+    assert "zombie" not in committed_topics(quorum.root / f"node-{new_leader}", new_leader)
 
 
 def test_a_sole_voter_answers_describe_quorum_naming_itself(tmp_path: Path) -> None:
@@ -212,3 +220,53 @@ def test_a_sole_voter_answers_describe_quorum_naming_itself(tmp_path: Path) -> N
         assert answer.observers == ()
     finally:
         assert process.stop() == 0
+
+
+def snapshots(data_dir: Path) -> list[str]:
+    return sorted(path.name for path in (data_dir / "__cluster_metadata-0").glob("*.checkpoint"))
+
+
+def test_a_follower_behind_the_leaders_retention_catches_up_from_its_snapshot(tmp_path: Path) -> None:
+    """Every node snapshots its committed state (the followers too, so retention bounds every log);
+    a follower that was down while the leader deleted what it lacks fetches the leader's snapshot
+    (FetchSnapshot, in chunks), installs it, and follows on from it."""
+    small = ("--snapshot-bytes", "8000", "--segment-bytes", "16384", "--metadata-retention-bytes", "40000")
+    quorum = Quorum(tmp_path, 3, *small)
+    for node in (1, 2, 3):
+        quorum.start(node)
+    try:
+        leader, _ = quorum.leader()
+        follower, other = sorted({1, 2, 3} - {leader})
+        while min(voter.log_end_offset for voter in quorum.leader()[1].current_voters) < 1:
+            time.sleep(0.05)  # both followers fetch: the leader keeps its majority without one of them
+        with KioClient(quorum.port(leader)) as client:
+            while client.request(m.describe_cluster(1)).error_code == NOT_CONTROLLER:
+                time.sleep(0.02)
+            epochs = {
+                b: client.request(m.broker_registration(1, b, CLUSTER, uuid.uuid4(), 9000 + b)).broker_epoch
+                for b in (1, 2, 3)
+            }
+            for broker, epoch in epochs.items():
+                assert client.request(m.broker_heartbeat(1, broker, epoch)).error_code == 0
+        quorum.nodes[follower].stop()
+        with KioClient(quorum.port(leader)) as client:
+            for index in range(60):  # ~1,250 records: snapshots every ~84, segments of 16 KiB deleted
+                assert client.request(m.create_topics(7, f"t{index}", 20, 3)).topics[0].error_code == 0
+        assert snapshots(tmp_path / f"node-{other}"), "a follower snapshots too"
+        with MetadataLog.open(tmp_path / f"node-{leader}", node_id=leader, fsync=False) as leader_log:
+            start = leader_log.log_start_offset
+        assert start > 0  # retention deleted the log the stopped follower lacks
+        quorum.start(follower)
+        deadline = time.monotonic() + 15
+        while True:
+            _, answer = quorum.leader()
+            ends = {voter.replica_id: voter.log_end_offset for voter in answer.current_voters}
+            if ends[follower] >= answer.high_watermark or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert ends[follower] >= answer.high_watermark, (ends, answer.high_watermark)
+        assert "installed the leader's snapshot" in quorum.nodes[follower].stderr()
+    finally:
+        for process in quorum.nodes.values():
+            process.stop()
+    assert committed_topics(tmp_path / f"node-{follower}", follower) >= {f"t{index}" for index in range(50, 60)}

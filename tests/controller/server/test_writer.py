@@ -373,6 +373,9 @@ class Gate:
     def appending(self, end_offset: int, records: int) -> bool:
         return True
 
+    def snapshot_created(self, end_offset: int, epoch: int) -> None:
+        pass
+
     async def committed(self, end_offset: int) -> bool:
         self.asked.append(end_offset)
         while not self.verdicts:
