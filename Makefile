@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 
 ## demo: the controller, DEMO_SECONDS (default 60) of the fleet's chaos scenario with the live display, the invariant check; everything under ./demo-output/
 demo: $(STAMP)
-	$(BIN)/python -m broker_sim.demo --seconds $(DEMO_SECONDS) --output demo-output
+	$(BIN)/python -m broker_sim.demo --seconds $(DEMO_SECONDS) --output demo-output$(if $(QUORUM), --quorum $(QUORUM))
 
 ## test: lint, type-check and run the whole test suite (creates .venv on first use)
 test: $(STAMP) lint typecheck pytest

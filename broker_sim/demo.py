@@ -1,5 +1,10 @@
 """`make demo`: the controller, the fleet's `chaos` scenario with its live display, the invariant
-check, and where everything is. `python -m broker_sim.demo [--seconds N] [--output DIR]`.
+check, and where everything is. `python -m broker_sim.demo [--seconds N] [--output DIR] [--quorum N]`.
+
+With `--quorum N` (`make demo QUORUM=3`) the controller is a quorum of N that the fleet starts and
+attacks itself (`broker_sim run --quorum N`: its `chaos` adds SIGKILLs, pauses and cut-offs of
+controllers, the leader's failovers in the summary); the check is the quorum check of the N data
+dirs, and the analytics job reads the brokers' capture (the quorum's nodes capture nothing).
 
 Steps (each announced by one line):
 1. Wipe the output directory (default `./demo-output`, git-ignored) and start the controller
@@ -44,6 +49,14 @@ class DemoPaths:
     @property
     def data(self) -> Path:
         return self.output / "data"
+
+    @property
+    def quorum(self) -> Path:
+        """With `--quorum`: node i's data dir is `quorum/node-i`, its log `quorum/node-i.log`."""
+        return self.output / "quorum"
+
+    def quorum_nodes(self) -> list[Path]:
+        return sorted(path for path in self.quorum.glob("node-*") if path.is_dir())
 
     @property
     def controller_capture(self) -> Path:
@@ -129,8 +142,13 @@ def wait(process: subprocess.Popen[bytes], timeout: float | None = None) -> int:
             continue
 
 
-def run_fleet(args: argparse.Namespace, paths: DemoPaths, port: int) -> int:
-    command = [sys.executable, "-m", "broker_sim", "run", "--controller", f"127.0.0.1:{port}", "--scenario", "chaos"]
+def run_fleet(args: argparse.Namespace, paths: DemoPaths, port: int | None) -> int:
+    """The fleet against the controller at `port`, or (None) against a quorum it starts itself."""
+    command = [sys.executable, "-m", "broker_sim", "run", "--scenario", "chaos"]
+    if port is None:
+        command += ["--quorum", str(args.quorum), "--quorum-data-dir", str(paths.quorum)]
+    else:
+        command += ["--controller", f"127.0.0.1:{port}"]
     command += ["--duration", str(args.seconds), "--seed", str(args.seed), "--brokers", str(args.brokers)]
     command += ["--topics", str(args.topics), "--partitions", str(args.partitions), "--replication-factor", "3"]
     command += ["--capture-dir", str(paths.fleet_capture), "--report", str(paths.report)]
@@ -138,8 +156,8 @@ def run_fleet(args: argparse.Namespace, paths: DemoPaths, port: int) -> int:
     return wait(subprocess.Popen(command))
 
 
-def run_check(paths: DemoPaths) -> int:
-    command = [sys.executable, "-m", "broker_sim", "check", str(paths.data), "--journal", str(paths.journal)]
+def run_check(paths: DemoPaths, data_dirs: list[Path]) -> int:
+    command = [sys.executable, "-m", "broker_sim", "check", *map(str, data_dirs), "--journal", str(paths.journal)]
     return wait(subprocess.Popen([*command, "--report", str(paths.check_report)]))
 
 
@@ -157,7 +175,7 @@ def run_analytics(paths: DemoPaths) -> int:
     return subprocess.run(command, check=False).returncode
 
 
-def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metrics_port: int) -> str:
+def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metrics_port: int | None) -> str:
     lines = ["", "demo summary"]
     try:
         report = json.loads(paths.report.read_text())
@@ -173,10 +191,17 @@ def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metri
     checked = "not run" if check_status is None else f"exit status {check_status} (0: no violation)"
     lines.append(f"  invariant check: {checked}")
     lines.append("  where everything is:")
+    controllers = (
+        [(f"quorum node {node.name[5:]} (log: {node.name}.log)", node) for node in paths.quorum_nodes()]
+        if metrics_port is None
+        else [
+            ("controller metadata log", paths.data),
+            ("controller capture (Parquet)", paths.controller_capture),
+            ("controller log", paths.controller_log),
+        ]
+    )
     for label, path in (
-        ("controller metadata log", paths.data),
-        ("controller capture (Parquet)", paths.controller_capture),
-        ("controller log", paths.controller_log),
+        *controllers,
         ("fleet capture (Parquet)", paths.fleet_capture),
         ("fleet report (JSON)", paths.report),
         ("fleet journal", paths.journal),
@@ -185,7 +210,8 @@ def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metri
         ("analytics report (open it)", paths.analysis_report),
     ):
         lines.append(f"    {label + ':':<32} {path}{'' if path.exists() else '  (not written)'}")
-    lines.append(f"    {'metrics (while it ran):':<32} http://127.0.0.1:{metrics_port}/metrics")
+    if metrics_port is not None:
+        lines.append(f"    {'metrics (while it ran):':<32} http://127.0.0.1:{metrics_port}/metrics")
     return "\n".join(lines)
 
 
@@ -193,25 +219,37 @@ def demo(args: argparse.Namespace) -> int:
     paths = DemoPaths(args.output)
     shutil.rmtree(paths.output, ignore_errors=True)
     paths.output.mkdir(parents=True)
-    metrics_port = free_port()
-    print(f"demo: starting the controller (data in {paths.data})", flush=True)
-    controller = start_controller(paths, metrics_port)
-    try:
-        port = wait_until_listening(controller, paths)
-        print(f"demo: controller on 127.0.0.1:{port}, metrics on http://127.0.0.1:{metrics_port}/metrics", flush=True)
-        print(f"demo: the fleet's chaos scenario for {args.seconds:g}s", flush=True)
-        fleet_status = run_fleet(args, paths, port)
-    finally:
-        print("demo: stopping the controller (SIGTERM)", flush=True)
-        controller_status = stop(controller)
-    if controller_status != 0:
-        print(f"demo: the controller exited with status {controller_status}: see {paths.controller_log}", flush=True)
-    if fleet_status not in (0, 1, 130):  # 2: it could not run: nothing to check
+    if args.quorum:
+        print(
+            f"demo: the fleet's chaos scenario for {args.seconds:g}s on a quorum of {args.quorum} it starts", flush=True
+        )
+        fleet_status = run_fleet(args, paths, None)
+        data_dirs, metrics_port = paths.quorum_nodes(), None
+    else:
+        metrics_port = free_port()
+        print(f"demo: starting the controller (data in {paths.data})", flush=True)
+        controller = start_controller(paths, metrics_port)
+        try:
+            port = wait_until_listening(controller, paths)
+            print(
+                f"demo: controller on 127.0.0.1:{port}, metrics on http://127.0.0.1:{metrics_port}/metrics", flush=True
+            )
+            print(f"demo: the fleet's chaos scenario for {args.seconds:g}s", flush=True)
+            fleet_status = run_fleet(args, paths, port)
+        finally:
+            print("demo: stopping the controller (SIGTERM)", flush=True)
+            controller_status = stop(controller)
+        if controller_status != 0:
+            print(
+                f"demo: the controller exited with status {controller_status}: see {paths.controller_log}", flush=True
+            )
+        data_dirs = [paths.data]
+    if fleet_status not in (0, 1, 130) or not data_dirs:  # 2: it could not run: nothing to check
         print(summary(paths, fleet_status, None, metrics_port), flush=True)
         return fleet_status
-    print(f"demo: the invariant check of {paths.data}", flush=True)
-    check_status = run_check(paths)
-    analytics_status = run_analytics(paths)
+    print(f"demo: the invariant check of {', '.join(map(str, data_dirs))}", flush=True)
+    check_status = run_check(paths, data_dirs)
+    analytics_status = 0 if args.skip_analytics else run_analytics(paths)
     print(summary(paths, fleet_status, check_status, metrics_port), flush=True)
     return next((status for status in (fleet_status, check_status, analytics_status) if status != 0), 0)
 
@@ -224,6 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, default=4)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--quorum",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a quorum of N controllers the fleet starts and attacks (make demo QUORUM=3); default: one controller",
+    )
+    parser.add_argument("--skip-analytics", action="store_true", help="stop after the check (a quick look)")
     args = parser.parse_args(argv)
     try:
         return demo(args)

@@ -36,6 +36,11 @@ RUN_BY: list[tuple[str, str, str]] = [
         "tests/broker_sim/test_demo.py::test_a_short_demo_end_to_end",
         "the demo's script, 8 s",
     ),
+    (
+        r"make demo QUORUM=3",
+        "tests/broker_sim/test_demo.py::test_a_short_demo_on_a_quorum",
+        "the demo's script with --quorum 3, 10 s, analytics skipped (the same job as the demo above)",
+    ),
     (r"make test( PYTHON=python3)?", "tests/test_readme_commands.py::test_ci_runs_the_readme_test_command", ".ci/run"),
     # Quick start, run as written below
     (r"mkdir -p /tmp/fencer", "tests/test_readme_commands.py::test_the_quick_start_runs_as_written", "as written"),

@@ -19,7 +19,9 @@ from tests.e2e.daemon_process import ROOT
 def test_make_demo_runs_the_script_for_demo_seconds() -> None:
     dry = subprocess.run(["make", "-n", "demo", "DEMO_SECONDS=7"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
-    assert "-m broker_sim.demo --seconds 7 --output demo-output" in dry.stdout
+    assert "-m broker_sim.demo --seconds 7 --output demo-output\n" in dry.stdout
+    dry = subprocess.run(["make", "-n", "demo", "QUORUM=3"], cwd=ROOT, capture_output=True, text=True)
+    assert "--output demo-output --quorum 3\n" in dry.stdout
     assert "/demo-output/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
@@ -49,3 +51,30 @@ def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
     for name in ("data", "controller-capture", "report.json", "journal.jsonl", "fleet-capture"):
         assert str(output / name) in summary
     assert "(not written)" not in summary  # check.json too: the checker's --report
+
+
+SKIP = ["--skip-analytics"]
+
+
+@pytest.mark.slow
+def test_a_short_demo_on_a_quorum(tmp_path: Path) -> None:
+    """`make demo QUORUM=3`: the fleet starts a quorum of three, attacks it in its chaos scenario,
+    and the demo checks the three logs (analytics skipped: `test_a_short_demo_end_to_end` runs it)."""
+    output = tmp_path / "demo-output"
+    demo = subprocess.run(
+        [sys.executable, "-m", "broker_sim.demo", "--seconds", "10", "--output", str(output), "--quorum", "3", *SKIP],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert [path.name for path in sorted((output / "quorum").glob("node-*")) if path.is_dir()] == [
+        "node-1",
+        "node-2",
+        "node-3",
+    ]
+    check = json.loads((output / "check.json").read_text())
+    assert check["ok"] and len(check["nodes"]) == 3, check
+    assert "quorum node 1" in demo.stdout and "invariant check: exit status 0" in demo.stdout
