@@ -151,6 +151,32 @@ def test_one_leader_the_others_redirect(quorum: Quorum) -> None:
     assert gauge(leader_metrics, "fencer_raft_election_latency_seconds_count") >= 1
 
 
+def test_a_voter_of_another_cluster_and_another_partition_are_refused(quorum: Quorum) -> None:
+    """A Vote from another cluster: INCONSISTENT_CLUSTER_ID (104) at the top level, nothing
+    granted; a Vote about another partition: INVALID_REQUEST (42), as Kafka's KRaft answers."""
+    import importlib
+
+    mod = importlib.import_module("kio.schema.vote.v1.request")
+    leader, before = quorum.leader()
+
+    def vote(cluster: str, topic: str) -> Any:
+        partition = mod.PartitionData(
+            partition_index=0, candidate_epoch=before.leader_epoch + 1, candidate_id=leader % 3 + 1,
+            candidate_directory_id=uuid.UUID(int=0), voter_directory_id=uuid.UUID(int=0),
+            last_offset_epoch=before.leader_epoch, last_offset=10**6,
+        )  # fmt: skip
+        request = mod.VoteRequest(
+            cluster_id=cluster, voter_id=leader, topics=(mod.TopicData(topic_name=topic, partitions=(partition,)),)
+        )
+        with KioClient(quorum.port(leader)) as client:
+            return client.request(request)
+
+    assert vote("AnotherClusterAAAAAAAA", "__cluster_metadata").error_code == 104
+    assert vote(CLUSTER, "orders").error_code == 42
+    _, after = quorum.leader()
+    assert (after.leader_id, after.leader_epoch) == (leader, before.leader_epoch)  # nothing moved
+
+
 def test_a_sigkilled_leader_is_replaced_and_rejoins_with_the_committed_log(quorum: Quorum) -> None:
     leader, before = quorum.leader()
     with KioClient(quorum.port(leader)) as client:
