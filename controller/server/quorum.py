@@ -97,6 +97,7 @@ from ..raft.leader import Leader
 from . import raft_wire as wire
 from .connection import Pending
 from .quorum_config import QuorumConfig, Voter
+from .writer import run_paced
 
 log = logging.getLogger("fencer.quorum")
 #: the most log bytes one Fetch answer carries (Kafka's leader caps a fetch at 8 MiB likewise)
@@ -437,7 +438,7 @@ class Quorum:
         if activating is not None and offset >= activating[1]:
             await self._activate(*activating)
         elif self.active_epoch is None:
-            await _paced(self.engine.catch_up(min(offset, self.log.next_offset)))
+            await run_paced(self.engine.catch_up(min(offset, self.log.next_offset)))
             self._maybe_standby_snapshot()
 
     def _maybe_standby_snapshot(self) -> None:
@@ -453,7 +454,7 @@ class Quorum:
 
     async def _standby_snapshot(self, work: Any) -> None:
         try:
-            encoded = await _paced(work)
+            encoded = await run_paced(work)
             await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)
         except LogError:
             raise
@@ -469,7 +470,7 @@ class Quorum:
         """The LeaderChange of `epoch` is committed: become the active controller."""
         self._activating = None
         engine = self.engine
-        await _paced(engine.catch_up(self.log.next_offset))
+        await run_paced(engine.catch_up(self.log.next_offset))
         if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile
         aborted_before = engine.startup.aborted
@@ -505,7 +506,7 @@ class Quorum:
             await self.writer.quiesce()  # its write in flight lands before the log is the follower's
         self.engine.resign()
         if self.high_watermark is not None:
-            await _paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
+            await run_paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
 
     # ------------------------------------------------------------------ inbound
     def submit(self, pending: Pending) -> None:
@@ -659,20 +660,6 @@ def _source(message: rm.Request) -> NodeId:
     if isinstance(message, rm.BeginQuorumEpochRequest | rm.EndQuorumEpochRequest):
         return message.leader_id
     return message.replica_id
-
-
-async def _paced(work: Any) -> Any:
-    """Run the engine's paced work (`controller.slices`), letting other tasks run between slices."""
-    from ..slices import Done
-
-    if isinstance(work, Done):
-        return work.value
-    while True:
-        try:
-            next(work)
-        except StopIteration as stop:
-            return stop.value
-        await trio.sleep(0)
 
 
 class PeerLink:

@@ -256,9 +256,7 @@ class Writer:
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks
         (`COMMIT_POINT`: many records staged), commit what it staged so far first."""
-        if isinstance(work, Done):
-            return work.value
-        return await _paced(work, self._flush)
+        return await run_paced(work, self._flush)
 
     async def _flush(self) -> None:
         """Commit what is decided so far, after the commit in flight (so in decision order)."""
@@ -284,7 +282,7 @@ class Writer:
             commit = None
             if work is not None:
                 started = time.monotonic()
-                commit = await _paced(work)  # encoding holds the GIL: here, in slices
+                commit = await run_paced(work)  # encoding holds the GIL: here, in slices
                 if not self.durability.appending(commit.end_offset, commit.records):
                     self._never_committed(answered)
                     return
@@ -352,7 +350,7 @@ class Writer:
     async def _snapshot(self, work: Slices[EncodedSnapshot]) -> None:
         started = self._clock()
         try:
-            encoded = await _paced(work)  # CPU: here, in slices
+            encoded = await run_paced(work)  # CPU: here, in slices
             path = await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)  # I/O: in a thread
         except LogError:
             raise  # the log itself failed: as fatal as a failed commit
@@ -370,9 +368,11 @@ class Writer:
             self._snapshotting = False
 
 
-async def _paced(work: Slices[T], at_commit_point: Callable[[], Awaitable[None]] | None = None) -> T:
-    """Run paced work to its end, letting other tasks run between its slices (and awaiting
-    `at_commit_point` where it yields `COMMIT_POINT`)."""
+async def run_paced(work: Work[T], at_commit_point: Callable[[], Awaitable[None]] | None = None) -> T:
+    """Run paced work (`controller.slices`) to its end, letting other tasks run between its
+    slices (and awaiting `at_commit_point` where it yields `COMMIT_POINT`)."""
+    if isinstance(work, Done):
+        return work.value
     while True:
         try:
             signal = next(work)

@@ -16,6 +16,18 @@ import pytest
 from tests.e2e.daemon_process import ROOT
 
 
+def run_demo(output: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """The demo's script for 10 s, as `make demo` runs it (with `flags`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "broker_sim.demo", "--seconds", "10", "--output", str(output), *flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
 def test_make_demo_runs_the_script_for_demo_seconds() -> None:
     dry = subprocess.run(["make", "-n", "demo", "DEMO_SECONDS=7"], cwd=ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
@@ -29,14 +41,7 @@ def test_make_demo_runs_the_script_for_demo_seconds() -> None:
 def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
     output = tmp_path / "demo-output"
     (output / "stale").mkdir(parents=True)  # a previous demo's: wiped
-    demo = subprocess.run(
-        [sys.executable, "-m", "broker_sim.demo", "--seconds", "10", "--output", str(output)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    demo = run_demo(output)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert not (output / "stale").exists()
     report = json.loads((output / "report.json").read_text())
@@ -53,22 +58,12 @@ def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
     assert "(not written)" not in summary  # check.json too: the checker's --report
 
 
-SKIP = ["--skip-analytics"]
-
-
 @pytest.mark.slow
 def test_a_short_demo_on_a_quorum(tmp_path: Path) -> None:
     """`make demo QUORUM=3`: the fleet starts a quorum of three, attacks it in its chaos scenario,
     and the demo checks the three logs (analytics skipped: `test_a_short_demo_end_to_end` runs it)."""
     output = tmp_path / "demo-output"
-    demo = subprocess.run(
-        [sys.executable, "-m", "broker_sim.demo", "--seconds", "10", "--output", str(output), "--quorum", "3", *SKIP],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    demo = run_demo(output, "--quorum", "3", "--skip-analytics")
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert [path.name for path in sorted((output / "quorum").glob("node-*")) if path.is_dir()] == [
         "node-1",
