@@ -12,7 +12,8 @@ Rules:
   So the format grows by new kinds, never by changing what an existing kind's fields mean
   (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
   issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
-  `--quorum`: a reader that predates them skips them).
+  `--quorum`, then `quorum`, `quorum_leaders` and `vote_probe`: a reader that predates them skips
+  them).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -303,6 +304,50 @@ class QuorumLeaderSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class QuorumStarted:
+    """The fleet started a controller quorum of its own (`--quorum`): its nodes' ids and the two Raft
+    timeouts it gave every node (Kafka's controller.quorum.election.timeout.ms and fetch.timeout.ms)."""
+
+    kind: ClassVar[str] = "quorum"
+    wall_ns: int
+    nodes: list[int]
+    election_timeout_ms: int
+    fetch_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumLeadersSeen:
+    """A round of DescribeQuorum (every node that runs and is not paused, asked every 100 ms) in which
+    the nodes that answered as a leader were not those of the round before: `leaders`, [node, epoch]
+    pairs by node (empty: none did). Between two such entries, every round saw the same claims."""
+
+    kind: ClassVar[str] = "quorum_leaders"
+    wall_ns: int
+    leaders: list[list[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class VoteProbed:
+    """A pre-vote (Vote v2 with PreVote) sent on purpose to `node` of the fleet's own quorum, in the
+    node's own epoch as it last named it (`epoch`: a pre-vote in it changes nothing there), for voter
+    `candidate` with a log behind the node's: the candidate claims a log ending at `last_offset`
+    with `last_epoch`, while the node's log was known to end at `known_end` or later (the leader's
+    DescribeQuorum named it a voter that far, within the high watermark: committed, never
+    truncated). `error` and `granted`: the answer's (error -1: none came)."""
+
+    kind: ClassVar[str] = "vote_probe"
+    wall_ns: int
+    node: int
+    candidate: int
+    epoch: int
+    last_offset: int
+    last_epoch: int
+    known_end: int
+    error: int
+    granted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FailoverMeasured:
     """How the quorum and the brokers came through one controller fault (a "kill", "pause" or
     "cut" of `node`, begun at `wall_ns`; `role`: "leader" or "follower", the node's then).
@@ -345,6 +390,9 @@ Entry = (
     | ControllerFaulted
     | QuorumLeaderSeen
     | FailoverMeasured
+    | QuorumStarted
+    | QuorumLeadersSeen
+    | VoteProbed
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -367,6 +415,9 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         ControllerFaulted,
         QuorumLeaderSeen,
         FailoverMeasured,
+        QuorumStarted,
+        QuorumLeadersSeen,
+        VoteProbed,
     )
 }
 

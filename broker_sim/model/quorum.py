@@ -11,6 +11,12 @@ Rules:
   the leader answers it without an error (a follower: NOT_LEADER_OR_FOLLOWER, 6). The leader of
   the quorum, as far as a round of answers goes, is the one of the highest epoch among the nodes
   that say they lead (a deposed leader that has not yet heard of its successor may still say so).
+  The leader's answer also names each voter's log end as it knows it (`LeaderView.voter_ends`):
+  capped at the high watermark, how far that voter's log holds the committed log for good.
+- A probing pre-vote (`pre_vote_request`, Vote v2 with PreVote, KIP-996) asks a node, in its own
+  epoch, for a real voter whose log is empty (`STALE_LOG`): a pre-vote changes nothing on the node
+  (no vote is cast, no epoch moves: the fleet never names an epoch above the node's own), and a
+  node whose log holds a batch must refuse it, whatever its state (Raft's up-to-date check).
 - `FailoverClock` times each controller fault from when it began: until a leader of a newer epoch
   than the one before the fault was seen (`elected_s`; only when the faulted node was the leader),
   and until a broker was answered again (`served_s`: the first answer to a broker's request that is
@@ -34,9 +40,13 @@ from protocol.messages.describe_quorum import (
     DescribeQuorumRequestTopicData,
     DescribeQuorumResponse,
 )
+from protocol.messages.vote import VoteRequest, VoteRequestPartitionData, VoteRequestTopicData, VoteResponse
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM_VERSION = 1  # Kafka 3.9's kafka-metadata-quorum speaks 0-2; 1 has the fetch times
+VOTE_VERSION = 2  # the first with PreVote (KIP-996)
+#: the (last offset, last epoch) of a probing pre-vote's candidate: an empty log, behind any other
+STALE_LOG = (0, 0)
 CHECK_QUORUM_FACTOR = 1.5  # Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR
 LEADER = "leader"
 FOLLOWER = "follower"
@@ -55,11 +65,19 @@ class QuorumTiming:
 
 @dataclass(frozen=True, slots=True)
 class LeaderView:
-    """What a node that says it leads answers: its id, epoch and high watermark."""
+    """What a node that says it leads answers: its id, epoch and high watermark (and, not compared,
+    each voter's log end offset as it knows it, -1 when unknown)."""
 
     leader_id: int
     leader_epoch: int
     high_watermark: int
+    voter_ends: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+
+    def committed_on(self, node: int) -> int:
+        """How far `node`'s log is known to hold the committed log (never truncated below): its log
+        end as this leader knows it, capped at the high watermark; 0 when unknown."""
+        end = dict(self.voter_ends).get(node, -1)
+        return max(0, min(end, self.high_watermark))
 
 
 def describe_quorum_request() -> DescribeQuorumRequest:
@@ -81,8 +99,39 @@ def leader_view(response: DescribeQuorumResponse) -> LeaderView | None:
             if topic.topic_name == METADATA_TOPIC and partition.partition_index == 0:
                 if partition.error_code != ErrorCode.NONE or partition.leader_id < 0:
                     return None
-                return LeaderView(partition.leader_id, partition.leader_epoch, partition.high_watermark)
+                ends = tuple((voter.replica_id, voter.log_end_offset) for voter in partition.current_voters)
+                return LeaderView(partition.leader_id, partition.leader_epoch, partition.high_watermark, ends)
     return None
+
+
+def pre_vote_request(cluster: str, node: int, candidate: int, epoch: int) -> VoteRequest:
+    """A pre-vote (Vote v2, KIP-996) asking `node` for voter `candidate` in `epoch`, whose log is
+    behind any log holding a batch (`STALE_LOG`: it ends at offset 0 with epoch 0)."""
+    last_offset, last_epoch = STALE_LOG
+    partition = VoteRequestPartitionData(
+        partition_index=0,
+        candidate_epoch=epoch,
+        candidate_id=candidate,
+        last_offset_epoch=last_epoch,
+        last_offset=last_offset,
+        pre_vote=True,
+    )
+    return VoteRequest(
+        cluster_id=cluster,
+        voter_id=node,
+        topics=(VoteRequestTopicData(topic_name=METADATA_TOPIC, partitions=(partition,)),),
+    )
+
+
+def vote_answer(response: VoteResponse) -> tuple[int, int, bool]:
+    """(error, the epoch the node named, granted) of a Vote answer (a top-level error first)."""
+    if response.error_code != ErrorCode.NONE:
+        return response.error_code, -1, False
+    for topic in response.topics:
+        for partition in topic.partitions:
+            if topic.topic_name == METADATA_TOPIC and partition.partition_index == 0:
+                return partition.error_code, partition.leader_epoch, partition.vote_granted
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, False
 
 
 def newest_leader(views: list[LeaderView | None]) -> LeaderView | None:

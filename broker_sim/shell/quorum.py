@@ -25,8 +25,9 @@ Rules:
   the end: SIGCONT to a paused node first, then SIGTERM to every node at once, SIGKILL past
   `STOP_S`; the proxies close last.
 - `describe(node)`: DescribeQuorum on a connection kept per node (reopened after any failure),
-  each answer within `PROBE_S`; `round()` asks every node that runs and is not paused at once and
-  returns who leads (`model.quorum.newest_leader`) and which nodes answered.
+  each answer within `PROBE_S` (`Probe.ask` sends any other request of the fleet's own so);
+  `round()` asks every node that runs and is not paused at once and returns who leads
+  (`model.quorum.newest_leader`), which nodes answered, and every node that answered as a leader.
 - Ports and timings aside, nothing here chooses: the fleet's fault schedule decides what happens
   (`model.schedule.controller_fault_schedule`, applied by `quorum_faults`).
 """
@@ -56,11 +57,11 @@ from broker_sim.model.quorum import (
     leader_view,
     newest_leader,
 )
-from protocol.api_keys import ApiKey
 from protocol.errors import DecodeError
 from protocol.framing import FrameBuffer
 from protocol.messages.describe_quorum import DescribeQuorumResponse
 from protocol.registry import decode_response, encode_request
+from protocol.spec import Data
 
 from .proxy import Address, Proxy
 
@@ -225,7 +226,8 @@ class Node:
 
 
 class Probe:
-    """DescribeQuorum to one node on a connection kept open (see the module rules)."""
+    """DescribeQuorum (or another request of the fleet's own) to one node on a connection kept open
+    (see the module rules)."""
 
     def __init__(self, address: Address) -> None:
         self.address = address
@@ -235,30 +237,35 @@ class Probe:
 
     async def describe(self) -> tuple[bool, LeaderView | None]:
         """(whether the node answered, the leader's view if it answered as the leader)."""
-        try:
-            with trio.fail_after(PROBE_S):
-                response = await self._exchange()
-        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, DecodeError):
-            await self.close()
-            return False, None
+        response = await self.ask(describe_quorum_request(), DESCRIBE_QUORUM_VERSION)
         if not isinstance(response, DescribeQuorumResponse):
             await self.close()
             return False, None
         return True, leader_view(response)
 
-    async def _exchange(self) -> object:
+    async def ask(self, body: Data, version: int) -> object | None:
+        """`body`'s answer within `PROBE_S`; None (and the connection closed) when none came."""
+        try:
+            with trio.fail_after(PROBE_S):
+                response = await self._exchange(body, version)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, DecodeError):
+            await self.close()
+            return None
+        return response
+
+    async def _exchange(self, body: Data, version: int) -> object:
         if self._stream is None:
             self._stream = await trio.open_tcp_stream(*self.address)
             self._frames = FrameBuffer()
         self._correlation += 1
-        frame = encode_request(describe_quorum_request(), DESCRIBE_QUORUM_VERSION, self._correlation, "fencer-fleet")
+        frame = encode_request(body, version, self._correlation, "fencer-fleet")
         await self._stream.send_all(frame)
         while (payload := self._frames.next_frame()) is None:
             data = await self._stream.receive_some(65536)
             if not data:
                 raise trio.BrokenResourceError("the node closed the connection")
             self._frames.receive_data(data)
-        return decode_response(payload, ApiKey.DESCRIBE_QUORUM, DESCRIBE_QUORUM_VERSION)[1]
+        return decode_response(payload, body.API.key, version)[1]
 
     async def close(self) -> None:
         stream, self._stream = self._stream, None
@@ -268,10 +275,12 @@ class Probe:
 
 @dataclass
 class Round:
-    """One round of DescribeQuorum over the nodes: who leads, and who answered at all."""
+    """One round of DescribeQuorum over the nodes: who leads, who answered at all, and every node
+    that answered as a leader (a deposed one may, until it learns of its successor or resigns)."""
 
     leader: LeaderView | None
     answered: frozenset[int]
+    claims: dict[int, LeaderView] = field(default_factory=dict)
 
 
 class Quorum:
@@ -379,7 +388,8 @@ class Quorum:
                 if node in self.nodes and self.nodes[node].running and not self.nodes[node].paused:
                     nursery.start_soon(ask, node)
         leader = newest_leader([view for _answered, view in answers.values()])
-        return Round(leader, frozenset(node for node, (answered, _view) in answers.items() if answered))
+        claims = {node: view for node, (_answered, view) in sorted(answers.items()) if view is not None}
+        return Round(leader, frozenset(node for node, (answered, _view) in answers.items() if answered), claims)
 
     # ------------------------------------------------------------------ faults
     async def kill(self, node: int) -> None:

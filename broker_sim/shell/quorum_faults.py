@@ -2,10 +2,16 @@
 the quorum's leader watched, and each failover timed.
 
 Rules:
-- A watcher asks every node DescribeQuorum every `POLL_S` (`Quorum.round`) for the whole run: each
-  leader (or epoch) not seen before is journalled (`QuorumLeaderSeen`), and the measurements in
-  progress (`model.quorum.FailoverClock`) hear of it; every answer to a broker's request
-  (`FleetContext.on_served`) goes to them too, with the node that gave it.
+- The quorum's nodes and timeouts are journalled first (`QuorumStarted`). A watcher asks every node
+  DescribeQuorum every `POLL_S` (`Quorum.round`) for the whole run: each leader (or epoch) not seen
+  before is journalled (`QuorumLeaderSeen`), and the measurements in progress
+  (`model.quorum.FailoverClock`) hear of it; so is every round whose nodes answering as leaders
+  differ from the round before's (`QuorumLeadersSeen`: a deposed leader that goes on saying it
+  leads shows there); every answer to a broker's request (`FleetContext.on_served`) goes to the
+  measurements too, with the node that gave it.
+- While a fault is on, the fleet probes the quorum (`quorum_probes`): pre-votes for a stale log,
+  from the fault's start until its measurement is over, and a write at the node it cut off or
+  paused, right after doing so.
 - Faults come one at a time, in the schedule's order (`model.schedule.controller_fault_schedule`),
   each at its time or later: not before the quorum is whole again (every node running, unpaused,
   connected and answering; waited for up to `WHOLE_WAIT_S`, then the fault goes anyway) and the
@@ -24,7 +30,9 @@ Rules:
 
 from __future__ import annotations
 
+import itertools
 import logging
+from typing import Any
 
 import trio
 
@@ -33,6 +41,7 @@ from broker_sim.model.schedule import TAIL_S, ControllerFault
 
 from .context import FleetContext
 from .quorum import Quorum
+from .quorum_probes import VoteProber, write_at
 
 log = logging.getLogger("fencer.broker_sim.quorum_faults")
 POLL_S = 0.1
@@ -51,13 +60,21 @@ class ControllerFaults:
         self.seen: set[tuple[int, int]] = set()  # (leader, epoch) journalled
         self.finished = trio.Event()
         self._ctx: FleetContext | None = None
+        self._nursery: trio.Nursery | None = None
+        self.claims: list[tuple[int, int]] = []  # (node, epoch) of every node that said it leads, last round
+        self.votes = VoteProber(quorum, quorum.plan.cluster_id)
+        self._probing = trio.CancelScope()  # the pre-votes of the fault in progress
+        self._writes = itertools.count()
 
     async def run(self, ctx: FleetContext) -> None:
         """Watch the quorum and apply the faults until cancelled (the end of the run)."""
         self._ctx = ctx
         ctx.on_served.append(self._served)
+        timing = self.quorum.plan.timing
+        ctx.recorder.quorum_started(self.quorum.ids, timing.election_timeout_s, timing.fetch_timeout_s)
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 await nursery.start(self._watch)
                 for fault in self.faults:
                     await ctx.sleep_until(fault.at_s)
@@ -67,6 +84,7 @@ class ControllerFaults:
                         continue
                     failover = await self._apply(fault)
                     await self._measured(failover)
+                    self._probing.cancel()
                 self.finished.set()
         finally:
             self._record(self.clock.close_all())
@@ -84,6 +102,10 @@ class ControllerFaults:
         assert ctx is not None
         found = await self.quorum.round()
         self.answered = found.answered
+        claims = [(node, view.leader_epoch) for node, view in sorted(found.claims.items())]
+        if claims != self.claims:
+            self.claims = claims
+            ctx.recorder.quorum_leaders(claims)
         view = found.leader
         if view is None:
             return
@@ -125,6 +147,8 @@ class ControllerFaults:
         failover = self.clock.begin(ctx.now(), node, fault.kind, role, self.leader)
         recorder, quorum = ctx.recorder, self.quorum
         recorder.controller_fault(node, fault.kind, fault.duration_s, self.leader)
+        self._probing = trio.CancelScope()
+        self._start(self._pre_votes, self._probing, node, self.leader)
         if fault.kind == "kill":
             await quorum.kill(node)
             await trio.sleep(fault.duration_s)
@@ -132,15 +156,26 @@ class ControllerFaults:
             await quorum.restart(node)
         elif fault.kind == "pause":
             quorum.pause(node)
+            self._start(write_at, ctx, quorum.addresses[node], next(self._writes))
             await trio.sleep(fault.duration_s)
             recorder.controller_fault(node, "resume", 0.0, self.leader)
             quorum.resume(node)
         elif fault.kind == "cut":
             quorum.cut(node)
+            self._start(write_at, ctx, quorum.addresses[node], next(self._writes))
             await trio.sleep(fault.duration_s)
             recorder.controller_fault(node, "heal", 0.0, self.leader)
             quorum.heal(node)
         return failover
+
+    def _start(self, task: Any, *args: Any) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(task, *args)
+
+    async def _pre_votes(self, scope: trio.CancelScope, node: int, before: LeaderView | None) -> None:
+        assert self._ctx is not None
+        with scope:
+            await self.votes.run(self._ctx, node, before)
 
     async def _measured(self, failover: Failover) -> None:
         """Wait until `failover`'s measurement is over (or close it `MEASURE_S` after the fault began)."""

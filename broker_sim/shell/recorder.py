@@ -187,6 +187,14 @@ class Recorder:
     def quorum_leader(self, view: LeaderView) -> None:
         self.write(journal.QuorumLeaderSeen(self.now_ns(), view.leader_id, view.leader_epoch, view.high_watermark))
 
+    def quorum_started(self, nodes: list[int], election_timeout_s: float, fetch_timeout_s: float) -> None:
+        election_ms, fetch_ms = round(election_timeout_s * 1000), round(fetch_timeout_s * 1000)
+        self.write(journal.QuorumStarted(self.now_ns(), list(nodes), election_ms, fetch_ms))
+
+    def quorum_leaders(self, claims: list[tuple[int, int]]) -> None:
+        """The nodes that answered a round of DescribeQuorum as a leader, (node, epoch), changed."""
+        self.write(journal.QuorumLeadersSeen(self.now_ns(), [[node, epoch] for node, epoch in claims]))
+
     def failover(self, failover: Failover) -> None:
         entry = failover_entry(failover, self.wall_ns(failover.at))
         self.stats.failovers.append(failover_record(entry))

@@ -25,8 +25,11 @@ from broker_sim.journal import (
     PartitionAcked,
     Probe,
     QuorumLeaderSeen,
+    QuorumLeadersSeen,
+    QuorumStarted,
     RunEnded,
     StaleReplay,
+    VoteProbed,
     read_journal,
     to_line,
 )
@@ -42,6 +45,13 @@ QUORUM_ENTRIES = [
     FailoverMeasured(7, 2, "pause", "leader", 2, 2, 3, 3, 1006.6, 2253.4),
     FailoverMeasured(9, 1, "kill", "leader", 1, 3, -1, -1, None, None),
 ]
+#: what the fleet sees of its own quorum beyond its faults: timeouts, every leader's claim, its probes
+PROBE_ENTRIES = [
+    QuorumStarted(1, [1, 2, 3], 500, 1000),
+    QuorumLeadersSeen(10, [[1, 2], [3, 3]]),
+    QuorumLeadersSeen(11, []),
+    VoteProbed(12, 2, 1, 3, 0, 0, 41, 0, False),
+]
 
 
 def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -51,6 +61,7 @@ def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
         Probe(3, 1, 3, "previous-epoch", "6f1c4d2a-0000-4000-8000-000000000001", 2, 3, 40, [0, 107]),
         *FAILOVER_ENTRIES,
         *QUORUM_ENTRIES,
+        *PROBE_ENTRIES,
         RunEnded(3, True),
     ]
     writer = JournalWriter(tmp_path / "journal.jsonl")
@@ -74,7 +85,7 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 18
+    assert len(ENTRY_TYPES) == 21
 
 
 SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
@@ -86,7 +97,9 @@ SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
 }
 
 
-@pytest.mark.parametrize("entry", FAILOVER_ENTRIES + QUORUM_ENTRIES[:3], ids=lambda entry: entry.kind)
+@pytest.mark.parametrize(
+    "entry", FAILOVER_ENTRIES + QUORUM_ENTRIES[:3] + PROBE_ENTRIES[:2] + PROBE_ENTRIES[3:], ids=lambda entry: entry.kind
+)
 def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema(entry: Any) -> None:
     """analytics reads journals with Spark's JSON reader and a fixed schema (`JOURNAL_FIELDS`): a field
     of a new kind that shares a name with the schema must have its type, or Spark would null the row;
@@ -95,7 +108,8 @@ def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema
     line = json.loads(to_line(entry))
     schema = {field.name: type(field.dataType) for field in JOURNAL_FIELDS.fields}
     shared = [name for name in (f.name for f in fields(entry)) if name in schema]
-    assert "wall_ns" in shared and ("broker" in shared or entry in QUORUM_ENTRIES)  # the quorum's are of no broker
+    # the quorum's are of no broker
+    assert "wall_ns" in shared and ("broker" in shared or entry in QUORUM_ENTRIES + PROBE_ENTRIES)
     for name in shared:
         assert isinstance(line[name], SPARK_TYPES[schema[name]]) and not (
             isinstance(line[name], bool) and schema[name] is not BooleanType
