@@ -40,7 +40,16 @@ from . import CheckResult, check_replay
 from .events import Subscriber, findings
 from .journal_plan import JournalPlan
 from .log import PARTITION_DIR, CheckError, LogReader, Outline, SnapshotFile
-from .quorum_rules import AckedChanges, acked_on_node, epoch_order, log_matching, one_leader, quorum_subscribers
+from .quorum_rules import (
+    AckedChanges,
+    QuorumTimeline,
+    acked_on_node,
+    divergent_tails,
+    epoch_order,
+    log_matching,
+    one_leader,
+    quorum_subscribers,
+)
 from .replay import Replay
 from .rules import LogRules
 from .state import Model
@@ -206,6 +215,9 @@ def check_quorum(data_dirs: Sequence[Path], journal: Iterable[Entry] | None = No
     epoch_order(nodes, sink)
     for violation in _acked_on_nodes(nodes, committed, replayed, replay.journal):
         sink.add(violation)
+    for timeline in extra:
+        if isinstance(timeline, QuorumTimeline):
+            divergent_tails(nodes, committed, timeline, sink)
     notes.extend(_notes(nodes, committed))
     problems = [f"{node.label}: {problem}" for node in nodes for problem in node.problems]
     problems.extend(f"committed log: {problem}" for problem in result.problems if problem not in replayed.problems)

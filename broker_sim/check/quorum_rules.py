@@ -47,6 +47,28 @@ the nodes (`quorum.committed_prefix`). The rules, by id (violations.RULES):
   had shown. What the journal cannot show: a StopReplica, or a LeaderAndIsr whose states the
   broker had all seen, acted on under an epoch that is not newer (only newer ones are journalled),
   and the incarnation of a `StateObserved` (the journal's order stands in for it).
+- `quorum-deposed-leader` (`QuorumTimeline`, on the journal of a run with the fleet's own quorum):
+  a leader cut off from a majority resigns by check-quorum, 1.5 fetch timeouts after a majority
+  last fetched from it; a newer epoch's leader is elected only after a majority went a fetch
+  timeout without fetching from the old one, so the old one resigns within half a fetch timeout of
+  that election. The fleet asks every running, unpaused node DescribeQuorum every 100 ms and
+  journals the nodes answering as leaders whenever they change (`QuorumLeadersSeen`). A node seen
+  saying it leads an epoch for longer than `DEPOSED_BOUND` fetch timeouts plus `DEPOSED_SLACK_MS`
+  (the watcher's rounds and a loaded machine's stalls) after a newer epoch's leader was first seen
+  is a violation. The bound counts from the later of that sighting and the start of the node's
+  claim: a node paused meanwhile (not asked) starts a new claim when it is asked again, and
+  resigns at its first tick.
+- `quorum-stale-vote` (on the journal): no voter grants a (pre-)vote to a candidate whose log is
+  behind its own (Raft's up-to-date check, KIP-595). The fleet sends, while a controller fault is
+  on, pre-votes in each node's own epoch for a candidate with an empty log (`VoteProbed`), only to
+  nodes a leader had named voters holding at least one committed offset (`known_end`, never
+  truncated); a grant is a violation.
+- `quorum-divergent-tail` (at the end, on the journal and the nodes' logs): a node that leaves the
+  committed log (holds a batch the committed log has not at that offset: a divergent tail) has it
+  truncated by its leader within a fetch or two once it is connected. At the end of a run whose
+  quorum was whole (no controller fault in progress, none begun or ended, a restart counted from
+  `RESTART_ALLOWANCE_MS` after it) for `DIVERGENT_BOUND` fetch timeouts, every node holding a
+  divergent tail is a violation.
 """
 
 from __future__ import annotations
@@ -56,7 +78,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker_sim.journal import ControllerEpochSeen, Entry, Registered, StateObserved
+from broker_sim.journal import (
+    ControllerEpochSeen,
+    ControllerFaulted,
+    Entry,
+    QuorumLeadersSeen,
+    QuorumStarted,
+    Registered,
+    RunEnded,
+    StateObserved,
+    VoteProbed,
+)
 
 from .events import SnapshotRecords, Subscriber
 from .journal_rules import JournalCheck
@@ -70,6 +102,16 @@ if TYPE_CHECKING:
 
 #: the journal rules whose violation means an acknowledged change is not in a log
 LOST_RULES = frozenset({"ack-lost", "registration-lost", "topic-lost"})
+NS_PER_MS = 1_000_000
+#: `quorum-deposed-leader`: fetch timeouts a deposed leader may go on saying it leads, after a newer
+#: epoch's leader was seen (check-quorum's own timeout: at least a fetch timeout more than needed)
+DEPOSED_BOUND = 1.5
+DEPOSED_SLACK_MS = 250
+#: `quorum-divergent-tail`: fetch timeouts of a whole quorum after which no divergent tail is left
+DIVERGENT_BOUND = 3
+RESTART_ALLOWANCE_MS = 5_000  # a restarted node's start-up (a Python process), before it can fetch
+#: the controller faults that end a fault (the others begin one)
+FAULT_ENDS = {"kill": "restart", "pause": "resume", "cut": "heal"}
 
 
 # ---------------------------------------------------------------------- across the logs
@@ -305,6 +347,124 @@ class StaleControllerEpochs(Subscriber):
         return {"journal_controller_epochs_judged": self.judged}
 
 
+class QuorumTimeline(Subscriber):
+    """`quorum-deposed-leader` and `quorum-stale-vote` along the journal, and what
+    `quorum-divergent-tail` needs of it (see the module rules): the quorum's timeouts, each node's
+    last controller fault, the run's end."""
+
+    name = "quorum-timeline"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fetch_timeout_ms: int | None = None
+        self.last_fault: dict[int, ControllerFaulted] = {}
+        self.end_ns: int | None = None
+        self.started_ns: int | None = None
+        self.claims: dict[int, tuple[int, int, str]] = {}  # node -> (epoch, since ns, where)
+        self.first_seen: dict[int, int] = {}  # epoch -> when a leader of it was first seen (ns)
+        self.judged = {"claims": 0, "votes": 0}
+
+    def on_journal_entry(self, entry: Entry) -> None:
+        if isinstance(entry, QuorumStarted):
+            self.fetch_timeout_ms, self.started_ns = entry.fetch_timeout_ms, entry.wall_ns
+        elif isinstance(entry, QuorumLeadersSeen):
+            self._leaders(entry)
+        elif isinstance(entry, VoteProbed):
+            self._vote(entry)
+        elif isinstance(entry, ControllerFaulted):
+            self.last_fault[entry.node] = entry
+        elif isinstance(entry, RunEnded):
+            self.end_ns = entry.wall_ns
+            for node in list(self.claims):
+                self._claim_ended(node, entry.wall_ns)
+
+    # ------------------------------------------------------------------ quorum-deposed-leader
+    def _leaders(self, entry: QuorumLeadersSeen) -> None:
+        now, seen = entry.wall_ns, {node: epoch for node, epoch in entry.leaders}
+        for node, (epoch, _since, _where) in list(self.claims.items()):
+            if seen.get(node) != epoch:
+                self._claim_ended(node, now)
+        for node, epoch in seen.items():
+            self.first_seen.setdefault(epoch, now)
+            if node not in self.claims:
+                self.claims[node] = (epoch, now, render_entry(entry))
+
+    def _claim_ended(self, node: int, now: int) -> None:
+        epoch, since, where = self.claims.pop(node)
+        self.judged["claims"] += 1
+        newer = [seen for later, seen in self.first_seen.items() if later > epoch]
+        if self.fetch_timeout_ms is None or not newer:
+            return
+        bound_ms = DEPOSED_BOUND * self.fetch_timeout_ms + DEPOSED_SLACK_MS
+        overlap_ms = (now - max(since, min(newer))) / NS_PER_MS
+        if overlap_ms > bound_ms:
+            newest = max(later for later in self.first_seen if later > epoch)
+            self.sink.add(
+                Violation(
+                    "quorum-deposed-leader",
+                    f"node {node} said it led epoch {epoch} for {overlap_ms:.0f} ms after a leader of a newer "
+                    f"epoch was seen (epoch {newest} by the end of it); a cut-off leader resigns within "
+                    f"{bound_ms:.0f} ms (check-quorum: {DEPOSED_BOUND:g} fetch timeouts of "
+                    f"{self.fetch_timeout_ms} ms)",
+                    journal=where,
+                )
+            )
+
+    # ------------------------------------------------------------------ quorum-stale-vote
+    def _vote(self, entry: VoteProbed) -> None:
+        self.judged["votes"] += 1
+        behind = entry.last_epoch == 0 and entry.last_offset < entry.known_end
+        if entry.granted and entry.error == 0 and behind and entry.known_end >= 1:
+            self.sink.add(
+                Violation(
+                    "quorum-stale-vote",
+                    f"node {entry.node} granted a pre-vote in epoch {entry.epoch} to voter {entry.candidate}, whose "
+                    f"log ends at offset {entry.last_offset} (epoch {entry.last_epoch}), while its own held at "
+                    f"least {entry.known_end} committed offsets",
+                    journal=render_entry(entry),
+                )
+            )
+
+    # ------------------------------------------------------------------ quorum-divergent-tail
+    def whole_for_ms(self) -> float | None:
+        """How long the quorum was whole before the run ended (None: it was not, or the journal
+        does not say)."""
+        if self.end_ns is None or self.started_ns is None:
+            return None
+        since = self.started_ns
+        for fault in self.last_fault.values():
+            if fault.fault in FAULT_ENDS:
+                return None  # a fault still on at the end (a node left down, paused or cut off)
+            allowance = RESTART_ALLOWANCE_MS * NS_PER_MS if fault.fault == "restart" else 0
+            since = max(since, fault.wall_ns + allowance)
+        return (self.end_ns - since) / NS_PER_MS
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "journal_quorum_claims_judged": self.judged["claims"],
+            "journal_vote_probes_judged": self.judged["votes"],
+        }
+
+
+def divergent_tails(nodes: Sequence[Node], committed: Committed, timeline: QuorumTimeline, sink: ViolationSink) -> None:
+    """`quorum-divergent-tail` (see the module rules)."""
+    whole_ms, fetch_ms = timeline.whole_for_ms(), timeline.fetch_timeout_ms
+    if whole_ms is None or fetch_ms is None or whole_ms < DIVERGENT_BOUND * fetch_ms:
+        return
+    for node in nodes:
+        if node.diverges_at is not None and node.diverges_at < committed.end_offset:
+            sink.add(
+                Violation(
+                    "quorum-divergent-tail",
+                    f"{node.label} leaves the committed log at offset {node.diverges_at} (its log ends at "
+                    f"{node.end_offset}, the committed log at {committed.end_offset}) although the quorum was "
+                    f"whole for the last {whole_ms:.0f} ms of the run ({DIVERGENT_BOUND} fetch timeouts of "
+                    f"{fetch_ms} ms): its leader never had its divergent tail truncated",
+                    node.diverges_at,
+                )
+            )
+
+
 def _named(topic_id: str) -> bool:
     try:
         return uuid.UUID(topic_id).int != 0
@@ -314,4 +474,4 @@ def _named(topic_id: str) -> bool:
 
 def quorum_subscribers() -> list[Subscriber]:
     """The quorum's rules that follow the replay of the committed log and its journal."""
-    return [DeposedWrites(), StaleControllerEpochs()]
+    return [DeposedWrites(), StaleControllerEpochs(), QuorumTimeline()]

@@ -17,7 +17,18 @@ import pytest
 from broker_sim.check import RULES
 from broker_sim.check.cli import main
 from broker_sim.check.quorum import QuorumResult, check_quorum
-from broker_sim.journal import ControllerEpochSeen, Entry, PartitionAcked, Registered, StateObserved
+from broker_sim.journal import (
+    ControllerEpochSeen,
+    ControllerFaulted,
+    Entry,
+    PartitionAcked,
+    QuorumLeadersSeen,
+    QuorumStarted,
+    Registered,
+    RunEnded,
+    StateObserved,
+    VoteProbed,
+)
 from controller.log import MetadataLog
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import (
@@ -316,6 +327,71 @@ def test_a_broker_acting_on_an_older_controller_epoch(tmp_path: Path) -> None:
     assert result.counts["journal_controller_epochs_judged"] == 10
 
 
+# ---------------------------------------------------------------------- what the fleet saw of its own quorum
+MS = 1_000_000  # journal times are nanoseconds
+STARTED = QuorumStarted(0, [1, 2, 3], 500, 1000)
+
+
+def claims(at_ms: int, *leaders: tuple[int, int]) -> QuorumLeadersSeen:
+    return QuorumLeadersSeen(at_ms * MS, [[node, epoch] for node, epoch in leaders])
+
+
+@pytest.mark.parametrize(
+    "seen, deposed, claimed",
+    [
+        # node 1 cut off: node 2 leads epoch 2 from 5 s; node 1 resigns 0.8 s later
+        ([claims(0, (1, 1)), claims(5000, (1, 1), (2, 2)), claims(5800, (2, 2))], False, 2),
+        # ... or goes on saying it leads epoch 1 for 2.4 s, past check-quorum (1.5 s) and the slack
+        ([claims(0, (1, 1)), claims(5000, (1, 1), (2, 2)), claims(7400, (2, 2))], True, 2),
+        # ... until the run ends
+        ([claims(0, (1, 1)), claims(5000, (1, 1), (2, 2))], True, 2),
+        # node 1 paused (not asked) while node 2 was elected, says it leads for 0.2 s once woken
+        ([claims(0, (1, 1)), claims(500, (2, 2)), claims(9000, (1, 1), (2, 2)), claims(9200, (2, 2))], False, 3),
+    ],
+)
+def test_a_deposed_leader_that_goes_on_leading(tmp_path: Path, seen: list[Entry], deposed: bool, claimed: int) -> None:
+    quorum = Quorum(tmp_path)
+    quorum.cluster()
+    result = quorum.check([STARTED, *seen, RunEnded(9500 * MS, True)])
+    assert rules(result) == (["quorum-deposed-leader"] if deposed else [])
+    if deposed:
+        assert "node 1 said it led epoch 1 for " in result.violations[0].message
+    assert result.counts["journal_quorum_claims_judged"] == claimed  # each node's claim, from its start to its end
+
+
+def test_a_pre_vote_granted_to_a_stale_log(tmp_path: Path) -> None:
+    quorum = Quorum(tmp_path)
+    quorum.cluster()
+    journal: list[Entry] = [
+        STARTED,
+        VoteProbed(1, 2, 1, 1, 0, 0, 7, 0, False),  # refused: right
+        VoteProbed(2, 3, 1, 1, 0, 0, 0, 0, True),  # granted, but node 3 was not known to hold anything
+        VoteProbed(3, 2, 1, 2, 0, 0, 7, 0, True),  # node 2 held 7 committed offsets: wrong
+    ]
+    result = quorum.check(journal)
+    assert rules(result) == ["quorum-stale-vote"]
+    assert "node 2 granted a pre-vote in epoch 2 to voter 1" in result.violations[0].message
+    assert result.counts["journal_vote_probes_judged"] == 3
+
+
+@pytest.mark.parametrize(
+    "faults, end_ms, kept",
+    [
+        ([ControllerFaulted(1000 * MS, 5, "heal", 0, 1, 2)], 5000, True),  # 4 s whole, 3 fetch timeouts: judged
+        ([ControllerFaulted(1000 * MS, 5, "heal", 0, 1, 2)], 3500, False),  # 2.5 s: not yet
+        ([ControllerFaulted(1000 * MS, 5, "restart", 0, 1, 2)], 8000, False),  # a restart's start-up counted
+        ([ControllerFaulted(1000 * MS, 5, "restart", 0, 1, 2)], 9500, True),
+        ([ControllerFaulted(1000 * MS, 4, "kill", 900, 1, 2)], 9500, False),  # a node left down: never whole
+    ],
+)
+def test_a_divergent_tail_kept_by_a_whole_quorum(tmp_path: Path, faults: list[Entry], end_ms: int, kept: bool) -> None:
+    quorum, _, _ = lagging_and_divergent(tmp_path)  # node 5 holds a divergent tail
+    result = quorum.check([STARTED, *faults, RunEnded(end_ms * MS, True)])
+    assert rules(result) == (["quorum-divergent-tail"] if kept else [])
+    if kept:
+        assert "node 5 leaves the committed log" in result.violations[0].message
+
+
 def test_every_quorum_rule_is_planted_above() -> None:
     assert QUORUM_RULES == [
         "quorum-log-matching",
@@ -323,6 +399,9 @@ def test_every_quorum_rule_is_planted_above() -> None:
         "quorum-epoch-order",
         "quorum-acked-on-node",
         "quorum-deposed-write",
+        "quorum-deposed-leader",
+        "quorum-stale-vote",
+        "quorum-divergent-tail",
         "stale-controller-epoch",
     ]
 
