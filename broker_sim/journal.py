@@ -12,8 +12,8 @@ Rules:
   So the format grows by new kinds, never by changing what an existing kind's fields mean
   (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
   issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
-  `--quorum`, then `quorum`, `quorum_leaders` and `vote_probe`: a reader that predates them skips
-  them).
+  `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`: a reader that
+  predates them skips them).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -273,6 +273,24 @@ class ControllerEpochSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class ControlSenderSeen:
+    """A broker's control listener was sent a LeaderAndIsr or StopReplica by controller
+    `controller_id` under `controller_epoch`, a pair this broker had not journalled before (`api`
+    and `error`: that first request's kind and top-level answer, 0 when accepted).
+
+    Kafka's controller epoch is its Raft epoch (KRaft): the LeaderChange of that epoch names the
+    controller that may send under it; a checker holds the two against each other."""
+
+    kind: ClassVar[str] = "control_sender"
+    wall_ns: int
+    broker: int
+    api: str  # "LeaderAndIsr" or "StopReplica"
+    controller_id: int
+    controller_epoch: int
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerFaulted:
     """The fleet acted on a node of its own controller quorum (`--quorum`): "kill" (SIGKILL),
     "restart", "pause" (SIGSTOP), "resume" (SIGCONT), "cut" (every proxy into and out of the node
@@ -393,6 +411,7 @@ Entry = (
     | QuorumStarted
     | QuorumLeadersSeen
     | VoteProbed
+    | ControlSenderSeen
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -418,6 +437,7 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         QuorumStarted,
         QuorumLeadersSeen,
         VoteProbed,
+        ControlSenderSeen,
     )
 }
 

@@ -47,6 +47,12 @@ the nodes (`quorum.committed_prefix`). The rules, by id (violations.RULES):
   had shown. What the journal cannot show: a StopReplica, or a LeaderAndIsr whose states the
   broker had all seen, acted on under an epoch that is not newer (only newer ones are journalled),
   and the incarnation of a `StateObserved` (the journal's order stands in for it).
+- `controller-epoch-leader` (`ControllerEpochLeaders`, the journal against the committed log): a
+  controller's epoch is its Raft epoch (KRaft), so a LeaderAndIsr or StopReplica sent under
+  controller epoch E comes from the leader the LeaderChange of epoch E names. Each (controller id,
+  controller epoch) a broker's listener was sent (`ControlSenderSeen`) is held against the
+  LeaderChange records the replay meets (an epoch without one there, below a base snapshot or
+  never committed, is counted unverifiable: `observed-controller-epoch` judges epochs the log lacks).
 - `quorum-deposed-leader` (`QuorumTimeline`, on the journal of a run with the fleet's own quorum):
   a leader cut off from a majority resigns by check-quorum, 1.5 fetch timeouts after a majority
   last fetched from it; a newer epoch's leader is elected only after a majority went a fetch
@@ -74,13 +80,14 @@ the nodes (`quorum.committed_prefix`). The rules, by id (violations.RULES):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker_sim.journal import (
     ControllerEpochSeen,
     ControllerFaulted,
+    ControlSenderSeen,
     Entry,
     QuorumLeadersSeen,
     QuorumStarted,
@@ -89,8 +96,10 @@ from broker_sim.journal import (
     StateObserved,
     VoteProbed,
 )
+from protocol.records.control import LeaderChangeMessage
+from protocol.spec import Data
 
-from .events import SnapshotRecords, Subscriber
+from .events import LogEnd, RecordHandler, SnapshotRecords, Subscriber
 from .journal_rules import JournalCheck
 from .liveness import render_entry
 from .log import Batch, Outline, SnapshotFile
@@ -347,6 +356,59 @@ class StaleControllerEpochs(Subscriber):
         return {"journal_controller_epochs_judged": self.judged}
 
 
+class ControllerEpochLeaders(Subscriber):
+    """`controller-epoch-leader` (see the module rules)."""
+
+    name = "controller-epoch-leaders"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[ControlSenderSeen] = []
+        self.leaders: dict[int, tuple[int, int]] = {}  # epoch -> (leader id, offset of its LeaderChange)
+        self._epoch = -1
+        self.judged = 0
+        self._unverifiable = 0
+
+    def on_journal_entry(self, entry: Entry) -> None:
+        if isinstance(entry, ControlSenderSeen):
+            self.sent.append(entry)
+
+    def on_batch_begin(self, batch: Batch) -> None:
+        self._epoch = batch.epoch
+
+    def record_handlers(self) -> Mapping[type, RecordHandler]:
+        return {LeaderChangeMessage: self._leader_change}
+
+    def _leader_change(self, offset: int, record: Data) -> None:
+        assert isinstance(record, LeaderChangeMessage)
+        self.leaders.setdefault(self._epoch, (record.leader_id, offset))
+
+    def on_log_end(self, end: LogEnd) -> None:
+        for entry in self.sent:
+            leader = self.leaders.get(entry.controller_epoch)
+            if leader is None:
+                self._unverifiable += 1
+                continue
+            self.judged += 1
+            if leader[0] != entry.controller_id and not self.sink.count_only("controller-epoch-leader"):
+                self.sink.add(
+                    Violation(
+                        "controller-epoch-leader",
+                        f"controller {entry.controller_id} sent broker {entry.broker} a {entry.api} under controller "
+                        f"epoch {entry.controller_epoch}, whose LeaderChange names leader {leader[0]}",
+                        leader[1],
+                        journal=render_entry(entry),
+                        broker=entry.broker,
+                    )
+                )
+
+    def counts(self) -> dict[str, int]:
+        return {"journal_control_senders_judged": self.judged}
+
+    def unverifiable(self) -> dict[str, int]:
+        return {"control_sender": self._unverifiable} if self._unverifiable else {}
+
+
 class QuorumTimeline(Subscriber):
     """`quorum-deposed-leader` and `quorum-stale-vote` along the journal, and what
     `quorum-divergent-tail` needs of it (see the module rules): the quorum's timeouts, each node's
@@ -474,4 +536,4 @@ def _named(topic_id: str) -> bool:
 
 def quorum_subscribers() -> list[Subscriber]:
     """The quorum's rules that follow the replay of the committed log and its journal."""
-    return [DeposedWrites(), StaleControllerEpochs(), QuorumTimeline()]
+    return [DeposedWrites(), StaleControllerEpochs(), ControllerEpochLeaders(), QuorumTimeline()]

@@ -70,6 +70,8 @@ RULES: dict[str, str] = {
     "higher epoch, none is stamped after the first batch of a higher epoch that follows it",
     "stale-controller-epoch": "no broker acts on a LeaderAndIsr or StopReplica of an older controller epoch than one "
     "it has seen",
+    "controller-epoch-leader": "a LeaderAndIsr or StopReplica comes from the leader the LeaderChange of its "
+    "controller epoch names",
     "quorum-deposed-leader": "a leader cut off from a majority resigns by check-quorum: none says it leads an epoch "
     "(DescribeQuorum) for longer than 1.5 fetch timeouts and 250 ms once a newer epoch's leader was seen",
     "quorum-stale-vote": "no voter grants a (pre-)vote to a candidate whose log is behind its own",

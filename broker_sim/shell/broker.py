@@ -15,7 +15,8 @@ Rules:
   by are journalled too: each newer one it accepts (`ControllerEpochSeen`, the incarnation's first
   included) and every request it refuses whole for an older controller or broker epoch
   (`ControlRefused`), so that a checker can hold that no broker acted on an older controller's
-  request than one it had seen.
+  request than one it had seen; and each (controller id, controller epoch) a control request came
+  with, the first time (`ControlSenderSeen`), so that it can hold each epoch to its leader.
 - Both controller connections move through the fleet's controller list on their own (`connection`);
   each move is journalled (`ControllerSwitched`, channel "lifecycle" or "data") and counted.
 - Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
@@ -68,6 +69,7 @@ class BrokerRunner:
         self.downtime_s = 0.0
         self._scope: trio.CancelScope | None = None
         self._observed: dict[tuple[str, int], tuple[int, int]] = {}
+        self._senders: set[tuple[int, int]] = set()  # (controller id, controller epoch) journalled
         self._wake_lifecycle = trio.Event()
         self._wake_data = trio.Event()
         self._inbound_ids: dict[str, int] = {}
@@ -259,6 +261,7 @@ class BrokerRunner:
         self.ctx.recorder.stats.control_requests_by_api[name] += 1
         if isinstance(request, LeaderAndIsrRequest | StopReplicaRequest):
             self._controller_epochs(name, version, request, getattr(response, "error_code", 0))
+            self._sender(name, request, getattr(response, "error_code", 0))
         if (
             isinstance(request, LeaderAndIsrRequest)
             and isinstance(response, LeaderAndIsrResponse)
@@ -298,6 +301,15 @@ class BrokerRunner:
                 )
             )
             self.controller_epoch = request.controller_epoch
+
+    def _sender(self, name: str, request: LeaderAndIsrRequest | StopReplicaRequest, error: int) -> None:
+        """Journal the (controller id, controller epoch) of a control request not seen before."""
+        pair = (request.controller_id, request.controller_epoch)
+        if pair in self._senders:
+            return
+        self._senders.add(pair)
+        recorder = self.ctx.recorder
+        recorder.write(journal.ControlSenderSeen(recorder.now_ns(), self.broker_id, name, *pair, error))
 
     def _observe(self, request: LeaderAndIsrRequest, version: int) -> None:
         listener = self.listener

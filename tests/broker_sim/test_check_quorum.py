@@ -20,6 +20,7 @@ from broker_sim.check.quorum import QuorumResult, check_quorum
 from broker_sim.journal import (
     ControllerEpochSeen,
     ControllerFaulted,
+    ControlSenderSeen,
     Entry,
     PartitionAcked,
     QuorumLeadersSeen,
@@ -390,6 +391,24 @@ def test_a_divergent_tail_kept_by_a_whole_quorum(tmp_path: Path, faults: list[En
     assert rules(result) == (["quorum-divergent-tail"] if kept else [])
     if kept:
         assert "node 5 leaves the committed log" in result.violations[0].message
+
+
+def test_a_controller_sending_under_another_leaders_epoch(tmp_path: Path) -> None:
+    quorum = Quorum(tmp_path)
+    quorum.cluster(leader=1)
+    changed = quorum.elect(2, 2, [1, 2, 3])
+    journal: list[Entry] = [
+        ControlSenderSeen(1, 1, "LeaderAndIsr", 1, 1, 0),  # node 1 under its epoch
+        ControlSenderSeen(2, 1, "LeaderAndIsr", 2, 2, 0),  # node 2 under its epoch
+        ControlSenderSeen(3, 3, "LeaderAndIsr", 2, 1, 0),  # node 2 under node 1's: the old controller epoch
+        ControlSenderSeen(4, 3, "StopReplica", 3, 7, 0),  # an epoch the log does not have: not judged here
+    ]
+    result = quorum.check(journal)
+    assert rules(result) == ["controller-epoch-leader"]
+    violation = result.violations[0]
+    assert violation.broker == 3 and violation.offset == 0  # where epoch 1's LeaderChange is
+    assert "controller 2 sent broker 3 a LeaderAndIsr under controller epoch 1" in violation.message
+    assert result.counts["journal_control_senders_judged"] == 3 and changed > 0
 
 
 def test_every_quorum_rule_is_planted_above() -> None:

@@ -19,6 +19,7 @@ from broker_sim.journal import (
     ControllerFaulted,
     ControllerSwitched,
     ControlRefused,
+    ControlSenderSeen,
     FailoverMeasured,
     JournalError,
     JournalWriter,
@@ -51,6 +52,7 @@ PROBE_ENTRIES = [
     QuorumLeadersSeen(10, [[1, 2], [3, 3]]),
     QuorumLeadersSeen(11, []),
     VoteProbed(12, 2, 1, 3, 0, 0, 41, 0, False),
+    ControlSenderSeen(13, 4, "LeaderAndIsr", 2, 3, 0),
 ]
 
 
@@ -85,7 +87,7 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 21
+    assert len(ENTRY_TYPES) == 22
 
 
 SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
