@@ -6,6 +6,12 @@ against one of these, must report a violation: that is how the suite proves the 
 checker find bugs in a controller. The patches mimic plausible mistakes, one per rule of
 semantics.md; the checks that must catch them are general (the fleet is judged against bugs it
 has never seen), so nothing in broker_sim knows these names.
+
+`BUGS` are a single controller's (test_fleet_finds_bugs.py); `QUORUM_BUGS` a controller quorum's
+(issue 21), patched into the Raft core (`controller.raft`) or its shell (`controller.server.quorum`,
+the writer), run as every voter of the fleet's own quorum (`python -m broker_sim run --quorum 3
+--controller-module tests.broker_sim.broken_daemon --controller-args "--bug NAME"`,
+test_quorum_bugs.py).
 """
 
 from __future__ import annotations
@@ -197,6 +203,130 @@ def lai_leader_only() -> None:
     orders.OutboundCollector._partition_changed = changed  # type: ignore[method-assign]
 
 
+# ---------------------------------------------------------------------- the quorum's (issue 21)
+def answer_before_commit() -> None:
+    """The leader answers once its own fsync is done: `committed` no longer waits for the high
+    watermark (a majority's), so a leader cut off or killed has acknowledged what never commits."""
+    from controller.server import quorum
+
+    async def committed(self: Any, end_offset: int) -> bool:
+        if self._leading() is None:
+            return False
+        if end_offset > self.node.log.flushed_end_offset:
+            self._handle(quorum.LogFlushed(end_offset))
+        return True
+
+    quorum.Quorum.committed = committed  # type: ignore[method-assign]
+
+
+def vote_for_shorter_log() -> None:
+    """Votes and pre-votes skip the up-to-date check: a candidate whose log lacks committed entries
+    can win, and its followers then truncate them away."""
+    from controller.raft import inbound
+
+    original = inbound.can_grant
+
+    def can_grant(state: Any, candidate_id: Any, up_to_date: bool, pre_vote: bool) -> bool:
+        return original(state, candidate_id, True, pre_vote)
+
+    inbound.can_grant = can_grant  # `vote` looks it up at each call
+
+
+def keep_divergent_tail() -> None:
+    """A follower ignores the leader's DivergingEpoch (an answer of no use, fetched again from the
+    same place after a backoff): it keeps its divergent tail and never catches up."""
+    from controller.raft import outbound
+
+    original = outbound.fetch
+
+    def fetch(node: Any, now_ms: int, response: Any) -> bool:
+        if response.diverging_epoch is not None:
+            return False
+        return bool(original(node, now_ms, response))
+
+    outbound.fetch = fetch  # `read` looks it up at each call
+
+
+def leader_never_resigns() -> None:
+    """Check-quorum off, and the lease with it: a leader cut off from the other voters goes on
+    leading its epoch (and answering) until it hears of a newer one."""
+    from controller.raft import leader
+    from controller.server import quorum
+
+    leader.check_quorum_timeout_ms = lambda fetch_timeout_ms: 1 << 50  # `Leader` looks it up at each fetch
+    quorum.Quorum._lease_holds = lambda self, state: True  # type: ignore[method-assign]
+
+
+def old_controller_epoch() -> None:
+    """A new leader's LeaderAndIsr and StopReplica keep the controller epoch of the leader before
+    it (the newest LeaderChange below its own), not its Raft epoch."""
+    import dataclasses
+
+    from controller import core
+    from controller.control import orders
+    from protocol.records.control import LeaderChangeMessage
+
+    epochs: set[int] = set()
+    make_replayers = core.ControllerCore._make_replayers
+
+    def replayers(self: Any) -> Any:
+        table = make_replayers(self)
+        replay = table[LeaderChangeMessage]
+
+        def leader_change(record: Any, epoch: int) -> Any:
+            epochs.add(epoch)
+            return replay(record, epoch)
+
+        table[LeaderChangeMessage] = leader_change
+        return table
+
+    core.ControllerCore._make_replayers = replayers  # type: ignore[method-assign]
+    collected = orders.OutboundCollector.orders
+
+    def stamped(self: Any) -> Any:
+        out = collected(self)
+        older = [epoch for epoch in epochs if epoch < self.state.controller_epoch]
+        if not older:
+            return out
+        return [dataclasses.replace(order, controller_epoch=max(older)) for order in out]
+
+    orders.OutboundCollector.orders = stamped  # type: ignore[method-assign]
+
+
+def follower_answers() -> None:
+    """A standby decides broker and admin requests on its own (committed) state and answers them,
+    where it must answer NOT_CONTROLLER: nothing it decides is written, let alone committed."""
+    import time
+
+    from controller.server import writer
+    from controller.state.controller_state import Result
+
+    engines: list[Any] = []
+    init = writer.Writer.__init__
+
+    def remember(self: Any, engine: Any, *args: Any, **options: Any) -> None:
+        init(self, engine, *args, **options)
+        engines.append(engine)
+
+    original = writer.not_controller
+
+    def decided_anyway(api_key: int, version: int, body: Any, leader: Any) -> Any:
+        engine = engines[-1]
+        outcome = engine.core.handle(api_key, version, body, time.monotonic_ns(), engine.log.next_offset)
+        if type(outcome) is Result:
+            return outcome.response  # its records are dropped: never written
+        try:  # an operation in steps: every batch decided and dropped, its answer kept
+            while True:
+                next(outcome)
+        except StopIteration as stop:
+            return stop.value
+        except Exception:  # a later step needed the earlier ones applied: the standby's usual answer
+            return original(api_key, version, body, leader)
+
+    writer.Writer.__init__ = remember  # type: ignore[method-assign]
+    writer.not_controller = decided_anyway  # the writer looks it up for every standby answer
+
+
 BUGS: dict[str, Callable[[], None]] = {
     "admit-ineligible": admit_ineligible,
     "stale-shutdown-epoch": stale_shutdown_epoch,
@@ -214,6 +344,16 @@ BUGS: dict[str, Callable[[], None]] = {
     "unfence-not-caught-up": unfence_not_caught_up,
     "lai-leader-only": lai_leader_only,
 }
+#: the bugs of a controller quorum (issue 21): run with several voters (`--quorum N`)
+QUORUM_BUGS: dict[str, Callable[[], None]] = {
+    "answer-before-commit": answer_before_commit,
+    "vote-for-shorter-log": vote_for_shorter_log,
+    "keep-divergent-tail": keep_divergent_tail,
+    "leader-never-resigns": leader_never_resigns,
+    "old-controller-epoch": old_controller_epoch,
+    "follower-answers": follower_answers,
+}
+ALL_BUGS = {**BUGS, **QUORUM_BUGS}
 
 
 def _skip_alter_partition_row(skipped: ErrorCode) -> None:
@@ -284,13 +424,14 @@ def _with_leader_epoch(part: Any, leader_epoch: int) -> Any:
 
 def main(argv: list[str]) -> int:
     """The daemon's own arguments, plus `--bug NAME` anywhere among them."""
-    if "--bug" not in argv[:-1] or argv[argv.index("--bug") + 1] not in BUGS:
+    if "--bug" not in argv[:-1] or argv[argv.index("--bug") + 1] not in ALL_BUGS:
         print(
-            f"usage: python -m tests.broker_sim.broken_daemon --bug {{{','.join(BUGS)}}} DAEMON-ARGS", file=sys.stderr
+            f"usage: python -m tests.broker_sim.broken_daemon --bug {{{','.join(ALL_BUGS)}}} DAEMON-ARGS",
+            file=sys.stderr,
         )
         return 2
     at = argv.index("--bug")
-    BUGS[argv[at + 1]]()
+    ALL_BUGS[argv[at + 1]]()
     from controller.__main__ import main as daemon_main
 
     return daemon_main(argv[:at] + argv[at + 2 :])
