@@ -138,10 +138,11 @@ def other(of: int, among: tuple[int, ...]) -> int:
 # ---------------------------------------------------------------------- the scripts
 def answer_before_commit(voters: Voters) -> object:
     """A registration at a leader whose only follower is paused: committed nowhere else."""
+    voters.fetch_timeout_ms = 2000  # the lease a broken leader answers within, on a loaded machine too
     voters.start(1, 2)
     leader, _ = voters.leader((1, 2))
     voters.signal(other(leader, (1, 2)), signal.SIGSTOP)
-    answer = voters.register(leader, 0, timeout=5.0)
+    answer = voters.register(leader, 0, timeout=8.0)  # the real one resigns after 3 s: the connection closes
     return None if answer is None else answer.error_code
 
 

@@ -8,8 +8,8 @@ planted bug given with the hidden `--controller-module`/`--controller-args`), so
 from the fleet's faults and probes (a write at the node it cut off or paused, pre-votes for a stale
 log), its journal, and the quorum check of the three logs. Nothing in broker_sim knows these bugs
 (test_broken_quorum.py shows each on the wire). Each run is short (the quorum's timeouts 500/1000
-ms): seed 4 for 12 s is one cut of the leader (the write at it, a new leader, the heal, then quiet
-for the divergent-tail rule); seed 2 for 12 s cuts a follower off (the write lands on a follower).
+ms): seed 4 for 14 s is one cut of the leader (the write at it, a new leader, the heal, then quiet
+for the divergent-tail rule); seed 2 for 10 s cuts a follower off (the write lands on a follower).
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from .fleet_command import run_fleet_command
 
 pytestmark = pytest.mark.slow  # tens of seconds each: handed out first (tests/conftest.py)
 
-LEADER_CUT = (4, 12)  # (seed, duration): the leader cut off at about 4.3 s for 3.4 s, nothing after
-FOLLOWER_CUT = (2, 12)  # a follower cut off at about 4.1 s for 3.2 s
+#: (seed, duration): the leader cut off at about 4.3 s for 3.4 s, nothing after (so that the quorum is whole
+#: for the last 6 s, twice what quorum-divergent-tail needs, should the cut begin late on a loaded machine)
+LEADER_CUT = (4, 14)
+FOLLOWER_CUT = (2, 10)  # a follower cut off at about 4.1 s for 3.2 s
 # bug -> (seed, duration), and the rules of which at least one must be reported
 CAUGHT: dict[str, tuple[tuple[int, int], set[str]]] = {
     "answer-before-commit": (LEADER_CUT, {"topic-lost", "ack-lost", "quorum-acked-on-node"}),
