@@ -109,6 +109,8 @@ RECONNECT_BACKOFF_MAX_MS = 1000
 _WRITTEN = object()
 QUORUM_API_KEYS = wire.RAFT_API_KEYS | {ApiKey.DESCRIBE_QUORUM}
 ALIVE_INTERVAL_S = 0.05
+#: how often a commit waiting for the lease (not for the high watermark) looks again
+LEASE_RECHECK_S = 0.05
 #: fetches read within this long after a stall are taken as having waited through it
 STALL_GRACE_MS = 100
 
@@ -231,17 +233,15 @@ class Quorum:
         }
 
     # ------------------------------------------------------------------ the writer's commit quorum
-    def _leading(self) -> int | None:
-        """The epoch this node actively controls, once the core has seen the time (a node that
-        was paused past its check-quorum deadline resigns here, before deciding anything more)."""
+    def _leader_epoch(self) -> int | None:
+        """The epoch this node actively controls and still leads, once the core has seen the
+        time (a node paused past its check-quorum deadline resigns here, before appending more)."""
         epoch = self.active_epoch
         if epoch is None:
             return None
         self._handle(Tick())
         state = self.node.state
-        if not isinstance(state, Leader) or state.epoch != epoch:
-            return None
-        return epoch if self._lease_holds(state) else None
+        return epoch if isinstance(state, Leader) and state.epoch == epoch else None
 
     def _lease_holds(self, state: Leader) -> bool:
         """Whether no other leader can have been elected yet: a majority of voters (this one
@@ -284,7 +284,7 @@ class Quorum:
             await trio.sleep(ALIVE_INTERVAL_S)
 
     def appending(self, end_offset: int, records: int) -> bool:
-        epoch = self._leading()
+        epoch = self._leader_epoch()
         if epoch is None or records <= 0:
             return epoch is not None
         result = self.node.append(self._clock_ms(), epoch, records, _WRITTEN)
@@ -304,20 +304,27 @@ class Quorum:
             log.warning("snapshot %d-%d not given to the quorum: %s", end_offset, epoch, exc)
 
     async def committed(self, end_offset: int) -> bool:
+        """True once everything below `end_offset` is committed and this node's lease holds (so
+        no other leader can have been elected meanwhile: answers may go); False once this node no
+        longer leads the epoch (they never may). Records are appended whether the lease holds or
+        not (they commit only with a majority anyway); the lease only holds the answers back."""
         started = self._clock_ms()
-        epoch = self._leading()
+        epoch = self._leader_epoch()
         if epoch is None:
             return False
         if end_offset > self.node.log.flushed_end_offset:
             self._handle(LogFlushed(end_offset))  # the writer fsync'd everything below it
         while True:
-            if self.active_epoch != epoch or not self.node.is_leader:
+            state = self.node.state
+            if self.active_epoch != epoch or not isinstance(state, Leader) or state.epoch != epoch:
                 return False
-            if self.high_watermark is not None and self.high_watermark >= end_offset:
+            if self.high_watermark is not None and self.high_watermark >= end_offset and self._lease_holds(state):
                 if self.metrics is not None:
                     self.metrics.raft_commit((self._clock_ms() - started) / 1000)
                 return True
-            await self._commit_moved.wait()
+            with trio.move_on_after(LEASE_RECHECK_S):  # the lease comes back with the next fetches
+                await self._commit_moved.wait()
+            self._handle(Tick())
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

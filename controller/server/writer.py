@@ -141,8 +141,9 @@ class Writer:
         self._in_flight = 0  # submitted, not yet answered
         self._idle = trio.Event()
         self._answered: list[Pending] = []  # decided by the active controller since the last flush
-        #: answered by a standby (NOT_CONTROLLER, ApiVersions): nothing to commit or confirm
-        self._standby_answers: list[Pending] = []
+        #: answers that depend on no commit (a standby's NOT_CONTROLLER, any ApiVersions): sent at
+        #: the next flush, never behind a commit in flight (a voter's handshake must not wait on one)
+        self._free_answers: list[Pending] = []
         self._previous: trio.Event | None = None  # set when the commit in flight has finished
         self._nursery: trio.Nursery | None = None
         self._deciding = trio.CancelScope()
@@ -251,7 +252,8 @@ class Writer:
                 continue
             pending.decided_ns = time.monotonic_ns()
             pending.response = response
-            (self._answered if engine.active else self._standby_answers).append(pending)
+            free = not engine.active or request.api_key == ApiKey.API_VERSIONS
+            (self._free_answers if free else self._answered).append(pending)
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks
@@ -260,10 +262,10 @@ class Writer:
 
     async def _flush(self) -> None:
         """Commit what is decided so far, after the commit in flight (so in decision order)."""
-        standby, self._standby_answers = self._standby_answers, []
-        for pending in standby:  # a standby's answers depend on no commit
+        free, self._free_answers = self._free_answers, []
+        for pending in free:
             await self._answer(pending)
-        self._finished(len(standby))
+        self._finished(len(free))
         work = self.engine.commit()
         answered, self._answered = self._answered, []
         if work is None and not answered:

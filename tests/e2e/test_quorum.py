@@ -177,6 +177,51 @@ def test_a_voter_of_another_cluster_and_another_partition_are_refused(quorum: Qu
     assert (after.leader_id, after.leader_epoch) == (leader, before.leader_epoch)  # nothing moved
 
 
+def test_a_short_stall_of_the_leader_holds_answers_back_and_loses_nothing(quorum: Quorum) -> None:
+    """A stall shorter than the followers' fetch timeout (no election) but longer than a quarter of
+    it: the leader's lease lapses, the request that waited through the stall is answered once the
+    followers' fetches restore it, and the next write goes on (a write refused while the node
+    still led once left the engine's offsets ahead of the quorum's: the node stopped)."""
+    leader, before = quorum.leader()
+    process = quorum.nodes[leader].process
+    assert process is not None
+    with KioClient(quorum.port(leader)) as held:
+        process.send_signal(signal.SIGSTOP)
+        try:
+            correlation = held.send(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998))
+            time.sleep(0.4)  # > fetch timeout / 4 (a stall), < fetch timeout (nobody stands)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        waited = held.receive(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998), correlation)
+        assert waited.error_code == 0
+        again = held.request(m.broker_registration(1, 9, CLUSTER, uuid.uuid4(), 9997))
+        assert again.error_code == 0 and again.broker_epoch > waited.broker_epoch
+    assert process.poll() is None
+    assert quorum.leader()[1].leader_epoch == before.leader_epoch  # no election
+
+
+def test_api_versions_never_waits_behind_a_commit(quorum: Quorum) -> None:
+    """A voter's handshake (ApiVersions) is answered at once even while the leader waits for a
+    majority that is not there (both followers paused): it depends on no commit."""
+    leader, _ = quorum.leader()
+    followers = [quorum.nodes[node].process for node in sorted({1, 2, 3} - {leader})]
+    with KioClient(quorum.port(leader)) as waiting, KioClient(quorum.port(leader)) as other:
+        for follower in followers:
+            assert follower is not None
+            follower.send_signal(signal.SIGSTOP)
+        try:
+            waiting.send(m.broker_registration(1, 10, CLUSTER, uuid.uuid4(), 9996))  # cannot commit now
+            time.sleep(0.1)
+            started = time.monotonic()
+            versions = other.request(m.api_versions(3))
+            assert versions.error_code == 0 and time.monotonic() - started < 0.5
+        finally:
+            for follower in followers:
+                assert follower is not None
+                follower.send_signal(signal.SIGCONT)
+    quorum.leader(timeout=10)  # whole again for the tests after this one
+
+
 def test_a_sigkilled_leader_is_replaced_and_rejoins_with_the_committed_log(quorum: Quorum) -> None:
     leader, before = quorum.leader()
     with KioClient(quorum.port(leader)) as client:
