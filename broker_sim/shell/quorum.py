@@ -234,6 +234,7 @@ class Probe:
         self._stream: trio.SocketStream | None = None
         self._frames = FrameBuffer()
         self._correlation = 0
+        self._asking = trio.Lock()
 
     async def describe(self) -> tuple[bool, LeaderView | None]:
         """(whether the node answered, the leader's view if it answered as the leader)."""
@@ -247,10 +248,12 @@ class Probe:
         """`body`'s answer within `PROBE_S`; None (and the connection closed) when none came."""
         try:
             with trio.fail_after(PROBE_S):
-                response = await self._exchange(body, version)
+                async with self._asking:  # the poller and the prober share the connection: one at a time
+                    response = await self._exchange(body, version)
         except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, DecodeError):
             await self.close()
             return None
+
         return response
 
     async def _exchange(self, body: Data, version: int) -> object:
@@ -259,9 +262,10 @@ class Probe:
             self._frames = FrameBuffer()
         self._correlation += 1
         frame = encode_request(body, version, self._correlation, "fencer-fleet")
-        await self._stream.send_all(frame)
+        stream = self._stream
+        await stream.send_all(frame)
         while (payload := self._frames.next_frame()) is None:
-            data = await self._stream.receive_some(65536)
+            data = await stream.receive_some(65536)  # `close` may drop self._stream meanwhile
             if not data:
                 raise trio.BrokenResourceError("the node closed the connection")
             self._frames.receive_data(data)

@@ -210,7 +210,7 @@ def answer_before_commit() -> None:
     from controller.server import quorum
 
     async def committed(self: Any, end_offset: int) -> bool:
-        if self._leading() is None:
+        if self._leader_epoch() is None or not self._lease_holds(self.node.state):
             return False
         if end_offset > self.node.log.flushed_end_offset:
             self._handle(quorum.LogFlushed(end_offset))

@@ -81,12 +81,13 @@ def test_the_run_is_clean_and_its_final_check_took_every_node(run: QuorumRun) ->
 def test_a_kill_a_pause_and_a_cut_happened_each_journalled_with_the_leader(run: QuorumRun) -> None:
     actions = [(entry.fault, entry.node) for entry in run.kinds("controller_fault")]
     started = [fault for fault, _node in actions if fault in ("kill", "pause", "cut")]
-    assert sorted(started) == ["cut", "kill", "pause"]
+    assert set(started) == {"cut", "kill", "pause"}  # each at least once (a quiet machine fits a fourth)
     ends = {"kill": "restart", "pause": "resume", "cut": "heal"}
     for index, (fault, node) in enumerate(actions):  # each fault ended, on the same node, before the next
         if fault in ends:
             assert actions[index + 1] == (ends[fault], node)
-    assert run.report["stats"]["controller_faults"] == {fault: 1 for fault in [*ends, *ends.values()]}
+    counts = {fault: started.count(fault) for fault in ends}
+    assert run.report["stats"]["controller_faults"] == counts | {ends[fault]: n for fault, n in counts.items()}
     for entry in run.kinds("controller_fault"):
         assert entry.leader in (1, 2, 3) and entry.leader_epoch >= 1
     kill = next(entry for entry in run.kinds("controller_fault") if entry.fault == "kill")
@@ -95,7 +96,7 @@ def test_a_kill_a_pause_and_a_cut_happened_each_journalled_with_the_leader(run: 
 
 def test_after_each_fault_the_brokers_were_served_again_and_a_hit_leader_replaced(run: QuorumRun) -> None:
     failovers = run.kinds("failover")
-    assert sorted(failover.fault for failover in failovers) == ["cut", "kill", "pause"]
+    assert {failover.fault for failover in failovers} == {"cut", "kill", "pause"}
     for failover in failovers:
         assert failover.served_ms is not None and 0 < failover.served_ms < 15_000, failover
         if failover.role == "leader":
@@ -104,10 +105,13 @@ def test_after_each_fault_the_brokers_were_served_again_and_a_hit_leader_replace
             assert failover.new_leader != failover.node or failover.fault == "kill"  # a restart may win again
     summary = run.report["summary"]["failovers"]
     leaders = [failover for failover in failovers if failover.role == "leader"]
-    assert summary["faults"] == 3 and summary["of_the_leader"] == len(leaders) >= 1
+    assert summary["faults"] == len(failovers) >= 3 and summary["of_the_leader"] == len(leaders) >= 1
     assert summary["never_served"] == 0 and summary["never_elected"] == 0
     assert summary["served_ms"]["p50"] <= summary["served_ms"]["p99"]
-    assert "failovers: 3 faults, " in run.done.stdout and "brokers served again after p50 " in run.done.stdout
+    assert (
+        f"failovers: {len(failovers)} faults, " in run.done.stdout
+        and "brokers served again after p50 " in run.done.stdout
+    )
 
 
 def test_every_broker_registered_and_took_the_new_leaders_controller_epochs(run: QuorumRun) -> None:

@@ -116,7 +116,7 @@ async def test_newer_controller_epochs_and_refusals_are_journalled(tmp_path: Pat
     if lai >= 2:
         expected.append(("LeaderAndIsr", lai, 7, 6, ErrorCode.STALE_BROKER_EPOCH))
     assert refused == expected
-    assert {(e.broker, e.broker_epoch) for e in entries} == {(BROKER_ID, 100)}
+    assert {(e.broker, e.broker_epoch) for e in entries if hasattr(e, "broker_epoch")} == {(BROKER_ID, 100)}
     assert [e.request_broker_epoch for e in entries if isinstance(e, ControlRefused)][-1] == (99 if lai >= 2 else -1)
     assert broker.listener is not None and broker.listener.controller_epoch == 6  # no refusal moved it
 
