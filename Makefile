@@ -29,9 +29,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy protocol controller broker_sim analytics
 
 # PYTEST_WORKERS processes (pytest-xdist): most of the suite's time is spent waiting on real daemons,
-# fleets and timers, so more workers than cores; tests that share a costly fixture share a worker
+# fleets and timers, so more workers than cores (8: the suite used 1.56 of 2 cores with 6, 2026-11-26);
+# tests that share a costly fixture share a worker
 # (tests/conftest.py). The slowest tests are printed at the end.
-PYTEST_WORKERS ?= 6
+PYTEST_WORKERS ?= 8
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
