@@ -122,9 +122,8 @@ def recovered_view(engine: ControllerEngine) -> LogView:
     snapshots = log_.snapshots()
     snapshot = OffsetAndEpoch(snapshots[-1].end_offset, Epoch(snapshots[-1].epoch)) if snapshots else None
     start = snapshot.offset if snapshot is not None else 0
-    entries = [(epoch, offset) for epoch, offset in log_.epoch_entries()]
     kept: list[EpochStart] = []
-    for epoch, offset in entries:
+    for epoch, offset in log_.epoch_entries():
         if offset < start:
             kept = [EpochStart(Epoch(epoch), start)]  # an epoch that began before the snapshot goes on after it
         else:
