@@ -31,12 +31,13 @@ import argparse
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from broker_sim.shell.quorum import pick_ports
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
@@ -93,13 +94,6 @@ class DemoPaths:
     @property
     def analysis_report(self) -> Path:
         return self.analysis / "report.html"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_controller(paths: DemoPaths, metrics_port: int) -> subprocess.Popen[bytes]:
@@ -226,7 +220,7 @@ def demo(args: argparse.Namespace) -> int:
         fleet_status = run_fleet(args, paths, None)
         data_dirs, metrics_port = paths.quorum_nodes(), None
     else:
-        metrics_port = free_port()
+        metrics_port = pick_ports(1)[0]
         print(f"demo: starting the controller (data in {paths.data})", flush=True)
         controller = start_controller(paths, metrics_port)
         try:

@@ -13,7 +13,6 @@ import logging
 import resource
 import sys
 from pathlib import Path
-from typing import TypeVar
 
 import trio
 
@@ -23,6 +22,7 @@ from ..log.retention import DEFAULT_RETENTION_BYTES
 from ..log.store import DEFAULT_SEGMENT_BYTES
 from ..slices import finish
 from ..state.controller_state import ControllerConfig
+from ..stopping import find_failure
 from . import logging_config
 from .daemon import Daemon, DaemonOptions
 from .listen import ListenError
@@ -270,21 +270,6 @@ def raise_descriptor_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (ValueError, OSError) as exc:
             log.warning("cannot raise the descriptor limit from %d to %d: %s", soft, hard, exc)
-
-
-Failure = TypeVar("Failure", bound=BaseException)
-
-
-def find_failure(exc: BaseException, kind: type[Failure]) -> Failure | None:
-    """The `kind` of failure behind `exc` (itself, or inside nested exception groups), if any."""
-    if isinstance(exc, kind):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = find_failure(inner, kind)
-            if found is not None:
-                return found
-    return None
 
 
 async def _serve(engine: ControllerEngine, options: DaemonOptions, quorum: QuorumConfig | None = None) -> None:

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -34,6 +33,7 @@ import pytest
 from pyspark.find_spark_home import _find_spark_home
 
 from analytics.pipeline import TABLES
+from broker_sim.shell.quorum import pick_ports
 
 from .submit import assert_ran_from_the_zip, project_zip, spark_submit, story_captures
 
@@ -47,9 +47,7 @@ JOB_TIMEOUT_S = 400
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    return pick_ports(1)[0]  # below the ephemeral range: nobody's outgoing connection takes it meanwhile
 
 
 @dataclass

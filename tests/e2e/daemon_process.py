@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from broker_sim.shell.quorum import pick_ports
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A free port on 127.0.0.1 below the ephemeral range: one bound to port 0 and released can be taken
+    again at once by any process's outgoing connection (a clean-clone run lost a daemon's metrics port
+    that way), one below the range only by a process that asks for it."""
+    return pick_ports(1)[0]
 
 
 class DaemonProcess:

@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from controller.log import MetadataLog
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,
@@ -118,3 +120,31 @@ def test_snapshots_are_taken_under_continuous_load(tmp_path: Path) -> None:
     started = [line for line in again.stderr().splitlines() if "started:" in line][-1]
     found = re.search(r"(\d+) snapshot \+ (\d+) log records replayed", started)
     assert found is not None and int(found.group(1)) > 0, started
+
+
+def test_sigterm_during_start_up_stops_cleanly_and_the_next_start_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A supervisor that stops a node it has just started (the fleet's quorum does, at the end of a
+    run that restarted one) sees exit 0, not death by signal: the daemon is held in formatting's
+    fsync of `meta.properties.tmp`, before trio and its signal receiver run, when SIGTERM arrives."""
+    marker = tmp_path / "slow"
+    marker.touch()
+    monkeypatch.setenv("FENCER_SLOW_DISK", str(marker))
+    monkeypatch.setenv("FENCER_SLOW_DISK_MATCH", r"meta\.properties\.tmp$")
+    monkeypatch.setenv("FENCER_SLOW_DISK_SECONDS", "60")
+    data = tmp_path / "data"
+    daemon = DaemonProcess(data, module="tests.e2e.slow_disk_daemon")
+    daemon.spawn()
+    deadline = time.monotonic() + 30
+    while not (data / "meta.properties.tmp").exists():
+        assert daemon.process is not None and daemon.process.poll() is None, daemon.stderr()
+        assert time.monotonic() < deadline, "the daemon never began formatting"
+        time.sleep(0.02)
+    assert daemon.stop(signal.SIGTERM, timeout=20) == 0, daemon.stderr()
+    assert "fencer-controller: SIGTERM before serving: stopped" in daemon.stderr()
+    assert not (data / "meta.properties").exists()  # it stopped where it was: nothing formatted
+    marker.unlink()
+    again = DaemonProcess(data, module="tests.e2e.slow_disk_daemon").start()
+    assert again.stop() == 0, again.stderr()
+    assert (data / "meta.properties").exists()

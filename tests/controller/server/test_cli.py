@@ -10,8 +10,8 @@ import trio
 
 from controller.engine import ControllerEngine
 from controller.log import LogError
-from controller.server.cli import find_failure
 from controller.server.daemon import Daemon, DaemonOptions
+from controller.stopping import find_failure
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.registry import encode_request
 
