@@ -11,16 +11,19 @@ Rules:
   time; readers skip names starting with `.` (temporary files) or not ending in `.parquet`.
 - `request` and `response` hold frame payloads without the 4-byte size prefix; `response` is null
   when the connection closed without one.
+- pyarrow is imported on first use (`capture_schema()`): a daemon or a fleet that captures nothing
+  starts without it (a tenth of a second of every start-up here).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 INBOUND = "inbound"
 OUTBOUND = "outbound"
@@ -49,35 +52,42 @@ class Part(NamedTuple):
     sequence: int
 
 
-CAPTURE_SCHEMA: pa.Schema = pa.schema(
-    [
-        pa.field("request_time_ns", pa.int64(), nullable=False),
-        pa.field("response_time_ns", pa.int64(), nullable=True),
-        pa.field("direction", pa.string(), nullable=False),
-        pa.field("connection_id", pa.int64(), nullable=False),
-        pa.field("peer", pa.string(), nullable=False),
-        pa.field("api_key", pa.int16(), nullable=False),
-        pa.field("api_version", pa.int16(), nullable=False),
-        pa.field("correlation_id", pa.int32(), nullable=False),
-        pa.field("request", pa.binary(), nullable=False),
-        pa.field("response", pa.binary(), nullable=True),
-    ]
+#: the columns and their Arrow types (`capture_schema()`), in order; each with whether it is nullable
+COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("request_time_ns", "int64", False),
+    ("response_time_ns", "int64", True),
+    ("direction", "string", False),
+    ("connection_id", "int64", False),
+    ("peer", "string", False),
+    ("api_key", "int16", False),
+    ("api_version", "int16", False),
+    ("correlation_id", "int32", False),
+    ("request", "binary", False),
+    ("response", "binary", True),
 )
-
-ENVELOPE_COLUMNS = [name for name in CAPTURE_SCHEMA.names if name not in ("request", "response")]
+ENVELOPE_COLUMNS = [name for name, _, _ in COLUMNS if name not in ("request", "response")]
 DICTIONARY_COLUMNS = ["direction", "peer", "api_key", "api_version"]
 SUFFIX = ".parquet"
 CHUNK_ROWS = 256  # about a quarter of a millisecond of conversion
-_TYPES = [field.type for field in CAPTURE_SCHEMA]
+
+
+@functools.cache
+def capture_schema() -> pa.Schema:
+    """The capture's Arrow schema (imports pyarrow the first time)."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, getattr(pa, kind)(), nullable=nullable) for name, kind, nullable in COLUMNS])
 
 
 def to_table(exchanges: Sequence[Exchange]) -> pa.Table:
-    """The exchanges as a table of `CAPTURE_SCHEMA` (raises pyarrow errors on out-of-type values)."""
+    """The exchanges as a table of `capture_schema()` (raises pyarrow errors on out-of-type values)."""
     return from_batches(list(to_batches(exchanges)))
 
 
 def from_batches(batches: Sequence[pa.RecordBatch]) -> pa.Table:
-    return pa.Table.from_batches(batches, schema=CAPTURE_SCHEMA)
+    import pyarrow as pa
+
+    return pa.Table.from_batches(batches, schema=capture_schema())
 
 
 def to_batches(exchanges: Sequence[Exchange]) -> Iterator[pa.RecordBatch]:
@@ -87,15 +97,21 @@ def to_batches(exchanges: Sequence[Exchange]) -> Iterator[pa.RecordBatch]:
     give up at the interpreter's switch interval: the daemon takes these slices on its own event
     loop, between requests, and leaves only the Parquet encoding (which releases the GIL) to a
     worker thread."""
+    import pyarrow as pa
+
+    schema = capture_schema()
+    types = schema.types
     for start in range(0, len(exchanges), CHUNK_ROWS):
         columns = zip(*exchanges[start : start + CHUNK_ROWS], strict=True)
-        arrays = [pa.array(column, type=kind) for column, kind in zip(columns, _TYPES, strict=True)]
-        yield pa.RecordBatch.from_arrays(arrays, schema=CAPTURE_SCHEMA)
+        arrays = [pa.array(column, type=kind) for column, kind in zip(columns, types, strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def write_parquet(table: pa.Table, path: str) -> None:
     """Encode a part: zstd, the low-cardinality envelope columns dictionary-encoded, statistics on
     the envelope (readers filter on time) and not on the frames, one row group."""
+    import pyarrow.parquet as pq
+
     pq.write_table(
         table,
         path,

@@ -14,11 +14,14 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import trio
 
 from protocol.capture import OUTBOUND, Exchange, part_name, to_table, write_parquet
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("fencer.broker_sim.capture")
 PREFIX = "fleet"

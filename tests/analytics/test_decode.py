@@ -17,7 +17,7 @@ from analytics import schema
 from analytics.decode import decode_batch, decode_exchange
 from analytics.facts import PartitionRow
 from analytics.read import CaptureError, check_capture_dirs, read_captures
-from protocol.capture import CAPTURE_SCHEMA, OUTBOUND, Exchange, to_table
+from protocol.capture import OUTBOUND, Exchange, capture_schema, to_table
 from protocol.messages.alter_replica_state import ONLINE
 from protocol.messages.update_metadata import (
     UpdateMetadataRequest,
@@ -42,7 +42,7 @@ def batch_of(rows: list[Exchange], source: str = "controller") -> pa.RecordBatch
 
 
 def test_the_spark_capture_schema_is_the_capture_format() -> None:
-    assert from_arrow_schema(CAPTURE_SCHEMA) == schema.CAPTURE
+    assert from_arrow_schema(capture_schema()) == schema.CAPTURE
 
 
 def test_the_partition_columns_are_decoded_columns_in_the_facts_order() -> None:

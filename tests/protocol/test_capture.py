@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from protocol.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, Exchange, to_table, write_parquet
+from protocol.capture import INBOUND, OUTBOUND, Exchange, capture_schema, to_table, write_parquet
 
 
 def test_a_part_reads_back_whole_in_one_row_group_with_envelope_statistics_only(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_a_part_reads_back_whole_in_one_row_group_with_envelope_statistics_only(
     write_parquet(to_table(rows), str(path))
 
     read = pq.read_table(path)
-    assert read.schema.equals(CAPTURE_SCHEMA) and [Exchange(*row.values()) for row in read.to_pylist()] == rows
+    assert read.schema.equals(capture_schema()) and [Exchange(*row.values()) for row in read.to_pylist()] == rows
     metadata = pq.ParquetFile(path).metadata
     assert metadata.num_row_groups == 1
     group = metadata.row_group(0)
