@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from protocol.capture import CAPTURE_SCHEMA, INBOUND
+from protocol.capture import INBOUND, capture_schema
 
 from .pcap import DEFAULT_KAFKA_PORTS, Other, PcapExchange, Problem, read_pcap
 from .pcap.files import is_packet_file
@@ -114,7 +114,7 @@ PCAP_ROWS = pa.schema(
     [
         pa.field("item", pa.int8()),
         pa.field("source", pa.string()),
-        *(pa.field(field.name, field.type) for field in CAPTURE_SCHEMA),  # nullable: other items leave them out
+        *(pa.field(field.name, field.type) for field in capture_schema()),  # nullable: other items leave them out
         pa.field("server", pa.string()),
         pa.field("kind", pa.string()),
         pa.field("requests", pa.int64()),
@@ -185,7 +185,7 @@ def read_pcaps(
 
 def exchanges_of(rows: DataFrame) -> DataFrame:
     """The exchanges among `read_pcaps`' rows, as capture rows with `source` and `server`."""
-    return rows.filter(F.col("item") == EXCHANGE_ITEM).select(*CAPTURE_SCHEMA.names, "source", "server")
+    return rows.filter(F.col("item") == EXCHANGE_ITEM).select(*capture_schema().names, "source", "server")
 
 
 OTHER_TRAFFIC_COLUMNS = [

@@ -2,7 +2,7 @@
 
 Purpose: every DataFrame the job reads or builds from Python has an explicit schema here; nothing
 is inferred. The capture schema is written out for Spark and checked against the format's own
-`protocol.capture.CAPTURE_SCHEMA` by a test, so the two cannot drift apart.
+`protocol.capture.capture_schema()` by a test, so the two cannot drift apart.
 
 Rules:
 - `source` (which program captured a row) comes from the part file's name, whose form is

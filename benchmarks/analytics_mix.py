@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from controller.server.capture import write_part
-from protocol.capture import CAPTURE_SCHEMA, INBOUND, OUTBOUND, part_name
+from protocol.capture import INBOUND, OUTBOUND, capture_schema, part_name
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     alter_partition as ap,
@@ -331,6 +331,6 @@ def _write_part(directory: Path, first: int, chosen: list[Frames], rng: random.R
         [request for request, _ in frames],
         [response for _, response in frames],
     ]
-    arrays = [pa.array(column, type=field.type) for column, field in zip(columns, CAPTURE_SCHEMA, strict=True)]
-    table = pa.Table.from_arrays(arrays, schema=CAPTURE_SCHEMA)
+    arrays = [pa.array(column, type=field.type) for column, field in zip(columns, capture_schema(), strict=True)]
+    table = pa.Table.from_arrays(arrays, schema=capture_schema())
     write_part(table, directory, part_name("capture", times[0], first // PART_ROWS))
