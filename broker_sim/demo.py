@@ -155,21 +155,37 @@ def run_check(paths: DemoPaths, data_dirs: list[Path]) -> int:
     return wait(subprocess.Popen([*command, "--report", str(paths.check_report)]))
 
 
-def run_analytics(paths: DemoPaths) -> int:
-    """The analytics job (`python -m analytics`, Spark local) over both captures; its tables and
-    `report.html` go to `paths.analysis`. A separate process: broker_sim never imports analytics."""
+def analytics_command(paths: DemoPaths) -> list[str] | None:
+    """`python -m analytics` over the captures the run left and its journal, into `paths.analysis`
+    (None: no capture to analyse). The README's Quick start runs the same job on the same inputs."""
     captures = [str(path) for path in (paths.controller_capture, paths.fleet_capture) if path.exists()]
     if not captures:
-        print("demo: no capture to analyse", flush=True)
-        return 1
-    print(f"demo: the analytics job over {' and '.join(captures)}", flush=True)
+        return None
     command = [sys.executable, "-m", "analytics", *captures, "--out", str(paths.analysis)]
     if paths.journal.is_file():  # the fleet's faults and stale replays, marked on the report's timelines
         command += ["--journal", str(paths.journal)]
+    return command
+
+
+def run_analytics(paths: DemoPaths) -> int:
+    """The analytics job (Spark local): its tables and `report.html` go to `paths.analysis`. A
+    separate process: broker_sim never imports analytics."""
+    command = analytics_command(paths)
+    if command is None:
+        print("demo: no capture to analyse", flush=True)
+        return 1
+    print(f"demo: the analytics job over {' and '.join(command[3 : command.index('--out')])}", flush=True)
     return subprocess.run(command, check=False).returncode
 
 
-def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metrics_port: int | None) -> str:
+def summary(
+    paths: DemoPaths,
+    fleet_status: int,
+    check_status: int | None,
+    metrics_port: int | None,
+    *,
+    analytics_skipped: bool = False,
+) -> str:
     lines = ["", "demo summary"]
     try:
         report = json.loads(paths.report.read_text())
@@ -203,7 +219,9 @@ def summary(paths: DemoPaths, fleet_status: int, check_status: int | None, metri
         ("analytics tables (Parquet)", paths.analysis),
         ("analytics report (open it)", paths.analysis_report),
     ):
-        lines.append(f"    {label + ':':<32} {path}{'' if path.exists() else '  (not written)'}")
+        skipped = analytics_skipped and label.startswith("analytics")
+        note = "  (skipped: --skip-analytics)" if skipped else "" if path.exists() else "  (not written)"
+        lines.append(f"    {label + ':':<32} {path}{note}")
     if metrics_port is not None:
         lines.append(f"    {'metrics (while it ran):':<32} http://127.0.0.1:{metrics_port}/metrics")
     return "\n".join(lines)
@@ -244,7 +262,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"demo: the invariant check of {', '.join(map(str, data_dirs))}", flush=True)
     check_status = run_check(paths, data_dirs)
     analytics_status = 0 if args.skip_analytics else run_analytics(paths)
-    print(summary(paths, fleet_status, check_status, metrics_port), flush=True)
+    print(summary(paths, fleet_status, check_status, metrics_port, analytics_skipped=args.skip_analytics), flush=True)
     return next((status for status in (fleet_status, check_status, analytics_status) if status != 0), 0)
 
 

@@ -338,5 +338,7 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     verdict = r"run finished in [\d.]+s: 0 violation\(s\), final check of .*: 0 violation\(s\); exit status 0"
     assert any(re.fullmatch(verdict, line) for line in lines), stdout[-3000:]
     assert f"report: {tmp}/analysis/report.html" in lines
-    assert (tmp / "analysis" / "report.html").stat().st_size > 10_000
+    page = (tmp / "analysis" / "report.html").read_text()
+    assert len(page) > 10_000 and "<h2>What the fleet did (its journals)</h2>" in page
+    assert "No journal given" not in page  # the journal beside the fleet's report was read
     assert any("offset:" in line for line in lines[-3:]), lines[-3:]  # dump-log's last records

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from analytics.job import parser as analytics_parser
+from broker_sim.demo import DemoPaths, analytics_command
 from tests.e2e.daemon_process import ROOT
 
 
@@ -39,9 +41,12 @@ def test_make_demo_runs_the_script_for_demo_seconds() -> None:
 
 @pytest.mark.slow
 def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
+    """Every step but the analytics job's JVM (about 35 CPU s of the 2-core suite's budget): the
+    README's Quick start test runs that job on the same inputs (both captures and the journal), and
+    the next test holds the demo's command to the job's own parser."""
     output = tmp_path / "demo-output"
     (output / "stale").mkdir(parents=True)  # a previous demo's: wiped
-    demo = run_demo(output)
+    demo = run_demo(output, "--skip-analytics")
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert not (output / "stale").exists()
     report = json.loads((output / "report.json").read_text())
@@ -56,6 +61,14 @@ def test_a_short_demo_end_to_end(tmp_path: Path) -> None:
     for name in ("data", "controller-capture", "report.json", "journal.jsonl", "fleet-capture"):
         assert str(output / name) in summary
     assert "(not written)" not in summary  # check.json too: the checker's --report
+    assert f"{output / 'analysis' / 'report.html'}  (skipped: --skip-analytics)" in summary
+    # what the analytics step would run: the job over both captures and the journal
+    command = analytics_command(DemoPaths(output))
+    assert command is not None
+    args = analytics_parser().parse_args(command[3:])
+    assert command[:3] == [sys.executable, "-m", "analytics"]
+    assert args.captures == [str(output / "controller-capture"), str(output / "fleet-capture")]
+    assert (args.out, args.journal) == (str(output / "analysis"), [output / "journal.jsonl"])
 
 
 @pytest.mark.slow
