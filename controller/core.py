@@ -30,8 +30,11 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from protocol.messages.create_acls import CreateAclsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.delete_acls import DeleteAclsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.records.control import (
@@ -71,8 +74,8 @@ from protocol.records.metadata import (
 from protocol.spec import Data
 
 from .control.orders import ControlOrder, OutboundCollector
+from .ops import acls, brokers, cluster_info, elections, replica_state, topics
 from .ops import alter_partition as alter_partition_op
-from .ops import brokers, cluster_info, elections, replica_state, topics
 from .ops.snapshot import snapshot_records
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
@@ -125,6 +128,9 @@ class ControllerCore:
             ApiKey.ELECT_LEADERS: self.elect_leaders,
             ApiKey.ALTER_PARTITION: self.alter_partition,
             ApiKey.ALTER_REPLICA_STATE: self.alter_replica_state,
+            ApiKey.DESCRIBE_ACLS: self.describe_acls,
+            ApiKey.CREATE_ACLS: self.create_acls,
+            ApiKey.DELETE_ACLS: self.delete_acls,
         }
         self._replayers = self._make_replayers()
 
@@ -178,6 +184,15 @@ class ControllerCore:
         self, request: AlterReplicaStateRequest, version: int, now_ns: int, next_offset: int
     ) -> Outcome:
         return replica_state.alter_replica_state(self.state, request, version)
+
+    def describe_acls(self, request: DescribeAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return acls.describe_acls(request, version)
+
+    def create_acls(self, request: CreateAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return acls.create_acls(request, version)
+
+    def delete_acls(self, request: DeleteAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+        return acls.delete_acls(request, version)
 
     def expire_sessions(self, now_ns: int) -> Outcome | None:
         """Fence the broker whose session expired first, if any (call again after applying)."""

@@ -27,8 +27,11 @@ from .messages import (
     broker_heartbeat,
     broker_registration,
     controlled_shutdown,
+    create_acls,
     create_topics,
+    delete_acls,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_quorum,
     elect_leaders,
@@ -61,6 +64,9 @@ _APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
     ApiKey.API_VERSIONS: ("ApiVersions", api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: ("CreateTopics", create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
     ApiKey.DELETE_TOPICS: ("DeleteTopics", delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
+    ApiKey.DESCRIBE_ACLS: ("DescribeAcls", describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
+    ApiKey.CREATE_ACLS: ("CreateAcls", create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
+    ApiKey.DELETE_ACLS: ("DeleteAcls", delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
     ApiKey.ELECT_LEADERS: ("ElectLeaders", elect_leaders.ElectLeadersRequest, elect_leaders.ElectLeadersResponse),
     ApiKey.VOTE: ("Vote", vote.VoteRequest, vote.VoteResponse),
     ApiKey.BEGIN_QUORUM_EPOCH: (
@@ -123,6 +129,11 @@ INBOUND_API_KEYS = frozenset(
         ApiKey.BROKER_REGISTRATION,
         ApiKey.BROKER_HEARTBEAT,
         ApiKey.ALTER_REPLICA_STATE,
+        # issue 22's ACL APIs: answered SECURITY_DISABLED while no authorizer is configured
+        # (controller.ops.acls), NOT_CONTROLLER by a standby, as the other admin APIs
+        ApiKey.DESCRIBE_ACLS,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
         # the controller quorum's (issue 21): KRaft's Raft RPCs, served by every node, a sole
         # voter included (Fetch of `__cluster_metadata` partition 0 only: `SERVED_VERSIONS`)
         ApiKey.FETCH,

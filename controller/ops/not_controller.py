@@ -9,6 +9,12 @@ Rules (Kafka's QuorumController raises NotControllerException, and each request'
   names or ids from v6).
 - ElectLeaders: every requested partition with the error and the message, and from v1 the
   top-level code too (v0 has none: a v0 request for every partition, null, gets an empty answer).
+- The ACL APIs (issue 22), as `ops.acls.error_response` shapes them: DescribeAcls the top-level
+  code with the message, CreateAcls every creation, DeleteAcls every filter. This is protocol.md's
+  rule, not quite Kafka 3.9's: its AclApis answers on any controller without asking the quorum, so
+  a standby without an authorizer says SECURITY_DISABLED, and with StandardAuthorizer only
+  CreateAcls and DeleteAcls go to the active controller (NOT_CONTROLLER per creation or filter, the
+  shape here) while DescribeAcls is read from the standby's own copy of the ACLs.
 - The message is Kafka's: "The active controller appears to be node N", or "No controller
   appears to be active." while no leader is known.
 - ApiVersions and the quorum's own RPCs are never answered this way: every node serves them.
@@ -34,6 +40,8 @@ from protocol.messages.elect_leaders import (
     ElectLeadersResponseReplicaElectionResult,
 )
 from protocol.spec import Data
+
+from .acls import error_response
 
 ERROR = ErrorCode.NOT_CONTROLLER
 
@@ -84,6 +92,8 @@ def not_controller(api_key: int, version: int, request: Any, leader_id: int | No
         return ElectLeadersResponse(error_code=ERROR if version >= 1 else 0, replica_election_results=results)
     if api_key == ApiKey.DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=ERROR, error_message=text)
+    if api_key in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        return error_response(api_key, request, ERROR, text)
     top_level: dict[int, type[Data]] = {
         ApiKey.BROKER_REGISTRATION: BrokerRegistrationResponse,
         ApiKey.BROKER_HEARTBEAT: BrokerHeartbeatResponse,

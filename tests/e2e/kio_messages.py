@@ -18,6 +18,9 @@ NAMES = {
     18: "api_versions",
     19: "create_topics",
     20: "delete_topics",
+    29: "describe_acls",
+    30: "create_acls",
+    31: "delete_acls",
     43: "elect_leaders",
     56: "alter_partition",
     60: "describe_cluster",
@@ -155,3 +158,59 @@ def alter_partition(
 
 def controlled_shutdown(version: int, broker_id: int, broker_epoch: int) -> Any:
     return build(request_class(7, version), broker_id=broker_id, broker_epoch=broker_epoch)
+
+
+#: Kafka's codes (protocol.acl_codes spells them out; written here as kio's clients would send them)
+TOPIC, ANY, LITERAL, READ, ALLOW = 2, 1, 3, 3, 3
+
+
+def describe_acls(version: int) -> Any:
+    """Kafka's AclBindingFilter.ANY (`kafka-acls --list`); v0 knows no pattern type but LITERAL."""
+    return build(
+        request_class(29, version),
+        resource_type_filter=ANY,
+        resource_name_filter=None,
+        pattern_type_filter=ANY,
+        principal_filter=None,
+        host_filter=None,
+        operation=ANY,
+        permission_type=ANY,
+    )
+
+
+def create_acls(version: int, *topics: str) -> Any:
+    """One creation per topic: User:alice may read it, from any host."""
+    mod = module(30, version)
+    creations = tuple(
+        build(
+            mod.AclCreation,
+            resource_type=TOPIC,
+            resource_name=topic,
+            resource_pattern_type=LITERAL,
+            principal="User:alice",
+            host="*",
+            operation=READ,
+            permission_type=ALLOW,
+        )
+        for topic in topics
+    )
+    return build(request_class(30, version), creations=creations)
+
+
+def delete_acls(version: int, *topics: str) -> Any:
+    """One filter per topic: every ACL of that topic (v1+: of any pattern type)."""
+    mod = module(31, version)
+    filters = tuple(
+        build(
+            mod.DeleteAclsFilter,
+            resource_type_filter=TOPIC,
+            resource_name_filter=topic,
+            pattern_type_filter=ANY,
+            principal_filter=None,
+            host_filter=None,
+            operation=ANY,
+            permission_type=ANY,
+        )
+        for topic in topics
+    )
+    return build(request_class(31, version), filters=filters)

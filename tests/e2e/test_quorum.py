@@ -137,6 +137,14 @@ def test_one_leader_the_others_redirect(quorum: Quorum) -> None:
                     break
                 time.sleep(0.05)
             assert created.error_message == f"The active controller appears to be node {leader}"
+            # the ACL APIs too (issue 22; protocol.md's rule for a standby, whatever its authorizer)
+            redirect = (NOT_CONTROLLER, f"The active controller appears to be node {leader}")
+            described = client.request(m.describe_acls(3))
+            assert (described.error_code, described.error_message) == redirect
+            created_acls = client.request(m.create_acls(0, "x")).results
+            assert [(r.error_code, r.error_message) for r in created_acls] == [redirect]
+            deleted = client.request(m.delete_acls(3, "x", "y")).filter_results
+            assert [(r.error_code, r.error_message) for r in deleted] == [redirect] * 2
             versions = client.request(m.api_versions(3))
             assert {52, 53, 54, 55, 59, 1} <= {k.api_key for k in versions.api_keys}
     # operators see who leads: /state's "quorum" and Kafka's raft-metrics, on every node

@@ -42,6 +42,9 @@ def test_api_table_matches_protocol_md() -> None:
         18: "0-4",
         19: "2-7",
         20: "1-6",
+        29: "0-3",
+        30: "0-3",
+        31: "0-3",
         43: "0-2",
         # v2 is Kafka 4.0's pre-vote (KIP-996); protocol.md's row says 0-1 with pre-vote in v1,
         # which Kafka's schema contradicts (v1 is KIP-853's directory ids)
@@ -70,6 +73,8 @@ def test_api_table_matches_protocol_md() -> None:
         ApiKey.DESCRIBE_QUORUM,
         ApiKey.FETCH_SNAPSHOT,
     } <= INBOUND_API_KEYS
+    # issue 22's ACL APIs are served (SECURITY_DISABLED without an authorizer)
+    assert {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS} <= INBOUND_API_KEYS
 
 
 @pytest.mark.parametrize("key", sorted(INBOUND_API_KEYS | OUTBOUND_API_KEYS | DECODE_ONLY_API_KEYS))

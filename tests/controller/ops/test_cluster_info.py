@@ -14,7 +14,8 @@ from protocol.messages.describe_cluster import (
 
 from ..harness import CLUSTER_ID, Harness
 
-# docs/protocol.md, "Inbound APIs" and "Added by the quorum": key -> (lowest, highest) version served
+# docs/protocol.md, "Inbound APIs" and "Added by the quorum and security issues" (the ACL APIs, 29-31,
+# of issue 22 too): key -> (lowest, highest) version served
 # (Vote to v2, Kafka 4.0's pre-vote: protocol.md's row says 0-1, with pre-vote in v1, which Kafka's
 # schema contradicts)
 PROTOCOL_MD = {
@@ -23,6 +24,9 @@ PROTOCOL_MD = {
     18: (0, 4),
     19: (2, 7),
     20: (1, 6),
+    29: (0, 3),
+    30: (0, 3),
+    31: (0, 3),
     43: (0, 2),
     52: (0, 2),
     53: (0, 1),

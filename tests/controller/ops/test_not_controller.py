@@ -32,6 +32,10 @@ def errors(response: Any) -> list[int]:
         found.append(result.error_code)
     for election in getattr(response, "replica_election_results", ()) or ():
         found += [partition.error_code for partition in election.partition_result]
+    for result in getattr(response, "results", ()) or ():  # CreateAcls' per creation
+        found.append(result.error_code)
+    for result in getattr(response, "filter_results", ()) or ():  # DeleteAcls' per filter
+        found.append(result.error_code)
     return found
 
 
@@ -50,12 +54,24 @@ def test_every_broker_and_admin_api_is_answered_not_controller(key: int, version
         asked = len(request.topics if key == ApiKey.CREATE_TOPICS or version >= 6 else request.topic_names)
     if key == ApiKey.ELECT_LEADERS:
         asked = sum(len(topic.partitions) for topic in request.topic_partitions or ())
-    top_level = key not in (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS) and (key, version) != (ApiKey.ELECT_LEADERS, 0)
+    if key == ApiKey.CREATE_ACLS:
+        asked = len(request.creations)
+    if key == ApiKey.DELETE_ACLS:
+        asked = len(request.filters)
+    per_item_only = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS)
+    top_level = key not in per_item_only and (key, version) != (ApiKey.ELECT_LEADERS, 0)
     assert len(found) == asked + top_level
     encode_response(response, version, correlation_id=7)  # answerable at the request's version
     if key == ApiKey.CREATE_TOPICS:
         assert [topic.name for topic in response.topics] == [topic.name for topic in request.topics]
         assert all(t.error_message == "The active controller appears to be node 2" for t in response.topics)
+    acl_answers = {
+        ApiKey.DESCRIBE_ACLS: lambda: [response],
+        ApiKey.CREATE_ACLS: lambda: list(response.results),
+        ApiKey.DELETE_ACLS: lambda: list(response.filter_results),
+    }
+    if key in acl_answers:  # each with Kafka's message, as CreateTopics' topics
+        assert all(a.error_message == "The active controller appears to be node 2" for a in acl_answers[key]())
 
 
 def test_the_message_says_when_no_controller_is_known() -> None:
