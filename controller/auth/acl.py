@@ -1,8 +1,8 @@
 """Kafka's ACL model: resource, operation, permission and pattern types, ACLs, filters, validation.
 
 Rules (Kafka 3.9: clients' common/acl and common/resource, AclControlManager, AclApis):
-- The four enums carry Kafka's numeric codes, which the wire and the metadata records use.
-  `from_code` reads an unrecognised code as UNKNOWN, as Kafka's `fromCode` does.
+- The four enums are protocol.acl_codes' (Kafka's numbers, as the wire and the metadata records
+  carry them). `from_code` reads an unrecognised code as UNKNOWN, as Kafka's `fromCode` does.
 - An `Acl` is an AclBinding: a resource pattern (type, name, LITERAL or PREFIXED) and an entry
   (principal "Type:name", host, operation, permission). The LITERAL name "*" is the wildcard
   resource; "User:*" the wildcard principal; host "*" any host.
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import Self
+from typing import TypeVar
 
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import AccessControlEntryRecord
 
@@ -45,58 +45,15 @@ WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
 
 
-class _KafkaEnum(IntEnum):
-    @classmethod
-    def from_code(cls, code: int) -> Self:
-        """The member with Kafka's `code`; UNKNOWN for a code Kafka does not know."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls(0)
+Code = TypeVar("Code", ResourceType, PatternType, AclOperation, AclPermissionType)
 
 
-class ResourceType(_KafkaEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class AclOperation(_KafkaEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(_KafkaEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
-
-
-class PatternType(_KafkaEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
+def from_code(kind: type[Code], code: int) -> Code:
+    """The `kind` member with Kafka's `code`; UNKNOWN for a code Kafka does not know (`fromCode`)."""
+    try:
+        return kind(code)
+    except ValueError:
+        return kind(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,13 +174,13 @@ def filter_error(acl_filter: AclFilter) -> AclError | None:
 def acl_from_record(record: AccessControlEntryRecord) -> tuple[uuid.UUID, Acl]:
     """The ACL a record creates, with its id (StandardAclWithId.fromRecord)."""
     acl = Acl(
-        resource_type=ResourceType.from_code(record.resource_type),
+        resource_type=from_code(ResourceType, record.resource_type),
         resource_name=record.resource_name,
-        pattern_type=PatternType.from_code(record.pattern_type),
+        pattern_type=from_code(PatternType, record.pattern_type),
         principal=record.principal,
         host=record.host,
-        operation=AclOperation.from_code(record.operation),
-        permission=AclPermissionType.from_code(record.permission_type),
+        operation=from_code(AclOperation, record.operation),
+        permission=from_code(AclPermissionType, record.permission_type),
     )
     return record.id, acl
 

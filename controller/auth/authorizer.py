@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.records.metadata import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
 from ._java import java_order, java_trim
@@ -50,10 +51,6 @@ from .acl import (
     WILDCARD_RESOURCE,
     Acl,
     AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
     acl_from_record,
     principal_refusal,
 )

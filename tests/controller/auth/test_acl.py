@@ -13,16 +13,14 @@ from controller.auth.acl import (
     Acl,
     AclError,
     AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
     acl_from_record,
     acl_to_record,
     binding_refusal,
     filter_error,
+    from_code,
     new_acl_error,
 )
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import AccessControlEntryRecord, decode_metadata_value, encode_metadata_value
 
@@ -31,9 +29,11 @@ TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
 
 
 def test_codes_kafka_does_not_know_read_as_unknown() -> None:
-    assert ResourceType.from_code(7) is ResourceType.USER
-    for enum in (ResourceType, AclOperation, AclPermissionType, PatternType):
-        assert enum.from_code(99) is enum(0) and enum(0).name == "UNKNOWN"
+    assert from_code(ResourceType, 7) is ResourceType.USER
+    assert from_code(ResourceType, 99) is ResourceType.UNKNOWN
+    assert from_code(PatternType, 5) is PatternType.UNKNOWN
+    assert from_code(AclOperation, 15) is AclOperation.UNKNOWN
+    assert from_code(AclPermissionType, -1) is AclPermissionType.UNKNOWN
 
 
 def pattern(kind: ResourceType, name: str, pattern_type: PatternType) -> Acl:

@@ -11,15 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.auth.acl import (
-    Acl,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-    acl_to_record,
-)
+from controller.auth.acl import Acl, AclFilter, acl_to_record
 from controller.auth.authorizer import (
     AclReplayError,
     AclSnapshot,
@@ -29,6 +21,7 @@ from controller.auth.authorizer import (
     parse_allow_everyone,
     parse_super_users,
 )
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.records.metadata import RemoveAccessControlEntryRecord
 
 ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = (
