@@ -2,9 +2,10 @@
 
 - `protocol` is a pure codec: no sockets, clock, logging, trio or upper rings.
 - The controller's core (decisions in `controller/ops`, state and replay in `controller/state`,
-  the entry point `controller/core.py`) is pure: no trio, os, socket, time, threads or logging,
-  and nothing of the shell (`controller.server`), the control channel (`controller.control`,
-  whose orders the core derives: `controller.control.orders` is pure and allowed) or the log.
+  the authorizer in `controller/auth`, the entry point `controller/core.py`) is pure: no trio,
+  os, socket, time, threads or logging, and nothing of the shell (`controller.server`), the control
+  channel (`controller.control`, whose orders the core derives: `controller.control.orders` is pure
+  and allowed) or the log.
 - The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in;
   its checker (`broker_sim/check`) reads files, never the network; trio lives in `broker_sim/shell`.
 - `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet.
@@ -32,7 +33,7 @@ RINGS: dict[str, tuple[list[str], set[str]]] = {
         {"trio", "socket", "logging", "time", "asyncio", "threading", "controller", "broker_sim", "analytics"},
     ),
     "controller core": (
-        ["controller/ops", "controller/state", "controller/core.py", "controller/raft"],
+        ["controller/ops", "controller/state", "controller/core.py", "controller/raft", "controller/auth"],
         IMPURE
         | {
             "controller.server",
