@@ -15,15 +15,28 @@ Rules (architecture.md "Records, then replay"):
   `collector` (see `controller.control.orders`).
 - Time (monotonic ns) and randomness (a seeded `random.Random`) are arguments; nothing here
   reads a clock, a socket or the environment.
+- Authorization (issue 22; `controller.ops.authorization` states the rules): `handle` takes who
+  asks, a `RequestContext(principal, host)`, defaulting to "User:ANONYMOUS" from an unknown host
+  (the seam: the shell passes each connection's TLS principal and peer address through
+  `ControllerEngine.decide(..., context=...)`). With an authorizer configured
+  (`ControllerConfig.authorizer`), an API's cluster check is made here, before its operation: a
+  refusal is answered CLUSTER_AUTHORIZATION_FAILED and nothing is decided; CreateTopics and
+  DeleteTopics check each topic in their operations, the ACL APIs read and write the ACLs. Every
+  request refused anything leaves a `Denial` in `denials` (bounded; `take_denials` empties it),
+  for the shell's metric and log. The authorizer's ACL snapshot follows replay
+  (`state.authorization`); `authorizer()` is the one in force, for the checks the shell makes
+  itself (the quorum's RPCs, `authorize_api`). Without an authorizer nothing is checked.
 """
 
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionRequest
 from protocol.messages.alter_replica_state import AlterReplicaStateRequest
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -73,17 +86,23 @@ from protocol.records.metadata import (
 )
 from protocol.spec import Data
 
+from .auth.authorizer import Authorizer
 from .control.orders import ControlOrder, OutboundCollector
 from .ops import acls, brokers, cluster_info, elections, replica_state, topics
 from .ops import alter_partition as alter_partition_op
+from .ops.authorization import CLUSTER_OPERATIONS, DEFAULT_CONTEXT, Access, Denial, RequestContext, denied_message
+from .ops.not_controller import error_answer
 from .ops.snapshot import snapshot_records
 from .state.cluster import ReplayError
 from .state.controller_state import ControllerConfig, ControllerState, Outcome, RecordAndVersion, Result, Steps
 from .state.frozen import FrozenState, freeze
 from .state.replication import IsrChanges, Replaced
 
-#: a named handler: (request, version, now in monotonic ns, the offset its first record would get)
-Handler = Callable[[Any, int, int, int], Outcome]
+#: a named handler: (request, version, now in monotonic ns, the offset its first record would get,
+#: the request's access: who asks and what the authorizer lets them do)
+Handler = Callable[[Any, int, int, int, Access], Outcome]
+#: the denials kept until the shell takes them (a shell that never does keeps only the newest)
+DENIALS_KEPT = 1024
 
 
 class ClusterCounts(NamedTuple):
@@ -133,66 +152,120 @@ class ControllerCore:
             ApiKey.DELETE_ACLS: self.delete_acls,
         }
         self._replayers = self._make_replayers()
+        #: a `Denial` per request refused anything, oldest first, until `take_denials`
+        self.denials: deque[Denial] = deque(maxlen=DENIALS_KEPT)
 
     @property
     def config(self) -> ControllerConfig:
         return self.state.config
 
     # ------------------------------------------------------------------ decisions
-    def handle(self, api_key: int, version: int, request: Data, now_ns: int, next_offset: int) -> Outcome:
-        """Decide one request: a `Result`, or `Steps` (see `Steps` and `batches`). `next_offset` is
-        the offset its first record would get."""
+    def handle(
+        self,
+        api_key: int,
+        version: int,
+        request: Data,
+        now_ns: int,
+        next_offset: int,
+        context: RequestContext = DEFAULT_CONTEXT,
+    ) -> Outcome:
+        """Decide one request from `context`: a `Result`, or `Steps` (see `Steps` and `batches`).
+        `next_offset` is the offset its first record would get."""
         handler = self._handlers.get(api_key)
         if handler is None:
             raise ValueError(f"the controller does not serve api key {api_key}")
-        return handler(request, version, now_ns, next_offset)
+        access = Access(self.authorizer(), context)
+        operation = CLUSTER_OPERATIONS.get(api_key)
+        if operation is not None and not access.cluster(operation):
+            text = denied_message(api_key, context, operation)
+            outcome: Outcome = Result(
+                error_answer(api_key, version, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, text)
+            )
+        else:
+            outcome = handler(request, version, now_ns, next_offset, access)
+        denial = access.denial(api_key)
+        if denial is not None:
+            self.denials.append(denial)
+        return outcome
+
+    def authorizer(self) -> Authorizer | None:
+        """The authorizer in force, with every ACL replayed so far; None without one."""
+        authorization = self.state.authorization
+        return None if authorization is None else authorization.current()
+
+    def take_denials(self) -> list[Denial]:
+        """The denials since the last call, oldest first (see the module's rules)."""
+        taken = list(self.denials)
+        self.denials.clear()
+        return taken
 
     # Each handler looks its operation up in its module at every call (tests and the planted
     # bugs of tests/broker_sim/broken_daemon.py replace operations by name).
-    def api_versions(self, request: ApiVersionsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+    def api_versions(
+        self, request: ApiVersionsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
         return cluster_info.api_versions(request, version)
 
-    def describe_cluster(self, request: DescribeClusterRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+    def describe_cluster(
+        self, request: DescribeClusterRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
         return cluster_info.describe_cluster(self.state, request, version)
 
     def register_broker(
-        self, request: BrokerRegistrationRequest, version: int, now_ns: int, next_offset: int
+        self, request: BrokerRegistrationRequest, version: int, now_ns: int, next_offset: int, access: Access
     ) -> Outcome:
         return brokers.register(self.state, request, now_ns, next_offset)
 
-    def broker_heartbeat(self, request: BrokerHeartbeatRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+    def broker_heartbeat(
+        self, request: BrokerHeartbeatRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
         return brokers.heartbeat(self.state, request, now_ns)
 
     def controlled_shutdown(
-        self, request: ControlledShutdownRequest, version: int, now_ns: int, next_offset: int
+        self, request: ControlledShutdownRequest, version: int, now_ns: int, next_offset: int, access: Access
     ) -> Outcome:
         return brokers.controlled_shutdown(self.state, request, version)
 
-    def create_topics(self, request: CreateTopicsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
-        return topics.create_topics(self.state, request, version, self.rng)
+    def create_topics(
+        self, request: CreateTopicsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
+        return topics.create_topics(self.state, request, version, self.rng, access)
 
-    def delete_topics(self, request: DeleteTopicsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
-        return topics.delete_topics(self.state, request, version)
+    def delete_topics(
+        self, request: DeleteTopicsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
+        return topics.delete_topics(self.state, request, version, access)
 
-    def elect_leaders(self, request: ElectLeadersRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+    def elect_leaders(
+        self, request: ElectLeadersRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
         return elections.elect_leaders(self.state, request, version)
 
-    def alter_partition(self, request: AlterPartitionRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
+    def alter_partition(
+        self, request: AlterPartitionRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
         return alter_partition_op.alter_partition(self.state, request, version)
 
     def alter_replica_state(
-        self, request: AlterReplicaStateRequest, version: int, now_ns: int, next_offset: int
+        self, request: AlterReplicaStateRequest, version: int, now_ns: int, next_offset: int, access: Access
     ) -> Outcome:
         return replica_state.alter_replica_state(self.state, request, version)
 
-    def describe_acls(self, request: DescribeAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
-        return acls.describe_acls(request, version)
+    def describe_acls(
+        self, request: DescribeAclsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
+        return acls.describe_acls(request, version, access.authorizer)
 
-    def create_acls(self, request: CreateAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
-        return acls.create_acls(request, version)
+    def create_acls(
+        self, request: CreateAclsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
+        limit = self.config.max_records_per_operation
+        return acls.create_acls(request, version, access.authorizer, self.rng, limit)
 
-    def delete_acls(self, request: DeleteAclsRequest, version: int, now_ns: int, next_offset: int) -> Outcome:
-        return acls.delete_acls(request, version)
+    def delete_acls(
+        self, request: DeleteAclsRequest, version: int, now_ns: int, next_offset: int, access: Access
+    ) -> Outcome:
+        return acls.delete_acls(request, version, access.authorizer, self.config.max_records_per_operation)
 
     def expire_sessions(self, now_ns: int) -> Outcome | None:
         """Fence the broker whose session expired first, if any (call again after applying)."""
@@ -238,6 +311,16 @@ class ControllerCore:
             if topic is not None:
                 kept.drop_topic_configs(topic.name)  # Kafka deletes a topic's configs with it
 
+        def acl(record: AccessControlEntryRecord, epoch: int) -> None:
+            kept.replay_acl(record)
+            if state.authorization is not None:
+                state.authorization.replay(record)
+
+        def remove_acl(record: RemoveAccessControlEntryRecord, epoch: int) -> None:
+            kept.replay_remove_acl(record)  # refuses an unknown id
+            if state.authorization is not None:
+                state.authorization.replay(record)
+
         # Read and ignored: transaction markers (which records a transaction's framing lets take
         # effect is the caller's: start-up replay applies them at the End, and the live path never
         # aborts), NoOp, snapshot header and footer, and the KRaft version and voters (fencer is a
@@ -265,8 +348,8 @@ class ControllerCore:
             LeaderChangeMessage: leader_change,
             ConfigRecord: lambda r, e: kept.replay_config(r),
             FeatureLevelRecord: lambda r, e: kept.replay_feature(r),
-            AccessControlEntryRecord: lambda r, e: kept.replay_acl(r),
-            RemoveAccessControlEntryRecord: lambda r, e: kept.replay_remove_acl(r),
+            AccessControlEntryRecord: acl,
+            RemoveAccessControlEntryRecord: remove_acl,
             ClientQuotaRecord: lambda r, e: kept.replay_quota(r),
             UserScramCredentialRecord: lambda r, e: kept.replay_scram(r),
             RemoveUserScramCredentialRecord: lambda r, e: kept.replay_remove_scram(r),

@@ -33,6 +33,15 @@ Rules:
   that fails inside its transaction leaves the engine unusable (Kafka's controller resigns on
   such a fault): the in-memory state holds part of it, and only a restart's replay, which aborts
   the open transaction, reconciles state and log. No snapshot is taken inside a transaction.
+- Authorization (issue 22): `load` takes the authorization options (`authorizer`: None or
+  "standard", `super_users`, `allow_everyone_if_no_acl_found`; checked by
+  `ops.authorization.authorizer_config`, a ValueError naming what is wrong); none: no authorizer,
+  nothing checked. `decide` takes who asks (`context`, a `RequestContext`; anonymous by default);
+  `authorizer` is the authorizer in force, with every ACL replayed (a standby's too), for the
+  checks the shell makes itself (`ops.authorization.authorize_api` for the quorum's RPCs);
+  `take_denials` hands the shell what was refused since the last call. The ACL snapshot is
+  brought up to date at the end of every replay (`_load_snapshot`, `catch_up`), so a log with
+  ACL records the authorizer refuses stops start-up there.
 - `committed_isr_changes` counts a partition change once it is durable, never when staged: the
   core's running totals are noted at the end of each staged batch that changed them, and the
   newest note at or below the log's durable end is what was committed. Changes replayed at
@@ -57,6 +66,7 @@ from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
 from protocol.records.transactions import TransactionReplay, markers_in_snapshot
 from protocol.spec import Data
 
+from .auth.authorizer import Authorizer
 from .control.orders import ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
 from .log import LogEntry, LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
@@ -65,6 +75,7 @@ from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
+from .ops.authorization import DEFAULT_CONTEXT, Denial, RequestContext, authorizer_config
 from .ops.snapshot import snapshot_records
 from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .state.cluster import ReplayError
@@ -155,6 +166,9 @@ class ControllerEngine:
         metadata_retention_bytes: int = DEFAULT_RETENTION_BYTES,
         max_records_per_operation: int = ControllerConfig.max_records_per_operation,
         rng: random.Random | None = None,
+        authorizer: str | None = None,
+        super_users: str | None = None,
+        allow_everyone_if_no_acl_found: bool = False,
     ) -> ControllerEngine:
         """Open (or format) the data dir and load its newest snapshot: a standby, its state the
         snapshot's. `catch_up` replays the log after it up to an offset (a standby replays only
@@ -162,9 +176,13 @@ class ControllerEngine:
         last; `start` does all three for a single voter, whose whole log is committed.
 
         Segments roll at `segment_bytes` (Kafka's metadata.log.segment.bytes); retention keeps
-        the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes)."""
+        the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes).
+        `authorizer` ("standard", Kafka's StandardAuthorizer) with `super_users` (Kafka's
+        `super.users` text) and `allow_everyone_if_no_acl_found`: the authorization options (the
+        module's rules); as the other options, they are `config`'s when a config is given."""
         if metadata_retention_bytes < 0:
             raise ValueError(f"metadata_retention_bytes must not be negative, not {metadata_retention_bytes}")
+        authorization = authorizer_config(authorizer, super_users, allow_everyone_if_no_acl_found)
         started = time.perf_counter()
         wanted_cluster = config.cluster_id if config is not None else cluster_id
         log = MetadataLog.open(
@@ -183,6 +201,7 @@ class ControllerEngine:
                 host=host,
                 port=port,
                 max_records_per_operation=max_records_per_operation,
+                authorizer=authorization,
             )
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
@@ -252,6 +271,7 @@ class ControllerEngine:
                 self._applied = offset + 1
                 yield None
         self._applied = applied + replayed  # offsets are contiguous (recovery checks it)
+        core.authorizer()  # the ACL snapshot follows what was replayed (a refused ACL record stops here)
         self._data_records += replayed - control
         self.startup = dataclasses.replace(
             self.startup,
@@ -326,6 +346,17 @@ class ControllerEngine:
     def config(self) -> ControllerConfig:
         return self.core.config
 
+    @property
+    def authorizer(self) -> Authorizer | None:
+        """The authorizer in force with the ACLs replayed so far (an immutable value), or None
+        without one: what `ops.authorization.authorize_api` takes for the quorum's RPCs."""
+        return self.core.authorizer()
+
+    def take_denials(self) -> list[Denial]:
+        """The requests the authorizer refused anything since the last call (api name, principal,
+        host, what was refused), oldest first: for the shell's metric and log."""
+        return self.core.take_denials()
+
     def advertise_port(self, port: int) -> None:
         """The port the daemon listens on, once bound (DescribeCluster names it)."""
         self.core.state.config = dataclasses.replace(self.core.state.config, port=port)
@@ -355,9 +386,12 @@ class ControllerEngine:
 
     # ------------------------------------------------------------------ decisions
 
-    def decide(self, api_key: int, version: int, body: Data, now_ns: int) -> Work[Data | None]:
-        """Decide one request and stage its records; the work's result is the response (send it
-        only once committed).
+    def decide(
+        self, api_key: int, version: int, body: Data, now_ns: int, context: RequestContext = DEFAULT_CONTEXT
+    ) -> Work[Data | None]:
+        """Decide one request from `context` (who asks) and stage its records; the work's result is
+        the response (send it only once committed). A request the authorizer refused anything
+        leaves a `Denial` for `take_denials`.
 
         The decision is taken at once. Staging it, and the further steps of an operation decided
         in steps, happen at once too when small (`Done`), else as the returned work runs, paced
@@ -367,7 +401,7 @@ class ControllerEngine:
         self._check_usable()
         if not self.active and api_key != ApiKey.API_VERSIONS:
             raise NotActiveError(f"a standby decides nothing (api key {api_key}): the active controller does")
-        outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset)
+        outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset, context)
         if type(outcome) is Result:
             if len(outcome.records) <= REPLAY_SLICE_RECORDS:
                 self._stage_now(outcome.records)
@@ -637,6 +671,7 @@ def _load_snapshot(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId |
             raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
         core.replay(record, offset, snapshot_id.epoch)
     core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
+    core.authorizer()  # the ACL snapshot built once, from the snapshot's ACLs
     return snapshot_id, len(records)
 
 

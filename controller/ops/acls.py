@@ -8,33 +8,75 @@ Rules (Kafka 3.9, AclApis `handleDescribeAcls` / `handleCreateAcls` / `handleDel
   order, with the same message and no matching ACL (DeleteAclsRequest.getErrorResponse);
   DescribeAcls at the top level, with "No Authorizer is configured on the broker" (Kafka's text,
   on a controller too) and no resource. Throttle time 0.
-- fencer has no authorizer yet (issue 22 brings one), and this is the one place that knows it:
-  each operation below is Kafka's handler with `authorizer = None`, answering `without_authorizer`.
-  An authorizer plugs in here: it (and the ACL state, `state.kept.acls`) becomes an argument of the
-  operations, which then answer `without_authorizer` only when it is None, as AclApis matches on
-  its `authorizer`.
+- Without an authorizer this is the one place that decides the answer: each operation below is
+  Kafka's handler with `authorizer = None`, answering `without_authorizer`.
+- With one (`ControllerConfig.authorizer`), the cluster check (ALTER for CreateAcls and DeleteAcls,
+  DESCRIBE for DescribeAcls) was made by the core before (`ops.authorization`), and:
+  - DescribeAcls answers the ACLs its filter matches (`auth.acl.AclFilter`), in Kafka's order
+    (StandardAcl.compareTo), grouped by resource pattern in the order the groups first appear
+    (Kafka groups them in a HashMap, in no order a client may rely on). A filter with an UNKNOWN
+    code, which Kafka refuses while parsing, matches nothing.
+  - CreateAcls: if any creation cannot be an AclBinding (`acl.binding_refusal`: an ANY type,
+    operation or permission, an ANY/MATCH pattern type), every creation is UNKNOWN_SERVER_ERROR
+    without a message (AclApis fails as a whole). Else each creation in order: refused with
+    INVALID_REQUEST and Kafka's message (`acl.new_acl_error`, AclApis then validateNewAcl), or
+    success, with one AccessControlEntryRecord for an ACL not yet present (AclControlManager: an
+    ACL already there, or created earlier in the same request, is a success that writes nothing).
+    An ACL id is a random UUID from the core's seeded source (as topic ids), never one in use.
+    More new ACLs than `max_records_per_operation` refuse every creation (POLICY_VIOLATION, Kafka's
+    "Unable to perform excessively large batch operation.", as its controller answers a
+    BoundedList overflow), nothing written.
+  - DeleteAcls: each filter in order: INVALID_REQUEST for an UNKNOWN code (`acl.filter_error`),
+    else every ACL it matches, listed in Kafka's order (the error null, each matching ACL's too,
+    as DeleteAclsResponse.filterResult) and removed by one RemoveAccessControlEntryRecord (an ACL
+    several filters match is listed by each, removed once). A filter whose removals would take the
+    request past `max_records_per_operation` is UNKNOWN_SERVER_ERROR without a message (Kafka's
+    BoundedListTooLongException, caught per filter) and removes nothing (Kafka keeps the removals
+    it added before the overflow).
 - `error_response` is each request's `getErrorResponse` (one code and message for the whole
   request, in the shape above); a standby's NOT_CONTROLLER answer (ops.not_controller) uses it too.
 - Not done as Kafka does: Kafka's request classes refuse, while parsing, a code 0 (UNKNOWN) in a
   creation or filter and a v0 pattern type other than LITERAL (ANY, for the filters: read as
   LITERAL), and Kafka closes the connection; fencer decodes such requests and answers them as
-  any other (SECURITY_DISABLED).
+  any other (SECURITY_DISABLED without an authorizer; with one, an UNKNOWN code in a creation is
+  its INVALID_REQUEST, in a DeleteAcls filter the filter's, in a DescribeAcls filter no match).
 """
 
 from __future__ import annotations
 
+import random
+import uuid
+
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse, CreateAclsResponseAclCreationResult
+from protocol.messages.create_acls import (
+    CreateAclsRequest,
+    CreateAclsRequestAclCreation,
+    CreateAclsResponse,
+    CreateAclsResponseAclCreationResult,
+)
 from protocol.messages.delete_acls import (
     DeleteAclsRequest,
+    DeleteAclsRequestDeleteAclsFilter,
     DeleteAclsResponse,
     DeleteAclsResponseDeleteAclsFilterResult,
+    DeleteAclsResponseDeleteAclsMatchingAcl,
 )
-from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_acls import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeAclsResponseAclDescription,
+    DescribeAclsResponseDescribeAclsResource,
+)
+from protocol.records.metadata import RemoveAccessControlEntryRecord
 from protocol.spec import Data
 
-from ..state.controller_state import Result
+from ..auth.acl import Acl, AclFilter, acl_to_record, binding_refusal, filter_error, from_code, new_acl_error
+from ..auth.authorizer import AclSnapshot, Authorizer
+from ..state.controller_state import ControllerConfig, RecordAndVersion, Result
+from .changes import versioned
+from .topics import TOO_MANY_RECORDS, new_topic_id
 
 AclRequest = DescribeAclsRequest | CreateAclsRequest | DeleteAclsRequest
 
@@ -45,19 +87,147 @@ NO_AUTHORIZER = "No Authorizer is configured."
 NO_AUTHORIZER_DESCRIBE = "No Authorizer is configured on the broker"
 
 
-def describe_acls(request: DescribeAclsRequest, version: int) -> Result:
+def describe_acls(request: DescribeAclsRequest, version: int, authorizer: Authorizer | None = None) -> Result:
     """DescribeAcls (AclApis.handleDescribeAcls): the ACLs matching the request's filter."""
-    return Result(without_authorizer(ApiKey.DESCRIBE_ACLS, request))
+    if authorizer is None:
+        return Result(without_authorizer(ApiKey.DESCRIBE_ACLS, request))
+    groups: dict[tuple[int, str, int], list[DescribeAclsResponseAclDescription]] = {}
+    for _, acl in authorizer.acls.acls(_filter_of(request)):
+        key = (acl.resource_type, acl.resource_name, acl.pattern_type)
+        groups.setdefault(key, []).append(
+            DescribeAclsResponseAclDescription(
+                principal=acl.principal, host=acl.host, operation=acl.operation, permission_type=acl.permission
+            )
+        )
+    resources = tuple(
+        DescribeAclsResponseDescribeAclsResource(
+            resource_type=resource_type, resource_name=name, pattern_type=pattern_type, acls=tuple(descriptions)
+        )
+        for (resource_type, name, pattern_type), descriptions in groups.items()
+    )
+    return Result(DescribeAclsResponse(resources=resources))
 
 
-def create_acls(request: CreateAclsRequest, version: int) -> Result:
-    """CreateAcls (AclApis.handleCreateAcls): one result per creation, in order."""
-    return Result(without_authorizer(ApiKey.CREATE_ACLS, request))
+def create_acls(
+    request: CreateAclsRequest,
+    version: int,
+    authorizer: Authorizer | None = None,
+    rng: random.Random | None = None,
+    max_records: int = ControllerConfig.max_records_per_operation,
+) -> Result:
+    """CreateAcls (AclApis.handleCreateAcls, AclControlManager.createAcls): one result per creation, in order."""
+    if authorizer is None:
+        return Result(without_authorizer(ApiKey.CREATE_ACLS, request))
+    wanted = [_acl_of(creation) for creation in request.creations]
+    if any(binding_refusal(acl) is not None for acl in wanted):
+        return Result(error_response(ApiKey.CREATE_ACLS, request, ErrorCode.UNKNOWN_SERVER_ERROR, None))
+    snapshot, source = authorizer.acls, rng if rng is not None else random.Random()
+    added: dict[Acl, uuid.UUID] = {}
+    results = []
+    for acl in wanted:
+        refusal = new_acl_error(acl)
+        if refusal is not None:
+            results.append(CreateAclsResponseAclCreationResult(error_code=refusal.code, error_message=refusal.message))
+            continue
+        if acl not in added and not _present(snapshot, acl):
+            added[acl] = _new_acl_id(snapshot, added, source)
+        results.append(CreateAclsResponseAclCreationResult())
+    if len(added) > max_records:
+        return Result(error_response(ApiKey.CREATE_ACLS, request, ErrorCode.POLICY_VIOLATION, TOO_MANY_RECORDS))
+    records = tuple(versioned(acl_to_record(acl_id, acl)) for acl, acl_id in added.items())
+    return Result(CreateAclsResponse(results=tuple(results)), records)
 
 
-def delete_acls(request: DeleteAclsRequest, version: int) -> Result:
-    """DeleteAcls (AclApis.handleDeleteAcls): one result per filter, in order."""
-    return Result(without_authorizer(ApiKey.DELETE_ACLS, request))
+def delete_acls(
+    request: DeleteAclsRequest,
+    version: int,
+    authorizer: Authorizer | None = None,
+    max_records: int = ControllerConfig.max_records_per_operation,
+) -> Result:
+    """DeleteAcls (AclApis.handleDeleteAcls, AclControlManager.deleteAcls): one result per filter, in order."""
+    if authorizer is None:
+        return Result(without_authorizer(ApiKey.DELETE_ACLS, request))
+    removed: dict[uuid.UUID, None] = {}  # ordered: the records follow the filters
+    results = []
+    for wanted in request.filters:
+        acl_filter = _filter_of(wanted)
+        refusal = filter_error(acl_filter)
+        if refusal is not None:
+            results.append(
+                DeleteAclsResponseDeleteAclsFilterResult(error_code=refusal.code, error_message=refusal.message)
+            )
+            continue
+        matching = authorizer.acls.acls(acl_filter)
+        new = [acl_id for acl_id, _ in matching if acl_id not in removed]
+        if len(removed) + len(new) > max_records:
+            results.append(
+                DeleteAclsResponseDeleteAclsFilterResult(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=None)
+            )
+            continue
+        removed.update(dict.fromkeys(new))
+        results.append(
+            DeleteAclsResponseDeleteAclsFilterResult(
+                error_message=None, matching_acls=tuple(_matching(acl) for _, acl in matching)
+            )
+        )
+    records: tuple[RecordAndVersion, ...] = tuple(
+        versioned(RemoveAccessControlEntryRecord(id=acl_id)) for acl_id in removed
+    )
+    return Result(DeleteAclsResponse(filter_results=tuple(results)), records)
+
+
+def _acl_of(creation: CreateAclsRequestAclCreation) -> Acl:
+    """A creation as an ACL, each code as Kafka's `fromCode` reads it."""
+    return Acl(
+        resource_type=from_code(ResourceType, creation.resource_type),
+        resource_name=creation.resource_name,
+        pattern_type=from_code(PatternType, creation.resource_pattern_type),
+        principal=creation.principal,
+        host=creation.host,
+        operation=from_code(AclOperation, creation.operation),
+        permission=from_code(AclPermissionType, creation.permission_type),
+    )
+
+
+def _filter_of(wanted: DescribeAclsRequest | DeleteAclsRequestDeleteAclsFilter) -> AclFilter:
+    """A request's filter as Kafka's AclBindingFilter (DescribeAclsRequest.filter, DeleteAclsRequest's)."""
+    return AclFilter(
+        resource_type=from_code(ResourceType, wanted.resource_type_filter),
+        resource_name=wanted.resource_name_filter,
+        pattern_type=from_code(PatternType, wanted.pattern_type_filter),
+        principal=wanted.principal_filter,
+        host=wanted.host_filter,
+        operation=from_code(AclOperation, wanted.operation),
+        permission=from_code(AclPermissionType, wanted.permission_type),
+    )
+
+
+def _present(snapshot: AclSnapshot, acl: Acl) -> bool:
+    """Is `acl` in `snapshot`? (Through the resource index: the ACLs matching its resource include it.)"""
+    return any(existing == acl for existing in snapshot.matching(acl.resource_type, acl.resource_name))
+
+
+def _new_acl_id(snapshot: AclSnapshot, added: dict[Acl, uuid.UUID], rng: random.Random) -> uuid.UUID:
+    """A random id no ACL has (AclControlManager.newAclId), from the core's seeded source."""
+    taken = set(added.values())
+    while True:
+        acl_id = new_topic_id(rng)
+        if acl_id not in snapshot.by_id and acl_id not in taken:
+            return acl_id
+
+
+def _matching(acl: Acl) -> DeleteAclsResponseDeleteAclsMatchingAcl:
+    """One ACL a DeleteAcls filter matched, as DeleteAclsResponse.matchingAcl lists it (no error)."""
+    return DeleteAclsResponseDeleteAclsMatchingAcl(
+        error_message=None,
+        resource_type=acl.resource_type,
+        resource_name=acl.resource_name,
+        pattern_type=acl.pattern_type,
+        principal=acl.principal,
+        host=acl.host,
+        operation=acl.operation,
+        permission_type=acl.permission,
+    )
 
 
 def without_authorizer(api_key: int, request: AclRequest) -> Data:

@@ -46,6 +46,7 @@ from protocol.records.metadata import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RegisterControllerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UserScramCredentialRecord,
@@ -78,6 +79,7 @@ _BASE_VERSIONS: dict[type, int] = {
     ClientQuotaRecord: 0,
     ProducerIdsRecord: 0,
     AccessControlEntryRecord: 0,
+    RemoveAccessControlEntryRecord: 0,
     UserScramCredentialRecord: 0,
     DelegationTokenRecord: 0,
 }

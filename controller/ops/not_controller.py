@@ -54,11 +54,17 @@ def message(leader_id: int | None) -> str:
 
 def not_controller(api_key: int, version: int, request: Any, leader_id: int | None) -> Data:
     """The NOT_CONTROLLER answer to a broker or admin request (see the module's rules)."""
-    text = message(leader_id)
+    return error_answer(api_key, version, request, ERROR, message(leader_id))
+
+
+def error_answer(api_key: int, version: int, request: Any, error: ErrorCode, text: str) -> Data:
+    """A request's `getErrorResponse` for one error raised before anything was decided, in the shapes
+    of the module's rules (`text` where the response carries a message); the authorizer's
+    CLUSTER_AUTHORIZATION_FAILED (`ops.authorization`) is answered in these shapes too."""
     if api_key == ApiKey.CREATE_TOPICS:
         return CreateTopicsResponse(
             topics=tuple(
-                CreateTopicsResponseCreatableTopicResult(name=topic.name, error_code=ERROR, error_message=text)
+                CreateTopicsResponseCreatableTopicResult(name=topic.name, error_code=error, error_message=text)
                 for topic in request.topics
             )
         )
@@ -70,10 +76,10 @@ def not_controller(api_key: int, version: int, request: Any, leader_id: int | No
         )
         return DeleteTopicsResponse(
             responses=tuple(
-                DeleteTopicsResponseDeletableTopicResult(name=name, error_code=ERROR, error_message=text)
+                DeleteTopicsResponseDeletableTopicResult(name=name, error_code=error, error_message=text)
                 if topic_id is None
                 else DeleteTopicsResponseDeletableTopicResult(
-                    name=name, topic_id=topic_id, error_code=ERROR, error_message=text
+                    name=name, topic_id=topic_id, error_code=error, error_message=text
                 )
                 for name, topic_id in named
             )
@@ -83,17 +89,17 @@ def not_controller(api_key: int, version: int, request: Any, leader_id: int | No
             ElectLeadersResponseReplicaElectionResult(
                 topic=topic.topic,
                 partition_result=tuple(
-                    ElectLeadersResponsePartitionResult(partition_id=partition, error_code=ERROR, error_message=text)
+                    ElectLeadersResponsePartitionResult(partition_id=partition, error_code=error, error_message=text)
                     for partition in topic.partitions
                 ),
             )
             for topic in request.topic_partitions or ()
         )
-        return ElectLeadersResponse(error_code=ERROR if version >= 1 else 0, replica_election_results=results)
+        return ElectLeadersResponse(error_code=error if version >= 1 else 0, replica_election_results=results)
     if api_key == ApiKey.DESCRIBE_CLUSTER:
-        return DescribeClusterResponse(error_code=ERROR, error_message=text)
+        return DescribeClusterResponse(error_code=error, error_message=text)
     if api_key in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
-        return error_response(api_key, request, ERROR, text)
+        return error_response(api_key, request, error, text)
     top_level: dict[int, type[Data]] = {
         ApiKey.BROKER_REGISTRATION: BrokerRegistrationResponse,
         ApiKey.BROKER_HEARTBEAT: BrokerHeartbeatResponse,
@@ -103,5 +109,5 @@ def not_controller(api_key: int, version: int, request: Any, leader_id: int | No
     }
     response = top_level.get(api_key)
     if response is None:
-        raise ValueError(f"api key {api_key} is not answered NOT_CONTROLLER")
-    return response(error_code=ERROR)  # type: ignore[call-arg]
+        raise ValueError(f"api key {api_key} is not answered {ErrorCode(error).name} here")
+    return response(error_code=error)  # type: ignore[call-arg]

@@ -14,6 +14,19 @@ partitions add up to more than it (counted as Kafka's validateTotalNumberOfParti
 the request's numbers alone, before anything is looked up or allocated per partition), or whose
 records would, and a DeleteTopics that would write more RemoveTopicRecords, are refused as a
 whole: POLICY_VIOLATION for every topic of the request, nothing written (validate_only too).
+
+Authorization (with an authorizer: `ops.authorization`; Kafka's ControllerApis.createTopics and
+deleteTopics): CreateTopics may create every topic with CREATE on the cluster, else each topic
+with CREATE on it (LITERAL, wildcard or PREFIXED ACLs); a topic named once and refused is
+TOPIC_AUTHORIZATION_FAILED "Authorization failed." (a duplicate stays INVALID_REQUEST, unchecked),
+and only the topics allowed count towards the bounds. DeleteTopics needs DELETE on the cluster, or
+DESCRIBE and DELETE on each topic, checked on the names given and the names of the ids given:
+by name, a topic not describable is TOPIC_AUTHORIZATION_FAILED whether it exists or not (its
+existence is not revealed), a describable unknown one UNKNOWN_TOPIC_OR_PARTITION, a describable
+one not deletable TOPIC_AUTHORIZATION_FAILED; by id, an unknown id is UNKNOWN_TOPIC_ID, a topic
+not deletable TOPIC_AUTHORIZATION_FAILED with its name only if describable. The message is the
+error's default, "Topic authorization failed.". Kafka shuffles DeleteTopics results so that their
+order reveals nothing; fencer answers in the request's order, which reveals nothing either.
 """
 
 from __future__ import annotations
@@ -23,8 +36,9 @@ import random
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from protocol.acl_codes import AclOperation, ResourceType
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -47,7 +61,9 @@ from protocol.records.metadata import (
 from protocol.spec import ZERO_UUID
 
 from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
+from ..state.replication import Topic
 from .alter_partition import find_topic
+from .authorization import UNCHECKED, Access
 from .batches import STEP_PARTITIONS
 from .changes import versioned
 from .placement import place_replicas
@@ -58,6 +74,10 @@ MAX_NAME_LENGTH = 249
 #: controller makes of a BoundedList overflow (more records than MAX_RECORDS_PER_USER_OP).
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+#: Kafka's messages for a topic the authorizer refuses: ControllerApis.createTopics's own, and
+#: DeleteTopics's ApiError(TOPIC_AUTHORIZATION_FAILED) (the error's default message)
+CREATE_DENIED = "Authorization failed."
+DELETE_DENIED = "Topic authorization failed."
 
 
 #: Topics a CreateTopics will create: name, id, (partition index, replicas) of each partition.
@@ -78,13 +98,26 @@ def new_topic_id(rng: random.Random) -> uuid.UUID:
             return topic_id
 
 
-def _requested_partitions(request: CreateTopicsRequest, default_partitions: int) -> int:
+def _not_creatable(access: Access, named: Counter[str]) -> set[str]:
+    """The topics named once that `access` may not create: none without an authorizer or with
+    CREATE on the cluster (which Kafka checks without logging a refusal), else those without
+    CREATE on the topic."""
+    if access.authorizer is None or access.cluster(AclOperation.CREATE, noted=False):
+        return set()
+    once = {name for name, count in named.items() if count == 1}
+    return once - access.names(AclOperation.CREATE, ResourceType.TOPIC, once)
+
+
+def _requested_partitions(request: CreateTopicsRequest, default_partitions: int, denied: set[str]) -> int:
     """Kafka's upper bound of the partitions a CreateTopics asks for, from its numbers alone.
 
     Manual assignments count as listed, -1 as the default count, other non-positive counts as
-    nothing (they are refused later). Python ints: no overflow, unlike Kafka's int sum."""
+    nothing (they are refused later); a topic the authorizer refuses, nothing. Python ints: no
+    overflow, unlike Kafka's int sum."""
     total = 0
     for topic in request.topics:
+        if topic.name in denied:
+            continue
         if topic.assignments:
             total += len(topic.assignments)
         elif topic.num_partitions == -1:
@@ -94,17 +127,26 @@ def _requested_partitions(request: CreateTopicsRequest, default_partitions: int)
     return total
 
 
-def create_topics(state: ControllerState, request: CreateTopicsRequest, version: int, rng: random.Random) -> Outcome:
+def create_topics(
+    state: ControllerState,
+    request: CreateTopicsRequest,
+    version: int,
+    rng: random.Random,
+    access: Access = UNCHECKED,
+) -> Outcome:
     limit = state.config.max_records_per_operation
-    if _requested_partitions(request, state.config.default_partitions) > limit:
-        return _refuse_creation(request, TOO_MANY_PARTITIONS)
+    named = Counter(topic.name for topic in request.topics)
+    denied = _not_creatable(access, named)
+    if _requested_partitions(request, state.config.default_partitions, denied) > limit:
+        return _refuse_creation(request, TOO_MANY_PARTITIONS, denied)
     created: Created = []
     results = []
-    named = Counter(topic.name for topic in request.topics)
     for topic in request.topics:
         try:
             if named[topic.name] > 1:
                 raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{_shown(topic.name)}' is named more than once.")
+            if topic.name in denied:
+                raise _Rejected(ErrorCode.TOPIC_AUTHORIZATION_FAILED, CREATE_DENIED)
             assignments = _assignments(state, topic, rng)
         except _Rejected as rejected:
             results.append(
@@ -126,7 +168,7 @@ def create_topics(state: ControllerState, request: CreateTopicsRequest, version:
         )
     # one TopicRecord per topic and one PartitionRecord per partition, validate_only or not (as Kafka)
     if sum(1 + len(assignments) for _, _, assignments in created) > limit:
-        return _refuse_creation(request, TOO_MANY_RECORDS)
+        return _refuse_creation(request, TOO_MANY_RECORDS, denied)
     response = CreateTopicsResponse(topics=tuple(results))
     if request.validate_only:
         return Result(response)
@@ -156,13 +198,18 @@ def _created_in_steps(records: Iterator[RecordAndVersion], response: CreateTopic
     return response
 
 
-def _refuse_creation(request: CreateTopicsRequest, message: str) -> Result:
-    """The whole request refused: POLICY_VIOLATION for each of its topics, nothing written."""
+def _refuse_creation(request: CreateTopicsRequest, message: str, denied: set[str]) -> Result:
+    """The whole request refused: POLICY_VIOLATION for each of its topics (but those the authorizer
+    refused, which Kafka answers apart), nothing written."""
     return Result(
         CreateTopicsResponse(
             topics=tuple(
                 CreateTopicsResponseCreatableTopicResult(
                     name=topic.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
+                )
+                if topic.name not in denied
+                else CreateTopicsResponseCreatableTopicResult(
+                    name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=CREATE_DENIED
                 )
                 for topic in request.topics
             )
@@ -272,7 +319,9 @@ def _partition_record(active: set[int], topic_id: uuid.UUID, index: int, replica
     )
 
 
-def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version: int) -> Result:
+def delete_topics(
+    state: ControllerState, request: DeleteTopicsRequest, version: int, access: Access = UNCHECKED
+) -> Result:
     if version >= 6:
         wanted = [(entry.name, entry.topic_id) for entry in request.topics]
     else:
@@ -281,8 +330,29 @@ def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version:
         (name, topic_id, find_topic(state, name or "", topic_id, by_id=topic_id != ZERO_UUID))
         for name, topic_id in wanted
     ]
-    # one RemoveTopicRecord per distinct topic: more than the bound refuses the whole request
-    removed = list(dict.fromkeys(topic.topic_id for _, _, topic in found if topic is not None))
+    describable, deletable = _deletion_rights(access, found)
+    results = []
+    removed: dict[uuid.UUID, None] = {}  # one RemoveTopicRecord per distinct topic, in order
+    for name, topic_id, topic in found:
+        by_id = topic_id != ZERO_UUID
+        if by_id and topic is not None and not deletable(topic.name):
+            shown = topic.name if describable(topic.name) else None
+            results.append(_deletion_denied(shown, topic_id))
+        elif not by_id and not describable(name or ""):
+            results.append(_deletion_denied(name, topic_id))
+        elif topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results.append(
+                DeleteTopicsResponseDeletableTopicResult(
+                    name=name, topic_id=topic_id, error_code=code, error_message=code.name
+                )
+            )
+        elif not deletable(topic.name):
+            results.append(_deletion_denied(name, topic_id))
+        else:
+            removed[topic.topic_id] = None
+            results.append(DeleteTopicsResponseDeletableTopicResult(name=topic.name, topic_id=topic.topic_id))
+    # more records than the bound refuse the whole request
     if len(removed) > state.config.max_records_per_operation:
         refused = tuple(
             DeleteTopicsResponseDeletableTopicResult(
@@ -291,16 +361,31 @@ def delete_topics(state: ControllerState, request: DeleteTopicsRequest, version:
             for name, topic_id in wanted
         )
         return Result(DeleteTopicsResponse(responses=refused))
-    results = []
-    for name, topic_id, topic in found:
-        if topic is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            results.append(
-                DeleteTopicsResponseDeletableTopicResult(
-                    name=name, topic_id=topic_id, error_code=code, error_message=code.name
-                )
-            )
-        else:
-            results.append(DeleteTopicsResponseDeletableTopicResult(name=topic.name, topic_id=topic.topic_id))
     records = tuple(versioned(RemoveTopicRecord(topic_id=topic_id)) for topic_id in removed)
     return Result(DeleteTopicsResponse(responses=tuple(results)), records)
+
+
+Found = list[tuple[str | None, uuid.UUID, Topic | None]]
+
+
+def _deletion_rights(access: Access, found: Found) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    """Whether a topic name may be described, and deleted, by `access` (everything without an
+    authorizer or with DELETE on the cluster, which Kafka checks without logging a refusal). The
+    names checked: those given, and those of the ids given that exist."""
+    if access.authorizer is None or access.cluster(AclOperation.DELETE, noted=False):
+        return _anything, _anything
+    names = {name or "" for name, topic_id, _ in found if topic_id == ZERO_UUID}
+    names.update(topic.name for _, topic_id, topic in found if topic_id != ZERO_UUID and topic is not None)
+    describable = access.names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    deletable = access.names(AclOperation.DELETE, ResourceType.TOPIC, names)
+    return describable.__contains__, deletable.__contains__
+
+
+def _anything(name: str) -> bool:
+    return True
+
+
+def _deletion_denied(name: str | None, topic_id: uuid.UUID) -> DeleteTopicsResponseDeletableTopicResult:
+    return DeleteTopicsResponseDeletableTopicResult(
+        name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=DELETE_DENIED
+    )

@@ -13,6 +13,8 @@ from typing import NamedTuple, TypeAlias
 
 from protocol.spec import Data
 
+from ..auth.authorizer import AuthorizerConfig
+from .authorization import AuthorizerState
 from .cluster import ClusterState
 from .heartbeats import HeartbeatTracker
 from .kept import KeptState
@@ -34,6 +36,10 @@ class ControllerConfig:
     #: may write in one atomic batch; larger user operations are refused, larger broker-driven
     #: ones are written as several batches.
     max_records_per_operation: int = 10_000
+    #: the authorizer (Kafka's `authorizer.class.name` StandardAuthorizer, with its `super.users` and
+    #: `allow.everyone.if.no.acl.found`), or None: no authorizer, nothing checked, and the ACL APIs
+    #: answer SECURITY_DISABLED (see `controller.ops.authorization`)
+    authorizer: AuthorizerConfig | None = None
 
 
 class Result(NamedTuple):
@@ -64,6 +70,10 @@ class ControllerState:
     kept: KeptState = field(default_factory=KeptState)
     controller_epoch: int = 0
     last_offset: int = -1
+    #: the authorizer and its ACL snapshot, following the ACL records replayed (None: no authorizer)
+    authorization: AuthorizerState | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.heartbeats.session_timeout_ns = self.config.session_timeout_ms * 1_000_000
+        if self.config.authorizer is not None:
+            self.authorization = AuthorizerState(self.config.authorizer)

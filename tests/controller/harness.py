@@ -13,8 +13,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.auth.authorizer import AuthorizerConfig
 from controller.control.orders import ControlOrder
 from controller.core import ControllerCore, batches
+from controller.ops.authorization import DEFAULT_CONTEXT, RequestContext
 from controller.state.controller_state import ControllerConfig, Outcome
 from controller.state.model import PartitionRegistration
 from protocol.messages.alter_partition import (
@@ -57,6 +59,8 @@ class Harness:
     session_timeout_ms: int = 9000
     seed: int = 0
     max_records_per_operation: int = ControllerConfig.max_records_per_operation
+    #: the authorizer's configuration (None: no authorizer, as the daemon by default)
+    authorizer: AuthorizerConfig | None = None
     core: ControllerCore = field(init=False)
     log: list[tuple[Data, int, int]] = field(default_factory=list)  # (record, version, offset)
     orders: list[ControlOrder] = field(default_factory=list)
@@ -69,6 +73,7 @@ class Harness:
             node_id=3000,
             session_timeout_ms=self.session_timeout_ms,
             max_records_per_operation=self.max_records_per_operation,
+            authorizer=self.authorizer,
         )
         self.core = ControllerCore(config, random.Random(self.seed))
 
@@ -77,12 +82,13 @@ class Harness:
     def next_offset(self) -> int:
         return len(self.log)
 
-    def send(self, body: Data, version: int) -> tuple[Any, list[Data]]:
-        """Decide a request, committing each of its batches in turn; (response, every data record:
-        the BeginTransactionRecord and EndTransactionRecord framing a split operation are in
-        `batches` and the log only)."""
+    def send(self, body: Data, version: int, context: RequestContext = DEFAULT_CONTEXT) -> tuple[Any, list[Data]]:
+        """Decide a request from `context`, committing each of its batches in turn; (response, every
+        data record: the BeginTransactionRecord and EndTransactionRecord framing a split operation
+        are in `batches` and the log only)."""
         records: list[Data] = []
-        response = self.run(self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset), records)
+        outcome = self.core.handle(body.API.key, version, body, self.now_ns, self.next_offset, context)
+        response = self.run(outcome, records)
         return response, records
 
     def run(self, outcome: Outcome, records: list[Data] | None = None) -> Data | None:
