@@ -29,6 +29,10 @@ Rules (Kafka 3.9 ControllerApis `handleX` -> `authHelper.authorizeClusterOperati
 - `authorize_api(authorizer, context, api_key)` is the check alone, for the shell: the quorum's
   RPCs, answered outside the core (`controller.server.quorum`), call it on every node with
   `engine.authorizer`; it answers None for CreateTopics and DeleteTopics (checked per topic).
+  `quorum_denied(api_key)` is then the answer, each request's getErrorResponse: the top-level
+  error code alone (Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot; Fetch from v13, all
+  fencer serves, with no partition and session id 0), DescribeQuorum with the error's default
+  message, "Cluster authorization failed." (getTopLevelErrorResponse).
 """
 
 from __future__ import annotations
@@ -38,7 +42,14 @@ from dataclasses import dataclass, field
 from protocol.acl_codes import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.begin_quorum_epoch import BeginQuorumEpochResponse
+from protocol.messages.describe_quorum import DescribeQuorumResponse
+from protocol.messages.end_quorum_epoch import EndQuorumEpochResponse
+from protocol.messages.fetch import FetchResponse
+from protocol.messages.fetch_snapshot import FetchSnapshotResponse
+from protocol.messages.vote import VoteResponse
 from protocol.registry import api
+from protocol.spec import Data
 
 from ..auth.acl import CLUSTER_NAME
 from ..auth.authorizer import Authorizer, AuthorizerConfig
@@ -123,6 +134,24 @@ def authorize_api(authorizer: Authorizer | None, context: RequestContext, api_ke
     if authorizer.authorize_cluster(context.principal, context.host, operation):
         return None
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def quorum_denied(api_key: int) -> Data:
+    """The answer to a quorum RPC `authorize_api` refused (see the module's rules)."""
+    denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if api_key == ApiKey.VOTE:
+        return VoteResponse(error_code=denied, topics=())
+    if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
+        return BeginQuorumEpochResponse(error_code=denied, topics=())
+    if api_key == ApiKey.END_QUORUM_EPOCH:
+        return EndQuorumEpochResponse(error_code=denied, topics=())
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        return FetchSnapshotResponse(error_code=denied, topics=())
+    if api_key == ApiKey.FETCH:
+        return FetchResponse(error_code=denied, session_id=0, responses=())
+    if api_key == ApiKey.DESCRIBE_QUORUM:
+        return DescribeQuorumResponse(error_code=denied, error_message="Cluster authorization failed.", topics=())
+    raise ValueError(f"api key {api_key} is not a quorum RPC")
 
 
 def denied_message(api_key: int, context: RequestContext, operation: AclOperation) -> str:

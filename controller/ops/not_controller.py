@@ -18,6 +18,8 @@ Rules (Kafka's QuorumController raises NotControllerException, and each request'
 - The message is Kafka's: "The active controller appears to be node N", or "No controller
   appears to be active." while no leader is known.
 - ApiVersions and the quorum's own RPCs are never answered this way: every node serves them.
+- `error_answer` is these shapes for any one error decided before the request is: the core answers
+  the authorizer's CLUSTER_AUTHORIZATION_FAILED with it too (`ops.authorization`).
 """
 
 from __future__ import annotations

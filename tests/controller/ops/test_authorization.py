@@ -23,10 +23,12 @@ from controller.ops.authorization import (
     RequestContext,
     authorize_api,
     authorizer_config,
+    quorum_denied,
 )
 from controller.state.cluster import ReplayError
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.api_keys import ApiKey
+from protocol.compiler import codec
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionRequestTopicData
 from protocol.messages.alter_replica_state import AlterReplicaStateRequest, AlterReplicaStateRequestTopicReplicas
@@ -41,9 +43,10 @@ from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersRequestTopicPartitions
 from protocol.records.metadata import AccessControlEntryRecord, RemoveTopicRecord, TopicRecord
-from protocol.registry import api, encode_response
+from protocol.registry import api, encode_response, served_versions
 from protocol.spec import ZERO_UUID, Data
 
+from ...protocol.kio_bridge import kio_decode, kio_payload_class
 from ..harness import Harness
 
 ADMIN = RequestContext("User:admin", "10.0.0.1")
@@ -332,6 +335,33 @@ def test_the_quorums_rpcs_need_their_operation_on_the_cluster(key: ApiKey, opera
     other = AclOperation.ALTER_CONFIGS  # implies neither CLUSTER_ACTION nor DESCRIBE
     acl(h, BOB.principal, other)
     assert authorize_api(h.core.authorizer(), BOB, key) == DENIED
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.FETCH,
+        ApiKey.FETCH_SNAPSHOT,
+        ApiKey.DESCRIBE_QUORUM,
+    ],
+)
+def test_a_refused_quorum_rpc_is_answered_at_the_top_level_at_every_version(key: ApiKey) -> None:
+    answer = quorum_denied(key)
+    assert type(answer) is api(key).response
+    for version in served_versions(key):
+        kio_cls = kio_payload_class(key, version, "response")
+        if kio_cls is None:  # a version newer than kio (Vote v2): fencer's own codec only
+            assert codec(type(answer), version).decode_exact(codec(type(answer), version).encode(answer)) == answer
+            continue
+        read = kio_decode(kio_cls, codec(type(answer), version).encode(answer))
+        assert read.error_code == DENIED
+        message = getattr(read, "error_message", None)
+        assert message in (None, "Cluster authorization failed.")
+    with pytest.raises(ValueError, match="not a quorum RPC"):
+        quorum_denied(ApiKey.CREATE_TOPICS)
 
 
 def test_an_api_without_a_rule_is_refused_loudly() -> None:
