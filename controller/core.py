@@ -93,11 +93,13 @@ from .ops import alter_partition as alter_partition_op
 from .ops.authorization import (
     CLUSTER_OPERATIONS,
     DEFAULT_CONTEXT,
+    QUORUM_RPCS,
     UNCHECKED,
     Access,
     Denial,
     RequestContext,
     denied_message,
+    quorum_denied,
 )
 from .ops.not_controller import error_answer
 from .ops.snapshot import snapshot_records
@@ -126,6 +128,18 @@ class ClusterCounts(NamedTuple):
     leaderless_partitions: int
     last_offset: int
     controller_epoch: int
+
+
+def denied_answer(api_key: int, version: int, request: Data, context: RequestContext) -> Data:
+    """The answer to a request whose cluster check (`ops.authorization.authorize_api`) failed:
+    CLUSTER_AUTHORIZATION_FAILED in its getErrorResponse shape (`ops.not_controller.error_answer`
+    for the APIs the core serves, `ops.authorization.quorum_denied` for the quorum's RPCs). The
+    core answers with it; the shell too, for the quorum's RPCs and, on a standby, before answering
+    NOT_CONTROLLER (Kafka checks a request before it reaches its controller)."""
+    if api_key in QUORUM_RPCS:
+        return quorum_denied(api_key)
+    text = denied_message(api_key, context, CLUSTER_OPERATIONS[api_key])
+    return error_answer(api_key, version, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, text)
 
 
 def batches(outcome: Outcome) -> Steps:
@@ -188,10 +202,7 @@ class ControllerCore:
         access = Access(authorizer, context)
         operation = CLUSTER_OPERATIONS.get(api_key)
         if operation is not None and not access.cluster(operation):
-            text = denied_message(api_key, context, operation)
-            outcome: Outcome = Result(
-                error_answer(api_key, version, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, text)
-            )
+            outcome: Outcome = Result(denied_answer(api_key, version, request, context))
         else:
             outcome = handler(request, version, now_ns, next_offset, access)
         denial = access.denial(api_key)

@@ -77,6 +77,17 @@ CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
     ApiKey.DESCRIBE_ACLS: AclOperation.DESCRIBE,
 }
+#: the quorum's RPCs: checked by the shell (`authorize_api`), refused with `quorum_denied`
+QUORUM_RPCS = frozenset(
+    {
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.FETCH,
+        ApiKey.FETCH_SNAPSHOT,
+        ApiKey.DESCRIBE_QUORUM,
+    }
+)
 #: APIs with no cluster check: ApiVersions (never checked), the topic APIs (checked per topic)
 NOT_CLUSTER_CHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS})
 

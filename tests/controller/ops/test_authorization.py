@@ -18,6 +18,7 @@ import pytest
 
 from controller.auth.acl import CLUSTER_NAME
 from controller.auth.authorizer import AuthorizerConfig
+from controller.core import denied_answer
 from controller.ops.authorization import (
     CLUSTER_OPERATIONS,
     RequestContext,
@@ -218,7 +219,9 @@ def test_a_principal_without_the_operation_is_refused_and_nothing_is_written(
     h.advance(1, expire=False)
     before, log_end = h.core.durable_view(), h.next_offset
     sessions = dict(h.core.state.heartbeats.last_contact_ns)
-    response, records = h.send(request_of(h), version, ALICE)
+    request = request_of(h)
+    response, records = h.send(request, version, ALICE)
+    assert response == denied_answer(key, version, request, ALICE)  # what a standby's shell answers too
     assert type(response) is api(key).response
     found = codes(response)
     assert found and set(found) == {DENIED}
@@ -351,6 +354,7 @@ def test_the_quorums_rpcs_need_their_operation_on_the_cluster(key: ApiKey, opera
 def test_a_refused_quorum_rpc_is_answered_at_the_top_level_at_every_version(key: ApiKey) -> None:
     answer = quorum_denied(key)
     assert type(answer) is api(key).response
+    assert denied_answer(key, 0, None, ALICE) == answer
     for version in served_versions(key):
         kio_cls = kio_payload_class(key, version, "response")
         if kio_cls is None:  # a version newer than kio (Vote v2): fencer's own codec only
