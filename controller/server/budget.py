@@ -16,11 +16,15 @@ Rules:
   the waiters that now fit.
 - A frame larger than the capacity could never be read: the budget refuses to be built below
   the largest frame.
+- Connections hold memory with `async with budget.reserve(size)` (waiting in line as
+  `wait_reserve` does; `force=True` counts bytes already held without waiting): released when the
+  block ends, however it ends; a reservation cancelled while waiting holds nothing.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from types import TracebackType
 
 import trio
 
@@ -74,6 +78,11 @@ class MemoryBudget:
                 self._grant()  # the head may have been us, blocking smaller ones that fit
             raise
 
+    def reserve(self, size: int, *, force: bool = False) -> Reservation:
+        """`async with budget.reserve(size):` hold `size` bytes for the block, waiting in line for
+        them first (or, with `force`, counting bytes already held at once)."""
+        return Reservation(self, size, force)
+
     def force(self, size: int) -> None:
         """Count `size` bytes already held (they were read before they could be checked)."""
         self.used += size
@@ -90,3 +99,30 @@ class MemoryBudget:
             self.used += waiter.size
             waiter.granted = True
             waiter.woken.set()
+
+
+class Reservation:
+    """`size` bytes of `budget`, held from `async with` until the block ends (`granted` once held)."""
+
+    __slots__ = ("budget", "force", "granted", "size")
+
+    def __init__(self, budget: MemoryBudget, size: int, force: bool) -> None:
+        self.budget = budget
+        self.size = size
+        self.force = force
+        self.granted = False
+
+    async def __aenter__(self) -> Reservation:
+        budget = self.budget
+        if self.force:
+            budget.force(self.size)
+        elif not budget.try_reserve(self.size):
+            await budget.wait_reserve(self.size)  # cancelled: nothing is held (wait_reserve gives it back)
+        self.granted = True
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.granted = False
+        self.budget.release(self.size)

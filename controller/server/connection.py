@@ -1,40 +1,54 @@
-"""One client connection of the daemon: read frames, hand requests to the writer, answer in order.
+"""One client connection of the daemon: its task reads a frame, hands the request on, awaits its
+outcome and writes the answer itself, one request at a time (hypercorn's trio worker).
 
-Calls go one way: the daemon creates a connection and cancels its `scope` (idle, shutdown); the
-connection turns bytes into requests for the writer (`RequestSink.submit`) and reports what
-became of each frame downwards (`ExchangeSink`: metrics, capture, log); the writer, which owns a
-request's lifecycle, answers through `respond` or gives up through `abandon`. Nothing here calls
-the daemon.
+Calls go one way: the daemon creates a connection and stops it (`stop`: idle, shutdown); the
+connection owns its stream, hands each decoded request to the writer (`RequestSink.submit`; the
+daemon's router gives the quorum's RPCs to the quorum) as a `Pending`, and reports what became of
+each frame downwards (`ExchangeSink`: metrics, capture, log). Whoever answers resolves the
+request's one-shot outcome (`Pending.answer` with the response frame, or `close_unanswered`) and
+never touches the connection; the connection's task, waiting on that outcome, sends the frame.
 
 Rules (docs/protocol.md, Kafka's SocketServer):
 - Frames are read through the sans-IO `FrameBuffer`; the size limit is enforced from the prefix.
 - Memory for requests is bounded across connections by the daemon's `MemoryBudget` (Kafka's
-  `queued.max.request.bytes`): once a frame's size prefix has arrived its whole size is
-  reserved, or the connection reads nothing more until it can be. A frame keeps its reservation
-  until answered or dropped; closing releases whatever the connection still holds. Frames that a
-  single read brought in whole are counted as they are (`force`): the budget may be passed by at
-  most one read (64 KiB) per connection.
+  `queued.max.request.bytes`): once a frame's size prefix has arrived, and the frame is not
+  whole yet, its whole size is reserved (`async with budget.reserve(size)`), or the connection
+  reads nothing more until it can be. A frame holds its reservation until it is answered or
+  dropped. A frame that is already whole in the buffer when its turn comes (a read brought it in
+  with the frame before it) is counted as it is (`force`): the budget may be passed by at most
+  one read (64 KiB) per connection, and bytes buffered behind the request in hand (at most one
+  read) are counted when their turn comes.
 - One request at a time per connection, as Kafka does (it mutes a channel until the response
-  is sent): pipelined requests are answered strictly in order, the next one handed to the
-  single writer only once the previous answer is sent. Concurrency comes from connections.
-  While a frame waits behind the request in flight, nothing more is read (the socket's buffer
-  pushes back on the peer), so a connection holds at most one read beyond its request.
-- The writer answers: once a request's records are durable it sends the response frame straight
-  to the socket (one non-blocking write; a peer that does not read gets the rest from a task of
-  the connection's nursery). The reading task is woken once per request, by the bytes arriving.
-- A frame over `LARGE_FRAME_BYTES` is decoded in a worker thread, in flight meanwhile, so that
-  a 100 MiB frame never holds the event loop; it is dropped unanswered if the connection closed
-  or the daemon began draining before the decode ended (it never reached the writer).
+  is sent): pipelined requests are answered strictly in order, the next one decoded and handed
+  on only once the previous answer is sent. Concurrency comes from connections. While a request
+  is in hand nothing more is read (the socket's buffer pushes back on the peer), so a
+  connection holds at most one read beyond its request.
+- The connection's task owns its `trio.abc.Stream` and is the only one to read or write it. A
+  plain `trio.SocketStream` is read and written through its descriptor (what SocketStream does,
+  without its two scheduler round trips per call: the daemon's hot path); any other stream (TLS)
+  through `receive_some` / `send_all`. The task is woken twice per request: by the bytes
+  arriving, then by the outcome.
+- A frame over `LARGE_FRAME_BYTES` is decoded in a worker thread, from the connection's task
+  (which reads nothing meanwhile), so that a 100 MiB frame never holds the event loop; it is
+  dropped unanswered if the connection was stopped or the daemon began draining before the decode
+  ended (it never reached the writer).
 - ApiVersions at a version we do not speak is answered at once with a v0 body, error 35,
   listing only ApiVersions (KIP-511). An unknown api key, an unsupported version of any other
   API, an undecodable body, trailing bytes or an oversized size prefix close the connection
-  without a response; it is logged with the peer and counted. Other connections never notice.
-- The end of the peer's stream, and a shutdown, still answer the request in flight before the
-  socket closes (after a shutdown, frames that wait behind it are dropped unanswered).
-- A connection idle for `idle_timeout_s` is closed (by the daemon's sweeper, which cancels
-  `scope`). Only whole frames are activity: bytes of an unfinished frame are not, so a frame
-  trickled a byte at a time cannot hold a connection open. A connection with a request in hand,
-  or waiting for memory (the daemon makes it wait, not the peer), is never idle.
+  without a response, in its turn (the requests before it are answered); it is logged with the
+  peer and counted. Other connections never notice.
+- An outcome of "close unanswered" (a commit that will never be committed, a decision or an
+  encoding that failed) closes the connection without an answer: never an answer with NONE.
+- The end of the peer's stream, and a stop, still answer the request in hand before the
+  stream closes (after a stop, frames that wait behind it are dropped unanswered, and so is a
+  frame not yet handed on when the daemon drains).
+- A connection idle for `idle_timeout_s` is stopped by the daemon's sweeper. Only whole frames
+  are activity: bytes of an unfinished frame are not, so a frame trickled a byte at a time
+  cannot hold a connection open. A connection with a request in hand, or waiting for memory (the
+  daemon makes it wait, not the peer), is never idle.
+- `stop` cancels only reading and waiting for memory (`scope`); a request in hand is answered
+  first. The daemon's own cancellation (its exit) ends everything, a request in hand included
+  (reported unanswered).
 """
 
 from __future__ import annotations
@@ -60,7 +74,7 @@ from protocol.messages.api_versions import unsupported_version_answer
 from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
 from protocol.spec import Data
 
-from .budget import MemoryBudget
+from .budget import MemoryBudget, Reservation
 
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
@@ -69,13 +83,17 @@ LARGE_FRAME_BYTES = 1 << 20
 
 
 class Pending:
-    """A request between arrival and its response (one per request: slotted, no event)."""
+    """A request between arrival and its outcome, which whoever decides it resolves once:
+    `answer(frame)` or `close_unanswered()`; the connection's task awaits it (`outcome`)."""
 
     __slots__ = (
-        "connection",
+        "_resolved",
+        "_waiter",
+        "connection_id",
         "decided_ns",
         "frame",
         "payload",
+        "peer",
         "received_ns",
         "received_wall_ns",
         "request",
@@ -83,28 +101,55 @@ class Pending:
     )
 
     def __init__(
-        self, connection: Connection, payload: bytes, request: Request | None, received_ns: int, wall_ns: int
+        self, connection_id: int, peer: str, payload: bytes, request: Request | None, received_ns: int, wall_ns: int
     ) -> None:
-        self.connection = connection
+        self.connection_id = connection_id
+        self.peer = peer  # HOST:PORT
         self.payload = payload
         self.request = request
         self.received_ns = received_ns  # monotonic, for latency
         self.received_wall_ns = wall_ns  # wall clock, for the capture
         self.decided_ns = 0
         self.response: Data | None = None
-        self.frame: bytes | None = None  # the encoded response frame, once ready
+        self.frame: bytes | None = None  # the encoded response frame, once answered
+        self._resolved = False
+        self._waiter: trio.lowlevel.Task | None = None
 
     @property
-    def connection_id(self) -> int:
-        return self.connection.id
+    def resolved(self) -> bool:
+        return self._resolved
 
-    @property
-    def peer(self) -> str:
-        return self.connection.peer
+    def answer(self, frame: bytes) -> None:
+        """The response frame to send (the writer's or the quorum's task; never blocks)."""
+        self.frame = frame
+        self._resolve()
+
+    def close_unanswered(self) -> None:
+        """No answer, ever: the connection closes without one, as Kafka does."""
+        self.frame = None
+        self._resolve()
+
+    def _resolve(self) -> None:
+        assert not self._resolved, "a request's outcome is resolved once"
+        self._resolved = True
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            trio.lowlevel.reschedule(waiter)
+
+    async def outcome(self) -> bytes | None:
+        """Wait for the outcome: the frame to send, or None (close unanswered)."""
+        if not self._resolved:
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        return self.frame
+
+    def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        self._waiter = None  # resolved later: nobody to wake
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class RequestSink(Protocol):
-    """Where decoded requests go (the group-commit writer, which answers them through `respond`)."""
+    """Where decoded requests go (the writer, or the daemon's router): it resolves their outcomes."""
 
     @property
     def draining(self) -> bool: ...
@@ -125,21 +170,87 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     return encode_response(unsupported_version_answer(api(ApiKey.API_VERSIONS).versions), 0, correlation_id)
 
 
-def _peer_name(stream: trio.SocketStream) -> str:
+def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
+    """The socket under a SocketStream, or under a stream wrapping one (an SSLStream's transport)."""
+    while not isinstance(stream, trio.SocketStream):
+        inner = getattr(stream, "transport_stream", None)
+        if not isinstance(inner, trio.abc.Stream):
+            return None
+        stream = inner
+    return stream.socket
+
+
+def peer_name(stream: trio.abc.Stream) -> str:
     """HOST:PORT of an IP peer; a Unix socket's path (or "local"); "unknown" once it is gone."""
+    sock = _socket_of(stream)
     try:
-        address = stream.socket.getpeername()
+        address = sock.getpeername() if sock is not None else None
     except OSError:
         return "unknown"
     if isinstance(address, tuple):
         return f"{address[0]}:{address[1]}"
-    return str(address) or "local"
+    return str(address) if address else "local" if sock is not None else "unknown"
+
+
+class _Descriptor:
+    """A plain SocketStream's socket, read and written through its descriptor (non-blocking)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.fd = stream.socket.fileno()
+
+    async def receive_some(self) -> bytes:
+        """The next bytes; b"" at the end of the peer's stream (or a reset: the same to us)."""
+        while True:
+            await trio.lowlevel.wait_readable(self.fd)
+            try:
+                return os.read(self.fd, _READ_BYTES)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return b""
+
+    async def send_all(self, data: bytes) -> None:
+        """Send all of `data` (one write, usually); OSError if the peer is gone."""
+        fd = self.fd
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            sent = 0
+        rest = memoryview(data)[sent:]
+        while rest:  # a peer that does not read: wait for room
+            await trio.lowlevel.wait_writable(fd)
+            with contextlib.suppress(BlockingIOError):
+                rest = rest[os.write(fd, rest) :]
+
+
+class _Stream:
+    """Any other stream (TLS): through its own methods."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+
+    async def receive_some(self) -> bytes:
+        try:
+            return bytes(await self.stream.receive_some(_READ_BYTES))
+        except trio.BrokenResourceError:
+            return b""
+
+    async def send_all(self, data: bytes) -> None:
+        await self.stream.send_all(data)
+
+
+#: what a failed send raises: the peer is gone (the request is then unanswered)
+_SEND_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class Connection:
     def __init__(
         self,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         *,
         writer: RequestSink,
         exchanges: ExchangeSink,
@@ -152,248 +263,169 @@ class Connection:
         self.allowed = allowed
         self.exchanges = exchanges
         self.stream = stream
+        self._io = _Descriptor(stream) if type(stream) is trio.SocketStream else _Stream(stream)
         self.id = next(_IDS)
-        self.peer = _peer_name(stream)
-        self._fd = stream.socket.fileno()
+        self.peer = peer_name(stream)
         self.buffer = FrameBuffer(max_frame_bytes)
         self.budget = budget
-        #: cancelled by the daemon (idle, or shutting down); the request in flight is still answered
+        #: reading and waiting for memory (cancelled by `stop`); a request in hand is outside it
         self.scope = trio.CancelScope()
         self.last_activity = trio.current_time()  # the last whole frame received (or memory granted)
-        self.in_flight: Pending | None = None  # handed to the writer (or being sent), not yet answered
-        self.closed = False  # no more answers: the socket is closing or broken
-        #: frames read, waiting behind the request in flight (an oversized prefix waits its turn too)
-        self._held: deque[bytes | FrameTooLargeError] = deque()
-        self._resume: trio.Event | None = None  # the reader waits on it while frames are held
-        self._settled: trio.Event | None = None  # set once nothing is in flight or held
-        self._nursery: trio.Nursery | None = None
-        self._pumping = False
-        self._reserved = 0  # bytes of the budget this connection holds (frames held, in flight, arriving)
-        self._frame_reserved = 0  # of which for the frame being received, reserved at its prefix
-        self._waiting_for_memory = False
+        self.in_flight: Pending | None = None  # in hand: being decoded, decided or sent
+        self.stopped = False
+        self._reservation: Reservation | None = None  # for the frame arriving or in hand
+        #: whole frames read behind the one in hand (at most one read's worth), and a refusal after them
+        self._ready: deque[bytes] = deque()
+        self._refusal: FrameTooLargeError | None = None
 
     @property
     def reserved(self) -> int:
-        """Bytes of the budget this connection holds now."""
-        return self._reserved
+        """Bytes of the budget this connection holds now (the frame arriving or in hand)."""
+        reservation = self._reservation
+        return reservation.size if reservation is not None and reservation.granted else 0
 
     @property
     def busy(self) -> bool:
-        """A request is in hand or waiting, or the daemon makes us wait for memory: not idle."""
-        return self.in_flight is not None or bool(self._held) or self._waiting_for_memory
+        """A request is in hand, or the daemon makes us wait for memory: not idle."""
+        reservation = self._reservation
+        return self.in_flight is not None or (reservation is not None and not reservation.granted)
 
     def idle_for(self, now: float) -> float:
         """Seconds since the last whole frame arrived, or 0 while busy."""
         return 0.0 if self.busy else now - self.last_activity
 
+    def stop(self) -> None:
+        """Read no more (idle, or the daemon is shutting down): the request in hand is still
+        answered, what waits behind it dropped."""
+        self.stopped = True
+        if self.in_flight is None:
+            self.scope.cancel()
+
     async def run(self) -> None:
         try:
-            async with trio.open_nursery() as nursery:  # the reader here; a slow answer's sender, a decode
-                self._nursery = nursery
-                try:
-                    with self.scope:
-                        await self._read()
-                    await self._settle()
-                finally:
-                    self._close()  # from here on an answer is dropped, never handed to a closing nursery
+            with self.scope:
+                await self._serve()
         finally:
-            self._release(self._reserved)  # every task of the connection is done: nothing holds it now
             await trio.aclose_forcefully(self.stream)
 
-    # ------------------------------------------------------------------ reading (the connection's task)
-    async def _read(self) -> None:
-        fd = self._fd
+    # ------------------------------------------------------------------ the connection's task
+    async def _serve(self) -> None:
+        """Frames, one at a time, until the peer's end, a stop, or a frame that closes us."""
         buffer = self.buffer
-        while not self.closed:
-            if self._held:  # one frame already waits behind the request in flight: read no further
-                self._resume = trio.Event()
-                await self._resume.wait()
-                continue
-            if buffer.announced_size > self._frame_reserved:  # memory for the frame arriving, first
-                await self._reserve_frame(buffer.announced_size)
-                continue
-            await trio.lowlevel.wait_readable(fd)
-            try:
-                data = os.read(fd, _READ_BYTES)
-            except BlockingIOError:
-                continue
-            except OSError:  # reset by the peer
-                self._close()
-                return
-            if not data:
-                return
-            frames, refused = buffer.receive_frames(data)
-            if frames:
-                self._hold(frames)
-            if refused is not None:  # refused in its turn: the frames before it are answered
-                self._held.append(refused)
-            self._pump()
-
-    def _hold(self, frames: list[bytes]) -> None:
-        """Whole frames received: they are activity, and they count against the budget (the
-        first may be the frame reserved at its prefix; the others came whole in this read)."""
-        self.last_activity = trio.current_time()
-        size = len(frames[0]) if len(frames) == 1 else sum(map(len, frames))
-        unreserved = size - self._frame_reserved
-        self._frame_reserved = 0
-        self._reserved += unreserved
-        self.budget.force(unreserved)
-        self._held.extend(frames)
-
-    async def _reserve_frame(self, size: int) -> None:
-        """Reserve the frame whose prefix has arrived; wait in line, reading nothing, if it does not fit."""
         budget = self.budget
-        if not budget.try_reserve(size):
-            self._waiting_for_memory = True
+        ready = self._ready
+        while not self.stopped:
+            if ready:  # whole already: the read that brought it holds it (forced)
+                payload: bytes | None = ready.popleft()
+                assert payload is not None
+                reservation = budget.reserve(len(payload), force=True)
+            elif self._refusal is not None:  # refused in its turn: the frames before it were answered
+                self._refuse(self._refusal, None)
+                return
+            elif buffer.announced_size:  # its prefix: reserve it all before reading on (or wait in line)
+                payload = None
+                reservation = budget.reserve(buffer.announced_size)
+            elif not await self._receive():  # not even a prefix yet: nothing to reserve
+                return
+            else:
+                continue
+            self._reservation = reservation  # waiting for memory is busy, not idle
             try:
-                await budget.wait_reserve(size)
+                async with reservation:
+                    if payload is None and (payload := await self._rest_of_frame()) is None:
+                        return
+                    if not await self._exchange(payload):
+                        return
             finally:
-                self._waiting_for_memory = False
-            self.last_activity = trio.current_time()  # the peer's idle time starts once we read again
-        self._frame_reserved = size
-        self._reserved += size
+                self._reservation = None
 
-    def _release(self, size: int) -> None:
-        self._reserved -= size
-        self.budget.release(size)
+    async def _receive(self) -> bool:
+        """Read once: whole frames go to `_ready` (and are activity); False at the peer's end."""
+        data = await self._io.receive_some()
+        if not data:
+            return False
+        frames, refused = self.buffer.receive_frames(data)  # one slice for one whole frame
+        if frames:
+            self.last_activity = trio.current_time()
+            self._ready.extend(frames)
+        if refused is not None:
+            self._refusal = refused
+        return True
 
-    async def _settle(self) -> None:
-        """The peer is done or the daemon is draining: answer what is in flight before closing
-        (`_pump` drops what waits behind it when draining)."""
-        if not self.closed and self.busy:
-            self._settled = trio.Event()
-            await self._settled.wait()
+    async def _rest_of_frame(self) -> bytes | None:
+        """Read until the frame whose prefix arrived (and is reserved) is whole; None at the end."""
+        ready = self._ready
+        while not ready:
+            if self._refusal is not None or not await self._receive():
+                return None
+        return ready.popleft()
 
-    def _pump(self) -> None:
-        """Hand the next held frame to the writer once nothing is in flight (any task calls this).
-
-        Not reentrant: a frame answered at once (the KIP-511 fallback) calls back in here through
-        `respond`, and the loop already running takes the next frame instead of nesting deeper."""
-        if self._pumping:
-            return
-        held = self._held
-        self._pumping = True
-        try:
-            while self.in_flight is None and held and not self.closed:
-                if self.writer.draining:
-                    self._release(sum(len(frame) for frame in held if isinstance(frame, bytes)))
-                    held.clear()
-                    break
-                self._start(held.popleft())
-        finally:
-            self._pumping = False
-        if not held and self._resume is not None:
-            self._resume.set()
-            self._resume = None
-        if self._settled is not None and (self.closed or not self.busy):
-            self._settled.set()
-
-    def _start(self, payload: bytes | FrameTooLargeError) -> None:
-        """Decode one frame and hand it to the writer (or answer or refuse it at once); a large
-        frame is decoded in a worker thread, in flight meanwhile."""
-        if isinstance(payload, FrameTooLargeError):
-            self._refuse(payload, None)
-            return
-        pending = Pending(self, payload, None, time.monotonic_ns(), time.time_ns())
+    async def _exchange(self, payload: bytes) -> bool:
+        """One request: decode it, hand it on, await its outcome, send the answer. False: close."""
+        if self.writer.draining:  # a shutdown began: nobody decides anything more
+            return False
+        pending = Pending(self.id, self.peer, payload, None, time.monotonic_ns(), time.time_ns())
         self.in_flight = pending
-        if len(payload) > LARGE_FRAME_BYTES:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._decode_in_thread, pending)
-            return
         try:
-            pending.request = decode_request(payload, allowed=self.allowed)
-        except DecodeError as exc:
-            self._not_decoded(pending, exc)
-            return
-        self.writer.submit(pending)
+            if len(payload) > LARGE_FRAME_BYTES:
+                if not await self._decode_large(pending):
+                    return False
+            else:
+                try:
+                    pending.request = decode_request(payload, allowed=self.allowed)
+                except DecodeError as exc:
+                    if not self._not_decoded(pending, exc):
+                        return False
+                else:
+                    self.writer.submit(pending)
+            frame = await pending.outcome()
+            if frame is not None:
+                try:
+                    await self._io.send_all(frame)
+                except _SEND_ERRORS:
+                    frame = None
+            if frame is None:
+                self.exchanges.unanswered(pending)
+                return False
+            self.exchanges.answered(pending)
+            return True
+        except BaseException:  # the daemon's exit (cancelled) with the request in hand
+            if pending.resolved or pending.request is not None:
+                self.exchanges.unanswered(pending)
+            raise
+        finally:
+            self.in_flight = None
+            if self.stopped:
+                self.scope.cancel()
 
-    async def _decode_in_thread(self, pending: Pending) -> None:
+    async def _decode_large(self, pending: Pending) -> bool:
+        """Decode off the event loop, then hand on (or answer at once); False if refused or dropped."""
+        decode = functools.partial(decode_request, pending.payload, allowed=self.allowed)
         error: DecodeError | None = None
         try:
-            decode = functools.partial(decode_request, pending.payload, allowed=self.allowed)
             pending.request = await trio.to_thread.run_sync(decode)
         except DecodeError as exc:
             error = exc
-        if self.closed or self.writer.draining:  # never handed to the writer: nobody will answer it
-            self.in_flight = None
-            self._release(len(pending.payload))
-            self._close()
-        elif error is not None:
-            self._not_decoded(pending, error)
-        else:
-            self.writer.submit(pending)
-        self._pump()  # wakes `_settle` if the connection is done
+        if self.stopped or self.writer.draining:  # never handed on: nobody would answer it
+            pending.request = None
+            return False
+        if error is not None:
+            return self._not_decoded(pending, error)
+        self.writer.submit(pending)
+        return True
 
-    def _not_decoded(self, pending: Pending, exc: DecodeError) -> None:
-        """KIP-511: ApiVersions at a version we do not speak is answered at once; any other
-        frame that does not decode is refused."""
+    def _not_decoded(self, pending: Pending, error: DecodeError) -> bool:
+        """KIP-511: ApiVersions at a version we do not speak is answered at once (True); any other
+        frame that does not decode is refused (False)."""
         if (
-            isinstance(exc, UnsupportedVersionError)
-            and exc.api_key == ApiKey.API_VERSIONS
-            and exc.correlation_id is not None
+            isinstance(error, UnsupportedVersionError)
+            and error.api_key == ApiKey.API_VERSIONS
+            and error.correlation_id is not None
         ):
-            pending.frame = api_versions_fallback(exc.correlation_id)
-            self.respond(pending)
-            return
-        self.in_flight = None
-        self._release(len(pending.payload))
-        self._refuse(exc, pending.payload)
+            pending.answer(api_versions_fallback(error.correlation_id))
+            return True
+        self._refuse(error, pending.payload)
+        return False
 
     def _refuse(self, exc: DecodeError, payload: bytes | None) -> None:
         self.exchanges.refused(exc.reason, self.peer, payload, str(exc))
-        self._close()
-
-    # ------------------------------------------------------------------ answering (the writer calls these)
-    def respond(self, pending: Pending) -> None:
-        """Send `pending.frame` (the writer's task, once durable); then start the next held frame."""
-        frame = pending.frame
-        assert frame is not None and pending is self.in_flight
-        if self.closed:
-            self.abandon(pending)
-            return
-        try:
-            sent = os.write(self._fd, frame)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self.abandon(pending)
-            return
-        if sent < len(frame):
-            assert self._nursery is not None
-            self._nursery.start_soon(self._send_rest, pending, sent)
-            return
-        self._answered(pending)
-
-    def abandon(self, pending: Pending) -> None:
-        """No answer for `pending` (it could not be decided, or the peer is gone): close, as Kafka does."""
-        self.in_flight = None
-        self._release(len(pending.payload))
-        self.exchanges.unanswered(pending)
-        self._close()
-        self._pump()
-
-    async def _send_rest(self, pending: Pending, sent: int) -> None:
-        assert pending.frame is not None
-        rest = memoryview(pending.frame)[sent:]
-        try:
-            while rest:
-                await trio.lowlevel.wait_writable(self._fd)
-                with contextlib.suppress(BlockingIOError):
-                    rest = rest[os.write(self._fd, rest) :]
-        except (OSError, trio.ClosedResourceError):
-            self.abandon(pending)
-            return
-        self._answered(pending)
-
-    def _answered(self, pending: Pending) -> None:
-        self.in_flight = None
-        self._release(len(pending.payload))
-        self.exchanges.answered(pending)
-        self._pump()
-
-    def _close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.scope.cancel()
-            if self._resume is not None:
-                self._resume.set()

@@ -200,7 +200,7 @@ class Daemon:
         )
         self._connections.add(connection)
         if self.draining:
-            connection.scope.cancel()
+            connection.stop()
         try:
             await connection.run()
         finally:
@@ -231,8 +231,9 @@ class Daemon:
         self.writer.begin_drain()  # from here on, connections hand nothing more to the writer
         self._accepting.cancel()
         for connection in list(self._connections):
-            connection.scope.cancel()  # stops reading; a request in flight is still answered
+            connection.stop()  # stops reading; a request in flight is still answered
         await self.writer.drain(self.options.drain_timeout_s)
+        await self._answers_sent(self.options.drain_timeout_s)
         if self.capture is not None:
             try:
                 await trio.to_thread.run_sync(self.capture.close)
@@ -244,6 +245,13 @@ class Daemon:
         self.engine.close()
         log.info("stopped")
 
+    async def _answers_sent(self, timeout_s: float) -> None:
+        """The writer has resolved what it will: let the connections send those answers (their
+        own tasks do) before the daemon's exit cancels them (up to `timeout_s`)."""
+        with trio.move_on_after(timeout_s):
+            while any(c.in_flight is not None and c.in_flight.resolved for c in self._connections):
+                await trio.sleep(0.005)
+
     async def _sweep_idle(self) -> None:
         """Close connections idle for longer than the idle timeout (checked a few times per timeout)."""
         interval = min(1.0, self.idle_timeout_s / 3)
@@ -253,7 +261,7 @@ class Daemon:
             for connection in list(self._connections):
                 if connection.idle_for(now) > self.idle_timeout_s:
                     log.info("closing idle connection %s from %s", connection.id, connection.peer)
-                    connection.scope.cancel()
+                    connection.stop()
 
     async def _session_timer(self) -> None:
         while True:

@@ -563,12 +563,12 @@ class Quorum:
         assert request is not None
         pending.response = response
         try:
-            pending.frame = encode_response(response, request.api_version, request.correlation_id)
+            frame = encode_response(response, request.api_version, request.correlation_id)
         except Exception:
             log.exception("cannot encode the answer to api key %d from %s", request.api_key, pending.peer)
-            pending.connection.abandon(pending)
+            pending.close_unanswered()
             return
-        pending.connection.respond(pending)
+        pending.answer(frame)  # the request's connection sends it
 
     def describe(self, body: Any, version: int) -> dq.DescribeQuorumResponse:
         """DescribeQuorum, as Kafka's `handleDescribeQuorumRequest` answers it."""

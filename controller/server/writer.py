@@ -10,6 +10,9 @@ Rules:
   the commit quorum: for a single voter, that fsync). Only then are the group's requests
   answered and the control orders their records call for handed to the channel. At most one
   commit is in flight, so the log order is the decision order.
+- The writer never touches a connection: it resolves each request's outcome (`Pending.answer`
+  with the encoded response frame, or `close_unanswered`), and the request's connection, which
+  awaits it, sends the frame or closes.
 - A commit that will never be committed (the node lost its leadership before a majority held
   it) answers nothing: its requests' connections are closed unanswered, never answered NONE.
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
@@ -247,7 +250,7 @@ class Writer:
             except Exception:
                 log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
                 self._metrics.request_failed("decide")
-                pending.connection.abandon(pending)  # the connection closes unanswered
+                pending.close_unanswered()  # the connection closes unanswered
                 self._finished(1)
                 continue
             pending.decided_ns = time.monotonic_ns()
@@ -309,7 +312,7 @@ class Writer:
         """Leadership was lost before a majority held these records: nobody may hear NONE."""
         log.warning("%d requests decided under a lost leadership: their connections close unanswered", len(answered))
         for pending in answered:
-            pending.connection.abandon(pending)
+            pending.close_unanswered()
         self._finished(len(answered))
 
     async def _answer(self, pending: Pending) -> None:
@@ -319,13 +322,13 @@ class Writer:
         try:
             # a response is about as large as its request: a large one is encoded off the event loop
             large = len(pending.payload) > LARGE_FRAME_BYTES
-            pending.frame = await trio.to_thread.run_sync(encode) if large else encode()
+            frame = await trio.to_thread.run_sync(encode) if large else encode()
         except Exception:  # a bug of the decision or the codec: this connection pays, not the daemon
             log.exception("cannot encode the answer to %s from %s", api(request.api_key).name, pending.peer)
             self._metrics.request_failed("encode")
-            pending.connection.abandon(pending)  # the connection closes unanswered
+            pending.close_unanswered()  # the connection closes unanswered
             return
-        pending.connection.respond(pending)
+        pending.answer(frame)  # its connection's task sends it
 
     def _finished(self, count: int) -> None:
         self._in_flight -= count

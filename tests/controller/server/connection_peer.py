@@ -65,8 +65,7 @@ class Host:
         """What the writer does once the request is durable."""
         assert pending.request is not None
         header = pending.request.header
-        pending.frame = frame_bytes or encode_response(ApiVersionsResponse(), 0, header.correlation_id)
-        pending.connection.respond(pending)
+        pending.answer(frame_bytes or encode_response(ApiVersionsResponse(), 0, header.correlation_id))
 
 
 @dataclass

@@ -91,3 +91,44 @@ async def test_a_waiter_cancelled_before_its_grant_runs_gives_the_memory_back() 
         assert budget.used == 30
     assert scope.cancelled_caught
     assert budget.used == 0 and budget.waiting == 0
+
+
+async def test_a_reservation_holds_its_memory_for_the_block_however_it_ends() -> None:
+    budget = MemoryBudget(100)
+    async with budget.reserve(60) as held:
+        assert held.granted and budget.used == 60
+        async with budget.reserve(30, force=True):  # already held elsewhere: counted, never waits
+            assert budget.used == 90
+        assert budget.used == 60
+    assert budget.used == 0 and not held.granted
+    with pytest.raises(RuntimeError):
+        async with budget.reserve(100):
+            raise RuntimeError("the request failed")
+    assert budget.used == 0
+
+
+async def test_a_reservation_waits_in_line_and_holds_nothing_if_cancelled_meanwhile() -> None:
+    budget = MemoryBudget(100)
+    order: list[str] = []
+
+    async def hold(name: str, size: int, scope: trio.CancelScope) -> None:
+        with scope:
+            async with budget.reserve(size):
+                order.append(name)
+                await trio.sleep_forever()
+
+    first, second, third = trio.CancelScope(), trio.CancelScope(), trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(hold, "first", 70, first)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(hold, "second", 50, second)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(hold, "third", 20, third)
+        await trio.testing.wait_all_tasks_blocked()
+        assert order == ["first"] and budget.waiting == 2, "20 bytes fit, but not before the 50 in line"
+        second.cancel()  # leaves the line holding nothing: the third fits now
+        await trio.testing.wait_all_tasks_blocked()
+        assert order == ["first", "third"] and budget.used == 90 and budget.waiting == 0
+        first.cancel()
+        third.cancel()
+    assert budget.used == 0

@@ -180,7 +180,7 @@ async def test_a_shutdown_answers_the_request_in_flight_and_drops_what_waits_beh
     first = await pair.host.next_request(1)
     await trio.sleep(0.05)  # the second frame is read and held
     pair.host.draining = True
-    pair.connection.scope.cancel()
+    pair.connection.stop()
     await trio.sleep(0.05)
     assert not pair.done.is_set(), "closed with a request in flight"
     pair.host.answer(first)
@@ -195,7 +195,7 @@ async def test_an_idle_cancel_closes_a_connection_with_nothing_in_hand(pair: Pai
     pair.host.answer(await pair.host.next_request(1))
     await read_frames(pair.peer, 1)
     assert pair.connection.idle_for(trio.current_time() + 100) >= 100
-    pair.connection.scope.cancel()
+    pair.connection.stop()
     assert await closed_by_daemon(pair)
 
 
@@ -209,3 +209,14 @@ async def test_thousands_of_pipelined_frames_answered_at_once_do_not_nest(pair: 
     answers = await read_frames(pair.peer, count)
     assert [correlation_of(answer) for answer in answers] == list(range(count))
     assert not pair.done.is_set()
+
+
+async def test_an_outcome_of_close_unanswered_closes_the_connection_without_an_answer(pair: Pair) -> None:
+    """What the writer does for a commit that will never be committed: the connection sends nothing
+    (never an answer with NONE), closes, and reports the request unanswered."""
+    pair.peer.sendall(request(1) + request(2))
+    pending = await pair.host.next_request(1)
+    pending.close_unanswered()
+    assert await closed_by_daemon(pair)  # nothing was sent before the end of the stream
+    assert pair.host.unanswered_ == [pending] and pair.host.answers == []
+    assert len(pair.host.submitted) == 1 and pair.host.budget.used == 0

@@ -1,8 +1,9 @@
 """The group-commit writer (controller.server.writer) around a real engine and log, in one trio run.
 
-Connections are recorders (the writer only calls `respond` and `abandon` on them), the channel a
-list. Blocking a worker thread on a `threading.Event` makes the orderings explicit: a snapshot or
-a commit that is still being written while the writer goes on, or while it drains. trio's
+Requests record their outcomes (the writer resolves them: `answer` or `close_unanswered`, and never
+touches a connection) in a recorder, the channel is a list. Blocking a worker thread on a
+`threading.Event` makes the orderings explicit: a snapshot or a commit that is still being
+written while the writer goes on, or while it drains. trio's
 instrumentation shows what one step of the writer task does.
 """
 
@@ -44,7 +45,7 @@ from .test_metrics import value
 
 @dataclass
 class Recorder:
-    """A connection as the writer sees it."""
+    """The outcomes the writer gave: answered (with a frame) or closed unanswered."""
 
     peer: str = "127.0.0.1:1"
     id: int = 1
@@ -59,6 +60,24 @@ class Recorder:
 
     def abandon(self, pending: Pending) -> None:
         self.abandoned.append(pending)
+
+
+class Recorded(Pending):
+    """A request whose outcome is recorded as it is resolved."""
+
+    __slots__ = ("recorder",)
+
+    def __init__(self, recorder: Recorder, payload: bytes) -> None:
+        super().__init__(recorder.id, recorder.peer, payload, decode_request(payload), 0, 0)
+        self.recorder = recorder
+
+    def answer(self, frame: bytes) -> None:
+        super().answer(frame)
+        self.recorder.respond(self)
+
+    def close_unanswered(self) -> None:
+        super().close_unanswered()
+        self.recorder.abandon(self)
 
 
 @dataclass
@@ -89,7 +108,7 @@ class Setup:
     def pending(self, body: Data, version: int) -> Pending:
         self.correlation += 1
         payload = encode_request(body, version, self.correlation)[4:]
-        return Pending(self.connection, payload, decode_request(payload), 0, 0)  # type: ignore[arg-type]
+        return Recorded(self.connection, payload)
 
     async def request(self, body: Data, version: int) -> Any:
         """Submit and wait for the answer; the response."""
