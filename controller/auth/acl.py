@@ -171,18 +171,38 @@ def filter_error(acl_filter: AclFilter) -> AclError | None:
     return None
 
 
+def acl_of_codes(
+    resource_type: int,
+    resource_name: str,
+    pattern_type: int,
+    principal: str,
+    host: str,
+    operation: int,
+    permission: int,
+) -> Acl:
+    """An ACL from its wire or record fields, each code as Kafka's `fromCode` reads it."""
+    return Acl(
+        resource_type=from_code(ResourceType, resource_type),
+        resource_name=resource_name,
+        pattern_type=from_code(PatternType, pattern_type),
+        principal=principal,
+        host=host,
+        operation=from_code(AclOperation, operation),
+        permission=from_code(AclPermissionType, permission),
+    )
+
+
 def acl_from_record(record: AccessControlEntryRecord) -> tuple[uuid.UUID, Acl]:
     """The ACL a record creates, with its id (StandardAclWithId.fromRecord)."""
-    acl = Acl(
-        resource_type=from_code(ResourceType, record.resource_type),
-        resource_name=record.resource_name,
-        pattern_type=from_code(PatternType, record.pattern_type),
-        principal=record.principal,
-        host=record.host,
-        operation=from_code(AclOperation, record.operation),
-        permission=from_code(AclPermissionType, record.permission_type),
+    return record.id, acl_of_codes(
+        record.resource_type,
+        record.resource_name,
+        record.pattern_type,
+        record.principal,
+        record.host,
+        record.operation,
+        record.permission_type,
     )
-    return record.id, acl
 
 
 def acl_to_record(acl_id: uuid.UUID, acl: Acl) -> AccessControlEntryRecord:

@@ -72,7 +72,16 @@ from protocol.messages.describe_acls import (
 from protocol.records.metadata import RemoveAccessControlEntryRecord
 from protocol.spec import Data
 
-from ..auth.acl import Acl, AclFilter, acl_to_record, binding_refusal, filter_error, from_code, new_acl_error
+from ..auth.acl import (
+    Acl,
+    AclFilter,
+    acl_of_codes,
+    acl_to_record,
+    binding_refusal,
+    filter_error,
+    from_code,
+    new_acl_error,
+)
 from ..auth.authorizer import AclSnapshot, Authorizer
 from ..state.controller_state import ControllerConfig, RecordAndVersion, Result
 from .changes import versioned
@@ -178,14 +187,14 @@ def delete_acls(
 
 def _acl_of(creation: CreateAclsRequestAclCreation) -> Acl:
     """A creation as an ACL, each code as Kafka's `fromCode` reads it."""
-    return Acl(
-        resource_type=from_code(ResourceType, creation.resource_type),
-        resource_name=creation.resource_name,
-        pattern_type=from_code(PatternType, creation.resource_pattern_type),
-        principal=creation.principal,
-        host=creation.host,
-        operation=from_code(AclOperation, creation.operation),
-        permission=from_code(AclPermissionType, creation.permission_type),
+    return acl_of_codes(
+        creation.resource_type,
+        creation.resource_name,
+        creation.resource_pattern_type,
+        creation.principal,
+        creation.host,
+        creation.operation,
+        creation.permission_type,
     )
 
 
