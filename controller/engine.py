@@ -67,7 +67,7 @@ from protocol.records.transactions import TransactionReplay, markers_in_snapshot
 from protocol.spec import Data
 
 from .auth.authorizer import Authorizer
-from .control.orders import ControlOrder, OutboundCollector, full_state_orders
+from .control.orders import BrokerTarget, ControlOrder, OutboundCollector, full_state_orders
 from .core import ControllerCore, batches
 from .log import LogEntry, LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
 from .log.bootstrap import BOOTSTRAP_TRANSACTION, read_bootstrap
@@ -365,13 +365,14 @@ class ControllerEngine:
         """A full LeaderAndIsr for every live broker (at start, in the new controller epoch)."""
         return full_state_orders(self.core.state)
 
-    def broker_address(self, broker_id: int) -> tuple[str, int, int] | None:
-        """(host, port, broker epoch) of a registered, unfenced broker with a listener; else None."""
+    def broker_address(self, broker_id: int) -> BrokerTarget | None:
+        """Where the control channel reaches a registered, unfenced broker with a listener (its first
+        listener: host, port, security protocol; and its epoch); else None."""
         broker = self.core.state.cluster.get(broker_id)
         if broker is None or broker.fenced or not broker.listeners:
             return None
         listener = broker.listeners[0]
-        return listener.host, listener.port, broker.epoch
+        return BrokerTarget(listener.host, listener.port, broker.epoch, listener.security_protocol)
 
     def next_session_deadline_ns(self) -> int | None:
         return self.core.next_session_deadline_ns()

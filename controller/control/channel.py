@@ -5,6 +5,14 @@ Rules (semantics.md "Propagation to brokers" and "StopReplica and LeaderAndIsr";
   in submission (log) order; several may be in flight at once on the connection (pipelined),
   and the broker answers them in order. An order leaves its queue once every request it became
   has been answered.
+- The connection goes to the broker's registered listener (`broker_address`) in that listener's
+  security protocol (`controller.control.tls`): PLAINTEXT over TCP; SSL over TLS when the channel
+  has a client context (`tls`), the controller presenting its certificate and checking the broker's
+  name against the host it registered; a listener of any other protocol (or SSL without `tls`) is
+  not attempted: logged once per broker incarnation and counted (`unspeakable_listeners`,
+  `connection_failures` and the metric's connection failure, once), its orders waiting (merged,
+  bounded) for a registration the channel can reach, as those of an unreachable broker do. A
+  failed handshake (a certificate refused either way) is a connection failure like any other.
 - Each connection starts with ApiVersions v3 (client "fencer" 0.1). On UNSUPPORTED_VERSION (35)
   the request is repeated at the max version of the key-18 entry (KIP-511); any other error
   closes the connection. Each order is sent at the highest version both sides support; an order
@@ -35,6 +43,7 @@ import functools
 import itertools
 import logging
 import random
+import ssl
 import time
 from collections.abc import Sequence
 
@@ -46,6 +55,7 @@ from protocol.error_codes import ErrorCode
 from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.registry import api, decode_response
+from protocol.security_protocol import SecurityProtocol, protocol_name
 from protocol.spec import Data
 from protocol.versions import Versions
 
@@ -53,6 +63,7 @@ from .links import (
     API_VERSIONS_VERSION,
     CLIENT_SOFTWARE_NAME,
     CLIENT_SOFTWARE_VERSION,
+    CLOSE_TIMEOUT_S,
     CONNECTION_ERRORS,
     JITTER,
     LARGE_ORDER_PARTITIONS,
@@ -69,9 +80,10 @@ from .links import (
     mergeable,
     order_pieces,
 )
-from .orders import ControlOrder
+from .orders import BrokerTarget, ControlOrder
 from .outcomes import ChannelMetrics, Outcomes, log
 from .requests import common_version
+from .tls import Transport, failure_text, open_stream, transport_for
 
 
 class ControlChannel:
@@ -91,8 +103,11 @@ class ControlChannel:
         max_in_flight: int = 32,
         max_in_flight_bytes: int = 64 * 1024,
         rng: random.Random | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.controller_id = controller_id
+        #: the client context for brokers' SSL listeners (None: SSL listeners are not attempted)
+        self._tls = tls
         self._broker_address = broker_address
         self._metrics = metrics
         self._capture = capture
@@ -112,6 +127,8 @@ class ControlChannel:
         self.outcomes = Outcomes(metrics)
         self.connection_failures = 0
         self.dropped_orders = 0
+        #: broker incarnations whose registered listener the channel cannot speak to
+        self.unspeakable_listeners = 0
 
     # ------------------------------------------------------------------ public
     def submit(self, orders: Sequence[ControlOrder]) -> None:
@@ -183,8 +200,14 @@ class ControlChannel:
                 address = self._target(link)
                 if address is None or not link.queue:
                     return
+                transport = transport_for(address.security_protocol, self._tls)
+                if transport is None:
+                    self._unspeakable(link, address)
+                    link.failures += 1
+                    await trio.sleep(self._backoff(link.failures))
+                    continue
                 try:
-                    await self._session(link, address)
+                    await self._session(link, address, transport)
                 except CONNECTION_ERRORS as exc:
                     link.failures += 1
                     delay = self._backoff(link.failures)
@@ -194,15 +217,31 @@ class ControlChannel:
                     # the first failure of a streak is a warning; the retries that follow, debug noise
                     log.log(
                         logging.WARNING if link.failures == 1 else logging.DEBUG,
-                        "broker %d at %s:%d: connection failed (%s: %s); retrying in %.3fs",
-                        link.broker_id, address[0], address[1], type(exc).__name__, exc, delay,
+                        "broker %d at %s:%d: connection failed (%s); retrying in %.3fs",
+                        link.broker_id, address.host, address.port, failure_text(exc), delay,
                     )  # fmt: skip
                     await trio.sleep(delay)
         finally:
             link.running = False
             link.wakeup = None
 
-    def _target(self, link: Link) -> tuple[str, int, int] | None:
+    def _unspeakable(self, link: Link, address: BrokerTarget) -> None:
+        """A listener the channel cannot speak to: logged and counted once per broker incarnation."""
+        if link.unspeakable_epoch == address.broker_epoch:
+            return
+        link.unspeakable_epoch = address.broker_epoch
+        self.unspeakable_listeners += 1
+        self.connection_failures += 1
+        if self._metrics is not None:
+            self._metrics.outbound_connection_failure(link.broker_id)
+        protocol = protocol_name(address.security_protocol)
+        why = "the channel has no TLS context" if address.security_protocol == SecurityProtocol.SSL else "unsupported"
+        log.warning(
+            "broker %d (epoch %d) registered its listener %s:%d as %s (%s): not connecting; its orders wait",
+            link.broker_id, address.broker_epoch, address.host, address.port, protocol, why,
+        )  # fmt: skip
+
+    def _target(self, link: Link) -> BrokerTarget | None:
         """The broker's address; drops its queue if it has none, and orders for older incarnations."""
         address = self._broker_address(link.broker_id)
         if address is None:
@@ -212,7 +251,7 @@ class ControlChannel:
                 link.queue.clear()
                 self._queue_changed(link)
             return None
-        epoch = address[2]
+        epoch = address.broker_epoch
         kept = [order for order in link.queue if order.broker_epoch >= epoch]
         if len(kept) != len(link.queue):
             dropped = len(link.queue) - len(kept)
@@ -227,22 +266,30 @@ class ControlChannel:
         delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0 ** min(failures - 1, 30))
         return delay * (0.5 + 0.5 * self._rng.random())
 
-    async def _session(self, link: Link, address: tuple[str, int, int]) -> None:
+    async def _session(self, link: Link, address: BrokerTarget, transport: Transport) -> None:
         """One connection: negotiate, then send until idle, gone or moved. Raises on connection errors."""
-        host, port, _ = address
+        host, port = address.host, address.port
         with trio.fail_after(self._request_timeout_s):
-            stream = await trio.open_tcp_stream(host, port)
-        async with stream:
+            stream = await open_stream(address, transport, self._tls)
+        try:
             conn = BrokerConnection(stream, f"{host}:{port}", next(self._connection_ids))
             versions = await self._negotiate(link, conn)
             while True:
                 if not link.queue and not await self._idle(link, conn):
                     return
                 current = self._target(link)
-                if current is None or current[:2] != (host, port):
+                if current is None or (current.host, current.port, current.security_protocol) != (
+                    host,
+                    port,
+                    address.security_protocol,
+                ):
                     return
                 if link.queue:
                     await self._send_batch(link, conn, versions)
+        finally:
+            # a TLS goodbye (close_notify) must not hang on a broker that reads nothing: cut short, it closes anyway
+            with trio.move_on_after(CLOSE_TIMEOUT_S):
+                await stream.aclose()
 
     async def _idle(self, link: Link, conn: BrokerConnection) -> bool:
         """Wait for orders; False when the idle timeout passes or the broker closes (or talks) first."""

@@ -25,7 +25,7 @@ from protocol.framing import FrameBuffer
 from protocol.registry import encode_request
 from protocol.spec import Data
 
-from .orders import ControlOrder
+from .orders import BrokerTarget, ControlOrder
 from .requests import leader_and_isr_request, stop_replica_requests
 
 API_VERSIONS_VERSION = 3
@@ -35,8 +35,11 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 JITTER = random.Random(0x5EED)
 OUTBOUND_CONNECTION_IDS = 1 << 40
 
-#: broker id -> (host, port, current broker epoch), or None when unregistered or fenced
-BrokerAddress = Callable[[int], tuple[str, int, int] | None]
+#: broker id -> where its control requests go (host, port, current broker epoch, security protocol),
+#: or None when unregistered or fenced
+BrokerAddress = Callable[[int], BrokerTarget | None]
+#: How long closing a connection may wait to say goodbye (a TLS close_notify) before it just closes.
+CLOSE_TIMEOUT_S = 1.0
 
 
 class CaptureSink(Protocol):
@@ -73,6 +76,8 @@ class Link:
     wakeup: trio.Event | None = None
     running: bool = False
     failures: int = 0  # consecutive, for the backoff
+    #: the broker epoch whose listener the channel cannot speak to, once logged and counted
+    unspeakable_epoch: int | None = None
     #: the partitions of `merged_tail` by (topic id, partition), kept while later orders merge into it
     tail_states: dict[tuple[Any, int], Any] = field(default_factory=dict)
     merged_tail: ControlOrder | None = None
@@ -103,7 +108,7 @@ class OutboundRequest:
 
 
 class BrokerConnection:
-    def __init__(self, stream: trio.SocketStream, peer: str, connection_id: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, peer: str, connection_id: int) -> None:
         self.stream = stream
         self.peer = peer
         self.connection_id = connection_id

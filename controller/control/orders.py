@@ -53,6 +53,16 @@ class StopPartition(NamedTuple):
     delete: bool
 
 
+class BrokerTarget(NamedTuple):
+    """Where a broker's control requests go: its first registered listener's host, port and
+    security protocol (Kafka's code: `protocol.security_protocol`), and the broker's current epoch."""
+
+    host: str
+    port: int
+    broker_epoch: int
+    security_protocol: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ControlOrder:
     """One LeaderAndIsr (`partitions`) or StopReplica (`stops`) for one broker."""

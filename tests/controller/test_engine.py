@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.control.orders import BrokerTarget
 from controller.engine import ControllerEngine
 from controller.log import LogError, LogSizes, SnapshotId, SnapshotWriteError
 from controller.slices import finish
@@ -27,6 +28,7 @@ from protocol.messages.alter_partition import (
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
+from protocol.security_protocol import SecurityProtocol
 
 from . import engine_steps
 
@@ -337,3 +339,21 @@ def test_log_sizes_are_the_bytes_of_the_segment_and_snapshot_files(tmp_path: Pat
     assert sizes == LogSizes(segments=on_disk("*.log"), snapshots=on_disk("*.checkpoint"))
     assert sizes.segments > 0 and sizes.snapshots > 0
     assert sum(sizes) == engine.log.total_bytes
+
+
+def test_the_control_channel_reaches_a_broker_at_its_first_listener_in_that_listeners_protocol(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data")
+    listeners = (
+        BrokerRegistrationRequestListener(name="SSL", host="broker-1.example.com", port=9094, security_protocol=1),
+        BrokerRegistrationRequestListener(name="PLAINTEXT", host="broker-1.example.com", port=9092),
+    )
+    request = BrokerRegistrationRequest(
+        broker_id=1, cluster_id=engine.core.config.cluster_id, incarnation_id=uuid.UUID(int=1), listeners=listeners
+    )
+    finish(engine.decide(62, 3, request, 0))
+    engine_steps.commit(engine)
+    assert engine.broker_address(1) is None  # fenced until its first heartbeat
+    epoch = engine.core.state.cluster.brokers[1].epoch
+    finish(engine.decide(63, 1, BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=99), 0))
+    engine_steps.commit(engine)
+    assert engine.broker_address(1) == BrokerTarget("broker-1.example.com", 9094, epoch, SecurityProtocol.SSL)

@@ -17,7 +17,7 @@ from broker_sim.shell.listener import BrokerControlListener
 from controller.control import channel as channel_module
 from controller.control.channel import ControlChannel
 from controller.control.links import LARGE_ORDER_PARTITIONS, OUTBOUND_CONNECTION_IDS
-from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.orders import BrokerTarget, ControlOrder, PartitionState, StopPartition
 from controller.control.outcomes import RECENT_ANSWERS, SentRequest
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
@@ -74,10 +74,10 @@ class Cluster:
         self.ports[broker_id] = served.port
         return listener
 
-    def address(self, broker_id: int) -> tuple[str, int, int] | None:
+    def address(self, broker_id: int) -> BrokerTarget | None:
         if broker_id in self.gone or broker_id not in self.ports:
             return None
-        return ("127.0.0.1", self.ports[broker_id], self.epochs[broker_id])
+        return BrokerTarget("127.0.0.1", self.ports[broker_id], self.epochs[broker_id])
 
     def channel(self, **options: object) -> ControlChannel:
         return ControlChannel(controller_id=CONTROLLER_ID, broker_address=self.address, **{**FAST, **options})  # type: ignore[arg-type]
