@@ -35,6 +35,12 @@ Rules:
   `controller-failover` scenario needs it. `--controller-module MODULE` and `--controller-args
   ARGS` (hidden: for tests) run another entry point in place of `controller`, with more arguments
   (a planted bug).
+- `--tls-cert PATH --tls-key PATH --tls-ca PATH` (issue 22), all three or none: the fleet's
+  connections to the controller(s) are TLS, presenting that certificate and verifying the
+  controller's against the CA (its name: the `--controller` host), and the brokers' control
+  listeners are TLS-only, requiring a client certificate from the CA, registered as SSL
+  (`broker_sim.shell.tls`). The files are checked before anything starts (one line naming the flag
+  and the file). Refused with `--quorum` until the quorum's own nodes speak TLS.
 - `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
 """
 
@@ -60,6 +66,7 @@ from broker_sim.shell.claims import claim_slot
 from broker_sim.shell.fleet import ALL_SCENARIOS, FleetConfig
 from broker_sim.shell.quorum import QuorumPlan
 from broker_sim.shell.run import RunPlan, execute
+from broker_sim.shell.tls import FleetTls, TlsError
 
 CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"
@@ -181,6 +188,9 @@ def build_run_parser(prog: str) -> CommandLineParser:
         metavar="MS",
         help="the quorum's controller.quorum.fetch.timeout.ms (default 2000)",
     )
+    add("--tls-cert", type=Path, metavar="PATH", help="TLS: the fleet's certificate (PEM), presented both ways")
+    add("--tls-key", type=Path, metavar="PATH", help="TLS: the key of --tls-cert (PEM)")
+    add("--tls-ca", type=Path, metavar="PATH", help="TLS: the CA that issued the controller's and the fleet's")
     add("--controller-module", default="controller", help=argparse.SUPPRESS)
     add("--controller-args", default="", help=argparse.SUPPRESS)
     return parser
@@ -190,6 +200,7 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
     """The plan of a run from its arguments; raises `UsageError`."""
     args = build_run_parser(prog).parse_args(argv)
     _validate(args)
+    tls = _tls(args)
     if args.controller is None and args.quorum is None:
         args.controller = DEFAULT_CONTROLLER
     if args.claim_broker_ids is not None:
@@ -214,8 +225,27 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
         capture_dir=args.capture_dir,
         journal_path=journal,
         listen_host=advertised_host(args.listen_host),
+        tls=tls,
     )
     return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args), _quorum(args))
+
+
+def _tls(args: argparse.Namespace) -> FleetTls | None:
+    """The fleet's TLS, its files checked (a context of each kind built and dropped), or None."""
+    given = {"--tls-cert": args.tls_cert, "--tls-key": args.tls_key, "--tls-ca": args.tls_ca}
+    if all(path is None for path in given.values()):
+        return None
+    missing = [flag for flag, path in given.items() if path is None]
+    if missing:
+        raise UsageError(f"TLS needs --tls-cert, --tls-key and --tls-ca together: {', '.join(missing)} missing")
+    if args.quorum is not None:
+        raise UsageError("--tls-cert/--tls-key/--tls-ca cannot be used with --quorum yet (its nodes speak no TLS)")
+    tls = FleetTls(args.tls_cert, args.tls_key, args.tls_ca)
+    try:
+        tls.contexts()
+    except TlsError as error:
+        raise UsageError(str(error)) from error
+    return tls
 
 
 def _quorum(args: argparse.Namespace) -> QuorumPlan | None:

@@ -104,12 +104,13 @@ class BrokerModel:
     def epoch(self) -> int:
         return self.lifecycle.epoch
 
-    def start(self, t: float, host: str, port: int) -> None:
-        """A new incarnation (a fresh incarnation id from the broker's rng) listening on host:port."""
+    def start(self, t: float, host: str, port: int, security_protocol: int = 0) -> None:
+        """A new incarnation (a fresh incarnation id from the broker's rng) listening on host:port
+        (registered with `security_protocol`: Kafka's code, PLAINTEXT by default)."""
         self.incarnations += 1
         if self.incarnations > 1:
             self.ready_at = t + self.timing.catch_up_s
-        self.lifecycle.start(t, uuid.UUID(int=self.rng.getrandbits(128)), host, port)
+        self.lifecycle.start(t, uuid.UUID(int=self.rng.getrandbits(128)), host, port, security_protocol)
         self.leadership.led.clear()
         self.views, self._views_version = {}, -1
         self.disks.reset()

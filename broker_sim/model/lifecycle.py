@@ -72,6 +72,7 @@ class Lifecycle:
         self.incarnation_id = uuid.UUID(int=0)
         self.host = ""
         self.port = 0
+        self.security_protocol = 0  # the listener's, as registered (protocol.security_protocol)
         self.cluster_id = ""
         self.versions: dict[int, int] = {}
         self.api_versions_version = self.first_contact[ApiKey.API_VERSIONS]
@@ -87,13 +88,13 @@ class Lifecycle:
         self.in_flight = False
 
     # ------------------------------------------------------------------ incarnations
-    def start(self, t: float, incarnation_id: uuid.UUID, host: str, port: int) -> None:
+    def start(self, t: float, incarnation_id: uuid.UUID, host: str, port: int, security_protocol: int = 0) -> None:
         self.phase = Phase.DESCRIBING
         if self.epoch >= 0:
             self.previous_epoch = self.epoch
         self.epoch = -1
         self.incarnation_id = incarnation_id
-        self.host, self.port = host, port
+        self.host, self.port, self.security_protocol = host, port, security_protocol
         self.api_versions_version = self.first_contact[ApiKey.API_VERSIONS]
         self.retry_at = t
         self.failures = 0
@@ -141,6 +142,7 @@ class Lifecycle:
             self.port,
             self.log_dirs,
             self.previous_epoch,
+            self.security_protocol,
         )
         return self._sent(Outgoing(LIFECYCLE, "register", version, body))
 

@@ -4,7 +4,9 @@ Rules: pure builders, one per API, taking the version and returning the protocol
 exactly the fields that version carries: AlterPartition names topics (v0-1) or ids (v2+) and
 carries member broker epochs from v3 (KIP-903); AlterReplicaState names topics (v0) or ids (v1);
 ControlledShutdown carries the broker epoch from v2 (KIP-380); BrokerRegistration carries log
-dirs from v2 and the previous epoch from v3; BrokerHeartbeat reports offline dirs from v1.
+dirs from v2 and the previous epoch from v3, and names its one listener after its security
+protocol (Kafka's default listener names: "PLAINTEXT", or "SSL" when the fleet runs TLS);
+BrokerHeartbeat reports offline dirs from v1.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from protocol.messages.broker_registration import (
 )
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.security_protocol import SecurityProtocol
 
 SOFTWARE_NAME = "fencer-fleet"
 SOFTWARE_VERSION = "0.1.0"
-LISTENER_NAME = "PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +71,16 @@ def broker_registration(
     port: int,
     log_dirs: Sequence[uuid.UUID],
     previous_epoch: int,
+    security_protocol: int = SecurityProtocol.PLAINTEXT,
 ) -> BrokerRegistrationRequest:
+    listener = BrokerRegistrationRequestListener(
+        name=SecurityProtocol(security_protocol).name, host=host, port=port, security_protocol=security_protocol
+    )
     return BrokerRegistrationRequest(
         broker_id=BrokerId(broker_id),
         cluster_id=cluster_id,
         incarnation_id=incarnation_id,
-        listeners=(BrokerRegistrationRequestListener(name=LISTENER_NAME, host=host, port=port),),
+        listeners=(listener,),
         features=(
             BrokerRegistrationRequestFeature(
                 name="metadata.version", min_supported_version=1, max_supported_version=21

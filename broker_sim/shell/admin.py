@@ -92,7 +92,7 @@ class Admin:
         self.replication_factor = replication_factor
         self.own_brokers = own_brokers
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
-        self.connection = ControllerConnection(ctx.controllers, "fleet-admin", capture, self._switched)
+        self.connection = ControllerConnection(ctx.controllers, "fleet-admin", capture, self._switched, ctx.client_tls)
         self.rng = random.Random(f"{ctx.seed}:admin")
         self.counter = 0
         self.brokers: list[int] = []

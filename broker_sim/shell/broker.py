@@ -47,6 +47,7 @@ from protocol.spec import ZERO_UUID, Data
 
 from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection, OnSwitch
 from .context import FleetContext
+from .tls import LISTENER_PROTOCOL
 
 CONTROL_NAMES: dict[int, str] = {ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica"}
 
@@ -58,10 +59,10 @@ class BrokerRunner:
         self.broker_id = model.broker_id
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
         self.lifecycle_connection = ControllerConnection(
-            ctx.controllers, f"broker-{self.broker_id}-lifecycle", capture, self._switched("lifecycle")
+            ctx.controllers, f"broker-{self.broker_id}-lifecycle", capture, self._switched("lifecycle"), ctx.client_tls
         )
         self.data_connection = ControllerConnection(
-            ctx.controllers, f"broker-{self.broker_id}-data", capture, self._switched("data")
+            ctx.controllers, f"broker-{self.broker_id}-data", capture, self._switched("data"), ctx.client_tls
         )
         self.listener: BrokerControlListener | None = None
         self.controller_epoch = 0  # the newest the incarnation's listener accepted (journalled)
@@ -89,6 +90,7 @@ class BrokerRunner:
             record_received=False,
             on_handled=self._handled,
             on_exchange=self._exchange if self.ctx.recorder.capture is not None else None,
+            tls=self.ctx.listener_tls,
         )
         self._observed.clear()
         self.controller_epoch = 0
@@ -101,7 +103,8 @@ class BrokerRunner:
                 self._scope = scope
                 async with trio.open_nursery() as nursery:
                     port = await nursery.start(listener.serve, self.ctx.listen_host, 0)
-                    self.model.start(self.ctx.now(), self.ctx.listen_host, port)
+                    protocol = LISTENER_PROTOCOL[self.ctx.listener_tls is not None]
+                    self.model.start(self.ctx.now(), self.ctx.listen_host, port, protocol)
                     nursery.start_soon(self._lifecycle_loop)
                     nursery.start_soon(self._data_loop)
         finally:

@@ -24,11 +24,16 @@ Rules:
   `ConnectionLost`.
 - `answered_by`: the controller (HOST:PORT) that gave the last answer, whatever it said.
 - Every exchange, answered or not, goes to `capture` (protocol.capture rows, outbound).
+- TLS (`tls`, the fleet's client context: `broker_sim.shell.tls`): each connection's handshake is
+  done as it opens, within the connect timeout, the controller's name checked against the host
+  dialled. A failed handshake is a connection that could not be opened (`sent` False, the
+  TLS error in the message), and moves on as one. None: plain TCP, as before.
 """
 
 from __future__ import annotations
 
 import itertools
+import ssl
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -83,6 +88,7 @@ class ControllerConnection:
         client_id: str | None,
         capture: Callable[[Exchange], None] | None = None,
         on_switch: OnSwitch | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if not controllers:
             raise ValueError("a controller connection needs at least one address")
@@ -91,9 +97,10 @@ class ControllerConnection:
         self.client_id = client_id
         self.capture = capture
         self.on_switch = on_switch
+        self.tls = tls
         self.last_correlation_id = 0
         self.answered_by = ""  # HOST:PORT of the last answer's controller
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None
         self._frames = FrameBuffer(MAX_RESPONSE_BYTES)
         self._correlation = 0
         self._connection_id = 0
@@ -171,21 +178,37 @@ class ControllerConnection:
             await self.drop()
             raise BadAnswer(f"undecodable answer: {exc}") from exc
 
-    async def _connected(self) -> trio.SocketStream:
+    async def _connected(self) -> trio.abc.Stream:
         if self._stream is not None:
             return self._stream
         host, port = self.address
         try:
             with trio.fail_after(CONNECT_TIMEOUT_S):
-                stream = await trio.open_tcp_stream(host, port)
-        except (OSError, trio.TooSlowError) as exc:
-            raise ConnectionLost(f"cannot connect to {self.peer}: {exc}", sent=False) from exc
+                stream = await self._open(host, port)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            cause = exc.__cause__
+            why = (
+                f"TLS handshake failed: {cause}" if isinstance(cause, ssl.SSLError) else str(exc) or type(exc).__name__
+            )
+            raise ConnectionLost(f"cannot connect to {self.peer}: {why}", sent=False) from exc
         self._stream = stream
         self._frames = FrameBuffer(MAX_RESPONSE_BYTES)
         self._connection_id = next(CONNECTION_IDS)
         return stream
 
-    async def _receive(self, stream: trio.SocketStream) -> bytes | None:
+    async def _open(self, host: str, port: int) -> trio.abc.Stream:
+        tcp = await trio.open_tcp_stream(host, port)
+        if self.tls is None:
+            return tcp
+        stream = trio.SSLStream(tcp, self.tls, server_hostname=host)
+        try:
+            await stream.do_handshake()
+        except BaseException:
+            await trio.aclose_forcefully(tcp)
+            raise
+        return stream
+
+    async def _receive(self, stream: trio.abc.Stream) -> bytes | None:
         while (payload := self._frames.next_frame()) is None:
             data = await stream.receive_some(65536)
             if not data:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ class FleetContext:
     #: told of every answer to a broker's request that is not NOT_CONTROLLER: (model time, HOST:PORT
     #: of the controller that answered); the fleet's own quorum times its failovers with it
     on_served: list[Callable[[float, str], None]] = field(default_factory=list)
+    #: TLS (`broker_sim.shell.tls`): the context of every connection to a controller, and of the
+    #: brokers' control listeners (registered as SSL); None: plain TCP
+    client_tls: ssl.SSLContext | None = None
+    listener_tls: ssl.SSLContext | None = None
 
     def now(self) -> float:
         return trio.current_time() - self.t0

@@ -27,6 +27,7 @@ from ..model.schedule import ALL_SCENARIOS, SCENARIOS
 from ..model.timing import Timing, timing_for
 from ..stats import FleetStats
 from . import runner
+from .tls import FleetTls
 
 __all__ = ["ALL_SCENARIOS", "SCENARIOS", "FleetConfig", "FleetOutcome", "FleetStats", "run_fleet", "shutdown_bound_ms"]
 
@@ -50,6 +51,7 @@ class FleetConfig:
     journal_path: Path | None = None
     create_topics: bool = True  # False in all but one fleet process of a --processes run
     listen_host: str = "127.0.0.1"
+    tls: FleetTls | None = None  # --tls-cert/--tls-key/--tls-ca (broker_sim.shell.tls)
 
     @property
     def controllers(self) -> tuple[tuple[str, int], ...]:
@@ -110,6 +112,7 @@ async def run_fleet(
         journal_path=config.journal_path,
         create_topics=config.create_topics,
         listen_host=config.listen_host,
+        tls=config.tls,
     )
     finished, unreachable = await runner.run(spec, stats, task_status, alongside)
     return FleetOutcome(finished=finished, unreachable=unreachable)

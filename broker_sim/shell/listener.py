@@ -29,12 +29,17 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
   is when its bytes were in, before a gate's pause), `record_received=False`
   keeps no list of requests (a long run), and while `gate` holds an unset event the listener
   answers nothing (a paused broker) until it is set.
+- TLS (`tls`, the fleet's listener context: `broker_sim.shell.tls`): the listener is TLS-only and
+  the context requires a client certificate; a connection whose handshake fails (no certificate,
+  one the CA did not issue, not TLS at all, or not done within `HANDSHAKE_TIMEOUT_S`) is closed
+  having handled nothing, and counted (`tls_failures`). None: plain TCP, as before.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -76,6 +81,7 @@ DELETE_EPOCH = -2
 TYPE_FULL = 2
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _MAX_FRAME_BYTES = 16 * 1024 * 1024
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +104,7 @@ class BrokerControlListener:
         record_received: bool = True,
         on_handled: Callable[[int, int, Data, Data], None] | None = None,
         on_exchange: Callable[[str, bytes, bytes | None, int], None] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -111,6 +118,8 @@ class BrokerControlListener:
         #: close the connection instead of handling the next N control requests (a crash before acking)
         self.drop_next_requests = 0
         self.connections = 0
+        self.tls = tls
+        self.tls_failures = 0  # connections closed on a failed TLS handshake
         self._versions = {key: _limited(api(key).versions, (max_versions or {}).get(key)) for key in SERVED_API_KEYS}
 
     # ------------------------------------------------------------------ I/O
@@ -118,16 +127,21 @@ class BrokerControlListener:
         self, host: str = "127.0.0.1", port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Listen on (host, port) until cancelled; `task_status.started` gets the actual port."""
-        listeners = await trio.open_tcp_listeners(port, host=host)
-        actual_port: int = listeners[0].socket.getsockname()[1]
+        tcp_listeners = await trio.open_tcp_listeners(port, host=host)
+        actual_port: int = tcp_listeners[0].socket.getsockname()[1]
+        listeners: list[trio.abc.Listener[trio.abc.Stream]] = (
+            list(tcp_listeners) if self.tls is None else [trio.SSLListener(tcp, self.tls) for tcp in tcp_listeners]
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, self._serve_connection, listeners)
             task_status.started(actual_port)
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+    async def _serve_connection(self, stream: trio.abc.Stream) -> None:
         self.connections += 1
         frames = FrameBuffer(_MAX_FRAME_BYTES)
         peer = _peer(stream)
+        if isinstance(stream, trio.SSLStream) and not await self._handshake(stream, peer):
+            return
         try:
             async with stream:
                 while data := await stream.receive_some(65536):
@@ -143,7 +157,21 @@ class BrokerControlListener:
                             return
                         await stream.send_all(reply)
         except (trio.BrokenResourceError, trio.ClosedResourceError, DecodeError) as exc:
-            log.info("broker %d: connection closed: %s", self.broker_id, exc)
+            log.info("broker %d: connection closed: %s", self.broker_id, exc.__cause__ or exc)
+
+    async def _handshake(self, stream: trio.SSLStream[trio.abc.Stream], peer: str) -> bool:
+        """The TLS handshake, within `HANDSHAKE_TIMEOUT_S`; a failure is counted and closes the connection."""
+        failure: BaseException | None = None
+        with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
+            try:
+                await stream.do_handshake()
+                return True
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                failure = exc.__cause__ or exc
+        self.tls_failures += 1
+        log.info("broker %d: TLS handshake with %s failed: %s", self.broker_id, peer, failure or "timed out")
+        await trio.aclose_forcefully(stream)
+        return False
 
     # ------------------------------------------------------------------ frames
     def handle_frame(self, payload: bytes) -> bytes | None:
@@ -285,9 +313,12 @@ class BrokerControlListener:
 
 
 # ---------------------------------------------------------------------- helpers
-def _peer(stream: trio.SocketStream) -> str:
+def _peer(stream: trio.abc.Stream) -> str:
+    transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+    if not isinstance(transport, trio.SocketStream):
+        return "?"
     try:
-        host, port = stream.socket.getpeername()[:2]
+        host, port = transport.socket.getpeername()[:2]
     except OSError:
         return "?"
     return f"{host}:{port}"

@@ -74,7 +74,7 @@ async def write_at(ctx: FleetContext, address: Address, index: int) -> None:
         assignments=(CreateTopicsRequestCreatableReplicaAssignment(partition_index=0, broker_ids=replicas),),
     )
     capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
-    connection = ControllerConnection((address,), "fleet-probe", capture)
+    connection = ControllerConnection((address,), "fleet-probe", capture, tls=ctx.client_tls)
     recorder, sent = ctx.recorder, ctx.now()
     try:
         response = await connection.request(

@@ -27,6 +27,7 @@ import contextlib
 import gc
 import logging
 import resource
+import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -55,6 +56,7 @@ from .connection import Address, BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
 from .faults import FaultDriver
 from .recorder import Recorder
+from .tls import FleetTls
 
 log = logging.getLogger("fencer.broker_sim.shell.fleet")
 REACH_S = 5.0
@@ -81,6 +83,7 @@ class RunSpec:
     journal_path: Path | None
     create_topics: bool
     listen_host: str
+    tls: FleetTls | None = None
 
 
 def warm_codecs() -> None:
@@ -101,9 +104,9 @@ def raise_descriptor_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def reach(controllers: tuple[Address, ...]) -> str | None:
+async def reach(controllers: tuple[Address, ...], tls: ssl.SSLContext | None = None) -> str | None:
     """None when a controller of the list answers DescribeCluster; otherwise why not, in one line."""
-    connection = ControllerConnection(controllers, "fleet-probe")
+    connection = ControllerConnection(controllers, "fleet-probe", tls=tls)
     reason = "no answer"
     deadline = trio.current_time() + REACH_S
     try:
@@ -126,7 +129,8 @@ async def run(
 ) -> tuple[bool, str | None]:
     raise_descriptor_limit()
     warm_codecs()
-    unreachable = await reach(spec.controllers)
+    client_tls, listener_tls = spec.tls.contexts() if spec.tls is not None else (None, None)
+    unreachable = await reach(spec.controllers, client_tls)
     if unreachable is not None:
         return False, unreachable
     capture = FleetCapture(spec.capture_dir, spec.broker_ids[0] * 1_000_000) if spec.capture_dir else None
@@ -141,6 +145,8 @@ async def run(
         timing=spec.timing,
         recorder=recorder,
         t0=recorder.t0,
+        client_tls=client_tls,
+        listener_tls=listener_tls,
     )
     runners = _brokers(spec, ctx)
     recorder.write(_run_started(spec, recorder.wall0_ns))

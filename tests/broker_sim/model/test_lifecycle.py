@@ -16,6 +16,7 @@ from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsRespon
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.security_protocol import SecurityProtocol
 
 from .helpers import TIMING, FakeFollowers, controller_versions, register, take
 
@@ -36,7 +37,9 @@ def test_an_incarnation_describes_negotiates_registers_and_is_unfenced_once_caug
     out = take(broker.next_lifecycle(0.0))
     assert isinstance(out.body, BrokerRegistrationRequest)
     assert out.body.cluster_id == "c1" and out.body.broker_id == 1
-    assert [(listener.host, listener.port) for listener in out.body.listeners] == [("127.0.0.1", 4000)]
+    assert [
+        (listener.name, listener.host, listener.port, listener.security_protocol) for listener in out.body.listeners
+    ] == [("PLAINTEXT", "127.0.0.1", 4000, SecurityProtocol.PLAINTEXT)]
     broker.lifecycle_answered(out, BrokerRegistrationResponse(broker_epoch=42), 0.1)
     assert broker.events == [Registered(out.body.incarnation_id, 42)]
 
@@ -50,6 +53,22 @@ def test_an_incarnation_describes_negotiates_registers_and_is_unfenced_once_caug
     broker.lifecycle_answered(second, BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 0.4)
     assert broker.lifecycle.phase == Phase.ACTIVE
     assert broker.events[-1] == Unfenced(42)
+
+
+def test_a_tls_listener_is_registered_as_ssl_in_every_incarnation() -> None:
+    broker = model()
+    for incarnation in range(2):
+        t = 100.0 * incarnation
+        broker.start(t, "broker-1.example.com", 4000 + incarnation, SecurityProtocol.SSL)
+        broker.lifecycle_answered(take(broker.next_lifecycle(t)), DescribeClusterResponse(cluster_id="c1"), t)
+        broker.lifecycle_answered(take(broker.next_lifecycle(t)), controller_versions(), t)
+        out = take(broker.next_lifecycle(t))
+        assert isinstance(out.body, BrokerRegistrationRequest)
+        assert [(item.name, item.host, item.port, item.security_protocol) for item in out.body.listeners] == [
+            ("SSL", "broker-1.example.com", 4000 + incarnation, SecurityProtocol.SSL)
+        ]
+        broker.lifecycle_answered(out, BrokerRegistrationResponse(broker_epoch=42 + incarnation), t)
+        broker.end_incarnation(t + 1)
 
 
 def registered_at_42() -> BrokerModel:
