@@ -60,7 +60,7 @@ def describing_controller(peers: list[str]) -> Callable[[trio.abc.Stream], objec
 async def serve_controller(nursery: trio.Nursery, context: ssl.SSLContext | None, peers: list[str]) -> int:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port: int = listeners[0].socket.getsockname()[1]
-    wrapped = listeners if context is None else [trio.SSLListener(item, context) for item in listeners]  # type: ignore[arg-type]
+    wrapped = listeners if context is None else [trio.SSLListener(item, context) for item in listeners]
     await nursery.start(trio.serve_listeners, describing_controller(peers), wrapped)
     return port
 
