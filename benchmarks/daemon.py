@@ -342,24 +342,26 @@ def _per_round(runs: dict[str, list[Run]], name: str, reference: str, value: str
 def _report(args: argparse.Namespace, runs: dict[str, list[Run]]) -> None:
     # Ratios are taken round by round (each round's servers ran back to back, under the same
     # neighbours) and their median reported: steadier than a ratio of two separate medians.
-    labels = {"echo": "1.00x echo"}
-    notes = []
-    for name, reference in (("daemon", "echo"), ("baseline", "daemon"), ("capture", "daemon"), ("tls", "daemon")):
+    rates = _per_round(runs, "daemon", "echo", "rate")
+    labels = {"echo": "1.00x echo", "daemon": f"**{statistics.median(rates):.2f}x** echo"}
+    notes = ["daemon/echo " + " ".join(f"{value:.2f}x" for value in rates)]
+    if "capture" in runs:
+        costs = [1 - value for value in _per_round(runs, "capture", "daemon", "rate")]
+        labels["capture"] = f"capture costs **{statistics.median(costs) * 100:.1f}%**"
+        notes.append("capture cost " + " ".join(f"{value * 100:.1f}%" for value in costs))
+    for name in ("baseline", "tls"):
         if name not in runs:
             continue
-        rates = _per_round(runs, name, reference, "rate")
-        labels[name] = f"rate **{statistics.median(rates):.2f}x** {reference}"
-        notes.append(f"{name}/{reference} rate " + " ".join(f"{value:.2f}x" for value in rates))
-        if reference != "echo":
-            cpu = _per_round(runs, name, reference, "cpu")
-            labels[name] += f", CPU/request **{statistics.median(cpu):.2f}x**"
-            notes.append(f"{name}/{reference} CPU/request " + " ".join(f"{value:.2f}x" for value in cpu))
+        rates, cpu = _per_round(runs, name, "daemon", "rate"), _per_round(runs, name, "daemon", "cpu")
+        labels[name] = f"rate **{statistics.median(rates):.2f}x**, CPU/request **{statistics.median(cpu):.2f}x** daemon"
+        notes.append(f"{name}/daemon rate " + " ".join(f"{value:.2f}x" for value in rates))
+        notes.append(f"{name}/daemon CPU/request " + " ".join(f"{value:.2f}x" for value in cpu))
     print(
         f"# fencer daemon benchmark, {time.strftime('%Y-%m-%d')}, {machine()}, fsync on, "
         f"{args.connections} connections, median of {args.rounds} interleaved rounds of {args.seconds:g} s"
     )
     print()
-    print("| server | requests/s | p50 ms | p99 ms | mean group size | daemon CPU us/request | ratio |")
+    print("| server | requests/s | p50 ms | p99 ms | mean group size | ratio | daemon CPU us/request |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, label in labels.items():
         run = _median(runs[name], name)
@@ -368,10 +370,15 @@ def _report(args: argparse.Namespace, runs: dict[str, list[Run]]) -> None:
         title = f"baseline ({args.baseline})" if name == "baseline" else name
         print(
             f"| {title} | {run.rate:,.0f} | {run.percentile(0.5) * 1000:.2f} | {run.percentile(0.99) * 1000:.2f} "
-            f"| {group} | {cpu_cell} | {label} |"
+            f"| {group} | {label} | {cpu_cell} |"
         )
     print()
-    print("Per round: " + "; ".join(notes) + ". Rows: each server's median round (CPU: the median of its rounds).")
+    print(
+        "Per round: "
+        + "; ".join(notes)
+        + "; the table's rows are each server's median round (CPU: the median of its rounds), its ratios the "
+        "medians of these."
+    )
 
 
 if __name__ == "__main__":

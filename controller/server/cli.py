@@ -1,6 +1,7 @@
 """The daemon's command line: `python -m controller --data-dir PATH [--listen HOST:PORT] ...`.
 
-Rules: bad arguments exit 2 with one line on stderr; an unusable data dir (wrong cluster id,
+Rules: bad arguments exit 2 with one line on stderr (unusable TLS files too, checked before
+anything is opened or listens); an unusable data dir (wrong cluster id,
 corrupt log, not a directory) exits 1 naming the problem; SIGTERM/SIGINT drain and exit 0.
 Once the listener accepts connections, one line `listening on HOST:PORT` goes to stdout.
 """
@@ -33,6 +34,7 @@ from .quorum_config import (
     QuorumConfigError,
     quorum_config,
 )
+from .tls import DEFAULT_HANDSHAKE_TIMEOUT_MS, TlsConfigError, TlsOptions, server_context
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -90,6 +92,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_FETCH_TIMEOUT_MS,
         help="a follower that cannot fetch from its leader this long starts an election; a leader without a "
         "majority's fetches for 1.5 times it resigns (default 2000)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        type=Path,
+        metavar="PATH",
+        help="PEM certificate (chain) of the Kafka listener: with --tls-key, --listen is TLS-only (TLS 1.2+)",
+    )
+    parser.add_argument("--tls-key", type=Path, metavar="PATH", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        metavar="PATH",
+        help="PEM CA certificate(s): clients must present a certificate issued by it (Kafka's "
+        "ssl.client.auth=required); without a certificate, or with another CA's, they are closed unanswered",
+    )
+    parser.add_argument(
+        "--tls-handshake-timeout-ms",
+        type=positive_int,
+        default=DEFAULT_HANDSHAKE_TIMEOUT_MS,
+        metavar="N",
+        help="close a connection whose TLS handshake has not finished after this long (default 10000)",
     )
     parser.add_argument("--capture-dir", type=Path, metavar="PATH", help="write traffic capture (Parquet) here")
     parser.add_argument(
@@ -156,6 +179,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        tls = tls_options(args)
+    except TlsConfigError as exc:
+        print(f"fencer-controller: error: {exc}", file=sys.stderr)
+        return 2
+    try:
         quorum = quorum_config(
             args.node_id,
             args.listen,
@@ -166,6 +194,12 @@ def run(args: argparse.Namespace) -> int:
     except QuorumConfigError as exc:
         print(f"fencer-controller: error: {exc}", file=sys.stderr)
         return 2
+    if tls is not None and not quorum.single:  # the voters' own links (controller.server.quorum) are plaintext
+        print(
+            "fencer-controller: error: --tls-cert serves a sole voter only (the quorum's links are plaintext)",
+            file=sys.stderr,
+        )
+        return 2
     logging_config.configure(args.log_level, args.log_format)
     try:
         engine = start_engine(args, sole_voter=quorum.single)
@@ -174,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     tune_runtime()
     try:
-        trio.run(_serve, engine, daemon_options(args), quorum)
+        trio.run(_serve, engine, daemon_options(args, tls), quorum)
     except BaseException as exc:  # trio raises what failed inside an ExceptionGroup
         unbound = find_failure(exc, ListenError)
         if unbound is not None:
@@ -245,7 +279,19 @@ def tune_runtime() -> None:
     raise_descriptor_limit()
 
 
-def daemon_options(args: argparse.Namespace) -> DaemonOptions:
+def tls_options(args: argparse.Namespace) -> TlsOptions | None:
+    """The listener's TLS from the flags (None: plaintext); TlsConfigError, one line, if unusable."""
+    if args.tls_cert is None and args.tls_key is None:
+        if args.tls_ca is not None:
+            raise TlsConfigError("--tls-ca needs --tls-cert and --tls-key")
+        return None
+    if args.tls_cert is None or args.tls_key is None:
+        raise TlsConfigError("--tls-cert and --tls-key go together")
+    context = server_context(args.tls_cert, args.tls_key, args.tls_ca)
+    return TlsOptions(context, args.tls_handshake_timeout_ms / 1000)
+
+
+def daemon_options(args: argparse.Namespace, tls: TlsOptions | None = None) -> DaemonOptions:
     host, port = args.listen
     metrics_host, metrics_port = args.metrics_listen if args.metrics_listen else (None, 0)
     return DaemonOptions(
@@ -258,6 +304,7 @@ def daemon_options(args: argparse.Namespace) -> DaemonOptions:
         capture_dir=args.capture_dir,
         metrics_host=metrics_host,
         metrics_port=metrics_port,
+        tls=tls,
     )
 
 

@@ -46,6 +46,12 @@ Rules (docs/protocol.md, Kafka's SocketServer):
   are activity: bytes of an unfinished frame are not, so a frame trickled a byte at a time
   cannot hold a connection open. A connection with a request in hand, or waiting for memory (the
   daemon makes it wait, not the peer), is never idle.
+- Over TLS (`trio.SSLStream`) the handshake comes first, in the connection's own task, under
+  `handshake_timeout_s`: a stalled or failed handshake, or a plaintext client on a TLS port,
+  holds up nothing else; it closes the connection unanswered, logged and counted
+  (`ExchangeSink.tls_failed`, by `tls.failure_reason`). Then the peer's principal is taken from
+  its certificate (`tls.peer_principal`; "User:ANONYMOUS" without TLS or without a certificate),
+  and every request carries it, with the peer's host, to the writer (`Pending.principal`, `.host`).
 - `stop` cancels only reading and waiting for memory (`scope`); a request in hand is answered
   first. The daemon's own cancellation (its exit) ends everything, a request in hand included
   (reported unanswered).
@@ -75,6 +81,7 @@ from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, en
 from protocol.spec import Data
 
 from .budget import MemoryBudget, Reservation
+from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, failure_reason, peer_principal
 
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
@@ -92,8 +99,10 @@ class Pending:
         "connection_id",
         "decided_ns",
         "frame",
+        "host",
         "payload",
         "peer",
+        "principal",
         "received_ns",
         "received_wall_ns",
         "request",
@@ -101,10 +110,20 @@ class Pending:
     )
 
     def __init__(
-        self, connection_id: int, peer: str, payload: bytes, request: Request | None, received_ns: int, wall_ns: int
+        self,
+        connection_id: int,
+        peer: str,
+        payload: bytes,
+        request: Request | None,
+        received_ns: int,
+        wall_ns: int,
+        principal: str = ANONYMOUS,
+        host: str = "",
     ) -> None:
         self.connection_id = connection_id
         self.peer = peer  # HOST:PORT
+        self.principal = principal  # who sent it: "User:ANONYMOUS", or from the TLS client certificate
+        self.host = host  # the peer's address (an authorizer's host)
         self.payload = payload
         self.request = request
         self.received_ns = received_ns  # monotonic, for latency
@@ -163,6 +182,7 @@ class ExchangeSink(Protocol):
     def answered(self, pending: Pending) -> None: ...
     def unanswered(self, pending: Pending) -> None: ...
     def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None: ...
+    def tls_failed(self, reason: str, peer: str, detail: str) -> None: ...
 
 
 def api_versions_fallback(correlation_id: int) -> bytes:
@@ -180,67 +200,34 @@ def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
     return stream.socket
 
 
-def peer_name(stream: trio.abc.Stream) -> str:
-    """HOST:PORT of an IP peer; a Unix socket's path (or "local"); "unknown" once it is gone."""
+def peer_address(stream: trio.abc.Stream) -> tuple[str, str]:
+    """(HOST:PORT, HOST) of an IP peer; a Unix socket's path (or "local") twice; "unknown" once
+    it is gone."""
     sock = _socket_of(stream)
     try:
         address = sock.getpeername() if sock is not None else None
     except OSError:
-        return "unknown"
+        return "unknown", "unknown"
     if isinstance(address, tuple):
-        return f"{address[0]}:{address[1]}"
-    return str(address) if address else "local" if sock is not None else "unknown"
+        return f"{address[0]}:{address[1]}", str(address[0])
+    name = str(address) if address else "local" if sock is not None else "unknown"
+    return name, name
 
 
-class _Descriptor:
-    """A plain SocketStream's socket, read and written through its descriptor (non-blocking)."""
-
-    __slots__ = ("fd",)
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.fd = stream.socket.fileno()
-
-    async def receive_some(self) -> bytes:
-        """The next bytes; b"" at the end of the peer's stream (or a reset: the same to us)."""
-        while True:
-            await trio.lowlevel.wait_readable(self.fd)
-            try:
-                return os.read(self.fd, _READ_BYTES)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return b""
-
-    async def send_all(self, data: bytes) -> None:
-        """Send all of `data` (one write, usually); OSError if the peer is gone."""
-        fd = self.fd
-        try:
-            sent = os.write(fd, data)
-        except BlockingIOError:
-            sent = 0
-        rest = memoryview(data)[sent:]
-        while rest:  # a peer that does not read: wait for room
-            await trio.lowlevel.wait_writable(fd)
-            with contextlib.suppress(BlockingIOError):
-                rest = rest[os.write(fd, rest) :]
+def _detail(error: BaseException | None) -> str:
+    """What OpenSSL (or the socket) said, for the log."""
+    if error is None:
+        return "timed out"
+    cause = error.__cause__ or error.__context__
+    return str(cause or error) or type(error).__name__
 
 
-class _Stream:
-    """Any other stream (TLS): through its own methods."""
-
-    __slots__ = ("stream",)
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-
-    async def receive_some(self) -> bytes:
-        try:
-            return bytes(await self.stream.receive_some(_READ_BYTES))
-        except trio.BrokenResourceError:
-            return b""
-
-    async def send_all(self, data: bytes) -> None:
-        await self.stream.send_all(data)
+def _write(fd: int, data: bytes) -> int:
+    """One non-blocking write: the bytes sent (0 when the socket's buffer is full)."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
 
 
 #: what a failed send raises: the peer is gone (the request is then unanswered)
@@ -257,15 +244,20 @@ class Connection:
         budget: MemoryBudget,
         max_frame_bytes: int,
         allowed: frozenset[int] = INBOUND_API_KEYS,
+        handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_MS / 1000,
     ) -> None:
         self.writer = writer
         #: the api keys this daemon serves (a quorum member's include the Raft RPCs)
         self.allowed = allowed
         self.exchanges = exchanges
         self.stream = stream
-        self._io = _Descriptor(stream) if type(stream) is trio.SocketStream else _Stream(stream)
+        #: a plain SocketStream's descriptor, read and written directly (-1: any other stream, TLS)
+        self._fd = stream.socket.fileno() if type(stream) is trio.SocketStream else -1
         self.id = next(_IDS)
-        self.peer = peer_name(stream)
+        self.peer, self.host = peer_address(stream)
+        #: the peer's principal: anonymous until a TLS handshake names it
+        self.principal = ANONYMOUS
+        self.handshake_timeout_s = handshake_timeout_s
         self.buffer = FrameBuffer(max_frame_bytes)
         self.budget = budget
         #: reading and waiting for memory (cancelled by `stop`); a request in hand is outside it
@@ -304,9 +296,30 @@ class Connection:
     async def run(self) -> None:
         try:
             with self.scope:
+                if isinstance(self.stream, trio.SSLStream) and not await self._handshake(self.stream):
+                    return
                 await self._serve()
         finally:
             await trio.aclose_forcefully(self.stream)
+
+    async def _handshake(self, stream: trio.SSLStream[trio.abc.Stream]) -> bool:
+        """TLS: the handshake, in this task, under the handshake timeout; then the peer's principal.
+        False (logged and counted) if it failed, timed out, or the certificate names nobody."""
+        error: BaseException | None = None
+        with trio.move_on_after(self.handshake_timeout_s):
+            try:
+                await stream.do_handshake()
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                error = exc
+            else:
+                try:
+                    self.principal = peer_principal(stream.getpeercert(binary_form=True))
+                except Exception as exc:  # a malformed certificate, a DN no mapping rule maps
+                    self.exchanges.tls_failed("principal", self.peer, str(exc))
+                    return False
+                return True
+        self.exchanges.tls_failed(failure_reason(error), self.peer, _detail(error))
+        return False
 
     # ------------------------------------------------------------------ the connection's task
     async def _serve(self) -> None:
@@ -340,8 +353,22 @@ class Connection:
                 self._reservation = None
 
     async def _receive(self) -> bool:
-        """Read once: whole frames go to `_ready` (and are activity); False at the peer's end."""
-        data = await self._io.receive_some()
+        """Read once: whole frames go to `_ready` (and are activity); False at the peer's end (or
+        a reset: the same to us)."""
+        fd = self._fd
+        if fd >= 0:
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                data = os.read(fd, _READ_BYTES)
+            except BlockingIOError:
+                return True  # nothing after all: the caller reads again
+            except OSError:
+                return False
+        else:
+            try:
+                data = bytes(await self.stream.receive_some(_READ_BYTES))
+            except trio.BrokenResourceError:
+                return False
         if not data:
             return False
         frames, refused = self.buffer.receive_frames(data)  # one slice for one whole frame
@@ -364,7 +391,9 @@ class Connection:
         """One request: decode it, hand it on, await its outcome, send the answer. False: close."""
         if self.writer.draining:  # a shutdown began: nobody decides anything more
             return False
-        pending = Pending(self.id, self.peer, payload, None, time.monotonic_ns(), time.time_ns())
+        pending = Pending(
+            self.id, self.peer, payload, None, time.monotonic_ns(), time.time_ns(), self.principal, self.host
+        )
         self.in_flight = pending
         try:
             if len(payload) > LARGE_FRAME_BYTES:
@@ -378,10 +407,14 @@ class Connection:
                         return False
                 else:
                     self.writer.submit(pending)
-            frame = await pending.outcome()
+            if not pending._resolved:  # Pending.outcome(), inlined: one coroutine less per request
+                pending._waiter = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(pending._abort)
+            frame = pending.frame
             if frame is not None:
                 try:
-                    await self._io.send_all(frame)
+                    if self._fd < 0 or (sent := _write(self._fd, frame)) < len(frame):
+                        await self._send(frame, 0 if self._fd < 0 else sent)
                 except _SEND_ERRORS:
                     frame = None
             if frame is None:
@@ -397,6 +430,19 @@ class Connection:
             self.in_flight = None
             if self.stopped:
                 self.scope.cancel()
+
+    async def _send(self, frame: bytes, sent: int) -> None:
+        """Send the rest of `frame` from `sent` (a peer that does not read: wait for room); OSError
+        (or the stream's error) if the peer is gone."""
+        fd = self._fd
+        if fd < 0:
+            await self.stream.send_all(frame)
+            return
+        rest = memoryview(frame)[sent:]
+        while rest:  # a peer that does not read: wait for room
+            await trio.lowlevel.wait_writable(fd)
+            with contextlib.suppress(BlockingIOError):
+                rest = rest[os.write(fd, rest) :]
 
     async def _decode_large(self, pending: Pending) -> bool:
         """Decode off the event loop, then hand on (or answer at once); False if refused or dropped."""

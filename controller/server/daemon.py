@@ -5,6 +5,8 @@ Rules:
   order and answers each once its records are committed; the quorum's RPCs go to the quorum
   (`controller.server.quorum`), which every node runs, a sole voter included (it leads at once,
   and listens only once it is the active controller).
+- With `tls`, the listener is TLS-only: each accepted socket is wrapped in a server-side
+  `trio.SSLStream`, whose handshake the connection's own task runs (`controller.server.tls`).
 - Connections: at most `max_connections` at once (Kafka's max.connections); past it a new one
   is closed at once and counted. When accept fails for lack of descriptors or memory it is
   retried every 100 ms, logged at most once per interval. Handlers run in a nursery of their
@@ -44,6 +46,7 @@ from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .quorum import QUORUM_API_KEYS, Quorum
 from .quorum_config import QuorumConfig, Voter
+from .tls import TlsOptions
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
@@ -77,6 +80,7 @@ class DaemonOptions:
     metrics_host: str | None = None
     metrics_port: int = 0
     drain_timeout_s: float = 5.0
+    tls: TlsOptions | None = None  # the listener is TLS-only with these
 
 
 class RequestRouter:
@@ -191,12 +195,14 @@ class Daemon:
             handlers.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
+        tls = self.options.tls
         connection = Connection(
-            stream,
+            stream if tls is None else trio.SSLStream(stream, tls.context, server_side=True),
             writer=self.requests,
             exchanges=self.exchanges,
             budget=self.budget,
             max_frame_bytes=self.options.max_frame_bytes,
+            handshake_timeout_s=tls.handshake_timeout_s if tls is not None else 0.0,
         )
         self._connections.add(connection)
         if self.draining:

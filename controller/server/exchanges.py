@@ -2,7 +2,8 @@
 
 The connection reports here, downwards, and never to the daemon: a request answered (latency
 and error code to the metrics, the exchange to the capture), a request left unanswered (its
-request to the capture), a frame refused (a rate-limited log line and the metric by reason).
+request to the capture), a frame refused, a TLS handshake failed (a rate-limited log line and
+the metric by reason).
 
 Rules:
 - Nothing here blocks or fails the request path: a capture row is one `deque.append`
@@ -60,6 +61,12 @@ class ExchangeRecorder:
     def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
         self.flood_log.log(logging.WARNING, reason, "closing connection from %s: %s (%s)", peer, reason, detail)
         self.metrics.invalid_frame(reason)
+
+    def tls_failed(self, reason: str, peer: str, detail: str) -> None:
+        self.flood_log.log(
+            logging.WARNING, f"tls:{reason}", "TLS handshake with %s failed: %s (%s)", peer, reason, detail
+        )
+        self.metrics.tls_handshake_failure(reason)
 
     def _capture(self, pending: Pending, frame: bytes | None) -> None:
         if self.capture is None or (pending.request is None and frame is None):

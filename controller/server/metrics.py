@@ -61,6 +61,7 @@ from protocol.registry import api
 from ..core import ControllerCore
 from ..log import LogSizes
 from ..state.replication import IsrChanges
+from .tls import HANDSHAKE_FAILURE_REASONS
 
 CoreProvider = Callable[[], ControllerCore | None]
 
@@ -129,6 +130,12 @@ class ControllerMetrics:
         registry.register(self._request_stats)
         self._invalid_frames = self._counter_by(
             "fencer_invalid_frames", "Frames refused (connection closed), by reason", "reason", INVALID_FRAME_REASONS
+        )
+        self._tls_failures = self._counter_by(
+            "fencer_tls_handshake_failures",
+            "TLS handshakes on the Kafka listener that failed (connection closed unanswered), by reason",
+            "reason",
+            HANDSHAKE_FAILURE_REASONS,
         )
         self._request_failures = self._counter_by(
             "fencer_request_failures",
@@ -243,6 +250,10 @@ class ControllerMetrics:
     def invalid_frame(self, reason: str) -> None:
         """A refused frame; `reason` is one of `INVALID_FRAME_REASONS`."""
         self._invalid_frames.labels(reason=reason).inc()
+
+    def tls_handshake_failure(self, reason: str) -> None:
+        """A failed TLS handshake; `reason` is one of `tls.HANDSHAKE_FAILURE_REASONS`."""
+        self._tls_failures.labels(reason=reason).inc()
 
     def request_failed(self, stage: str) -> None:
         """A decoded request the controller failed on; `stage` is one of `REQUEST_FAILURE_STAGES`."""

@@ -139,11 +139,11 @@ def test_bench_log(tmp_path: Path) -> None:
 def test_bench_daemon(tmp_path: Path) -> None:
     out = run_script(sized("bench-daemon", seconds="0.5", rounds="1", connections="10", warm_up="0.2"), tmp_path)
     assert "10 connections, median of 1 interleaved rounds of 0.5 s" in out
-    assert "| server | requests/s | p50 ms | p99 ms | mean group size | ratio |" in out
-    assert number(find(r"^\| echo \| ([\d,]+) \|.* \| 1\.00x echo \|$", out)[1]) > 0
-    daemon = find(r"^\| daemon \| ([\d,]+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| \*\*([\d.]+)x\*\* echo \|$", out)
-    assert number(daemon[1]) > 0 and float(daemon[2]) >= 1 and float(daemon[3]) > 0
-    assert find(r"^\| capture \| [\d,]+ \|.* \| capture costs \*\*(-?[\d.]+)%\*\* \|$", out)
+    assert "| server | requests/s | p50 ms | p99 ms | mean group size | ratio | daemon CPU us/request |" in out
+    assert number(find(r"^\| echo \| ([\d,]+) \|.* \| 1\.00x echo \| - \|$", out)[1]) > 0
+    daemon = find(r"^\| daemon \| ([\d,]+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| \*\*([\d.]+)x\*\* echo \| (\d+) \|$", out)
+    assert number(daemon[1]) > 0 and float(daemon[2]) >= 1 and float(daemon[3]) > 0 and int(daemon[4]) > 0
+    assert find(r"^\| capture \| [\d,]+ \|.* \| capture costs \*\*(-?[\d.]+)%\*\* \| \d+ \|$", out)
     assert out.rstrip().splitlines()[-1].startswith("Per round: daemon/echo ")
 
 

@@ -37,6 +37,7 @@ class Host:
     unanswered_: list[Pending] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     invalid_details: list[str] = field(default_factory=list)
+    tls_failures: list[str] = field(default_factory=list)
     arrived: trio.Event = field(default_factory=trio.Event)
 
     def submit(self, pending: Pending) -> None:
@@ -52,6 +53,9 @@ class Host:
     def refused(self, reason: str, peer: str, payload: bytes | None, detail: str) -> None:
         self.invalid.append(reason)
         self.invalid_details.append(detail)
+
+    def tls_failed(self, reason: str, peer: str, detail: str) -> None:
+        self.tls_failures.append(reason)
 
     async def next_request(self, count: int) -> Pending:
         """Wait until `count` requests have been handed over; return the last."""
