@@ -17,10 +17,13 @@ from pathlib import Path
 
 import trio
 
+from ..auth.principal_mapping import MappingRulesError, parse_rules
+from ..control.tls import client_context
 from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
 from ..log import LogError
 from ..log.retention import DEFAULT_RETENTION_BYTES
 from ..log.store import DEFAULT_SEGMENT_BYTES
+from ..ops.authorization import authorizer_config
 from ..slices import finish
 from ..state.controller_state import ControllerConfig
 from ..stopping import find_failure
@@ -114,6 +117,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="close a connection whose TLS handshake has not finished after this long (default 10000)",
     )
+    parser.add_argument(
+        "--ssl-principal-mapping-rules",
+        default="DEFAULT",
+        metavar="RULES",
+        help="Kafka's ssl.principal.mapping.rules: how a client certificate's subject becomes the principal's "
+        "name (RULE:pattern/replacement/[LU], comma-separated, DEFAULT: the subject as Java prints it)",
+    )
+    parser.add_argument(
+        "--authorizer",
+        choices=("standard",),
+        help="authorize every request as Kafka's StandardAuthorizer does, with the ACLs in the metadata log "
+        "(CreateAcls/DescribeAcls/DeleteAcls); default: no authorizer, the ACL APIs answer SECURITY_DISABLED",
+    )
+    parser.add_argument(
+        "--super-users",
+        metavar="PRINCIPALS",
+        help="with --authorizer: principals allowed everything (Kafka's super.users: 'User:A;User:B')",
+    )
+    parser.add_argument(
+        "--allow-everyone-if-no-acl-found",
+        action="store_true",
+        help="with --authorizer: a resource no ACL names is open to everyone (Kafka's allow.everyone.if.no.acl.found)",
+    )
     parser.add_argument("--capture-dir", type=Path, metavar="PATH", help="write traffic capture (Parquet) here")
     parser.add_argument(
         "--metrics-listen",
@@ -180,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         tls = tls_options(args)
-    except TlsConfigError as exc:
+        authorizer_config(args.authorizer, args.super_users, args.allow_everyone_if_no_acl_found)
+    except (TlsConfigError, ValueError) as exc:  # the engine checks the authorizer's options again
         print(f"fencer-controller: error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -241,6 +268,9 @@ def start_engine(args: argparse.Namespace, *, sole_voter: bool = True) -> Contro
         max_records_per_operation=args.max_records_per_operation,
         segment_bytes=args.segment_bytes,
         metadata_retention_bytes=args.metadata_retention_bytes,
+        authorizer=args.authorizer,
+        super_users=args.super_users,
+        allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
     )
     if sole_voter:
         finish(engine.catch_up(engine.log.next_offset))
@@ -288,7 +318,15 @@ def tls_options(args: argparse.Namespace) -> TlsOptions | None:
     if args.tls_cert is None or args.tls_key is None:
         raise TlsConfigError("--tls-cert and --tls-key go together")
     context = server_context(args.tls_cert, args.tls_key, args.tls_ca)
-    return TlsOptions(context, args.tls_handshake_timeout_ms / 1000)
+    try:
+        rules = parse_rules(args.ssl_principal_mapping_rules)
+    except MappingRulesError as exc:
+        raise TlsConfigError(f"--ssl-principal-mapping-rules: {exc}") from exc
+    try:  # the control channel presents the same certificate to brokers' SSL listeners
+        client = client_context(args.tls_cert, args.tls_key, args.tls_ca)
+    except ValueError as exc:
+        raise TlsConfigError(str(exc)) from exc
+    return TlsOptions(context, args.tls_handshake_timeout_ms / 1000, rules, client)
 
 
 def daemon_options(args: argparse.Namespace, tls: TlsOptions | None = None) -> DaemonOptions:

@@ -80,8 +80,11 @@ from protocol.messages.api_versions import unsupported_version_answer
 from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
 from protocol.spec import Data
 
+from ..auth.authorizer import java_host_address
+from ..auth.principal_mapping import PrincipalMappingRules
+from ..ops.authorization import RequestContext
 from .budget import MemoryBudget, Reservation
-from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, failure_reason, peer_principal
+from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_MAPPING_RULES, failure_reason, peer_principal
 
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
@@ -200,6 +203,16 @@ def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
     return stream.socket
 
 
+def request_context(pending: Pending) -> RequestContext:
+    """Who asks, as an authorizer sees it: the connection's principal and its peer's address in
+    Java's text (Kafka compares ACL hosts with InetAddress.getHostAddress())."""
+    try:
+        host = java_host_address(pending.host)
+    except ValueError:  # not an IP address (a Unix socket's path, "unknown"): as given
+        host = pending.host
+    return RequestContext(pending.principal, host)
+
+
 def peer_address(stream: trio.abc.Stream) -> tuple[str, str]:
     """(HOST:PORT, HOST) of an IP peer; a Unix socket's path (or "local") twice; "unknown" once
     it is gone."""
@@ -245,6 +258,7 @@ class Connection:
         max_frame_bytes: int,
         allowed: frozenset[int] = INBOUND_API_KEYS,
         handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_MS / 1000,
+        mapping_rules: PrincipalMappingRules = DEFAULT_MAPPING_RULES,
     ) -> None:
         self.writer = writer
         #: the api keys this daemon serves (a quorum member's include the Raft RPCs)
@@ -258,6 +272,7 @@ class Connection:
         #: the peer's principal: anonymous until a TLS handshake names it
         self.principal = ANONYMOUS
         self.handshake_timeout_s = handshake_timeout_s
+        self.mapping_rules = mapping_rules  # --ssl-principal-mapping-rules
         self.buffer = FrameBuffer(max_frame_bytes)
         self.budget = budget
         #: reading and waiting for memory (cancelled by `stop`); a request in hand is outside it
@@ -313,7 +328,7 @@ class Connection:
                 error = exc
             else:
                 try:
-                    self.principal = peer_principal(stream.getpeercert(binary_form=True))
+                    self.principal = peer_principal(stream.getpeercert(binary_form=True), self.mapping_rules)
                 except Exception as exc:  # a malformed certificate, a DN no mapping rule maps
                     self.exchanges.tls_failed("principal", self.peer, str(exc))
                     return False

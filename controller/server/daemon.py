@@ -46,7 +46,7 @@ from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .quorum import QUORUM_API_KEYS, Quorum
 from .quorum_config import QuorumConfig, Voter
-from .tls import TlsOptions
+from .tls import DEFAULT_MAPPING_RULES, TlsOptions
 from .writer import Writer
 
 log = logging.getLogger("fencer.daemon")
@@ -203,6 +203,7 @@ class Daemon:
             budget=self.budget,
             max_frame_bytes=self.options.max_frame_bytes,
             handshake_timeout_s=tls.handshake_timeout_s if tls is not None else 0.0,
+            mapping_rules=tls.mapping_rules if tls is not None else DEFAULT_MAPPING_RULES,
         )
         self._connections.add(connection)
         if self.draining:
@@ -338,4 +339,5 @@ def _make_channel(daemon: Daemon) -> ControlChannel:
         broker_address=daemon.engine.broker_address,
         metrics=daemon.metrics,
         capture=daemon.capture,
+        tls=daemon.options.tls.client if daemon.options.tls is not None else None,
     )

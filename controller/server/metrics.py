@@ -137,6 +137,12 @@ class ControllerMetrics:
             "reason",
             HANDSHAKE_FAILURE_REASONS,
         )
+        self._authorization_denied = Counter(
+            "fencer_authorization_denied",
+            "Requests the authorizer refused (anything in them), by API and principal",
+            ["api", "principal"],
+            registry=self.registry,
+        )
         self._request_failures = self._counter_by(
             "fencer_request_failures",
             "Requests the controller failed to decide or to encode an answer for (a bug; connection closed), by stage",
@@ -254,6 +260,10 @@ class ControllerMetrics:
     def tls_handshake_failure(self, reason: str) -> None:
         """A failed TLS handshake; `reason` is one of `tls.HANDSHAKE_FAILURE_REASONS`."""
         self._tls_failures.labels(reason=reason).inc()
+
+    def authorization_denied(self, api: str, principal: str) -> None:
+        """A request (or part of one) the authorizer refused."""
+        self._authorization_denied.labels(api=api, principal=principal).inc()
 
     def request_failed(self, stage: str) -> None:
         """A decoded request the controller failed on; `stage` is one of `REQUEST_FAILURE_STAGES`."""

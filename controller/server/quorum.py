@@ -54,13 +54,15 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import describe_quorum as dq
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
-from protocol.registry import decode_response, encode_response
+from protocol.registry import api, decode_response, encode_response
 from protocol.spec import Data
 
 from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
+from ..core import denied_answer
 from ..engine import ControllerEngine
 from ..log import IncomingSnapshot, LogError, SnapshotId
 from ..log.quorum_state import write_election
+from ..ops.authorization import authorize_api
 from ..raft import (
     Action,
     AppendBatches,
@@ -95,7 +97,7 @@ from ..raft import (
 from ..raft import messages as rm
 from ..raft.leader import Leader
 from . import raft_wire as wire
-from .connection import Pending
+from .connection import Pending, request_context
 from .quorum_config import QuorumConfig, Voter
 from .writer import run_paced
 
@@ -520,6 +522,14 @@ class Quorum:
         request = pending.request
         assert request is not None
         key, version, body = request.api_key, request.api_version, request.body
+        authorizer = self.engine.authorizer
+        if authorizer is not None:  # CLUSTER_ACTION (DESCRIBE for DescribeQuorum), as Kafka's ControllerApis
+            context = request_context(pending)
+            if authorize_api(authorizer, context, key) is not None:
+                if self.writer is not None:
+                    self.writer.denied(api(key).name, context, pending.peer)
+                self._respond(pending, denied_answer(key, version, body, context))
+                return
         if key == ApiKey.DESCRIBE_QUORUM:
             self._respond(pending, self.describe(body, version))
             return

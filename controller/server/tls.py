@@ -46,6 +46,8 @@ class TlsOptions:
     context: ssl.SSLContext
     handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_MS / 1000
     mapping_rules: PrincipalMappingRules = DEFAULT_MAPPING_RULES
+    #: the control channel's client context (the same certificate, presented to brokers' SSL listeners)
+    client: ssl.SSLContext | None = None
 
 
 def _readable(flag: str, path: Path) -> None:

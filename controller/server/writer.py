@@ -32,6 +32,12 @@ Rules:
   goes on deciding while a task of its own encodes the snapshot in slices and writes it from a
   worker thread. A failed snapshot leaves the
   log as it was: it is logged, counted, and retried after a growing delay.
+- Authorization (issue 22): with an authorizer (`engine.authorizer`), each request is decided
+  in the name of its connection's principal and host (`RequestContext`; the host as Java prints
+  it); a standby checks the API's cluster operation before answering NOT_CONTROLLER, as Kafka's
+  controller checks before forwarding. Every refusal is counted (`authorization_denied`, by API
+  and principal) and logged with principal and peer, at most once per 10 s per API and
+  principal. Without one, requests go on as before, with no context built.
 - `drain` (shutdown) answers what is queued and in flight, up to a deadline, then stops
   deciding and waits for the commit in flight and the snapshot being written to finish: the
   log may be closed only after `drain` returns.
@@ -53,11 +59,14 @@ from protocol.registry import api, encode_response
 from protocol.spec import Data
 
 from ..control.orders import ControlOrder
+from ..core import denied_answer
 from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
+from ..ops.authorization import DEFAULT_CONTEXT, RequestContext, authorize_api
 from ..ops.not_controller import not_controller
 from ..slices import COMMIT_POINT, Done, Slices, Work
-from .connection import LARGE_FRAME_BYTES, Pending
+from .connection import LARGE_FRAME_BYTES, Pending, request_context
+from .logging_config import RateLimitedLogger
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
@@ -72,6 +81,7 @@ class WriterMetrics(Protocol):
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
     def snapshot(self, ok: bool, seconds: float) -> None: ...
     def request_failed(self, stage: str) -> None: ...
+    def authorization_denied(self, api: str, principal: str) -> None: ...
 
 
 class Durability(Protocol):
@@ -150,6 +160,7 @@ class Writer:
         self._previous: trio.Event | None = None  # set when the commit in flight has finished
         self._nursery: trio.Nursery | None = None
         self._deciding = trio.CancelScope()
+        self._denials_log = RateLimitedLogger(log)  # refusals, per API and principal
         self._stopped = trio.Event()
         self.draining = False
         self._snapshotting = False
@@ -238,11 +249,22 @@ class Writer:
             assert request is not None
             try:
                 work: Work[Data | None]
+                authorizer = engine.authorizer
+                context = DEFAULT_CONTEXT if authorizer is None else request_context(pending)
                 if not engine.active and request.api_key != ApiKey.API_VERSIONS:
-                    leader = self.durability.leader_id
-                    work = Done(not_controller(request.api_key, request.api_version, request.body, leader))
+                    if authorize_api(authorizer, context, request.api_key) is not None:
+                        self.denied(api(request.api_key).name, context, pending.peer)
+                        answer = denied_answer(request.api_key, request.api_version, request.body, context)
+                    else:
+                        leader = self.durability.leader_id
+                        answer = not_controller(request.api_key, request.api_version, request.body, leader)
+                    work = Done(answer)
                 else:
-                    work = engine.decide(request.api_key, request.api_version, request.body, time.monotonic_ns())
+                    now = time.monotonic_ns()
+                    work = engine.decide(request.api_key, request.api_version, request.body, now, context=context)
+                    if authorizer is not None:
+                        for denial in engine.take_denials():
+                            self.denied(denial.api, context, pending.peer)
                 # the common case: decided and staged at once, nothing to pace
                 response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
@@ -257,6 +279,18 @@ class Writer:
             pending.response = response
             free = not engine.active or request.api_key == ApiKey.API_VERSIONS
             (self._free_answers if free else self._answered).append(pending)
+
+    def denied(self, api_name: str, context: RequestContext, peer: str) -> None:
+        """Count and log (sparsely) a request the authorizer refused (the quorum's RPCs too)."""
+        self._metrics.authorization_denied(api_name, context.principal)
+        self._denials_log.log(
+            logging.WARNING,
+            f"{api_name} {context.principal}",
+            "%s denied to %s from %s (no ACL allows it)",
+            api_name,
+            context.principal,
+            peer,
+        )
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks

@@ -1,16 +1,20 @@
 """A blocking TCP connection that sends and reads Kafka frames (INT32 size + payload); the
-base of the test clients."""
+base of the test clients. With `tls` (a client SSLContext), the connection is TLS to `host`."""
 
 from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 
 
 class FramedSocket:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self, port: int, host: str = "127.0.0.1", timeout: float = 10.0, tls: ssl.SSLContext | None = None
+    ) -> None:
+        sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = sock if tls is None else tls.wrap_socket(sock, server_hostname=host)
         self._ids = itertools.count(1)
 
     def close(self) -> None:

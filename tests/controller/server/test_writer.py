@@ -274,10 +274,10 @@ async def test_an_answer_that_cannot_be_encoded_closes_its_connection_and_the_wr
 async def test_a_request_that_cannot_be_decided_is_counted(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
     decide = setup.engine.decide
 
-    def failing(api_key: int, *args: Any) -> Any:
+    def failing(api_key: int, *args: Any, **kwargs: Any) -> Any:
         if api_key == DescribeClusterRequest.API.key:
             raise RuntimeError("a bug")
-        return decide(api_key, *args)
+        return decide(api_key, *args, **kwargs)
 
     monkeypatch.setattr(setup.engine, "decide", failing)
     doomed = setup.pending(DescribeClusterRequest(), 0)

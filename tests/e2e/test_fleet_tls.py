@@ -1,0 +1,116 @@
+"""Issue 22's acceptance 2, end to end over real TCP and real TLS (certificates minted by trustme,
+one CA): the daemon with `--tls-cert/--tls-key/--tls-ca` (its listener TLS-only, client certificates
+required; its control channel presenting the same certificate to the brokers' SSL listeners) and
+Kafka's StandardAuthorizer, where a super user (`User:admin`) has let the fleet's principal
+(`User:fleet`, its certificate's CN through `--ssl-principal-mapping-rules`) in with ACLs: ALL on
+the cluster and on every topic. The fleet runs the chaos scenario with its own certificate: the run
+finishes with 0 violations and no authorization error, every broker got LeaderAndIsr over TLS, and
+the daemon logged no listener it could not speak to.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kio.schema.create_acls.v3 import request as create_acls
+
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
+from protocol.error_codes import ErrorCode
+from tests.pki import Pki
+
+from .daemon_process import ROOT, DaemonProcess
+from .kio_client import KioClient
+from .test_authorization import CN_RULE
+
+SESSION_TIMEOUT_MS = 3000
+
+
+def allow_all(principal: str, resource_type: ResourceType, name: str) -> object:
+    return create_acls.AclCreation(
+        resource_type=resource_type.value,
+        resource_name=name,
+        resource_pattern_type=PatternType.LITERAL.value,
+        principal=principal,
+        host="*",
+        operation=AclOperation.ALL.value,
+        permission_type=AclPermissionType.ALLOW.value,
+    )
+
+
+@pytest.mark.slow
+def test_the_chaos_scenario_over_tls_with_an_authorised_broker_principal_has_no_violation(tmp_path: Path) -> None:
+    pki = Pki(tmp_path / "pki")
+    controller = pki.issue("controller", "127.0.0.1")  # its listener's certificate, and its channel's
+    fleet = pki.issue("fleet", "127.0.0.1")  # the brokers' client certificate, and their listeners'
+    admin = pki.issue("admin")
+    tls = ["--tls-cert", str(controller.cert), "--tls-key", str(controller.key), "--tls-ca", str(pki.ca)]
+    daemon = DaemonProcess(
+        tmp_path / "data",
+        *tls,
+        "--ssl-principal-mapping-rules", CN_RULE,
+        "--authorizer", "standard",
+        "--super-users", "User:admin",
+        "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
+    ).start()  # fmt: skip
+    report = tmp_path / "run.json"
+    try:
+        with KioClient(daemon.port, tls=pki.client_context(admin)) as client:
+            wanted = (allow_all("User:fleet", ResourceType.CLUSTER, "kafka-cluster"),
+                      allow_all("User:fleet", ResourceType.TOPIC, "*"))  # fmt: skip
+            created = client.request(create_acls.CreateAclsRequest(creations=wanted))
+            assert [result.error_code for result in created.results] == [ErrorCode.NONE] * 2
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "broker_sim",
+                "run",
+                "--controller",
+                f"127.0.0.1:{daemon.port}",
+                "--tls-cert",
+                str(fleet.cert),
+                "--tls-key",
+                str(fleet.key),
+                "--tls-ca",
+                str(pki.ca),
+                "--scenario",
+                "chaos",
+                "--duration",
+                "12",
+                "--brokers",
+                "5",
+                "--topics",
+                "3",
+                "--partitions",
+                "4",
+                "--heartbeat-ms",
+                "1000",
+                "--session-timeout-ms",
+                str(SESSION_TIMEOUT_MS),
+                "--data-dir",
+                str(daemon.data_dir),
+                "--report",
+                str(report),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        code = daemon.stop()
+    assert code == 0, daemon.stderr()
+    assert run.returncode == 0, run.stderr + run.stdout[-3000:]
+    result = json.loads(report.read_text())
+    assert result["outcome"]["finished"] is True
+    assert result["violations"] == [] and result["check"]["violations"] == [] and result["check"]["problems"] == []
+    stats = result["stats"]
+    assert stats["control_requests_by_api"].get("LeaderAndIsr", 0) > 0, "LeaderAndIsr reached the SSL listeners"
+    assert not [key for key in stats["errors_by_code"] if "AUTHORIZATION" in key], stats["errors_by_code"]
+    stderr = daemon.stderr()
+    assert "not connecting" not in stderr, "every broker's SSL listener was reached"
+    assert "connection failed (TLS:" not in stderr, "no certificate was refused"
