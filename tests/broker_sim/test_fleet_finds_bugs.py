@@ -64,7 +64,7 @@ def run_chaos(tmp_path: Path, bug: str | None, seed: int = 1) -> tuple[int, dict
                 "--topics=3",
                 "--partitions=4",
                 "--replication-factor=3",
-                "--duration=20",
+                "--duration=15",
                 f"--seed={seed}",
                 "--scenario=chaos",
                 "--heartbeat-ms=1000",
@@ -105,7 +105,7 @@ def test_a_broken_controller_is_reported(tmp_path: Path, bug: str) -> None:
     """Caught within three short runs (seeds 1 to 3, the later ones only when needed): a run's
     timing is real (and the suite's load shifts it: two seeds once missed a bug under the load of
     the Spark cluster and benchmark tests beside it), so whether a given
-    20-second run happens to exercise a path (a replay landing while its epochs still match)
+    15-second run happens to exercise a path (a replay landing while its epochs still match)
     varies; a tester runs more seeds, longer."""
     verdicts = []
     for seed in SEEDS:

@@ -80,7 +80,7 @@ def test_the_chaos_scenario_over_tls_with_an_authorised_broker_principal_has_no_
                 "--scenario",
                 "chaos",
                 "--duration",
-                "12",
+                "10",
                 "--brokers",
                 "5",
                 "--topics",
