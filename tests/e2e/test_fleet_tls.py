@@ -113,4 +113,7 @@ def test_the_chaos_scenario_over_tls_with_an_authorised_broker_principal_has_no_
     assert not [key for key in stats["errors_by_code"] if "AUTHORIZATION" in key], stats["errors_by_code"]
     stderr = daemon.stderr()
     assert "not connecting" not in stderr, "every broker's SSL listener was reached"
-    assert "connection failed (TLS:" not in stderr, "no certificate was refused"
+    # a handshake cut short (EOF) by a broker's listener closing at the end of the run is no refusal;
+    # any other TLS failure (a certificate refused by either side, an unknown CA) is
+    failures = [line for line in stderr.splitlines() if "connection failed (TLS:" in line]
+    assert not [line for line in failures if "EOF occurred" not in line], failures
