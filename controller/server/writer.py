@@ -286,7 +286,7 @@ class Writer:
         self._denials_log.log(
             logging.WARNING,
             f"{api_name} {context.principal}",
-            "%s denied to %s from %s (no ACL allows it)",
+            "%s denied to %s from %s (not authorized by the ACLs)",
             api_name,
             context.principal,
             peer,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import trustme
 
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.registry import decode_response, encode_request
+from tests.pki import Identity, Pki
 
 from .daemon_process import ROOT, DaemonProcess, free_port
 
@@ -32,41 +32,31 @@ HELLO = ApiVersionsRequest(client_software_name="fencer-tests", client_software_
 
 
 @dataclass
-class Pki:
-    ca: trustme.CA
-    ca_file: Path
-    cert_file: Path
-    key_file: Path
-    client: trustme.LeafCert
-    stranger: trustme.LeafCert  # a client certificate from another CA
+class Certificates:
+    pki: Pki  # the CA the daemon trusts (`ca`), which issued `server` and `client`
+    server: Identity
+    client: Identity
+    stranger: Identity  # a client certificate from another CA
 
 
 @pytest.fixture
-def pki(tmp_path: Path) -> Pki:
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
-    ca_file, cert_file, key_file = tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key"
-    ca.cert_pem.write_to_path(str(ca_file))
-    server.private_key_pem.write_to_path(str(key_file))
-    server.cert_chain_pems[0].write_to_path(str(cert_file))
-    for extra in server.cert_chain_pems[1:]:
-        extra.write_to_path(str(cert_file), append=True)
-    client = ca.issue_cert("client@example.com", common_name="client-1", organization_name="fencer tests")
-    stranger = trustme.CA().issue_cert("client@example.com", common_name="client-1")
-    return Pki(ca, ca_file, cert_file, key_file, client, stranger)
+def pki(tmp_path: Path) -> Certificates:
+    pki = Pki(tmp_path / "pki")
+    server, client = pki.issue("controller", "127.0.0.1", "localhost"), pki.issue("client-1")
+    return Certificates(pki, server, client, Pki(tmp_path / "other-ca").issue("client-1"))
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, pki: Pki) -> Iterator[DaemonProcess]:
+def daemon(tmp_path: Path, pki: Certificates) -> Iterator[DaemonProcess]:
     metrics_port = free_port()
     process = DaemonProcess(
         tmp_path / "data",
         "--tls-cert",
-        str(pki.cert_file),
+        str(pki.server.cert),
         "--tls-key",
-        str(pki.key_file),
+        str(pki.server.key),
         "--tls-ca",
-        str(pki.ca_file),
+        str(pki.pki.ca),
         "--tls-handshake-timeout-ms",
         "1000",
         "--metrics-listen",
@@ -77,11 +67,9 @@ def daemon(tmp_path: Path, pki: Pki) -> Iterator[DaemonProcess]:
     assert process.stop() == 0
 
 
-def client_context(pki: Pki, certificate: trustme.LeafCert | None) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(pki.ca_file))
-    if certificate is not None:
-        certificate.configure_cert(context)
-    return context
+def client_context(pki: Certificates, certificate: Identity | None) -> ssl.SSLContext:
+    """Trusting the daemon's CA; presenting `certificate` (None: none)."""
+    return pki.pki.client_context(certificate)
 
 
 def tls_connect(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
@@ -142,7 +130,7 @@ def failures(daemon: DaemonProcess) -> dict[str, float]:
     }
 
 
-def test_a_client_certificate_from_the_ca_is_answered_over_tls(daemon: DaemonProcess, pki: Pki) -> None:
+def test_a_client_certificate_from_the_ca_is_answered_over_tls(daemon: DaemonProcess, pki: Certificates) -> None:
     with tls_connect(daemon.port, client_context(pki, pki.client)) as sock:
         assert sock.version() in ("TLSv1.2", "TLSv1.3")
         response = api_versions(sock, 1)
@@ -151,7 +139,7 @@ def test_a_client_certificate_from_the_ca_is_answered_over_tls(daemon: DaemonPro
     assert failures(daemon).get("no_certificate") == 0
 
 
-def test_a_client_without_a_certificate_is_refused_and_never_answered(daemon: DaemonProcess, pki: Pki) -> None:
+def test_a_client_without_a_certificate_is_refused_and_never_answered(daemon: DaemonProcess, pki: Certificates) -> None:
     assert refused(daemon.port, client_context(pki, None)) in ("handshake", "closed")
     deadline = time.monotonic() + 5
     while failures(daemon).get("no_certificate") != 1 and time.monotonic() < deadline:
@@ -161,7 +149,7 @@ def test_a_client_without_a_certificate_is_refused_and_never_answered(daemon: Da
         assert api_versions(sock).error_code == 0
 
 
-def test_a_client_certificate_from_another_ca_is_refused(daemon: DaemonProcess, pki: Pki) -> None:
+def test_a_client_certificate_from_another_ca_is_refused(daemon: DaemonProcess, pki: Certificates) -> None:
     assert refused(daemon.port, client_context(pki, pki.stranger)) in ("handshake", "closed")
     deadline = time.monotonic() + 5
     while failures(daemon).get("bad_certificate") != 1 and time.monotonic() < deadline:
@@ -170,7 +158,9 @@ def test_a_client_certificate_from_another_ca_is_refused(daemon: DaemonProcess, 
     assert "bad_certificate" in daemon.stderr() and "127.0.0.1:" in daemon.stderr()  # logged with the peer
 
 
-def test_a_plaintext_client_on_the_tls_port_is_closed_and_others_are_served(daemon: DaemonProcess, pki: Pki) -> None:
+def test_a_plaintext_client_on_the_tls_port_is_closed_and_others_are_served(
+    daemon: DaemonProcess, pki: Certificates
+) -> None:
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as plain:
         plain.sendall(encode_request(HELLO, 3, 1))
         assert closed_unanswered(plain)
@@ -180,7 +170,7 @@ def test_a_plaintext_client_on_the_tls_port_is_closed_and_others_are_served(daem
 
 
 def test_a_stalled_handshake_is_closed_after_the_timeout_while_others_are_served(
-    daemon: DaemonProcess, pki: Pki
+    daemon: DaemonProcess, pki: Certificates
 ) -> None:
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as silent:
         started = time.monotonic()
@@ -204,17 +194,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_bad_tls_flags_exit_2_with_one_line_before_listening(tmp_path: Path, pki: Pki) -> None:
-    other_key = tmp_path / "other.key"
-    pki.ca.issue_cert("127.0.0.1").private_key_pem.write_to_path(str(other_key))
+def test_bad_tls_flags_exit_2_with_one_line_before_listening(tmp_path: Path, pki: Certificates) -> None:
+    other_key = str(pki.pki.issue("other", "127.0.0.1").key)
     data = tmp_path / "data"
-    cert, key, ca = str(pki.cert_file), str(pki.key_file), str(pki.ca_file)
+    cert, key, ca = str(pki.server.cert), str(pki.server.key), str(pki.pki.ca)
     cases = {
         "--tls-cert": ("--tls-cert", str(tmp_path / "missing.pem"), "--tls-key", key),
-        "does not match": ("--tls-cert", cert, "--tls-key", str(other_key)),
+        "does not match": ("--tls-cert", cert, "--tls-key", other_key),
         "--tls-ca": ("--tls-cert", cert, "--tls-key", key, "--tls-ca", str(tmp_path / "missing-ca.pem")),
         "--tls-key": ("--tls-cert", cert),
-        "no usable": ("--tls-cert", str(pki.ca_file), "--tls-key", ca),
+        "no usable": ("--tls-cert", ca, "--tls-key", ca),
     }
     for expected, args in cases.items():
         result = run("--data-dir", str(data), *args)
