@@ -203,6 +203,64 @@ def lai_leader_only() -> None:
     orders.OutboundCollector._partition_changed = changed  # type: ignore[method-assign]
 
 
+def follower_alters_isr() -> None:
+    """AlterPartition row d off: a follower holding the current leader and partition epochs rewrites
+    the partition's ISR (only its leader may: INVALID_REQUEST)."""
+    from controller.ops import alter_partition
+
+    original = alter_partition._check_partition
+
+    def check(state: Any, requester: int, part: Any, part_request: Any, version: int) -> ErrorCode:
+        current = part_request.leader_epoch == part.leader_epoch and part_request.partition_epoch == part.partition_epoch
+        if current and requester != part.leader and part.leader >= 0:
+            return original(state, part.leader, part, part_request, version)  # judged as if the leader asked
+        return original(state, requester, part, part_request, version)
+
+    alter_partition._check_partition = check
+
+
+def isr_non_replica() -> None:
+    """AlterPartition row f half off: an ISR naming a broker that holds no replica of the partition
+    is accepted (duplicates, negative ids and a missing leader are still refused)."""
+    import dataclasses
+
+    from controller.ops import alter_partition
+
+    original = alter_partition._check_partition
+
+    def check(state: Any, requester: int, part: Any, part_request: Any, version: int) -> ErrorCode:
+        code = original(state, requester, part, part_request, version)
+        ids = [broker_id for broker_id, _ in alter_partition._new_isr(part_request, version)]
+        strangers = [b for b in ids if b >= 0 and b not in part.replicas]
+        if code != ErrorCode.INVALID_REQUEST or not strangers or len(set(ids)) != len(ids):
+            return code
+        kept = [b for b in ids if b not in strangers]
+        if version >= 3:
+            members = tuple(m for m in part_request.new_isr_with_epochs if m.broker_id in kept)
+            trimmed = dataclasses.replace(part_request, new_isr_with_epochs=members)
+        else:
+            trimmed = dataclasses.replace(part_request, new_isr=tuple(kept))
+        return original(state, requester, part, trimmed, version)  # the strangers are never looked at
+
+    alter_partition._check_partition = check
+
+
+def no_stop_replica_on_delete() -> None:
+    """DeleteTopics removes the topic from the log but sends no StopReplica(delete=true): the
+    deleted topic's replicas go on serving it."""
+    from controller.control import orders
+    from protocol.records.metadata import RemoveTopicRecord
+
+    original = orders.OutboundCollector.after
+
+    def after(self: Any, record: Any, replaced: Any) -> None:
+        if isinstance(record, RemoveTopicRecord):
+            self._removed = []
+        original(self, record, replaced)
+
+    orders.OutboundCollector.after = after  # type: ignore[method-assign]
+
+
 # ---------------------------------------------------------------------- the quorum's (issue 21)
 def answer_before_commit() -> None:
     """The leader answers once its own fsync is done: `committed` no longer waits for the high
@@ -343,6 +401,9 @@ BUGS: dict[str, Callable[[], None]] = {
     "no-session-expiry": no_session_expiry,
     "unfence-not-caught-up": unfence_not_caught_up,
     "lai-leader-only": lai_leader_only,
+    "follower-alters-isr": follower_alters_isr,
+    "isr-non-replica": isr_non_replica,
+    "no-stop-replica-on-delete": no_stop_replica_on_delete,
 }
 #: the bugs of a controller quorum (issue 21): run with several voters (`--quorum N`)
 QUORUM_BUGS: dict[str, Callable[[], None]] = {

@@ -36,6 +36,7 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableReplicaAssignment,
     CreateTopicsRequestCreatableTopic,
 )
+from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from tests.e2e.daemon_process import DaemonProcess, free_port
 from tests.e2e.fencer_client import FencerClient
@@ -223,6 +224,36 @@ def lai_leader_only(cluster: Cluster) -> object:
         live.stop()
 
 
+def follower_alters_isr(cluster: Cluster) -> object:
+    return cluster.alter(1, 0, (0, 1), 0).error_code  # follower 1, current epochs; leader 0 kept in
+
+
+def isr_non_replica(cluster: Cluster) -> object:
+    cluster.register(3)  # registered and unfenced, no replica of t-0
+    cluster.heartbeat(3)
+    return cluster.alter(0, 0, (0, 1, 2, 3), 0).error_code
+
+
+def no_stop_replica_on_delete(cluster: Cluster) -> object:
+    live = ListenerThread(2)
+    try:
+        cluster.heartbeat(2, want_fence=True)
+        live.epoch = cluster.register(2, port=live.port)
+        cluster.heartbeat(2)  # unfenced: the full LeaderAndIsr makes it a replica of t-0
+        assert wait_for_partition_epoch(live, cluster.partition()["partition_epoch"])
+        deleted = cluster.client.request(DeleteTopicsRequest(topic_names=(TOPIC,)), 4)
+        assert deleted.responses[0].error_code == 0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            view = live.listener.partitions.get((TOPIC, 0))
+            if view is not None and view.deleted:
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        live.stop()
+
+
 # bug -> (script, what the real daemon shows, what the broken one shows)
 CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "admit-ineligible": (admit_ineligible, 107, 0),
@@ -240,6 +271,9 @@ CASES: dict[str, tuple[Callable[[Cluster], object], object, object]] = {
     "no-session-expiry": (no_session_expiry, 1, 0),
     "unfence-not-caught-up": (unfence_not_caught_up, (False, True), (True, False)),
     "lai-leader-only": (lai_leader_only, True, False),
+    "follower-alters-isr": (follower_alters_isr, 42, 0),
+    "isr-non-replica": (isr_non_replica, 42, 0),
+    "no-stop-replica-on-delete": (no_stop_replica_on_delete, True, False),
 }
 #: the session timeout of a case that waits for sessions to expire (the others never let one)
 SHORT_SESSION_MS = 1_500
