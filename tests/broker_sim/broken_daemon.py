@@ -211,7 +211,8 @@ def follower_alters_isr() -> None:
     original = alter_partition._check_partition
 
     def check(state: Any, requester: int, part: Any, part_request: Any, version: int) -> ErrorCode:
-        current = part_request.leader_epoch == part.leader_epoch and part_request.partition_epoch == part.partition_epoch
+        epochs = (part_request.leader_epoch, part_request.partition_epoch)
+        current = epochs == (part.leader_epoch, part.partition_epoch)
         if current and requester != part.leader and part.leader >= 0:
             return original(state, part.leader, part, part_request, version)  # judged as if the leader asked
         return original(state, requester, part, part_request, version)
