@@ -40,7 +40,9 @@ Rules:
   controller's against the CA (its name: the `--controller` host), and the brokers' control
   listeners are TLS-only, requiring a client certificate from the CA, registered as SSL
   (`broker_sim.shell.tls`). The files are checked before anything starts (one line naming the flag
-  and the file). Refused with `--quorum` until the quorum's own nodes speak TLS.
+  and the file). With `--quorum`, every node of the fleet's quorum serves TLS with the same three
+  files (so the fleet's certificate must also name 127.0.0.1, the nodes' host), its Raft links
+  included, and the fleet's DescribeQuorum and vote probes speak TLS to them.
 - `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
 """
 
@@ -227,7 +229,7 @@ def parse_run(argv: Sequence[str], prog: str) -> RunPlan:
         listen_host=advertised_host(args.listen_host),
         tls=tls,
     )
-    return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args), _quorum(args))
+    return RunPlan(config, args.processes, args.report, args.data_dir, temporary, _arguments(args), _quorum(args, tls))
 
 
 def _tls(args: argparse.Namespace) -> FleetTls | None:
@@ -238,8 +240,6 @@ def _tls(args: argparse.Namespace) -> FleetTls | None:
     missing = [flag for flag, path in given.items() if path is None]
     if missing:
         raise UsageError(f"TLS needs --tls-cert, --tls-key and --tls-ca together: {', '.join(missing)} missing")
-    if args.quorum is not None:
-        raise UsageError("--tls-cert/--tls-key/--tls-ca cannot be used with --quorum yet (its nodes speak no TLS)")
     tls = FleetTls(args.tls_cert, args.tls_key, args.tls_ca)
     try:
         tls.contexts()
@@ -248,7 +248,7 @@ def _tls(args: argparse.Namespace) -> FleetTls | None:
     return tls
 
 
-def _quorum(args: argparse.Namespace) -> QuorumPlan | None:
+def _quorum(args: argparse.Namespace, tls: FleetTls | None = None) -> QuorumPlan | None:
     if args.quorum is None:
         return None
     return QuorumPlan(
@@ -259,6 +259,7 @@ def _quorum(args: argparse.Namespace) -> QuorumPlan | None:
         timing=QuorumTiming(args.quorum_election_timeout_ms / 1000, args.quorum_fetch_timeout_ms / 1000),
         module=args.controller_module,
         extra_args=tuple(shlex.split(args.controller_args)),
+        tls=tls,
     )
 
 

@@ -41,6 +41,7 @@ import random
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -64,6 +65,7 @@ from protocol.registry import decode_response, encode_request
 from protocol.spec import Data
 
 from .proxy import Address, Proxy
+from .tls import FleetTls
 
 log = logging.getLogger("fencer.broker_sim.quorum")
 START_S = 30.0
@@ -89,6 +91,8 @@ class QuorumPlan:
     timing: QuorumTiming = field(default_factory=QuorumTiming)
     module: str = "controller"
     extra_args: tuple[str, ...] = ()
+    #: the fleet's --tls-*: each node serves TLS with the fleet's certificate, CA and all
+    tls: FleetTls | None = None
 
     def node_dir(self, node: int) -> Path:
         return self.data_dir / f"node-{node}"
@@ -229,9 +233,10 @@ class Probe:
     """DescribeQuorum (or another request of the fleet's own) to one node on a connection kept open
     (see the module rules)."""
 
-    def __init__(self, address: Address) -> None:
+    def __init__(self, address: Address, tls: ssl.SSLContext | None = None) -> None:
         self.address = address
-        self._stream: trio.SocketStream | None = None
+        self.tls = tls
+        self._stream: trio.abc.Stream | None = None
         self._frames = FrameBuffer()
         self._correlation = 0
         self._asking = trio.Lock()
@@ -258,7 +263,7 @@ class Probe:
 
     async def _exchange(self, body: Data, version: int) -> object:
         if self._stream is None:
-            self._stream = await trio.open_tcp_stream(*self.address)
+            self._stream = await _connect(self.address, self.tls)
             self._frames = FrameBuffer()
         self._correlation += 1
         frame = encode_request(body, version, self._correlation, "fencer-fleet")
@@ -275,6 +280,20 @@ class Probe:
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.aclose_forcefully(stream)
+
+
+async def _connect(address: Address, tls: ssl.SSLContext | None) -> trio.abc.Stream:
+    """A connection to a node, its TLS handshake done when the fleet speaks TLS."""
+    tcp = await trio.open_tcp_stream(*address)
+    if tls is None:
+        return tcp
+    stream = trio.SSLStream(tcp, tls, server_hostname=address[0])
+    try:
+        await stream.do_handshake()
+    except BaseException:
+        await trio.aclose_forcefully(tcp)
+        raise
+    return stream
 
 
 @dataclass
@@ -300,7 +319,9 @@ class Quorum:
             if source != target
         }
         self.nodes: dict[int, Node] = {}
-        self.probes = {node: Probe(address) for node, address in self.addresses.items()}
+        #: the fleet's client context when the nodes serve TLS (the probes' connections)
+        self.client_tls = plan.tls.client_context() if plan.tls is not None else None
+        self.probes = {node: Probe(address, self.client_tls) for node, address in self.addresses.items()}
         self.failures: list[str] = []
         self._nursery: trio.Nursery | None = None
 
@@ -346,8 +367,15 @@ class Quorum:
             str(round(plan.timing.election_timeout_s * 1000)),
             "--controller-quorum-fetch-timeout-ms",
             str(round(plan.timing.fetch_timeout_s * 1000)),
+            *self._tls_args(),
             *plan.extra_args,
         ]
+
+    def _tls_args(self) -> list[str]:
+        tls = self.plan.tls
+        if tls is None:
+            return []
+        return ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key), "--tls-ca", str(tls.ca)]
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Start the proxies, then every node at once, then wait for a leader (`LEADER_WAIT_S`)."""

@@ -106,7 +106,7 @@ class VoteProber:
     def __init__(self, quorum: Quorum, cluster: str) -> None:
         self.quorum = quorum
         self.cluster = cluster
-        self.probes = {node: Probe(address) for node, address in quorum.addresses.items()}
+        self.probes = {node: Probe(address, quorum.client_tls) for node, address in quorum.addresses.items()}
         self.epochs: dict[int, int] = {}  # the epoch each node last named
 
     async def run(self, ctx: FleetContext, faulted: int, before: LeaderView | None) -> None:

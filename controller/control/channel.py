@@ -270,7 +270,7 @@ class ControlChannel:
         """One connection: negotiate, then send until idle, gone or moved. Raises on connection errors."""
         host, port = address.host, address.port
         with trio.fail_after(self._request_timeout_s):
-            stream = await open_stream(address, transport, self._tls)
+            stream = await open_stream(address.host, address.port, transport, self._tls)
         try:
             conn = BrokerConnection(stream, f"{host}:{port}", next(self._connection_ids))
             versions = await self._negotiate(link, conn)

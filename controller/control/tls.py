@@ -1,4 +1,5 @@
-"""The control channel's transports: which registered listeners it can speak to, and its TLS client.
+"""The control channel's transports: which registered listeners it can speak to, and its TLS client
+(the quorum's Raft links open theirs with the same `open_stream` and context).
 
 Rules (issue 22):
 - The channel reaches a broker at the listener `engine.broker_address` gives (the broker's first
@@ -26,8 +27,6 @@ import trio
 
 from protocol.security_protocol import SecurityProtocol
 
-from .orders import BrokerTarget
-
 
 class Transport(enum.Enum):
     PLAINTEXT = "plaintext"
@@ -43,14 +42,15 @@ def transport_for(security_protocol: int, tls: ssl.SSLContext | None) -> Transpo
     return None
 
 
-async def open_stream(address: BrokerTarget, transport: Transport, tls: ssl.SSLContext | None) -> trio.abc.Stream:
-    """A connection to the broker's listener, its TLS handshake done (the caller bounds the time)."""
-    tcp = await trio.open_tcp_stream(address.host, address.port)
+async def open_stream(host: str, port: int, transport: Transport, tls: ssl.SSLContext | None) -> trio.abc.Stream:
+    """A connection to a broker's listener (or another voter's), its TLS handshake done, the peer's
+    certificate checked against `host` (the caller bounds the time)."""
+    tcp = await trio.open_tcp_stream(host, port)
     if transport is Transport.PLAINTEXT:
         return tcp
     if tls is None:
         raise ValueError("a TLS transport without a client context")
-    stream = trio.SSLStream(tcp, tls, server_hostname=address.host)
+    stream = trio.SSLStream(tcp, tls, server_hostname=host)
     try:
         await stream.do_handshake()
     except BaseException:

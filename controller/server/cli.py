@@ -221,12 +221,6 @@ def run(args: argparse.Namespace) -> int:
     except QuorumConfigError as exc:
         print(f"fencer-controller: error: {exc}", file=sys.stderr)
         return 2
-    if tls is not None and not quorum.single:  # the voters' own links (controller.server.quorum) are plaintext
-        print(
-            "fencer-controller: error: --tls-cert serves a sole voter only (the quorum's links are plaintext)",
-            file=sys.stderr,
-        )
-        return 2
     logging_config.configure(args.log_level, args.log_format)
     try:
         engine = start_engine(args, sole_voter=quorum.single)

@@ -128,7 +128,7 @@ class Daemon:
         self.channel = _make_channel(self)
         if quorum is None:
             quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
-        self.quorum = Quorum(quorum, engine)
+        self.quorum = Quorum(quorum, engine, tls=None if options.tls is None else options.tls.client)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
         self.quorum.writer, self.quorum.channel, self.quorum.metrics = self.writer, self.channel, self.metrics
         self.metrics.watch_quorum(self.quorum.view)

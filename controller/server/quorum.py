@@ -20,6 +20,9 @@ Rules:
   fails requests at once until its reconnect backoff (50 ms doubling to 1 s, Kafka's
   reconnect.backoff) has passed. A FetchSnapshot is fetched chunk by chunk into the log's
   incoming snapshot before the core sees the answer.
+- The links are TLS when the daemon's listener is (`tls`: the node's client context, its own
+  certificate presented, the peer's checked against the CA and the voter's host), as
+  `controller.control.tls.open_stream` opens the control channel's; plaintext otherwise.
 - The controller: the leader appends its epoch's LeaderChange, and becomes the active
   controller once the high watermark passes it (everything before its epoch is then committed
   and replayed: Kafka's controller activates likewise), with the Raft epoch as its controller
@@ -41,6 +44,7 @@ import functools
 import itertools
 import logging
 import random
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -58,6 +62,7 @@ from protocol.registry import api, decode_response, encode_response
 from protocol.spec import Data
 
 from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
+from ..control.tls import Transport, open_stream
 from ..core import denied_answer
 from ..engine import ControllerEngine
 from ..log import IncomingSnapshot, LogError, SnapshotId
@@ -162,8 +167,11 @@ class Quorum:
         rng: random.Random | None = None,
         clock_ms: Callable[[], int] | None = None,
         wall_ms: Callable[[], int] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.config = config
+        #: the links' TLS client context (the node's certificate), None: plaintext links
+        self.tls = tls
         self.engine = engine
         self.log = engine.log
         raft_config = RaftConfig(
@@ -687,7 +695,7 @@ class PeerLink:
         self._queue: deque[tuple[int, rm.Request]] = deque()
         self._ready = trio.Event()
         self._conn: BrokerConnection | None = None
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None
         self._versions: dict[int, int] = {}
         self._failures = 0
         self._retry_at = 0.0
@@ -720,7 +728,7 @@ class PeerLink:
                 "voter %s: connection failed (%s: %s)", self.voter, type(exc).__name__, exc,
             )  # fmt: skip
             stream, self._stream, self._conn = self._stream, None, None
-            stream.socket.close()
+            _socket_of(stream).close()
 
     async def _connected(self) -> BrokerConnection:
         if self._conn is not None:
@@ -730,7 +738,9 @@ class PeerLink:
         timeout_s = self.quorum.node.config.request_timeout_ms / 1000
         try:
             with trio.fail_after(timeout_s):
-                stream = await trio.open_tcp_stream(self.voter.host, self.voter.port)
+                tls = self.quorum.tls
+                transport = Transport.PLAINTEXT if tls is None else Transport.TLS
+                stream = await open_stream(self.voter.host, self.voter.port, transport, tls)
                 conn = BrokerConnection(stream, str(self.voter), 0)
                 request = conn.request(
                     ApiVersionsRequest(client_software_name="fencer", client_software_version="0.1"), 3
@@ -806,6 +816,14 @@ class PeerLink:
             if incoming is not None:
                 incoming.abort()
             raise
+
+
+def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType:
+    """The TCP socket under a link's stream (TLS or not), to close it at once."""
+    while isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    assert isinstance(stream, trio.SocketStream)
+    return stream.socket
 
 
 def _chunk(payload: object) -> tuple[int, int, bytes]:

@@ -90,3 +90,21 @@ def test_a_quorum_that_cannot_start_ends_the_run_with_one_line_and_a_report(tmp_
     assert run.stderr.startswith(line) and run.stderr.count("\n") == 1
     assert run.stderr.endswith("python -m controller: error: unrecognized arguments: --no-such-flag\n")
     assert json.loads(report.read_text())["outcome"]["unreachable"] in run.stderr
+
+
+def test_the_fleets_tls_files_serve_every_node_of_its_quorum(tmp_path: Path) -> None:
+    from broker_sim.shell.quorum import Quorum
+    from tests.pki import Pki
+
+    pki = Pki(tmp_path / "pki")
+    fleet = pki.issue("fleet", "127.0.0.1")
+    tls = ["--tls-cert", str(fleet.cert), "--tls-key", str(fleet.key), "--tls-ca", str(pki.ca)]
+    plan = parse_run(["--quorum", "3", "--quorum-data-dir", str(tmp_path / "q"), *tls], PROG).quorum
+    assert plan is not None and plan.tls is not None
+    quorum = Quorum(plan, ports=[11001, 11002, 11003])
+    command = quorum.command(2)
+    flags = {flag: command[command.index(flag) + 1] for flag in ("--tls-cert", "--tls-key", "--tls-ca")}
+    assert flags == {"--tls-cert": str(fleet.cert), "--tls-key": str(fleet.key), "--tls-ca": str(pki.ca)}
+    assert all(probe.tls is quorum.client_tls is not None for probe in quorum.probes.values())
+    plain = parse_run(["--quorum", "3", "--quorum-data-dir", str(tmp_path / "p")], PROG).quorum
+    assert plain is not None and "--tls-cert" not in Quorum(plain, ports=[11001, 11002, 11003]).command(1)

@@ -1,0 +1,163 @@
+"""A controller quorum behind mTLS (issue 22): the voters' Raft links are TLS, each node presenting
+its `--tls-cert` and checking the others' against `--tls-ca` and the voter's host; with
+`--authorizer standard` a voter's Raft RPCs need CLUSTER_ACTION like a broker's, so the
+controllers' principal is a super user (as Kafka's controllers are: `super.users`).
+
+Three real daemons, in order: a leader is elected and an ACL created at it (over TLS, by a
+super user) reaches every voter's committed state; then a third voter restarted with a
+certificate whose principal may not CLUSTER_ACTION is refused (its Fetch answered
+CLUSTER_AUTHORIZATION_FAILED, counted by the leader) and never learns the next ACL, while the
+two others go on committing it. (ACLs are what replicates here: a topic needs brokers.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.create_acls.v3 import request as create_acls
+
+from broker_sim.shell.quorum import pick_ports
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
+from tests.pki import Identity, Pki
+
+from .daemon_process import DaemonProcess
+from .kio_client import KioClient
+
+pytestmark = pytest.mark.xdist_group("quorum")
+CLUSTER = "TlsQuorumClusterAAAAAA"
+#: a subject's CN is the principal's name ("User:controller")
+CN_RULE = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
+
+
+class TlsQuorum:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.pki = Pki(root / "pki")
+        self.controller = self.pki.issue("controller", "127.0.0.1")
+        self.intruder = self.pki.issue("intruder", "127.0.0.1")  # the same CA, not a super user
+        self.admin = self.pki.issue("admin")
+        self.ports, self.metrics_ports = pick_ports(3), pick_ports(3)
+        self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
+        self.nodes: dict[int, DaemonProcess] = {}
+
+    def start(self, node: int, identity: Identity | None = None) -> DaemonProcess:
+        identity = identity or self.controller
+        process = DaemonProcess(
+            self.root / f"node-{node}",
+            "--listen", f"127.0.0.1:{self.ports[node - 1]}",
+            "--node-id", str(node),
+            "--controller-quorum-voters", self.voters,
+            "--cluster-id", CLUSTER,
+            "--controller-quorum-election-timeout-ms", "500",
+            "--controller-quorum-fetch-timeout-ms", "1000",
+            "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
+            "--tls-cert", str(identity.cert), "--tls-key", str(identity.key), "--tls-ca", str(self.pki.ca),
+            "--ssl-principal-mapping-rules", CN_RULE,
+            "--authorizer", "standard",
+            "--super-users", "User:controller;User:admin",
+        ).start()  # fmt: skip
+        self.nodes[node] = process
+        return process
+
+    def http(self, node: int, path: str) -> str:
+        url = f"http://127.0.0.1:{self.metrics_ports[node - 1]}{path}"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return str(answer.read().decode())
+
+    def view(self, node: int) -> dict[str, Any]:
+        return dict(json.loads(self.http(node, "/state")))
+
+    def leader(self, among: set[int], timeout: float = 15.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for node in sorted(among):
+                try:
+                    if self.view(node)["quorum"]["active_controller"]:
+                        return node
+                except (OSError, KeyError, ValueError):
+                    continue
+            time.sleep(0.1)
+        raise AssertionError("no active controller")
+
+    def allow(self, node: int, principal: str) -> int:
+        """The admin (a super user) lets `principal` CLUSTER_ACTION: an ACL record to replicate (no
+        broker needed, unlike a topic)."""
+        creation = create_acls.AclCreation(
+            resource_type=ResourceType.CLUSTER.value,
+            resource_name="kafka-cluster",
+            resource_pattern_type=PatternType.LITERAL.value,
+            principal=principal,
+            host="*",
+            operation=AclOperation.CLUSTER_ACTION.value,
+            permission_type=AclPermissionType.ALLOW.value,
+        )
+        with KioClient(self.ports[node - 1], tls=self.pki.client_context(self.admin)) as client:
+            return int(client.request(create_acls.CreateAclsRequest(creations=(creation,))).results[0].error_code)
+
+    def principals(self, node: int) -> set[str]:
+        """The principals of the ACLs this node's state holds (what it committed and replayed)."""
+        return {acl["principal"] for acl in self.view(node)["acls"]}
+
+    def wait_for_acl(self, node: int, principal: str, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if principal in self.principals(node):
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return False
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsQuorum]:
+    q = TlsQuorum(tmp_path_factory.mktemp("tls-quorum"))
+    for node in (1, 2, 3):
+        q.start(node)
+    yield q
+    for process in q.nodes.values():
+        if process.process is not None and process.process.poll() is None:
+            process.stop()
+
+
+def denied(metrics: str, api: str, principal: str) -> float:
+    found = re.search(
+        rf'^fencer_authorization_denied_total\{{api="{api}",principal="{re.escape(principal)}"\}} (\S+)$', metrics, re.M
+    )
+    return float(found[1]) if found else 0.0
+
+
+def test_a_tls_quorum_elects_a_leader_and_replicates_over_tls(quorum: TlsQuorum) -> None:
+    leader = quorum.leader({1, 2, 3})
+    assert quorum.allow(leader, "User:first") == 0
+    for node in (1, 2, 3):
+        assert quorum.wait_for_acl(node, "User:first"), f"node {node} never committed the ACL"
+    for node in (1, 2, 3):  # every link's handshake went through: none refused on any side
+        metrics = quorum.http(node, "/metrics")
+        failed = re.findall(r"^fencer_tls_handshake_failures_total\{[^}]*\} (\S+)$", metrics, re.M)
+        assert sum(float(count) for count in failed) == 0
+
+
+def test_a_voter_whose_principal_may_not_cluster_action_is_refused(quorum: TlsQuorum) -> None:
+    leader = quorum.leader({1, 2, 3})
+    outsider = next(node for node in (3, 2, 1) if node != leader)
+    assert quorum.nodes[outsider].stop() == 0
+    quorum.start(outsider, quorum.intruder)
+    insiders = {1, 2, 3} - {outsider}
+    leader = quorum.leader(insiders)
+    assert quorum.allow(leader, "User:second") == 0
+    for node in insiders:
+        assert quorum.wait_for_acl(node, "User:second")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not denied(quorum.http(leader, "/metrics"), "Fetch", "User:intruder"):
+        time.sleep(0.1)
+    assert denied(quorum.http(leader, "/metrics"), "Fetch", "User:intruder") > 0
+    assert "User:second" not in quorum.principals(outsider)
