@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke report-screenshot clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -104,6 +104,13 @@ check-kafka-dirs: $(STAMP)
 ## compose-smoke: build the image, run the compose stack (controller + chaos fleet) for 30 s, check the fleet's verdict and the analytics report; docker if its daemon answers, else podman (not part of make test)
 compose-smoke:
 	deploy/compose-smoke.sh
+
+## mutation-fleet: cosmic-ray's mutants of controller/ops, state and control, each against a short chaos fleet run (seed 1, then 2 if clean), on a copy of HEAD: make mutation-fleet [SAMPLE=N|all] [SEED=S] [MUTATION_OUT=dir]; prints the score, writes MUTATION_OUT/summary.md and summary.json (not part of make test; the default sample takes about 50 min on 2 cores)
+SAMPLE ?= 130
+SEED ?= 1
+MUTATION_OUT ?= mutation-out
+mutation-fleet: $(STAMP)
+	$(BIN)/python benchmarks/mutation_fleet.py run --sample $(SAMPLE) --seed $(SEED) --out $(MUTATION_OUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output
