@@ -1,0 +1,142 @@
+"""The rule map (broker_sim/rule_map.py) is true and complete: every probe and check it names exists
+in the fleet, every rule of docs/semantics.md and of the README's controller "What it decides" has an
+entry, every entry has a probe, a check or a reason the fleet cannot reach it, and the README's table
+is the map. Pure and cheap: no fleet runs."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+from broker_sim import journal, rule_map
+from broker_sim.check.violations import RULES
+from broker_sim.model import stale
+from broker_sim.model.probe_kinds import PROBE_KINDS
+from broker_sim.rule_map import RULE_MAP, Enumerated, Rule
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_SEMANTICS = ROOT.parent / "shared" / "docs" / "semantics.md"
+SEMANTICS = rule_map.SEMANTICS_PATH.read_text()
+README = rule_map.README_PATH.read_text()
+ENUMERATED = rule_map.enumerate_rules(SEMANTICS, README)
+
+
+def test_the_vendored_semantics_is_the_shared_one_byte_for_byte() -> None:
+    if not SHARED_SEMANTICS.exists():
+        pytest.skip("no ../shared/docs/semantics.md beside this clone")
+    assert rule_map.SEMANTICS_PATH.read_bytes() == SHARED_SEMANTICS.read_bytes()
+
+
+# ------------------------------------------------------------------ (1) what the map names exists
+def test_every_check_the_map_names_is_a_rule_of_the_checker() -> None:
+    assert [(r.id, c) for r in RULE_MAP for c in r.checks if c not in RULES] == []
+
+
+def test_every_probe_the_map_names_is_a_kind_the_fleet_sends() -> None:
+    assert [(r.id, p) for r in RULE_MAP for p in r.probes if p not in PROBE_KINDS] == []
+
+
+@pytest.mark.parametrize("name", sorted(PROBE_KINDS))
+def test_every_probe_kind_is_built_by_the_fleet_and_named_as_its_journal_names_it(name: str) -> None:
+    kind = PROBE_KINDS[name]
+    module_name, qualname = kind.witness.split(":")
+    target: object = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    assert kind.literal in inspect.getsource(target)  # type: ignore[arg-type]
+    journal_kind, reason, *api = name.split(":")
+    assert journal_kind in journal.ENTRY_TYPES
+    if journal_kind == journal.StaleReplay.kind:
+        assert reason in (stale.PREVIOUS_INCARNATION, stale.OLD_LEADER_EPOCH, stale.OLD_PARTITION_EPOCH)
+        assert api == [] or reason == stale.PREVIOUS_INCARNATION
+
+
+# ------------------------------------------------------------------ (2) every entry is covered or out of reach
+def test_ids_are_unique_and_an_entry_out_of_reach_claims_nothing() -> None:
+    ids = [r.id for r in RULE_MAP]
+    assert len(ids) == len(set(ids))
+    assert [r.id for r in RULE_MAP if r.reach and (r.probes or r.checks or r.unseen)] == []
+
+
+def test_every_entry_has_a_probe_a_check_or_a_reason_it_is_out_of_reach() -> None:
+    assert [r.id for r in RULE_MAP if r.gap] == []
+
+
+# ------------------------------------------------------------------ (3) complete against the rules
+def test_the_rules_are_enumerated_from_every_section() -> None:
+    sections = {e.section for e in ENUMERATED}
+    headings = {line[3:] for line in SEMANTICS.splitlines() if line.startswith("## ")}
+    assert sections == headings | {rule_map.README_SECTION}
+    rows = [e.text for e in ENUMERATED if e.text[:4] in {f"{c} | " for c in "abcdefgh"}]
+    assert len(rows) == 8  # AlterPartition's table, a-h
+
+
+def test_every_quote_names_exactly_one_rule_of_its_section() -> None:
+    counts = {r.id: len(rule_map.claims(r, ENUMERATED)) for r in RULE_MAP}
+    assert {rule: count for rule, count in counts.items() if count != 1} == {}
+
+
+def test_every_enumerated_rule_has_an_entry() -> None:
+    assert [f"{e.section}: {e.text}" for e in rule_map.unclaimed(RULE_MAP, ENUMERATED)] == []
+
+
+def test_a_new_rule_or_a_dropped_entry_is_caught() -> None:
+    grown = SEMANTICS.replace(
+        "- A rejected request writes nothing.",
+        "- A rejected request writes nothing. A new rule nobody mapped → SOME_ERROR.",
+    )
+    enumerated = rule_map.enumerate_rules(grown, README)
+    assert rule_map.unclaimed(RULE_MAP, enumerated) == [
+        Enumerated("State and the log", "A new rule nobody mapped → SOME_ERROR.")
+    ]
+    dropped = tuple(r for r in RULE_MAP if r.id != "alter-partition.h")
+    assert [e.text[:1] for e in rule_map.unclaimed(dropped, ENUMERATED)] == ["h"]
+
+
+def test_the_enumeration_reads_items_sentences_steps_and_rows() -> None:
+    text = "\n".join(
+        [
+            "# Title",
+            "Preamble. Not a rule.",
+            "",
+            "## One",
+            "- First. Second (x.y) ends",
+            "  here. third stays.",
+            "Top level:",
+            "1. Step one. 2. Step two.",
+            "| # | a | b |",
+            "|---|---|---|",
+            "| a | cond | ERR |",
+        ]
+    )
+    assert [e.text for e in rule_map.semantics_rules(text)] == [
+        "First.",
+        "Second (x.y) ends here. third stays.",
+        "Step one.",
+        "Step two.",
+        "a | cond | ERR",
+    ]
+
+
+# ------------------------------------------------------------------ the README shows the map
+def test_the_readme_table_is_the_map() -> None:
+    assert rule_map.render_table(RULE_MAP) in README
+
+
+def test_the_table_says_what_each_entry_has() -> None:
+    rules = (
+        Rule("x.gap", "S", "q", "a gap"),
+        Rule("x.out", "S", "q", "far", reach="no way"),
+        Rule("x.both", "S", "q", "seen", probes=("p",), checks=("c",), unseen="part"),
+    )
+    table = rule_map.render_table(rules)
+    assert table.splitlines()[1] == (
+        "3 rules: 1 provoked by a probe, 1 seen by a check (1 both), 1 out of the fleet's reach, "
+        "1 with none yet (x.gap)."
+    )
+    assert "| `x.gap` | a gap | **none yet** | **none yet** |" in table
+    assert "| `x.out` | far | out of reach | no way |" in table
+    assert "| `x.both` | seen (not seen yet: part) | `p` | `c` |" in table
