@@ -106,7 +106,7 @@ compose-smoke:
 	deploy/compose-smoke.sh
 
 ## mutation-fleet: cosmic-ray's mutants of controller/ops, state and control, each against a short chaos fleet run (seed 1, then 2 if clean), on a copy of HEAD: make mutation-fleet [SAMPLE=N|all] [SEED=S] [MUTATION_OUT=dir]; prints the score, writes MUTATION_OUT/summary.md and summary.json (not part of make test; the default sample takes about 50 min on 2 cores)
-SAMPLE ?= 130
+SAMPLE ?= 100
 SEED ?= 1
 MUTATION_OUT ?= mutation-out
 mutation-fleet: $(STAMP)

@@ -59,7 +59,7 @@ PACKAGES = ("controller/ops", "controller/state", "controller/control")
 COPIED = ("controller", "protocol", "broker_sim")  # what the daemon and the fleet import
 SESSION_TIMEOUT_MS = 3000
 VERDICT = "MUTATION-FLEET-VERDICT "
-DEFAULT_SAMPLE = 130
+DEFAULT_SAMPLE = 100
 OUTCOMES = ("killed", "survived", "timeout", "incompetent")
 
 
