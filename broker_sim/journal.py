@@ -12,8 +12,9 @@ Rules:
   So the format grows by new kinds, never by changing what an existing kind's fields mean
   (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
   issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
-  `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`: a reader that
-  predates them skips them).
+  `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
+  `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
+  issue 23: a reader that predates them skips them).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -291,6 +292,46 @@ class ControlSenderSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class StopObserved:
+    """A partition of a StopReplica a broker's control listener decided (the request was not refused
+    whole): the broker was told to stop serving it, and to delete it when `delete`. `topic` is the
+    name the request gave (StopReplica names topics, never ids); `leader_epoch` the request's for the
+    partition (v3+: -2 for a deletion), -1 for v0-2, which carry none; `delete` the partition's flag
+    (v3+) or the request's (v0-2); `error` the partition's answer (NONE, known partition or not, or
+    FENCED_LEADER_EPOCH for a leader epoch older than the broker's)."""
+
+    kind: ClassVar[str] = "stop_observed"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api_version: int
+    controller_epoch: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete: bool
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrObserved:
+    """A LeaderAndIsr a broker's control listener accepted whole: every FULL one (v5+, type 2), and
+    the incarnation's first of each controller epoch whatever its type. `request_type`: the
+    request's (1 incremental, 2 full; 0 for v0-4, which carry none); `partitions`: how many
+    partition states it held."""
+
+    kind: ClassVar[str] = "leader_and_isr_observed"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api_version: int
+    controller_id: int
+    controller_epoch: int
+    request_type: int
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerFaulted:
     """The fleet acted on a node of its own controller quorum (`--quorum`): "kill" (SIGKILL),
     "restart", "pause" (SIGSTOP), "resume" (SIGCONT), "cut" (every proxy into and out of the node
@@ -412,6 +453,8 @@ Entry = (
     | QuorumLeadersSeen
     | VoteProbed
     | ControlSenderSeen
+    | StopObserved
+    | LeaderAndIsrObserved
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -438,6 +481,8 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         QuorumLeadersSeen,
         VoteProbed,
         ControlSenderSeen,
+        StopObserved,
+        LeaderAndIsrObserved,
     )
 }
 

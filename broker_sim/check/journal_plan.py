@@ -22,7 +22,9 @@ from broker_sim.journal import (
     FaultInjected,
     Fenced,
     PartitionAcked,
+    Probe,
     Registered,
+    RequestProbe,
     RunEnded,
     RunStarted,
     ShutdownTracked,
@@ -38,7 +40,7 @@ Key = tuple[int, int, int]  # (topic id int, partition, partition epoch)
 
 Observation = tuple[int, int, int, int, int, tuple[int, ...], tuple[int, ...], int]
 LIFECYCLE = (RunStarted, RunEnded, ShutdownTracked, Fenced, FaultInjected)
-JUDGED = (PartitionAcked, Registered, TopicCreated, StaleReplay, BadAnswer)
+JUDGED = (PartitionAcked, Registered, TopicCreated, StaleReplay, BadAnswer, RequestProbe, Probe)
 
 
 @dataclass
@@ -46,7 +48,7 @@ class JournalPlan:
     """What the checks need of the journal, gathered in one pass."""
 
     entries: int = 0
-    judged: list[Entry] = field(default_factory=list)  # acknowledgements, replays, bad answers, in order
+    judged: list[Entry] = field(default_factory=list)  # acknowledgements, replays, probes, bad answers, in order
     observed: dict[Observation, tuple[StateObserved, int]] = field(default_factory=dict)  # -> (first, count)
     lifecycle: list[Entry] = field(default_factory=list)  # runs, shutdowns, fences, faults (for liveness)
     watch: set[Key] = field(default_factory=set)

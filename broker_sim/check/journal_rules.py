@@ -17,6 +17,12 @@ Rules (ids in violations.RULES):
   wrote where the log has one near it; a rejected stale ControlledShutdown whose flag appears in the
   log next to it, for a broker epoch the fleet never shut down, was applied all the same (checked
   only on a journal whose run finished, so that no ShutdownTracked can be missing).
+- RequestProbe (a request the controller must refuse, `broker_sim/model/probes.py`): accepted is
+  a violation (`probe-accepted`); refused with another error than semantics.md names for its kind
+  and version (`wrong_probe_answer`) too (`probe-answer`). Probe (a leader's ISR expansion on a
+  stale view): whether it was admitted is the log's to judge (isr-admission), but a refusal must be
+  INELIGIBLE_REPLICA (v2+) / OPERATION_NOT_ATTEMPTED (v0-1), or a stale epoch's (`probe-answer`).
+  An answer saying NOT_CONTROLLER anywhere judged nothing; no answer judges nothing either.
 - BadAnswer: a violation (`bad-answer`).
 - Where the log cannot tell (it starts at a snapshot after the state, or a problem stopped the
   reading before it), the entry is counted as unverifiable, never as a violation; so is an entry
@@ -27,13 +33,15 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from broker_sim.journal import (
     BadAnswer,
     Entry,
     PartitionAcked,
+    Probe,
     Registered,
+    RequestProbe,
     RunEnded,
     ShutdownTracked,
     StaleReplay,
@@ -95,6 +103,8 @@ class JournalCheck(Subscriber):
             Registered: self.registered,
             TopicCreated: self.topic_created,
             StaleReplay: self.stale_replay,
+            RequestProbe: self.request_probe,
+            Probe: self.isr_probe,
             BadAnswer: self.bad_answer,
         }
         for entry in self.plan.judged:
@@ -363,6 +373,41 @@ class JournalCheck(Subscriber):
         started = self.shutdowns_started.get((entry.broker, entry.current_broker_epoch))
         return started is not None and started <= entry.wall_ns + APPLIED_WINDOW_NS
 
+    # ------------------------------------------------------------------ probes
+    def request_probe(self, entry: RequestProbe) -> None:
+        if not entry.errors or ErrorCode.NOT_CONTROLLER in entry.errors:
+            return
+        self.checked["request_probe"] += 1
+        named = _probe_named(entry)
+        if entry.accepted:
+            self.violation(
+                "probe-accepted",
+                f"{entry.api} v{entry.api_version} probe {entry.probe} ({named}) was accepted (errors {entry.errors})",
+                entry,
+                broker=entry.broker,
+            )
+        elif (wrong := wrong_probe_answer(entry)) is not None:
+            self.violation(
+                "probe-answer",
+                f"{entry.api} v{entry.api_version} probe {entry.probe} ({named}) was answered {entry.errors}: {wrong}",
+                entry,
+                broker=entry.broker,
+            )
+
+    def isr_probe(self, entry: Probe) -> None:
+        if len(entry.errors) < 2 or ErrorCode.NOT_CONTROLLER in entry.errors:
+            return
+        self.checked["probe"] += 1
+        wrong = wrong_isr_probe_answer(entry.api_version, entry.errors)
+        if wrong is not None:
+            self.violation(
+                "probe-answer",
+                f"AlterPartition v{entry.api_version} adding follower {entry.follower} ({entry.why}, broker epoch "
+                f"{entry.member_epoch}) was answered {entry.errors}: {wrong}",
+                entry,
+                broker=entry.broker,
+            )
+
     def bad_answer(self, entry: BadAnswer) -> None:
         self.checked["bad_answer"] += 1
         self.violation(
@@ -411,3 +456,102 @@ def wrong_stale_answer(entry: StaleReplay) -> str | None:
         names = " or ".join(f"{code.name} ({int(code)})" for code in sorted(allowed))
         return f"expected {names} for every partition, got {wrong}"
     return None
+
+
+# ---------------------------------------------------------------------- request probes
+#: what a partition of an AlterPartition probe built on the epochs the fleet knew may be answered:
+#: the row it breaks (INVALID_REQUEST: rows d, f, g and a bad LeaderRecoveryState byte), or a check
+#: before it that newer epochs at the controller fire first: row c (a newer leader epoch: the
+#: leader changed), row e (a newer partition epoch; after row d, before rows f and g); besides an
+#: unknown topic (deleted since: GONE)
+REFUSED_ISR = frozenset({ErrorCode.INVALID_REQUEST, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION})
+ISR_PROBES = frozenset(
+    {
+        "follower",
+        "non-replica",
+        "duplicate",
+        "negative-id",
+        "without-leader",
+        "recovery-rollback",
+        "recovering-isr",
+        "recovery-byte",
+    }
+)
+#: probes answered at the top level only: the one right error
+TOP_LEVEL_PROBES = {
+    "heartbeat-unregistered": ErrorCode.STALE_BROKER_EPOCH,
+    "shutdown-unregistered": ErrorCode.BROKER_NOT_AVAILABLE,
+    "registration-cluster-id": ErrorCode.INCONSISTENT_CLUSTER_ID,
+    "registration-negative-id": ErrorCode.INVALID_REQUEST,
+    "replica-state-unknown-state": ErrorCode.UNKNOWN_REPLICA_STATE,
+}
+
+
+def probe_partition_answers(probe: str, version: int) -> frozenset[int] | None:
+    """The errors each partition of a partition-level probe may be answered (see `wrong_probe_answer`);
+    None for a probe answered at the top level, or one this checker does not know (a newer fleet's)."""
+    unknown_topic = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if probe in ISR_PROBES:
+        return REFUSED_ISR | GONE
+    if probe == "unknown-topic":
+        return frozenset({unknown_topic})
+    if probe == "unknown-partition":
+        return frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}) | GONE
+    if probe == "replica-state-unknown-topic":  # AlterReplicaState: v1 names topics by id
+        return frozenset({ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+    return None
+
+
+def wrong_probe_answer(entry: RequestProbe) -> str | None:
+    """Why a refused request probe's answer is not the one semantics.md names, or None.
+
+    The fleet builds a probe from what it knows; the controller's state may only be newer: so a
+    probe on a partition's epochs may meet a newer leader epoch (FENCED_LEADER_EPOCH, row c, which
+    comes before "not the leader", row d) or partition epoch (INVALID_UPDATE_VERSION, row e, before
+    rows f and g), or a deleted topic; nothing else. A probe on no epochs (an unknown topic, an
+    unregistered broker id, a wrong cluster id, an unknown replica state) has exactly one right
+    answer, by version where the versions differ (v2+ AlterPartition and v1 AlterReplicaState name
+    topics by id: UNKNOWN_TOPIC_ID; by name: UNKNOWN_TOPIC_OR_PARTITION)."""
+    if not entry.errors or entry.accepted:
+        return None
+    top, partitions = entry.errors[0], entry.errors[1:]
+    expected_top = TOP_LEVEL_PROBES.get(entry.probe)
+    if expected_top is not None:
+        if top != expected_top:
+            return f"expected {_names([expected_top])}"
+        return None
+    allowed = probe_partition_answers(entry.probe, entry.api_version)
+    if allowed is None:
+        return None
+    if top != ErrorCode.NONE:
+        return f"expected a per-partition rejection ({_names(allowed)}), not the top-level error {top}"
+    wrong = [code for code in partitions if code not in allowed]
+    if not partitions or wrong:
+        return f"expected {_names(allowed)} for the partition, got {partitions or 'no partition'}"
+    return None
+
+
+def wrong_isr_probe_answer(version: int, errors: list[int]) -> str | None:
+    """Why a leader's ISR expansion on a stale view of a follower (a Probe entry: top level, then the
+    partition's error) was refused with the wrong error, or None: an ineligible member is
+    INELIGIBLE_REPLICA for v2+, OPERATION_NOT_ATTEMPTED for v0-1 (row h), unless newer epochs fired
+    row c or e first, or the topic is gone; NONE is the log's to judge (the follower may have become
+    eligible before the controller decided)."""
+    top, partitions = errors[0], errors[1:]
+    ineligible = ErrorCode.INELIGIBLE_REPLICA if version >= 2 else ErrorCode.OPERATION_NOT_ATTEMPTED
+    allowed = frozenset({ErrorCode.NONE, ineligible, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION})
+    if top != ErrorCode.NONE:
+        return f"expected a per-partition answer, not the top-level error {top}"
+    wrong = [code for code in partitions if code not in allowed | GONE]
+    if wrong:
+        return f"expected {_names(allowed - {ErrorCode.NONE})} (or NONE, judged from the log), got {wrong}"
+    return None
+
+
+def _names(codes: Iterable[int]) -> str:
+    return " or ".join(f"{ErrorCode(code).name} ({int(code)})" for code in sorted(codes))
+
+
+def _probe_named(entry: RequestProbe) -> str:
+    """What the probe's request named, on one line."""
+    return ", ".join(f"{key} {value}" for key, value in entry.detail.items()) or "as built"

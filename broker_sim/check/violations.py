@@ -60,6 +60,12 @@ RULES: dict[str, str] = {
     "live-broker-fenced": "a broker heartbeating on time is never fenced",
     "silent-broker-unfenced": "a broker silent for longer than the session timeout (and a slack) is fenced",
     "control-delivery": "a committed partition state reaches its active replicas as a LeaderAndIsr within the bound",
+    "delete-delivery": "a deleted topic's active replicas accept StopReplica(delete=true, leader epoch -2) within "
+    "the bound",
+    "stop-delivery": "a replica leaving an ISR in controlled shutdown, or going offline, gets "
+    "StopReplica(delete=false, its leader epoch) within the bound",
+    "full-state-delivery": "every active broker accepts a FULL LeaderAndIsr within the bound after a new controller "
+    "epoch, and each broker after its unfence",
     # a quorum's logs against each other (several data dirs; quorum_rules)
     "quorum-log-matching": "two logs holding a batch at the same offset and epoch are identical up to it; "
     "a node's snapshots end within the committed log, at its epoch there",

@@ -10,7 +10,8 @@ Rules:
 - The data channel, in priority order: the ControlledShutdown RPC (retried every
   `shutdown_retry_s` until nothing remains), a stale replay that is ready, AlterReplicaState
   (OFFLINE for the replicas of a failed log dir, ONLINE after its repair), in chaos a probe
-  (`leadership.probe`), then the leader's ISR decisions, taken once per tick at the tick's
+  (`leadership.probe`) and a request probe (`probes`: never during a controlled shutdown), then
+  the leader's ISR decisions, taken once per tick at the tick's
   logical time (ticks are never skipped while the broker runs, so the same answers give the
   same requests). A broker's ticks are offset by a seeded phase, so that a thousand brokers do
   not all decide at the same instant.
@@ -23,8 +24,9 @@ Rules:
   controller of its list): the lifecycle retries (`lifecycle`), an ISR change is proposed again
   from the same committed epochs after a backoff (`leadership`; the next controller may answer with
   a newer partition epoch, which is adopted as any answer's), a ControlledShutdown is asked again
-  after `shutdown_retry_s`, an AlterReplicaState after a backoff, and a stale replay so answered is
-  sent again (`stale`): nothing is journalled as judged by an answer that judged nothing.
+  after `shutdown_retry_s`, an AlterReplicaState after a backoff, and a stale replay or a request
+  probe so answered is sent again (`stale`, `probes`): nothing is journalled as judged by an answer
+  that judged nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
-from . import requests, stale
+from . import probes, requests, stale
 from .answers import not_controller
 from .disks import Disks, Replica
 from .events import (
@@ -51,6 +53,7 @@ from .events import (
     Outgoing,
     PartitionAcked,
     ProbeAnswered,
+    RequestProbeAnswered,
     ShapeProblem,
     StaleAnswered,
 )
@@ -75,6 +78,7 @@ class BrokerModel:
         topic_ids: Mapping[str, uuid.UUID],
         *,
         stale_replays: bool = False,
+        probe_gap_s: float = probes.PROBE_GAP_S,
     ) -> None:
         self.broker_id = broker_id
         self.seed = seed
@@ -95,6 +99,7 @@ class BrokerModel:
         self.shutdown: Shutdown | None = None
         self.incarnation_over = False
         self.replays = stale.Replays(stale_replays, self.rng)
+        self.request_probes = probes.RequestProbes(stale_replays, seed, broker_id, probe_gap_s)
         self.next_tick = 0.0
         self.data_in_flight = False
         self._views_version = -1
@@ -116,6 +121,7 @@ class BrokerModel:
         self.disks.reset()
         self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
         self.replays.new_incarnation()  # only requests built for a later incarnation survive a bounce
+        self.request_probes.new_incarnation()
         self.paused_until = 0.0
         self.next_tick = self._tick_at_or_after(t)
 
@@ -211,6 +217,11 @@ class BrokerModel:
             probe = self._probe(t)
             if probe is not None:
                 return probe
+        if shutdown is None and self.request_probes.due(t):
+            request_probe = self.request_probes.take(t, self._knowledge())
+            if request_probe is not None:
+                version, probe_body = request_probe.version, request_probe.body
+                return Outgoing(DATA, "request-probe", version, probe_body, request_probe=request_probe)
         while t >= self.next_tick:
             tick = self.next_tick
             self.next_tick += self.timing.tick_s
@@ -234,7 +245,9 @@ class BrokerModel:
         if out.probe is not None and isinstance(response, AlterPartitionResponse):
             errors = [response.error_code, *(p.error_code for tp in response.topics for p in tp.partitions)]
             self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, tuple(errors)))
-        if out.stale is not None:
+        if out.request_probe is not None:
+            self._request_probe_answer(out.request_probe, response, t)
+        elif out.stale is not None:
             self._stale_answer(out.stale, response, t)
         elif isinstance(response, AlterPartitionResponse):
             self._alter_partition_answer(out, response, t)
@@ -247,7 +260,10 @@ class BrokerModel:
         self.data_in_flight = False
         if out.probe is not None:
             self.events.append(ProbeAnswered(out.probe, out.proposals[0], out.version, ()))
-        if out.stale is not None:
+        if out.request_probe is not None:
+            self.request_probes.judged()
+            self.events.append(RequestProbeAnswered(out.request_probe, (), False))
+        elif out.stale is not None:
             self.replays.judged()
             self.events.append(StaleAnswered(out.stale, self.epoch, (), False))
         elif out.purpose == "alter-partition":
@@ -395,6 +411,29 @@ class BrokerModel:
             return None
         request = requests.alter_partition(version, self.broker_id, self.epoch, ready)
         return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(ready), probe=target)
+
+    # ------------------------------------------------------------------ request probes
+    def _knowledge(self) -> probes.Knowledge:
+        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
+        return probes.Knowledge(
+            broker_id=self.broker_id,
+            broker_epoch=self.epoch,
+            versions=self.lifecycle.versions,
+            cluster_id=self.lifecycle.cluster_id,
+            led=self.leadership.led,
+            hosted=hosted,
+            topic_id=lambda name, topic_id: topic_id if topic_id != ZERO_UUID else self.topic_ids.get(name, ZERO_UUID),
+        )
+
+    def _request_probe_answer(self, plan: probes.ProbePlan, response: Data, t: float) -> None:
+        """A request probe's answer is journalled, unless it says NOT_CONTROLLER: then nothing was
+        judged, and the probe goes again after a backoff (`probes`)."""
+        if not_controller(response):
+            self.request_probes.again(plan, t + self.timing.backoff(self.request_probes.not_judged + 1))
+            return
+        self.request_probes.judged()
+        errors, accepted = probes.judge(response)
+        self.events.append(RequestProbeAnswered(plan, tuple(errors), accepted))
 
     def _plan_previous_incarnation(self, t: float) -> None:
         def replayable(led: Led) -> Proposal | None:

@@ -12,17 +12,20 @@ from dataclasses import dataclass
 from protocol.spec import Data
 
 from .leadership import ProbeTarget
+from .probes import ProbePlan
 from .requests import Proposal
 from .stale import StalePlan
 
 LIFECYCLE = "lifecycle"  # DescribeCluster, ApiVersions, BrokerRegistration, BrokerHeartbeat
-DATA = "data"  # AlterPartition, ControlledShutdown, AlterReplicaState, stale replays
+DATA = "data"  # AlterPartition, ControlledShutdown, AlterReplicaState, stale replays, request probes
 
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
     channel: str
-    purpose: str  # describe | api-versions | register | heartbeat | alter-partition | shutdown | replica-state | stale
+    # describe | api-versions | register | heartbeat | alter-partition | shutdown | replica-state | stale
+    # | request-probe
+    purpose: str
     version: int
     body: Data
     due: float = 0.0  # heartbeats: when it was due (lateness = sent - due)
@@ -30,6 +33,7 @@ class Outgoing:
     stale: StalePlan | None = None
     replicas: tuple[tuple[str, uuid.UUID, int], ...] = ()  # AlterReplicaState: (topic, id, partition)
     probe: ProbeTarget | None = None  # an ISR expansion built on a stale view of this follower
+    request_probe: ProbePlan | None = None  # a request the controller must refuse (`probes`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,15 @@ class ProbeAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestProbeAnswered:
+    """A request probe's answer (`probes.judge`); errors empty: no answer came."""
+
+    plan: ProbePlan
+    errors: tuple[int, ...]
+    accepted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ShapeProblem:
     """An answer that decoded but does not fit the request (a partition missing, ...)."""
 
@@ -99,5 +112,13 @@ class ShapeProblem:
 
 
 Event = (
-    Registered | Unfenced | FencedSeen | PartitionAcked | ShutdownEnded | StaleAnswered | ProbeAnswered | ShapeProblem
+    Registered
+    | Unfenced
+    | FencedSeen
+    | PartitionAcked
+    | ShutdownEnded
+    | StaleAnswered
+    | ProbeAnswered
+    | RequestProbeAnswered
+    | ShapeProblem
 )

@@ -12,9 +12,12 @@ Rules:
   topics from LeaderAndIsr either way.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
   a LeaderAndIsr v5+ taught it; not at all if none did within `ID_WAIT_S` (the entry needs an id).
-- Chaos: every few seconds (seeded) either ElectLeaders PREFERRED (versions 0-2, for one topic or,
-  less often, for all partitions) or a scratch topic "fleet-<seed>-scratch-<n>" created and deleted a few seconds
-  later (DeleteTopics 1-6; v6 by id when known). Rolling restart: ElectLeaders every few seconds, so
+- Chaos: first a scratch topic "fleet-<seed>-scratch-first", created once the topics are and
+  deleted a second later (a deletion early in the run, whose StopReplica duties a short run can
+  judge within their bound); then every few seconds (seeded) either ElectLeaders PREFERRED
+  (versions 0-2, for one topic or, less often, for all partitions) or a scratch topic
+  "fleet-<seed>-scratch-<n>" created and deleted a few seconds later (DeleteTopics 1-6; v6 by id
+  when known). Rolling restart: ElectLeaders every few seconds, so
   that leadership returns to restarted brokers.
 - Errors are counted like any answer; a network error or a bad answer is counted too (a bad
   answer also journalled), and the request is not sent again, with two exceptions that a Kafka
@@ -56,6 +59,11 @@ ID_WAIT_S = 10.0
 RETRY_S = 30.0  # how long a request answered NOT_CONTROLLER (or not sent) is tried again
 SCRATCH_PARTITIONS = 2
 PARTITIONS_PER_REQUEST = 2500
+#: chaos's first scratch topic: its requests' versions are counter 0's (the counter starts at 1, so
+#: the seeded sequence of everything else is unchanged), and it lives this long, so that even a
+#: short run deletes a topic early enough for the StopReplica duty to be judged within its bound
+FIRST_SCRATCH_COUNTER = 0
+FIRST_SCRATCH_LIFE_S = 1.0
 #: how often an election names no partitions (all of them): in a large cluster such an election
 #: moves thousands of leaders and every broker gets a LeaderAndIsr at once (Kafka's automatic
 #: rebalance runs every five minutes)
@@ -218,6 +226,9 @@ class Admin:
     async def _chaos(self) -> None:
         scratch = 0
         async with trio.open_nursery() as nursery:
+            first = f"fleet-{self.ctx.seed}-scratch-first"
+            await self._create(nursery, [first], SCRATCH_PARTITIONS, FIRST_SCRATCH_COUNTER)
+            nursery.start_soon(self._delete_later, first, FIRST_SCRATCH_LIFE_S, FIRST_SCRATCH_COUNTER)
             while True:
                 await trio.sleep(self.rng.uniform(3.0, 6.0))
                 if self.rng.random() < 0.5:
@@ -239,10 +250,13 @@ class Admin:
             wanted = (ElectLeadersRequestTopicPartitions(topic=name, partitions=tuple(range(self.partitions))),)
         await self.call(ElectLeadersRequest(election_type=PREFERRED, topic_partitions=wanted), version)
 
-    async def _delete_later(self, name: str, delay_s: float) -> None:
+    async def _delete_later(self, name: str, delay_s: float, counter: int | None = None) -> None:
+        """Delete topic `name` after `delay_s`, its version chosen by `counter` (default: the next)."""
         await trio.sleep(delay_s)
-        self.counter += 1
-        version = versions.admin_version(self.ctx.seed, self.counter, ApiKey.DELETE_TOPICS)
+        if counter is None:
+            self.counter += 1
+            counter = self.counter
+        version = versions.admin_version(self.ctx.seed, counter, ApiKey.DELETE_TOPICS)
         if version >= 6:
             topic_id = self.ctx.topic_ids.get(name)
             state = (

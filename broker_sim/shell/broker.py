@@ -16,7 +16,10 @@ Rules:
   included) and every request it refuses whole for an older controller or broker epoch
   (`ControlRefused`), so that a checker can hold that no broker acted on an older controller's
   request than one it had seen; and each (controller id, controller epoch) a control request came
-  with, the first time (`ControlSenderSeen`), so that it can hold each epoch to its leader.
+  with, the first time (`ControlSenderSeen`), so that it can hold each epoch to its leader. So are
+  the brokers' side of the control duties (issue 23): each decided partition of a StopReplica
+  (`StopObserved`), and each accepted LeaderAndIsr that is FULL or the incarnation's first of its
+  controller epoch (`LeaderAndIsrObserved`).
 - Both controller connections move through the fleet's controller list on their own (`connection`);
   each move is journalled (`ControllerSwitched`, channel "lifecycle" or "data") and counted.
 - Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
@@ -35,13 +38,13 @@ from broker_sim.model import versions
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing
 from broker_sim.model.lifecycle import Phase
-from broker_sim.shell.listener import BrokerControlListener, flatten_states
+from broker_sim.shell.listener import TYPE_FULL, BrokerControlListener, decided_stops, flatten_states, request_type
 from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, Exchange
 from protocol.error_codes import ErrorCode
 from protocol.errors import DecodeError
 from protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
-from protocol.messages.stop_replica import StopReplicaRequest
+from protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from protocol.registry import peek_request
 from protocol.spec import ZERO_UUID, Data
 
@@ -71,6 +74,7 @@ class BrokerRunner:
         self._scope: trio.CancelScope | None = None
         self._observed: dict[tuple[str, int], tuple[int, int]] = {}
         self._senders: set[tuple[int, int]] = set()  # (controller id, controller epoch) journalled
+        self._lai_epochs: set[int] = set()  # controller epochs of the incarnation's journalled LeaderAndIsr
         self._wake_lifecycle = trio.Event()
         self._wake_data = trio.Event()
         self._inbound_ids: dict[str, int] = {}
@@ -93,6 +97,7 @@ class BrokerRunner:
             tls=self.ctx.listener_tls,
         )
         self._observed.clear()
+        self._lai_epochs.clear()
         self.controller_epoch = 0
         return self.listener
 
@@ -271,6 +276,35 @@ class BrokerRunner:
             and response.error_code == ErrorCode.NONE
         ):
             self._observe(request, version)
+            self._observe_leader_and_isr(request, version)
+        elif isinstance(request, StopReplicaRequest) and isinstance(response, StopReplicaResponse):
+            self._observe_stops(request, version, response)
+
+    def _observe_leader_and_isr(self, request: LeaderAndIsrRequest, version: int) -> None:
+        """Journal an accepted LeaderAndIsr that is FULL, or the incarnation's first of its controller epoch."""
+        kind = request_type(request, version)
+        if kind != TYPE_FULL and request.controller_epoch in self._lai_epochs:
+            return
+        self._lai_epochs.add(request.controller_epoch)
+        count = len(request.ungrouped_partition_states) + sum(len(t.partition_states) for t in request.topic_states)
+        recorder = self.ctx.recorder
+        recorder.write(
+            journal.LeaderAndIsrObserved(
+                recorder.now_ns(), self.broker_id, self.model.epoch, version, request.controller_id,
+                request.controller_epoch, kind, count,
+            )
+        )  # fmt: skip
+
+    def _observe_stops(self, request: StopReplicaRequest, version: int, response: StopReplicaResponse) -> None:
+        """Journal each partition of a StopReplica the listener decided (not refused whole)."""
+        recorder = self.ctx.recorder
+        for stop, error in decided_stops(request, version, response):
+            recorder.write(
+                journal.StopObserved(
+                    recorder.now_ns(), self.broker_id, self.model.epoch, version, request.controller_epoch,
+                    stop.topic_name, stop.partition, stop.leader_epoch, stop.delete, error,
+                )
+            )  # fmt: skip
 
     def _controller_epochs(
         self, name: str, version: int, request: LeaderAndIsrRequest | StopReplicaRequest, error: int

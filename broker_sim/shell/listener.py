@@ -24,6 +24,8 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
   unsupported ApiVersions version gets a v0 body with UNSUPPORTED_VERSION (35) listing only key 18
   (KIP-511). Any other unknown API or unsupported version, or an undecodable frame, closes the
   connection without an answer (Kafka's behaviour). Pipelined requests are answered in order.
+- What was accepted, for the fleet's journal (pure helpers): `decided_stops` (the partitions of a
+  StopReplica not refused whole, each with its leader epoch, delete flag and answer) and `request_type`.
 - Hooks for the fleet: `on_handled(key, version, request, response)` after every decided request,
   `on_exchange(peer, payload, reply, received_ns)` after every frame (the capture; `received_ns`
   is when its bytes were in, before a gate's pause), `record_received=False`
@@ -71,7 +73,7 @@ from protocol.versions import Versions
 
 from ..model.views import PartitionView
 
-__all__ = ["BrokerControlListener", "PartitionView"]
+__all__ = ["BrokerControlListener", "PartitionView", "Stop", "decided_stops", "flatten_states", "request_type"]
 
 log = logging.getLogger("fencer.broker_sim.shell.listener")
 
@@ -85,7 +87,9 @@ HANDSHAKE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
-class _Stop:
+class Stop:
+    """One partition of a StopReplica: its leader epoch (-1 for v0-2, which carry none) and delete flag."""
+
     topic_name: str
     partition: int
     leader_epoch: int
@@ -298,11 +302,11 @@ class BrokerControlListener:
             StopReplicaResponsePartitionError(
                 topic_name=stop.topic_name, partition_index=stop.partition, error_code=self._stop(stop)
             )
-            for stop in _flatten_stops(request, version)
+            for stop in flatten_stops(request, version)
         )
         return StopReplicaResponse(partition_errors=results)
 
-    def _stop(self, stop: _Stop) -> int:
+    def _stop(self, stop: Stop) -> int:
         view = self._known(stop.topic_name, stop.partition)
         if view is None:
             return ErrorCode.NONE
@@ -336,15 +340,29 @@ def flatten_states(
     return [(t.topic_name, t.topic_id, s) for t in request.topic_states for s in t.partition_states]
 
 
-def _flatten_stops(request: StopReplicaRequest, version: int) -> list[_Stop]:
+def decided_stops(request: StopReplicaRequest, version: int, response: StopReplicaResponse) -> list[tuple[Stop, int]]:
+    """The partitions of a StopReplica, each with its answer's error (in the request's order); none
+    when the request was refused whole."""
+    if response.error_code != ErrorCode.NONE:
+        return []
+    answers = response.partition_errors
+    return [(stop, answer.error_code) for stop, answer in zip(flatten_stops(request, version), answers, strict=False)]
+
+
+def request_type(request: LeaderAndIsrRequest, version: int) -> int:
+    """A LeaderAndIsr's type: 1 incremental, 2 full (v5+); 0 for v0-4, which carry none."""
+    return request.type_ if version >= 5 else 0
+
+
+def flatten_stops(request: StopReplicaRequest, version: int) -> list[Stop]:
     if version == 0:
         delete = request.delete_partitions
-        return [_Stop(p.topic_name, p.partition_index, NO_EPOCH, delete) for p in request.ungrouped_partitions]
+        return [Stop(p.topic_name, p.partition_index, NO_EPOCH, delete) for p in request.ungrouped_partitions]
     if version < 3:
         delete = request.delete_partitions
-        return [_Stop(t.name, index, NO_EPOCH, delete) for t in request.topics for index in t.partition_indexes]
+        return [Stop(t.name, index, NO_EPOCH, delete) for t in request.topics for index in t.partition_indexes]
     return [
-        _Stop(t.topic_name, p.partition_index, p.leader_epoch, p.delete_partition)
+        Stop(t.topic_name, p.partition_index, p.leader_epoch, p.delete_partition)
         for t in request.topic_states
         for p in t.partition_states
     ]

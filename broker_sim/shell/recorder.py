@@ -104,6 +104,8 @@ class Recorder:
             self._stale(now, broker, event, correlation_id)
         elif isinstance(event, ev.ProbeAnswered):
             self._probe(now, broker, event)
+        elif isinstance(event, ev.RequestProbeAnswered):
+            self._request_probe(now, broker, event)
         elif isinstance(event, ev.ShapeProblem):
             self.bad_answer(broker, event.api_key, event.version, correlation_id, event.reason)
 
@@ -171,6 +173,25 @@ class Recorder:
                 follower=event.target.follower,
                 member_epoch=event.target.member_epoch,
                 errors=errors,
+            )
+        )
+
+    def _request_probe(self, now: int, broker: int, event: ev.RequestProbeAnswered) -> None:
+        plan = event.plan
+        errors = list(event.errors)
+        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        self.stats.probes[f"request:{plan.probe}:{answer}"] += 1
+        self.write(
+            journal.RequestProbe(
+                wall_ns=now,
+                broker=broker,
+                broker_epoch=plan.broker_epoch,
+                api=api_name(plan.api_key),
+                api_version=plan.version,
+                probe=plan.probe,
+                errors=errors,
+                accepted=event.accepted,
+                detail=dict(plan.detail),
             )
         )
 

@@ -39,6 +39,8 @@ CAUGHT = {
     "no-session-expiry": {"silent-broker-unfenced"},
     "unfence-not-caught-up": {"bad-answer"},
     "lai-leader-only": {"control-delivery"},
+    "follower-alters-isr": {"probe-accepted"},
+    "isr-non-replica": {"isr-shape", "probe-accepted"},
 }
 
 

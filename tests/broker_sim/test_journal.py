@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType
 
 from analytics.journal import JOURNAL_FIELDS
+from broker_sim import journal
 from broker_sim.journal import (
     ENTRY_TYPES,
     ControllerEpochSeen,
@@ -23,6 +24,7 @@ from broker_sim.journal import (
     FailoverMeasured,
     JournalError,
     JournalWriter,
+    LeaderAndIsrObserved,
     PartitionAcked,
     Probe,
     QuorumLeaderSeen,
@@ -30,6 +32,7 @@ from broker_sim.journal import (
     QuorumStarted,
     RunEnded,
     StaleReplay,
+    StopObserved,
     VoteProbed,
     read_journal,
     to_line,
@@ -54,6 +57,11 @@ PROBE_ENTRIES = [
     VoteProbed(12, 2, 1, 3, 0, 0, 41, 0, False),
     ControlSenderSeen(13, 4, "LeaderAndIsr", 2, 3, 0),
 ]
+#: the brokers' side of the control duties (issue 23): a StopReplica partition decided, a LeaderAndIsr accepted
+DUTY_ENTRIES = [
+    StopObserved(14, 4, 30, 3, 2, "fleet-1-scratch-0", 1, -2, True, 0),
+    LeaderAndIsrObserved(15, 4, 30, 7, 1, 2, 2, 12),
+]
 
 
 def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -64,6 +72,7 @@ def test_entries_round_trip_through_a_file(tmp_path: Path) -> None:
         *FAILOVER_ENTRIES,
         *QUORUM_ENTRIES,
         *PROBE_ENTRIES,
+        *DUTY_ENTRIES,
         RunEnded(3, True),
     ]
     writer = JournalWriter(tmp_path / "journal.jsonl")
@@ -87,7 +96,9 @@ def test_a_bad_complete_line_is_an_error(tmp_path: Path, line: str) -> None:
 
 
 def test_every_kind_is_registered_once() -> None:
-    assert len(ENTRY_TYPES) == 22
+    kinds = [value for value in vars(journal).values() if isinstance(value, type) and hasattr(value, "kind")]
+    assert sorted(ENTRY_TYPES) == sorted(kind.kind for kind in kinds)
+    assert len(ENTRY_TYPES) >= 24
 
 
 SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
@@ -100,7 +111,9 @@ SPARK_TYPES: dict[type[Any], tuple[type[Any], ...]] = {
 
 
 @pytest.mark.parametrize(
-    "entry", FAILOVER_ENTRIES + QUORUM_ENTRIES[:3] + PROBE_ENTRIES[:2] + PROBE_ENTRIES[3:], ids=lambda entry: entry.kind
+    "entry",
+    FAILOVER_ENTRIES + QUORUM_ENTRIES[:3] + PROBE_ENTRIES[:2] + PROBE_ENTRIES[3:] + DUTY_ENTRIES,
+    ids=lambda entry: entry.kind,
 )
 def test_the_failover_kinds_are_no_event_of_the_analytics_job_and_fit_its_schema(entry: Any) -> None:
     """analytics reads journals with Spark's JSON reader and a fixed schema (`JOURNAL_FIELDS`): a field

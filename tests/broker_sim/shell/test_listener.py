@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from broker_sim.shell.listener import BrokerControlListener, PartitionView
+from broker_sim.shell.listener import BrokerControlListener, PartitionView, Stop, decided_stops, request_type
 from controller.control.orders import ControlOrder, PartitionState, StopPartition
 from controller.control.requests import leader_and_isr_request, stop_replica_requests
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse, ApiVersionsResponseApiVersion
@@ -25,7 +26,7 @@ from protocol.messages.leader_and_isr import (
     LeaderAndIsrResponsePartitionError,
     LeaderAndIsrResponseTopicError,
 )
-from protocol.messages.stop_replica import StopReplicaResponse, StopReplicaResponsePartitionError
+from protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse, StopReplicaResponsePartitionError
 from protocol.registry import decode_response, encode_request
 from protocol.spec import Data
 
@@ -491,3 +492,32 @@ async def test_drop_next_requests_closes_before_handling(broker: Broker) -> None
     assert broker.listener.partitions == {}
     again = await broker.connect()
     assert (await leader_and_isr(again, order(pstate()), 7)).error_code == 0
+
+
+# ---------------------------------------------------------------------- what the fleet journals
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_decided_stops_pair_each_partition_with_its_answer_and_none_when_refused_whole(version: int) -> None:
+    """The journal's StopObserved: every partition of a StopReplica not refused whole, with its epoch
+    (v0-2 carry none: -1), its delete flag (v0-2: the request's) and its answer."""
+    listener = BrokerControlListener(BROKER_ID, lambda: EPOCH)
+    listener.handle(ApiKey.LEADER_AND_ISR, 7, leader_and_isr_request(order(pstate(leader_epoch=3)), 7))
+    stops = (stop(0, leader_epoch=2, delete=True), stop(1, leader_epoch=-2, delete=True))
+    (request,) = stop_replica_requests(order(stops=stops), version)
+    response = listener.handle(ApiKey.STOP_REPLICA, version, request)
+    assert isinstance(request, StopReplicaRequest) and isinstance(response, StopReplicaResponse)
+    fenced = ErrorCode.FENCED_LEADER_EPOCH if version >= 3 else 0
+    epochs = (2, -2) if version >= 3 else (-1, -1)
+    assert decided_stops(request, version, response) == [
+        (Stop("foo", 0, epochs[0], True), fenced),
+        (Stop("foo", 1, epochs[1], True), 0),
+    ]
+    stale = order(stops=stops, controller_epoch=1)
+    (old,) = stop_replica_requests(stale, version)
+    refused = listener.handle(ApiKey.STOP_REPLICA, version, old)
+    assert isinstance(old, StopReplicaRequest) and isinstance(refused, StopReplicaResponse)
+    assert decided_stops(old, version, refused) == []
+
+
+@pytest.mark.parametrize(("version", "full", "kind"), [(4, True, 0), (5, False, 1), (5, True, 2), (7, True, 2)])
+def test_request_type_is_the_leader_and_isr_type_from_v5(version: int, full: bool, kind: int) -> None:
+    assert request_type(leader_and_isr_request(order(pstate(), full=full), version), version) == kind

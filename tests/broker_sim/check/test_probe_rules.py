@@ -1,0 +1,159 @@
+"""The journal rules for probes (issue 23): a request probe the controller accepted, or refused with
+another error than semantics.md names for its kind and version; and the refusals of a leader's ISR
+expansion on a stale view (Probe entries), whose acceptance stays the log's to judge."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType
+
+from analytics.journal import JOURNAL_FIELDS
+from broker_sim.check import CheckResult, check
+from broker_sim.check.journal_rules import wrong_isr_probe_answer, wrong_probe_answer
+from broker_sim.journal import Entry, Probe, RequestProbe, from_object, to_line
+from protocol.error_codes import ErrorCode as E
+
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+
+START_NS = TIMESTAMP_MS * 1_000_000
+API = {
+    "heartbeat-unregistered": "BrokerHeartbeat",
+    "shutdown-unregistered": "ControlledShutdown",
+    "registration-cluster-id": "BrokerRegistration",
+    "registration-negative-id": "BrokerRegistration",
+    "replica-state-unknown-state": "AlterReplicaState",
+    "replica-state-unknown-topic": "AlterReplicaState",
+}
+
+
+def probe(kind: str, errors: list[int], version: int = 2, accepted: bool = False) -> RequestProbe:
+    return RequestProbe(START_NS, 1, 4, API.get(kind, "AlterPartition"), version, kind, errors, accepted, {})
+
+
+def checked(tmp_path: Path, journal: list[Entry]) -> CheckResult:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    log.write()
+    return check(tmp_path / "data", journal)
+
+
+def rules(result: CheckResult) -> list[str]:
+    return sorted(violation.rule for violation in result.violations)
+
+
+@pytest.mark.parametrize(
+    ("entry", "right"),
+    [
+        # row d: a follower on the epochs its listener showed; newer epochs fire row c, or row e
+        # once row d passed (the follower became leader: its leader epoch is newer, row c)
+        (probe("follower", [0, 42]), True),
+        (probe("follower", [0, 74]), True),
+        (probe("follower", [0, 95]), True),
+        (probe("follower", [0, 100]), True),  # the topic was deleted since
+        (probe("follower", [0, 107]), False),  # judged as the leader's change: row d skipped
+        (probe("follower", [0, 55], version=1), False),
+        (probe("follower", [77]), False),  # its own broker epoch was current
+        # rows f and g, and a LeaderRecoveryState byte other than 0 and 1
+        (probe("non-replica", [0, 42]), True),
+        (probe("non-replica", [0, 107]), False),  # the stranger reached the eligibility check
+        (probe("duplicate", [0, 42]), True),
+        (probe("negative-id", [0, 42]), True),
+        (probe("without-leader", [0, 95]), True),
+        (probe("recovery-rollback", [0, 42], version=1), True),
+        (probe("recovering-isr", [0, 107]), False),
+        (probe("recovery-byte", [0, 42]), True),
+        (probe("recovery-byte", []), True),  # no answer: nothing to judge
+        # an unknown topic: by id from v2, by name before
+        (probe("unknown-topic", [0, 100], version=2), True),
+        (probe("unknown-topic", [0, 3], version=2), False),
+        (probe("unknown-topic", [0, 3], version=1), True),
+        (probe("unknown-topic", [0, 100], version=0), False),
+        (probe("unknown-topic", [0]), False),  # the partition is missing from the answer
+        (probe("unknown-partition", [0, 3]), True),
+        (probe("unknown-partition", [0, 100], version=3), True),  # the topic was deleted since
+        (probe("unknown-partition", [0, 42]), False),
+        # brokers: one right answer each
+        (probe("heartbeat-unregistered", [77], version=1), True),
+        (probe("heartbeat-unregistered", [8], version=1), False),
+        (probe("shutdown-unregistered", [8], version=3), True),
+        (probe("shutdown-unregistered", [77], version=3), False),  # the epoch checked before registration
+        (probe("registration-cluster-id", [104]), True),
+        (probe("registration-cluster-id", [101]), False),
+        (probe("registration-negative-id", [42]), True),
+        (probe("replica-state-unknown-state", [1000], version=1), True),
+        (probe("replica-state-unknown-state", [77], version=1), False),
+        (probe("replica-state-unknown-topic", [0, 100], version=1), True),
+        (probe("replica-state-unknown-topic", [0, 3], version=0), True),
+        (probe("replica-state-unknown-topic", [0, 3], version=1), False),
+        (probe("a-later-fleets-kind", [0, 12]), True),  # a kind this checker does not know
+    ],
+)
+def test_a_probe_must_be_refused_with_the_error_its_kind_and_version_name(entry: RequestProbe, right: bool) -> None:
+    assert (wrong_probe_answer(entry) is None) == right
+
+
+def test_an_accepted_probe_and_a_wrong_refusal_are_violations_a_right_one_and_not_controller_are_not(
+    tmp_path: Path,
+) -> None:
+    journal: list[Entry] = [
+        probe("follower", [0, 0], accepted=True),
+        probe("non-replica", [0, 107]),
+        probe("duplicate", [0, 42]),
+        probe("non-replica", [0, 41]),  # NOT_CONTROLLER judged nothing
+        probe("heartbeat-unregistered", []),  # no answer
+    ]
+    result = checked(tmp_path, journal)
+    assert rules(result) == ["probe-accepted", "probe-answer"]
+    assert result.counts["journal_request_probe"] == 3
+    accepted = next(v for v in result.violations if v.rule == "probe-accepted")
+    assert "probe follower" in accepted.message and accepted.broker == 1
+
+
+def isr_probe(errors: list[int], version: int) -> Probe:
+    return Probe(START_NS, 1, version, "fenced", str(TOPIC_ID), 0, 3, 7, errors)
+
+
+@pytest.mark.parametrize(
+    ("version", "errors", "right"),
+    [
+        (3, [0, 107], True),
+        (2, [0, 107], True),
+        (1, [0, 55], True),
+        (0, [0, 107], False),  # v0-1 name no INELIGIBLE_REPLICA
+        (2, [0, 55], False),
+        (3, [0, 0], True),  # admitted: the log judges it (isr-admission)
+        (3, [0, 74], True),
+        (3, [0, 95], True),
+        (3, [0, 42], False),
+        (3, [77], False),
+    ],
+)
+def test_a_refused_isr_expansion_names_the_ineligible_error_of_its_version(
+    version: int, errors: list[int], right: bool
+) -> None:
+    assert (wrong_isr_probe_answer(version, errors) is None) == right
+
+
+def test_a_wrong_refusal_of_an_isr_expansion_is_reported(tmp_path: Path) -> None:
+    journal: list[Entry] = [isr_probe([0, 107], 0), isr_probe([0, 55], 0), isr_probe([0, 41], 0), isr_probe([], 3)]
+    result = checked(tmp_path, journal)
+    assert rules(result) == ["probe-answer"]
+    assert result.counts["journal_probe"] == 2
+    assert str(int(E.INELIGIBLE_REPLICA)) in result.violations[0].message
+
+
+def test_a_request_probe_round_trips_and_stays_out_of_the_analytics_events() -> None:
+    """analytics reads journals with a fixed Spark schema: the fields a probe shares with it keep its
+    types, and the kind is none of those it turns into events."""
+    entry = RequestProbe(START_NS, 1, 4, "AlterPartition", 3, "follower", [0, 42], False, {"isr": [1, 2]})
+    line = json.loads(to_line(entry))
+    assert from_object(line) == entry and entry.kind not in {"fault", "stale_replay", "fenced", "registered"}
+    spark: dict[type, type] = {BooleanType: bool, DoubleType: float, IntegerType: int, LongType: int, StringType: str}
+    schema = {field.name: type(field.dataType) for field in JOURNAL_FIELDS.fields}
+    shared = [f.name for f in fields(entry) if f.name in schema]
+    assert {"wall_ns", "broker", "broker_epoch", "api", "accepted"} <= set(shared)
+    assert all(type(line[name]) is spark[schema[name]] for name in shared)
