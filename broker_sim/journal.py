@@ -161,6 +161,30 @@ class Probe:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestProbe:
+    """A request a correct controller must refuse with the error semantics.md names, sent on
+    purpose (issue 23; a kind new with it: older readers skip it; `broker_sim/model/probes.py`
+    lists the probes), and its answer.
+
+    `probe`: the kind ("follower", "non-replica", "unknown-topic", "heartbeat-unregistered", ...);
+    `broker_epoch`: the sender's when it built the request; `errors`: the answer's top-level
+    error, then each partition's, in the answer's order (empty: no answer came); `accepted`: a
+    NONE at the top level and, where the answer has partitions, among them; `detail`: what the
+    request named (topic, partition, epochs, ISR, the broker id it claimed, ...)."""
+
+    kind: ClassVar[str] = "request_probe"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+    api: str
+    api_version: int
+    probe: str
+    errors: list[int]
+    accepted: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ShutdownTracked:
     """A controlled shutdown: from the first ControlledShutdown or WantShutDown to nothing remaining."""
 
@@ -439,6 +463,7 @@ Entry = (
     | StateObserved
     | StaleReplay
     | Probe
+    | RequestProbe
     | ShutdownTracked
     | Fenced
     | FaultInjected
@@ -467,6 +492,7 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         StateObserved,
         StaleReplay,
         Probe,
+        RequestProbe,
         ShutdownTracked,
         Fenced,
         FaultInjected,

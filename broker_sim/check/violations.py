@@ -53,6 +53,8 @@ RULES: dict[str, str] = {
     "topic-lost": "an acknowledged topic is a TopicRecord with its id, name, partition count and replication factor",
     "stale-replay-accepted": "no request built with stale epochs is accepted",
     "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
+    "probe-accepted": "no request a correct controller must refuse (a probe) is accepted",
+    "probe-answer": "a probe is refused with the error semantics.md names for its kind and version",
     "bad-answer": "every answer of the controller is well formed and fits its request",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
     "shutdown-release": "a shutdown answered complete leaves its broker leading no partition of replication factor > 1",
