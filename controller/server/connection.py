@@ -23,11 +23,18 @@ Rules (docs/protocol.md, Kafka's SocketServer):
   on only once the previous answer is sent. Concurrency comes from connections. While a request
   is in hand nothing more is read (the socket's buffer pushes back on the peer), so a
   connection holds at most one read beyond its request.
-- The connection's task owns its `trio.abc.Stream` and is the only one to read or write it. A
-  plain `trio.SocketStream` is read and written through its descriptor (what SocketStream does,
-  without its two scheduler round trips per call: the daemon's hot path); any other stream (TLS)
-  through `receive_some` / `send_all`. The task is woken twice per request: by the bytes
-  arriving, then by the outcome.
+- The connection's task owns its `trio.abc.Stream` and is the only one to read or write it,
+  with one exception, the hot path: a plain `trio.SocketStream` is read and written through its
+  descriptor (what SocketStream does, without its two scheduler round trips per call), and a
+  request handed on carries the connection's non-blocking write (`Pending.writer_hook`), which
+  `Pending.answer` calls at once, in the answering task, while the connection's task is parked
+  on the outcome: the peer has its answer without waiting for the task to be scheduled, and the
+  task, when it runs, finds the next request often already there (it reads before it waits). So
+  the task is woken about once per request, as before the rework (before: the writer wrote
+  through the connection's `respond`). The hook writes what the socket takes and never blocks;
+  the task sends the rest, or closes if the peer is gone; a connection cancelled while parked
+  clears the hook first, so nothing is ever written to a descriptor it closed. Any other stream
+  (TLS) is read and written by the task alone (`receive_some` / `send_all`).
 - A frame over `LARGE_FRAME_BYTES` is decoded in a worker thread, from the connection's task
   (which reads nothing meanwhile), so that a 100 MiB frame never holds the event loop; it is
   dropped unanswered if the connection was stopped or the daemon began draining before the decode
@@ -65,6 +72,7 @@ import itertools
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 import trio
@@ -110,6 +118,8 @@ class Pending:
         "received_wall_ns",
         "request",
         "response",
+        "sent",
+        "writer_hook",
     )
 
     def __init__(
@@ -134,6 +144,9 @@ class Pending:
         self.decided_ns = 0
         self.response: Data | None = None
         self.frame: bytes | None = None  # the encoded response frame, once answered
+        #: the connection's non-blocking write, tried at once by `answer` (a plain socket's hot path)
+        self.writer_hook: Callable[[bytes], int] | None = None
+        self.sent = 0  # bytes of `frame` the hook wrote (-1: the peer is gone)
         self._resolved = False
         self._waiter: trio.lowlevel.Task | None = None
 
@@ -142,8 +155,13 @@ class Pending:
         return self._resolved
 
     def answer(self, frame: bytes) -> None:
-        """The response frame to send (the writer's or the quorum's task; never blocks)."""
+        """The response frame to send (the writer's or the quorum's task; never blocks). With the
+        connection's hook, as much of it as the socket takes is written at once: the peer has its
+        answer before the connection's task next runs."""
         self.frame = frame
+        hook = self.writer_hook
+        if hook is not None:
+            self.sent = hook(frame)
         self._resolve()
 
     def close_unanswered(self) -> None:
@@ -167,6 +185,7 @@ class Pending:
 
     def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
         self._waiter = None  # resolved later: nobody to wake
+        self.writer_hook = None  # and nothing written to a descriptor its connection is closing
         return trio.lowlevel.Abort.SUCCEEDED
 
 
@@ -236,11 +255,14 @@ def _detail(error: BaseException | None) -> str:
 
 
 def _write(fd: int, data: bytes) -> int:
-    """One non-blocking write: the bytes sent (0 when the socket's buffer is full)."""
+    """One non-blocking write: the bytes sent (0 when the socket's buffer is full, -1 when the peer
+    is gone)."""
     try:
         return os.write(fd, data)
     except BlockingIOError:
         return 0
+    except OSError:
+        return -1
 
 
 #: what a failed send raises: the peer is gone (the request is then unanswered)
@@ -267,6 +289,8 @@ class Connection:
         self.stream = stream
         #: a plain SocketStream's descriptor, read and written directly (-1: any other stream, TLS)
         self._fd = stream.socket.fileno() if type(stream) is trio.SocketStream else -1
+        #: `Pending.writer_hook`: the descriptor's non-blocking write (None: the task sends, TLS)
+        self._hook: Callable[[bytes], int] | None = functools.partial(_write, self._fd) if self._fd >= 0 else None
         self.id = next(_IDS)
         self.peer, self.host = peer_address(stream)
         #: the peer's principal: anonymous until a TLS handshake names it
@@ -372,11 +396,11 @@ class Connection:
         a reset: the same to us)."""
         fd = self._fd
         if fd >= 0:
-            await trio.lowlevel.wait_readable(fd)
-            try:
+            try:  # the answer went out early (`Pending.answer`): the next request may be here already
                 data = os.read(fd, _READ_BYTES)
             except BlockingIOError:
-                return True  # nothing after all: the caller reads again
+                await trio.lowlevel.wait_readable(fd)
+                return True  # readable now: the caller reads again
             except OSError:
                 return False
         else:
@@ -421,15 +445,18 @@ class Connection:
                     if not self._not_decoded(pending, exc):
                         return False
                 else:
+                    pending.writer_hook = self._hook
                     self.writer.submit(pending)
             if not pending._resolved:  # Pending.outcome(), inlined: one coroutine less per request
                 pending._waiter = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(pending._abort)
+            else:  # answered at once (KIP-511's fallback): still a checkpoint per request
+                await trio.lowlevel.checkpoint()
             frame = pending.frame
             if frame is not None:
                 try:
-                    if self._fd < 0 or (sent := _write(self._fd, frame)) < len(frame):
-                        await self._send(frame, 0 if self._fd < 0 else sent)
+                    if not 0 < pending.sent == len(frame):  # else the hook wrote it all (the hot path)
+                        await self._send(frame, pending.sent)
                 except _SEND_ERRORS:
                     frame = None
             if frame is None:
@@ -447,11 +474,17 @@ class Connection:
                 self.scope.cancel()
 
     async def _send(self, frame: bytes, sent: int) -> None:
-        """Send the rest of `frame` from `sent` (a peer that does not read: wait for room); OSError
-        (or the stream's error) if the peer is gone."""
+        """Send what the hook left of `frame` (`sent` bytes went, -1: the peer is gone), waiting
+        for room while the peer does not read; OSError (or the stream's error) if the peer is gone."""
         fd = self._fd
         if fd < 0:
             await self.stream.send_all(frame)
+            return
+        if sent == 0:  # the hook found the socket's buffer full, or an answer made in this task
+            sent = _write(fd, frame)
+        if sent < 0:
+            raise BrokenPipeError(f"the peer {self.peer} is gone")
+        if sent == len(frame):
             return
         rest = memoryview(frame)[sent:]
         while rest:  # a peer that does not read: wait for room

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import trio
+import trio.testing
 
 from protocol.framing import frame
 from protocol.messages.api_versions import ApiVersionsResponse
@@ -147,6 +148,7 @@ async def test_a_response_larger_than_the_socket_buffer_is_sent_whole(pair: Pair
     pair.host.answer(await pair.host.next_request(2))
     (second,) = await read_frames(pair.peer, 1)
     assert correlation_of(second) == 2
+    await trio.testing.wait_all_tasks_blocked()  # the exchange finished by the connection's task
     assert [p.request.header.correlation_id for p in pair.host.answers if p.request] == [1, 2]
 
 
@@ -193,7 +195,8 @@ async def test_a_shutdown_answers_the_request_in_flight_and_drops_what_waits_beh
 async def test_an_idle_cancel_closes_a_connection_with_nothing_in_hand(pair: Pair) -> None:
     pair.peer.sendall(request(1))
     pair.host.answer(await pair.host.next_request(1))
-    await read_frames(pair.peer, 1)
+    await read_frames(pair.peer, 1)  # written as it was answered (`Pending.answer`)...
+    await trio.testing.wait_all_tasks_blocked()  # ...and the exchange finished by the connection's task
     assert pair.connection.idle_for(trio.current_time() + 100) >= 100
     pair.connection.stop()
     assert await closed_by_daemon(pair)
