@@ -39,6 +39,7 @@ CAUGHT = {
     "no-session-expiry": {"silent-broker-unfenced"},
     "unfence-not-caught-up": {"bad-answer"},
     "lai-leader-only": {"control-delivery"},
+    "no-stop-replica-on-delete": {"delete-delivery"},
     "follower-alters-isr": {"probe-accepted"},
     "isr-non-replica": {"isr-shape", "probe-accepted"},
 }
