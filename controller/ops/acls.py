@@ -35,11 +35,11 @@ Rules (Kafka 3.9, AclApis `handleDescribeAcls` / `handleCreateAcls` / `handleDel
     it added before the overflow).
 - `error_response` is each request's `getErrorResponse` (one code and message for the whole
   request, in the shape above); a standby's NOT_CONTROLLER answer (ops.not_controller) uses it too.
-- Not done as Kafka does: Kafka's request classes refuse, while parsing, a code 0 (UNKNOWN) in a
-  creation or filter and a v0 pattern type other than LITERAL (ANY, for the filters: read as
-  LITERAL), and Kafka closes the connection; fencer decodes such requests and answers them as
-  any other (SECURITY_DISABLED without an authorizer; with one, an UNKNOWN code in a creation is
-  its INVALID_REQUEST, in a DeleteAcls filter the filter's, in a DescribeAcls filter no match).
+- A code 0 (UNKNOWN) in a creation or a filter never reaches these handlers on the daemon: Kafka's
+  request classes refuse it while parsing and the connection closes (`protocol.request_checks`,
+  as the listener applies it). Handed one anyway (the core called directly), they answer it as
+  above: SECURITY_DISABLED without an authorizer; with one, in a creation its INVALID_REQUEST, in
+  a DeleteAcls filter the filter's, in a DescribeAcls filter no match.
 """
 
 from __future__ import annotations

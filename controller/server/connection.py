@@ -85,7 +85,8 @@ from protocol.errors import (
 )
 from protocol.framing import FrameBuffer
 from protocol.messages.api_versions import unsupported_version_answer
-from protocol.registry import INBOUND_API_KEYS, Request, api, decode_request, encode_response
+from protocol.registry import INBOUND_API_KEYS, Request, api, encode_response
+from protocol.request_checks import decode_served
 from protocol.spec import Data
 
 from ..auth.authorizer import java_host_address
@@ -440,7 +441,7 @@ class Connection:
                     return False
             else:
                 try:
-                    pending.request = decode_request(payload, allowed=self.allowed)
+                    pending.request = decode_served(payload, allowed=self.allowed)
                 except DecodeError as exc:
                     if not self._not_decoded(pending, exc):
                         return False
@@ -494,7 +495,7 @@ class Connection:
 
     async def _decode_large(self, pending: Pending) -> bool:
         """Decode off the event loop, then hand on (or answer at once); False if refused or dropped."""
-        decode = functools.partial(decode_request, pending.payload, allowed=self.allowed)
+        decode = functools.partial(decode_served, pending.payload, allowed=self.allowed)
         error: DecodeError | None = None
         try:
             pending.request = await trio.to_thread.run_sync(decode)

@@ -57,6 +57,7 @@ from protocol.errors import (
     UnsupportedVersionError,
 )
 from protocol.registry import api
+from protocol.request_checks import InvalidRequestError
 
 from ..core import ControllerCore
 from ..log import LogSizes
@@ -99,6 +100,7 @@ INVALID_FRAME_REASONS = tuple(
         TrailingBytesError,
         FrameTooLargeError,
         TruncatedError,
+        InvalidRequestError,
     )
 )
 

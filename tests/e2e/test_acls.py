@@ -15,8 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from protocol.messages.create_acls import CreateAclsRequest, CreateAclsRequestAclCreation
+from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsRequestDeleteAclsFilter
+from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.spec import Data
+
 from . import kio_messages as m
 from .daemon_process import DaemonProcess, free_port
+from .fencer_client import FencerClient
 from .kio_client import KioClient
 
 SECURITY_DISABLED = 54
@@ -79,3 +85,41 @@ def test_each_acl_api_is_answered_security_disabled(daemon: DaemonProcess, metri
     for api in ("DescribeAcls", "CreateAcls", "DeleteAcls"):
         sample = f'fencer_requests_total{{api="{api}",error="SECURITY_DISABLED",version="{version}"}}'
         assert metric(metrics_port, sample) == 1
+
+
+@pytest.mark.parametrize("api", ("CreateAcls", "DeleteAcls", "DescribeAcls"))
+def test_a_code_0_unknown_is_refused_as_kafka_parses_it_closing_the_connection(
+    daemon: DaemonProcess, metrics_port: int, api: str
+) -> None:
+    """Kafka's request classes refuse a code 0 (UNKNOWN) while parsing: no answer, the connection
+    closes; a code Kafka does not know at all (99) parses and is answered (SECURITY_DISABLED here)."""
+    unknown, unheard_of = acl_request(api, operation=0), acl_request(api, operation=99)
+    with FencerClient(daemon.port) as client:
+        answer = client.request(unheard_of, 3)
+        codes = getattr(answer, "results", None) or getattr(answer, "filter_results", None) or (answer,)
+        assert {item.error_code for item in codes} == {SECURITY_DISABLED}
+        client.send(unknown, 3)
+        assert client.sock.recv(1) == b""  # closed, unanswered
+    assert metric(metrics_port, 'fencer_invalid_frames_total{reason="invalid_request"}') == 1
+    with FencerClient(daemon.port) as client:  # the daemon serves on
+        assert client.request(unheard_of, 3) is not None
+
+
+def acl_request(api: str, operation: int) -> Data:
+    """A request of `api` whose one creation or filter asks for `operation` (a topic, ALLOW)."""
+    if api == "CreateAcls":
+        creation = CreateAclsRequestAclCreation(
+            resource_type=2, resource_name="t", principal="User:a", host="*", operation=operation, permission_type=3
+        )
+        return CreateAclsRequest(creations=(creation,))
+    fields = {
+        "resource_type_filter": 2,
+        "resource_name_filter": "t",
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": operation,
+        "permission_type": 3,
+    }
+    if api == "DeleteAcls":
+        return DeleteAclsRequest(filters=(DeleteAclsRequestDeleteAclsFilter(**fields),))
+    return DescribeAclsRequest(**fields)

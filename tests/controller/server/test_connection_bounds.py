@@ -128,7 +128,7 @@ def blocking_large_decodes(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.E
     """Make the decode of large frames wait for `release` (after setting `entered`); on the event
     loop that wait would freeze every connection, so it gives up after 10 s and fails the test."""
     entered, release = threading.Event(), threading.Event()
-    decode = connection_module.decode_request
+    decode = connection_module.decode_served
 
     def blocked(payload: bytes, *, allowed: frozenset[int]) -> object:
         if len(payload) > LARGE_FRAME_BYTES:
@@ -136,7 +136,7 @@ def blocking_large_decodes(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.E
             assert release.wait(10), "the decode of a large frame held the event loop"
         return decode(payload, allowed=allowed)
 
-    monkeypatch.setattr(connection_module, "decode_request", blocked)
+    monkeypatch.setattr(connection_module, "decode_served", blocked)
     return entered, release
 
 
