@@ -68,9 +68,9 @@ bench-core: $(STAMP)
 bench-log: $(STAMP)
 	$(BIN)/python benchmarks/log.py
 
-## bench-daemon: the daemon under 100 connections, against an echo server, with and without capture
+## bench-daemon: the daemon under 100 connections, against an echo server, with and without capture, and over TLS with client certificates
 bench-daemon: $(STAMP)
-	$(BIN)/python benchmarks/daemon.py
+	$(BIN)/python benchmarks/daemon.py --tls
 
 ## bench-failover: the leader of a 3-voter quorum SIGKILLed 20 times under a steady fleet (p50/p99 of new leader elected and brokers served again); AlterPartition on 3 voters against a single node
 bench-failover: $(STAMP)
