@@ -499,6 +499,9 @@ def probe_partition_answers(probe: str, version: int) -> frozenset[int] | None:
         return frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}) | GONE
     if probe == "replica-state-unknown-topic":  # AlterReplicaState: v1 names topics by id
         return frozenset({ErrorCode.UNKNOWN_TOPIC_ID if version >= 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+    if probe == "replica-state-unknown-partition":  # or the topic deleted since, by id (v1)
+        deleted = {ErrorCode.UNKNOWN_TOPIC_ID} if version >= 1 else set()
+        return frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, *deleted})
     return None
 
 
@@ -520,6 +523,8 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
         if top != expected_top:
             return f"expected {_names([expected_top])}"
         return None
+    if entry.probe == "partition-twice":
+        return _wrong_twice(top, partitions)
     allowed = probe_partition_answers(entry.probe, entry.api_version)
     if allowed is None:
         return None
@@ -528,6 +533,19 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
     wrong = [code for code in partitions if code not in allowed]
     if not partitions or wrong:
         return f"expected {_names(allowed)} for the partition, got {partitions or 'no partition'}"
+    return None
+
+
+def _wrong_twice(top: int, partitions: list[int]) -> str | None:
+    """A partition named twice (README, What it decides): the first naming changes nothing (NONE, or
+    the error of epochs that moved since), the second is INVALID_REQUEST (or both the deleted
+    topic's error)."""
+    first = frozenset({ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION}) | GONE
+    second = frozenset({ErrorCode.INVALID_REQUEST}) | GONE
+    if top != ErrorCode.NONE:
+        return f"expected a per-partition answer, not the top-level error {top}"
+    if len(partitions) != 2 or partitions[0] not in first or partitions[1] not in second:
+        return f"expected the second naming answered {_names(second)}, got {partitions}"
     return None
 
 

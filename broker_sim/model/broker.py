@@ -432,7 +432,7 @@ class BrokerModel:
             self.request_probes.again(plan, t + self.timing.backoff(self.request_probes.not_judged + 1))
             return
         self.request_probes.judged()
-        errors, accepted = probes.judge(response)
+        errors, accepted = probes.judge(response, plan.probe)
         self.events.append(RequestProbeAnswered(plan, tuple(errors), accepted))
 
     def _plan_previous_incarnation(self, t: float) -> None:

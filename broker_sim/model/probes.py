@@ -17,27 +17,31 @@ Rules:
     alone, RECOVERING with more than one member; "recovery-byte" (v1+): a LeaderRecoveryState
     byte other than 0 and 1;
   - "unknown-topic": a topic id (v2+) or name (v0-1) no topic has; "unknown-partition" (row a): a
-    partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts.
+    partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts;
+  - "partition-twice" (README, What it decides): from the leader, one partition named twice, as
+    it is committed (a change of nothing): the second is INVALID_REQUEST.
   BrokerHeartbeat "heartbeat-unregistered" and ControlledShutdown "shutdown-unregistered": a broker
   id no broker registers: negative (refused at registration), or `UNREGISTERED_BASE` and up.
   BrokerRegistration "registration-cluster-id": a cluster id other than the one DescribeCluster
   gave, for an id of `UNREGISTERED_BASE` and up; "registration-negative-id": a negative id.
   AlterReplicaState "replica-state-unknown-state": a NewState other than 1 and 2, for a replica it
-  hosts; "replica-state-unknown-topic": OFFLINE for a topic id (v1) or name (v0) no topic has.
+  hosts; "replica-state-unknown-topic": OFFLINE for a topic id (v1) or name (v0) no topic has;
+  "replica-state-unknown-partition": OFFLINE for a partition index past those of a topic it hosts.
 - A probe built on epochs may meet newer ones at the controller (a follower's view lags; the
   leader's committed epochs may have moved): which answers are right is the checker's
   (`broker_sim.check.journal_rules.wrong_probe_answer`), not the fleet's; the fleet records facts.
 - `judge`: the answer's errors (top level, then each partition's in the answer's order) and
   whether it was accepted: NONE at the top level, and for an answer with partitions, a NONE among
-  them. An answer saying NOT_CONTROLLER judged nothing: the probe goes again, first, after a
-  backoff (`RequestProbes.again`), unless the incarnation ended meanwhile (its epoch is gone) or
+  them (for "partition-twice", at the second naming: the first changes nothing). An answer saying
+  NOT_CONTROLLER judged nothing: the probe goes again, first, after a backoff
+  (`RequestProbes.again`), unless the incarnation ended meanwhile (its epoch is gone) or
   `MAX_NOT_JUDGED` answers in a row said so (epochs newer than the controller's, row b, stay so).
-- Pacing (`RequestProbes`, chaos only): one probe per `gap_for` the fleet process's broker count
-  per broker (`PROBE_GAP_S`, longer in a large fleet: at most `PROBES_PER_S` a second in all, so
-  that the probes never weigh on a benchmark's load), the kinds in a
-  cycle of the `KINDS` order rotated by a seeded offset per broker (so that brokers probing at
-  the same time probe different rows), a kind it cannot build now skipped for the next. Its
-  randomness is its own seeded `random.Random`, so the broker's other draws are untouched.
+- Pacing (`RequestProbes`, chaos only): each broker one probe per `gap_for` its fleet process's
+  broker count (`PROBE_GAP_S`, longer in a large fleet: at most `PROBES_PER_S` a second in all,
+  so that the probes never weigh on a benchmark's load), the kinds in a cycle of the `KINDS`
+  order rotated by a seeded offset per broker (so that brokers probing at the same time probe
+  different rows), a kind it cannot build now skipped for the next. Its randomness is its own
+  seeded `random.Random`, so the broker's other draws are untouched.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ REGISTRATION_CLUSTER_ID = "registration-cluster-id"
 REGISTRATION_NEGATIVE_ID = "registration-negative-id"
 REPLICA_STATE_UNKNOWN_STATE = "replica-state-unknown-state"
 REPLICA_STATE_UNKNOWN_TOPIC = "replica-state-unknown-topic"
+REPLICA_STATE_UNKNOWN_PARTITION = "replica-state-unknown-partition"
+PARTITION_TWICE = "partition-twice"
 
 #: every kind, in the order a broker cycles through them (from its seeded offset)
 KINDS = (
@@ -98,7 +104,9 @@ KINDS = (
     REGISTRATION_CLUSTER_ID,
     RECOVERY_BYTE,
     REPLICA_STATE_UNKNOWN_TOPIC,
+    PARTITION_TWICE,
     REGISTRATION_NEGATIVE_ID,
+    REPLICA_STATE_UNKNOWN_PARTITION,
 )
 PROBE_GAP_S = 1.5
 PROBES_PER_S = 10.0
@@ -134,13 +142,14 @@ class Knowledge:
     topic_id: Callable[[str, uuid.UUID], uuid.UUID]  # (name, id a view gave) -> id (ZERO_UUID: unknown)
 
 
-def judge(response: Data) -> tuple[list[int], bool]:
+def judge(response: Data, probe: str = "") -> tuple[list[int], bool]:
     """(errors: top level, then each partition's; accepted: see the module rules)."""
     if isinstance(response, (ControlledShutdownResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse)):
         return [response.error_code], response.error_code == ErrorCode.NONE
     if isinstance(response, (AlterPartitionResponse, AlterReplicaStateResponse)):
         codes = [p.error_code for t in response.topics for p in t.partitions]
-        return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in codes
+        deciding = codes[1:] if probe == PARTITION_TWICE else codes
+        return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in deciding
     raise TypeError(f"no probe answers with {type(response).__name__}")
 
 
@@ -150,11 +159,13 @@ def build(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
 
 
 # ---------------------------------------------------------------------- AlterPartition
-def _alter_partition(kind: str, known: Knowledge, proposal: Proposal, **detail: Any) -> ProbePlan | None:
+def _alter_partition(
+    kind: str, known: Knowledge, proposal: Proposal, times: int = 1, **detail: Any
+) -> ProbePlan | None:
     version = known.versions.get(ApiKey.ALTER_PARTITION)
     if version is None or (version >= 2 and proposal.topic_id == ZERO_UUID):
         return None
-    body = requests.alter_partition(version, known.broker_id, known.broker_epoch, [proposal])
+    body = requests.alter_partition(version, known.broker_id, known.broker_epoch, [proposal] * times)
     named = {
         "topic": proposal.topic,
         "topic_id": str(proposal.topic_id),
@@ -227,6 +238,15 @@ def _isr_shape(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | N
         return _led_change(kind, known, led, (*isr, negative), led.recovery_state, negative=negative)
     without = tuple(member for member in isr if member != known.broker_id)
     return _led_change(kind, known, led, without, led.recovery_state)
+
+
+def _twice(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    led = _idle_led(known, rng)
+    if led is None:
+        return None
+    topic_id = known.topic_id(led.topic, led.topic_id)
+    proposal = _change(led.topic, topic_id, led.partition, led.epochs, led.isr, led.recovery_state)
+    return _alter_partition(kind, known, proposal, times=2)
 
 
 def _recovery(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
@@ -314,14 +334,16 @@ def _replica_state(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan
     version = known.versions.get(ApiKey.ALTER_REPLICA_STATE)
     if version is None:
         return None
-    if kind == REPLICA_STATE_UNKNOWN_STATE:
+    if kind in (REPLICA_STATE_UNKNOWN_STATE, REPLICA_STATE_UNKNOWN_PARTITION):
         if not known.hosted:
             return None
         view = rng.choice(list(known.hosted))
-        replica = (view.topic_name, known.topic_id(view.topic_name, view.topic_id), view.partition)
+        unknown = kind == REPLICA_STATE_UNKNOWN_PARTITION
+        index = UNKNOWN_PARTITION + rng.randrange(1 << 10) if unknown else view.partition
+        replica = (view.topic_name, known.topic_id(view.topic_name, view.topic_id), index)
         if version >= 1 and replica[1] == ZERO_UUID:
             return None
-        new_state = rng.choice(UNKNOWN_REPLICA_STATES)
+        new_state = OFFLINE if unknown else rng.choice(UNKNOWN_REPLICA_STATES)
     else:
         name, topic_id = _unknown_names(rng)
         replica, new_state = (name, topic_id, 0), OFFLINE
@@ -341,12 +363,14 @@ _BUILDERS: dict[str, Callable[[str, random.Random, Knowledge], ProbePlan | None]
     RECOVERY_BYTE: _recovery,
     UNKNOWN_TOPIC: _unknown_topic,
     UNKNOWN_PARTITION_KIND: _unknown_partition,
+    PARTITION_TWICE: _twice,
     HEARTBEAT_UNREGISTERED: _heartbeat,
     SHUTDOWN_UNREGISTERED: _shutdown,
     REGISTRATION_CLUSTER_ID: _registration,
     REGISTRATION_NEGATIVE_ID: _registration,
     REPLICA_STATE_UNKNOWN_STATE: _replica_state,
     REPLICA_STATE_UNKNOWN_TOPIC: _replica_state,
+    REPLICA_STATE_UNKNOWN_PARTITION: _replica_state,
 }
 
 

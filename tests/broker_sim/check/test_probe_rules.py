@@ -89,6 +89,16 @@ def rules(result: CheckResult) -> list[str]:
         (probe("replica-state-unknown-topic", [0, 100], version=1), True),
         (probe("replica-state-unknown-topic", [0, 3], version=0), True),
         (probe("replica-state-unknown-topic", [0, 3], version=1), False),
+        (probe("replica-state-unknown-partition", [0, 3], version=1), True),
+        (probe("replica-state-unknown-partition", [0, 100], version=1), True),  # the topic was deleted since
+        (probe("replica-state-unknown-partition", [0, 100], version=0), False),
+        (probe("replica-state-unknown-partition", [0, 0], version=0, accepted=True), True),  # probe-accepted's
+        # one partition named twice: the second naming is refused, the first changes nothing
+        (probe("partition-twice", [0, 0, 42]), True),
+        (probe("partition-twice", [0, 74, 42]), True),
+        (probe("partition-twice", [0, 100, 100]), True),
+        (probe("partition-twice", [0, 0, 95]), False),  # the second naming decided as a change
+        (probe("partition-twice", [0, 42]), False),
         (probe("a-later-fleets-kind", [0, 12]), True),  # a kind this checker does not know
     ],
 )

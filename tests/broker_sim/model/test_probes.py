@@ -134,6 +134,24 @@ def test_a_non_replica_is_an_id_past_the_partitions_when_the_broker_knows_no_oth
     assert isr == [2, 3, 4]
 
 
+def test_a_partition_named_twice_changes_nothing_the_first_time() -> None:
+    plan = built(probes.PARTITION_TWICE, knowledge(leads=(led(),)))
+    body = plan.body
+    assert isinstance(body, AlterPartitionRequest)
+    [topic] = body.topics
+    first, second = topic.partitions
+    assert first == second and first.partition_index == 1
+    assert ([m.broker_id for m in first.new_isr_with_epochs], first.leader_epoch, first.partition_epoch) == (
+        [2, 3],
+        4,
+        9,
+    )
+    # the first naming's NONE changes nothing: only the second's is an acceptance
+    assert probes.judge(partition_answer(0, 42), probes.PARTITION_TWICE) == ([0, 0, 42], False)
+    assert probes.judge(partition_answer(0, 0), probes.PARTITION_TWICE) == ([0, 0, 0], True)
+    assert probes.judge(partition_answer(0, 42)) == ([0, 0, 42], True)
+
+
 def test_a_busy_leadership_is_not_probed() -> None:
     busy = led(in_flight=True)
     waiting = led(partition=2, waiting_since=1.0)
@@ -200,6 +218,10 @@ def test_the_broker_probes_name_an_unregistered_broker_or_a_wrong_cluster(seed: 
     unknown = built(probes.REPLICA_STATE_UNKNOWN_TOPIC, known, seed).body
     assert isinstance(unknown, AlterReplicaStateRequest)
     assert unknown.new_state == 1 and unknown.topics[0].topic_id not in (ZERO_UUID, TOPIC_ID)
+    past = built(probes.REPLICA_STATE_UNKNOWN_PARTITION, known, seed).body
+    assert isinstance(past, AlterReplicaStateRequest)
+    assert past.new_state == 1 and past.topics[0].topic_id == TOPIC_ID
+    assert past.topics[0].partitions[0] >= probes.UNKNOWN_PARTITION
 
 
 def test_every_kind_has_a_builder_and_a_fleet_of_brokers_builds_every_kind() -> None:
