@@ -32,9 +32,10 @@ Rules:
   (`shutdown_bound_ms`, as `delivery`), counting what the broker journalled from the change's
   timestamp to the deadline. Excused, as the log says at the deadline: the broker's incarnation
   changed, or it was fenced at any time from the change on (a fenced broker's queue may be
-  dropped: a full LeaderAndIsr follows its unfence); for `stop-delivery` the topic is gone, and
-  for an offline replica, it is online again and the broker accepted a newer state of the
-  partition (the latest state winning); or the run ended before the deadline.
+  dropped: a full LeaderAndIsr follows its unfence; a broker whose controlled shutdown is answered
+  complete leaves at once, often before its stops arrive, and is fenced a session later); for
+  `stop-delivery`, the topic is gone; or the run ended before the deadline. A replica back
+  online by the deadline is no excuse: the stop was owed when it went offline.
 - Judged only for a journal that says how its run went (RunStarted, RunEnded) and holds at least
   one `LeaderAndIsrObserved` (a fleet that journals these duties writes one for every
   incarnation that accepts any LeaderAndIsr); an older journal is not held to them.
@@ -129,8 +130,6 @@ class Duties(Subscriber):
         self.stops: dict[tuple[int, str, int], list[Stop]] = {}  # (broker, topic name, partition) -> its stops
         self.fulls: dict[int, list[Full]] = {}  # broker -> its LeaderAndIsrObserved
         self.untyped: set[int] = set()  # brokers that accepted a LeaderAndIsr v0-4
-        #: (broker, topic, partition) -> (ms, partition epoch) of each state it accepted (the plan's)
-        self.states: Mapping[tuple[int, int, int], list[tuple[int, int]]] = {}
         self.topics: dict[int, Topic] = {}  # the log's topics, kept past their removal from the model
         self.shutting: dict[int, tuple[int, set[Partition]]] = {}  # broker -> (epoch, ISRs held when flagged)
         self.offline: dict[Partition, frozenset[int]] = {}  # the offline replicas of each partition with any
@@ -155,8 +154,6 @@ class Duties(Subscriber):
         end_ns = run_end_ns(plan.lifecycle)
         self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
         self.wants_changes = bool(self.fulls) and bool(self.runs) and self.run_end_ms is not None
-        if self.wants_changes:
-            self.states = plan.observations
 
     def follows(self, hook: str) -> bool:
         if hook in ("on_time", "on_base_snapshot", "on_batch_end"):
@@ -194,7 +191,7 @@ class Duties(Subscriber):
         for partition in changed:
             if shutting:
                 self._left_in_shutdown(partition, changed)
-            if partition.offline or partition in offline:
+            if partition.offline or (offline and partition in offline):
                 self._went_offline(partition, changed)
 
     def on_log_end(self, end: LogEnd) -> None:
@@ -247,13 +244,15 @@ class Duties(Subscriber):
 
     def _left_in_shutdown(self, partition: Partition, changed: Sequence[Partition]) -> None:
         """Owe a stop to each replica in controlled shutdown that the batch took out of an ISR it held."""
-        brokers = self.image.model.brokers
+        brokers, shutting = self.image.model.brokers, self.shutting
         for replica in partition.replicas:
-            held = self.shutting.get(replica)
+            held = shutting.get(replica)
             if held is None or partition not in held[1] or replica in partition.isr:
                 continue
             held[1].discard(partition)
             broker = brokers.get(replica)
+            if broker is None or broker.epoch != held[0] or broker.fenced or not held[1]:
+                del shutting[replica]  # nothing more to owe of this shutdown
             if broker is not None and broker.epoch == held[0] and broker.shutting_down and not broker.fenced:
                 epoch = partition.leader_epoch - changed.count(partition) + 1
                 self._owe("stop-delivery", replica, partition, epoch, LEFT_IN_SHUTDOWN)
@@ -317,7 +316,7 @@ class Duties(Subscriber):
         self.judged[owed.rule] += 1
         if _excused(model, self.image, owed) or self._delivered(owed):
             return
-        if owed.rule == "stop-delivery" and self._superseded(model, owed):
+        if owed.rule == "stop-delivery" and self._topic_gone(model, owed):
             return
         self.late.append(owed)
 
@@ -345,17 +344,10 @@ class Duties(Subscriber):
             for stop in stops
         )
 
-    def _superseded(self, model: Model, owed: Owed) -> bool:
-        """The topic gone by the deadline (its deletion is owed instead), or an offline replica online
-        again whose broker accepted a newer state meanwhile."""
+    def _topic_gone(self, model: Model, owed: Owed) -> bool:
+        """The topic is gone by the deadline: its deletion is owed instead."""
         topic = model.topics.get(owed.topic)
-        partition = None if topic is None else topic.partitions.get(owed.partition)
-        if partition is None:
-            return True
-        if owed.why != WENT_OFFLINE or owed.broker in partition.offline:
-            return False
-        seen = self.states.get((owed.broker, owed.topic, owed.partition), ())
-        return any(owed.since_ms <= ms <= owed.deadline_ms and epoch > owed.partition_epoch for ms, epoch in seen)
+        return topic is None or owed.partition not in topic.partitions
 
     def report(self, sink: ViolationSink) -> None:
         for owed in self.late:

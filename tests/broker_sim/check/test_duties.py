@@ -185,7 +185,9 @@ def test_a_replica_never_told_to_stop_is_reported(tmp_path: Path) -> None:
     assert rules(checked(tmp_path / "no-epoch", [*unfenced(), *no_epoch], shutdown_3)) == ["stop-delivery"]
 
 
-def test_a_stop_is_not_owed_where_the_broker_was_not_in_the_isr_or_went_back_online(tmp_path: Path) -> None:
+def test_a_stop_is_not_owed_where_the_broker_was_not_in_the_isr_but_is_where_it_came_back_online(
+    tmp_path: Path,
+) -> None:
     def out_before(log: LogBuilder) -> None:
         log.change(0, isr=(1, 2))  # 3 left partition 0's ISR before its shutdown: only partition 1 is owed
         log.change_broker(3, in_controlled_shutdown=1)
@@ -197,9 +199,18 @@ def test_a_stop_is_not_owed_where_the_broker_was_not_in_the_isr_or_went_back_onl
         offline_4(log)
         log.change(1, directories=(ONLINE, ONLINE, ONLINE))
 
+    # online again, and told so: the stop was owed all the same when it went offline
     newer = StateObserved(LATER_MS * MS, 4, 1, str(TOPIC_ID), 1, 2, 0, 2, [2, 3], [2, 3, 4])
-    assert duties(checked(tmp_path / "online", [*unfenced(), newer], back_online)) == []
-    assert duties(checked(tmp_path / "online-unseen", unfenced(), back_online)) == ["stop-delivery"]
+    assert duties(checked(tmp_path / "online", [*unfenced(), newer], back_online)) == ["stop-delivery"]
+    told = [*unfenced(), stop(4, 1, delete=False, epoch=0), newer]
+    assert duties(checked(tmp_path / "told", told, back_online)) == []
+
+    def deleted(log: LogBuilder) -> None:
+        offline_4(log)
+        delete(log)
+
+    # the topic deleted meanwhile: the deletion's stop is owed instead (and delivers this one)
+    assert duties(checked(tmp_path / "deleted", [*unfenced(), *deletions()], deleted)) == []
 
 
 # ------------------------------------------------------------------ full-state-delivery
