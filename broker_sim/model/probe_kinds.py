@@ -77,4 +77,97 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.fleet_view:FleetView.ineligible",
         '"previous-epoch"',
     ),
+    # issue 23's request probes (broker_sim/model/probes.py), journalled as request_probe with the kind
+    "request_probe:follower": ProbeKind(
+        "an AlterPartition from a follower on the leader and partition epochs its listener shows (row d): "
+        "INVALID_REQUEST",
+        "broker_sim.model.probes:_follower",
+        "v.leader != known.broker_id",
+    ),
+    "request_probe:non-replica": ProbeKind(
+        "the leader's ISR naming a broker that holds no replica of the partition (row f): INVALID_REQUEST",
+        "broker_sim.model.probes:_isr_shape",
+        "NON_REPLICA",
+    ),
+    "request_probe:duplicate": ProbeKind(
+        "the leader's ISR naming a member twice (row f): INVALID_REQUEST",
+        "broker_sim.model.probes:_isr_shape",
+        "DUPLICATE",
+    ),
+    "request_probe:negative-id": ProbeKind(
+        "the leader's ISR naming a negative broker id (row f): INVALID_REQUEST",
+        "broker_sim.model.probes:_isr_shape",
+        "NEGATIVE_ID",
+    ),
+    "request_probe:without-leader": ProbeKind(
+        "the leader's ISR without the leader, or empty (row f): INVALID_REQUEST",
+        "broker_sim.model.probes:_isr_shape",
+        "without = tuple(",
+    ),
+    "request_probe:recovery-rollback": ProbeKind(
+        "AlterPartition v1+ RECOVERING from RECOVERED (row g): INVALID_REQUEST",
+        "broker_sim.model.probes:_recovery",
+        "RECOVERY_ROLLBACK",
+    ),
+    "request_probe:recovering-isr": ProbeKind(
+        "AlterPartition v1+ RECOVERING with more than one ISR member (row g): INVALID_REQUEST",
+        "broker_sim.model.probes:_recovery",
+        "RECOVERING_ISR",
+    ),
+    "request_probe:recovery-byte": ProbeKind(
+        "AlterPartition v1+ with a LeaderRecoveryState byte other than 0 and 1: INVALID_REQUEST",
+        "broker_sim.model.probes:_recovery",
+        "RECOVERY_BYTES",
+    ),
+    "request_probe:unknown-topic": ProbeKind(
+        "AlterPartition naming an unknown topic: UNKNOWN_TOPIC_ID (v2+, by id), "
+        "UNKNOWN_TOPIC_OR_PARTITION (v0-1, by name)",
+        "broker_sim.model.probes:_unknown_topic",
+        "_unknown_names(rng)",
+    ),
+    "request_probe:unknown-partition": ProbeKind(
+        "AlterPartition naming an unknown partition index (row a): UNKNOWN_TOPIC_OR_PARTITION",
+        "broker_sim.model.probes:_unknown_partition",
+        "UNKNOWN_PARTITION +",
+    ),
+    "request_probe:partition-twice": ProbeKind(
+        "AlterPartition naming one partition twice: the second naming INVALID_REQUEST",
+        "broker_sim.model.probes:_twice",
+        "times=2",
+    ),
+    "request_probe:heartbeat-unregistered": ProbeKind(
+        "a BrokerHeartbeat from an unregistered broker id: STALE_BROKER_EPOCH",
+        "broker_sim.model.probes:_heartbeat",
+        "unregistered_id(rng)",
+    ),
+    "request_probe:shutdown-unregistered": ProbeKind(
+        "a ControlledShutdown from an unregistered broker id: BROKER_NOT_AVAILABLE",
+        "broker_sim.model.probes:_shutdown",
+        "unregistered_id(rng)",
+    ),
+    "request_probe:registration-cluster-id": ProbeKind(
+        "a BrokerRegistration with another cluster id: INCONSISTENT_CLUSTER_ID",
+        "broker_sim.model.probes:_registration",
+        "REGISTRATION_CLUSTER_ID",
+    ),
+    "request_probe:registration-negative-id": ProbeKind(
+        "a BrokerRegistration with a negative broker id: INVALID_REQUEST",
+        "broker_sim.model.probes:_registration",
+        "-1 - rng.randrange(4)",
+    ),
+    "request_probe:replica-state-unknown-state": ProbeKind(
+        "an AlterReplicaState with a NewState other than 1 and 2: UNKNOWN_REPLICA_STATE",
+        "broker_sim.model.probes:_replica_state",
+        "UNKNOWN_REPLICA_STATES",
+    ),
+    "request_probe:replica-state-unknown-topic": ProbeKind(
+        "an AlterReplicaState OFFLINE for an unknown topic: UNKNOWN_TOPIC_ID (v1), UNKNOWN_TOPIC_OR_PARTITION (v0)",
+        "broker_sim.model.probes:_replica_state",
+        "_unknown_names(rng)",
+    ),
+    "request_probe:replica-state-unknown-partition": ProbeKind(
+        "an AlterReplicaState OFFLINE for an unknown partition index: UNKNOWN_TOPIC_OR_PARTITION",
+        "broker_sim.model.probes:_replica_state",
+        "REPLICA_STATE_UNKNOWN_PARTITION",
+    ),
 }

@@ -13,6 +13,7 @@ from broker_sim.model import probes
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import DATA, Outgoing, RequestProbeAnswered
 from broker_sim.model.leadership import RECOVERING, Led
+from broker_sim.model.probe_kinds import PROBE_KINDS
 from broker_sim.model.probes import Knowledge, ProbePlan, RequestProbes
 from broker_sim.model.views import PartitionView
 from protocol.api_keys import ApiKey
@@ -356,3 +357,8 @@ def _answer(plan: ProbePlan, refused: bool) -> Data:
     if plan.api_key == ApiKey.BROKER_REGISTRATION:
         return BrokerRegistrationResponse(error_code=code)
     return AlterReplicaStateResponse(error_code=code)
+
+
+def test_every_kind_is_listed_for_the_rule_map() -> None:
+    listed = {name.split(":", 1)[1] for name in PROBE_KINDS if name.startswith("request_probe:")}
+    assert listed == set(probes.KINDS)
