@@ -47,6 +47,8 @@ from protocol.framing import FrameBuffer
 from protocol.registry import api, decode_response, encode_request
 from protocol.spec import Data
 
+from .tls import open_stream
+
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 CONNECT_TIMEOUT_S = 5.0
 CONNECTION_IDS = itertools.count(1)
@@ -197,16 +199,7 @@ class ControllerConnection:
         return stream
 
     async def _open(self, host: str, port: int) -> trio.abc.Stream:
-        tcp = await trio.open_tcp_stream(host, port)
-        if self.tls is None:
-            return tcp
-        stream = trio.SSLStream(tcp, self.tls, server_hostname=host)
-        try:
-            await stream.do_handshake()
-        except BaseException:
-            await trio.aclose_forcefully(tcp)
-            raise
-        return stream
+        return await open_stream(host, port, self.tls)
 
     async def _receive(self, stream: trio.abc.Stream) -> bytes | None:
         while (payload := self._frames.next_frame()) is None:

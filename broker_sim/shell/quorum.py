@@ -65,7 +65,7 @@ from protocol.registry import decode_response, encode_request
 from protocol.spec import Data
 
 from .proxy import Address, Proxy
-from .tls import FleetTls
+from .tls import FleetTls, open_stream
 
 log = logging.getLogger("fencer.broker_sim.quorum")
 START_S = 30.0
@@ -263,7 +263,7 @@ class Probe:
 
     async def _exchange(self, body: Data, version: int) -> object:
         if self._stream is None:
-            self._stream = await _connect(self.address, self.tls)
+            self._stream = await open_stream(*self.address, self.tls)
             self._frames = FrameBuffer()
         self._correlation += 1
         frame = encode_request(body, version, self._correlation, "fencer-fleet")
@@ -280,20 +280,6 @@ class Probe:
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.aclose_forcefully(stream)
-
-
-async def _connect(address: Address, tls: ssl.SSLContext | None) -> trio.abc.Stream:
-    """A connection to a node, its TLS handshake done when the fleet speaks TLS."""
-    tcp = await trio.open_tcp_stream(*address)
-    if tls is None:
-        return tcp
-    stream = trio.SSLStream(tcp, tls, server_hostname=address[0])
-    try:
-        await stream.do_handshake()
-    except BaseException:
-        await trio.aclose_forcefully(tcp)
-        raise
-    return stream
 
 
 @dataclass

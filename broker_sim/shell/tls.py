@@ -24,6 +24,8 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
+import trio
+
 from protocol.security_protocol import SecurityProtocol
 
 #: what a broker registers its listener as, by whether it is TLS
@@ -86,3 +88,18 @@ class FleetTls:
 
 def _why(exc: ssl.SSLError) -> str:
     return str(exc.reason or exc).lower().replace("_", " ")
+
+
+async def open_stream(host: str, port: int, context: ssl.SSLContext | None) -> trio.abc.Stream:
+    """A connection to HOST:PORT, over TLS (handshake done, the name checked against `host`) when
+    a client context is given, plain TCP otherwise; the caller bounds the time."""
+    tcp = await trio.open_tcp_stream(host, port)
+    if context is None:
+        return tcp
+    stream = trio.SSLStream(tcp, context, server_hostname=host)
+    try:
+        await stream.do_handshake()
+    except BaseException:
+        await trio.aclose_forcefully(tcp)
+        raise
+    return stream

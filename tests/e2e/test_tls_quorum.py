@@ -23,48 +23,37 @@ from typing import Any
 import pytest
 from kio.schema.create_acls.v3 import request as create_acls
 
-from broker_sim.shell.quorum import pick_ports
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from tests.pki import Identity, Pki
 
 from .daemon_process import DaemonProcess
 from .kio_client import KioClient
+from .test_quorum import Quorum
 
 pytestmark = pytest.mark.xdist_group("quorum")
-CLUSTER = "TlsQuorumClusterAAAAAA"
 #: a subject's CN is the principal's name ("User:controller")
 CN_RULE = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
 
 
-class TlsQuorum:
+class TlsQuorum(Quorum):
+    """test_quorum's three voters, each behind mTLS with the authorizer on."""
+
     def __init__(self, root: Path) -> None:
-        self.root = root
+        super().__init__(root, 3)
         self.pki = Pki(root / "pki")
         self.controller = self.pki.issue("controller", "127.0.0.1")
         self.intruder = self.pki.issue("intruder", "127.0.0.1")  # the same CA, not a super user
         self.admin = self.pki.issue("admin")
-        self.ports, self.metrics_ports = pick_ports(3), pick_ports(3)
-        self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
-        self.nodes: dict[int, DaemonProcess] = {}
 
     def start(self, node: int, identity: Identity | None = None) -> DaemonProcess:
         identity = identity or self.controller
-        process = DaemonProcess(
-            self.root / f"node-{node}",
-            "--listen", f"127.0.0.1:{self.ports[node - 1]}",
-            "--node-id", str(node),
-            "--controller-quorum-voters", self.voters,
-            "--cluster-id", CLUSTER,
-            "--controller-quorum-election-timeout-ms", "500",
-            "--controller-quorum-fetch-timeout-ms", "1000",
-            "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
+        self.extra = (
             "--tls-cert", str(identity.cert), "--tls-key", str(identity.key), "--tls-ca", str(self.pki.ca),
             "--ssl-principal-mapping-rules", CN_RULE,
             "--authorizer", "standard",
             "--super-users", "User:controller;User:admin",
-        ).start()  # fmt: skip
-        self.nodes[node] = process
-        return process
+        )  # fmt: skip
+        return super().start(node)
 
     def http(self, node: int, path: str) -> str:
         url = f"http://127.0.0.1:{self.metrics_ports[node - 1]}{path}"

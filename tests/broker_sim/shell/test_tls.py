@@ -199,8 +199,8 @@ def test_the_command_line_takes_the_three_flags_together(pki: Pki, tmp_path: Pat
         parse_run(flags[:4], "fleet")
     with pytest.raises(UsageError, match="--tls-cert, --tls-key missing"):
         parse_run(flags[4:], "fleet")
-    with pytest.raises(UsageError, match="--quorum"):
-        parse_run([*flags, "--quorum", "3", "--quorum-data-dir", str(tmp_path / "q")], "fleet")
+    quorum = parse_run([*flags, "--quorum", "3", "--quorum-data-dir", str(tmp_path / "q")], "fleet").quorum
+    assert quorum is not None and quorum.tls == FleetTls(fleet.cert, fleet.key, pki.ca)  # its nodes serve TLS
 
 
 def test_a_bad_path_is_one_line_and_exit_2(pki: Pki, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
