@@ -11,13 +11,16 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import trio
 
 from broker_sim.journal import (
     ControllerEpochSeen,
     ControlRefused,
     JournalWriter,
+    LeaderAndIsrObserved,
     StateObserved,
+    StopObserved,
     read_journal,
 )
 from broker_sim.model.broker import BrokerModel
@@ -48,19 +51,19 @@ def order(controller_epoch: int, broker_epoch: int = 100, leader_epoch: int = 3)
     return ControlOrder(BROKER_ID, broker_epoch, 3000, controller_epoch, (state,), stops, False)
 
 
-def runner(journal: Path) -> BrokerRunner:
+def runner(journal: Path, seed: int = SEED) -> BrokerRunner:
     recorder = Recorder(FleetStats(), JournalWriter(journal), None, trio.current_time(), time.time_ns())
     ctx = FleetContext(
         controllers=(("127.0.0.1", 1),),
         listen_host="127.0.0.1",
-        seed=SEED,
+        seed=seed,
         scenario="steady",
         duration_s=10.0,
         timing=TIMING,
         recorder=recorder,
         t0=recorder.t0,
     )
-    model = BrokerModel(BROKER_ID, SEED, TIMING, FakeFollowers(), {})
+    model = BrokerModel(BROKER_ID, seed, TIMING, FakeFollowers(), {})
     register(model, epoch=100)
     return BrokerRunner(ctx, model)
 
@@ -131,3 +134,29 @@ async def test_a_new_incarnation_starts_from_no_controller_epoch(tmp_path: Path)
     broker.ctx.recorder.writer.close()  # type: ignore[union-attr]
     seen = [e for e in read_journal(tmp_path / "journal.jsonl") if isinstance(e, ControllerEpochSeen)]
     assert [(e.controller_epoch, e.previous_controller_epoch) for e in seen] == [(9, 0), (8, 0)]
+
+
+@pytest.mark.parametrize("seed", [0, 7])  # broker 1's listener: LeaderAndIsr v5 and StopReplica v3; v4 and v0
+async def test_stop_partitions_and_full_or_first_leader_and_isr_are_journalled(tmp_path: Path, seed: int) -> None:
+    """The brokers' side of the control duties (issue 23): each StopReplica partition decided (with its
+    leader epoch, delete flag and answer), each FULL LeaderAndIsr accepted and an incarnation's first
+    of each controller epoch; nothing of a request refused whole."""
+    broker = runner(tmp_path / "journal.jsonl", seed)
+    broker.new_listener()
+    versions = listener_max_versions(seed, BROKER_ID)
+    lai, stop = versions[ApiKey.LEADER_AND_ISR], versions[ApiKey.STOP_REPLICA]
+    incremental = order(controller_epoch=5)
+    full = ControlOrder(BROKER_ID, 100, 3000, 5, incremental.partitions, (), True)
+    for the_order in (incremental, incremental, full, full):
+        assert send(broker, leader_and_isr_request(the_order, lai), lai) == ErrorCode.NONE
+    deleting = ControlOrder(BROKER_ID, 100, 3000, 5, stops=(StopPartition("foo", TOPIC_ID, 0, -2, True),))
+    assert send(broker, stop_replica_requests(deleting, stop)[0], stop) == ErrorCode.NONE
+    assert send(broker, stop_replica_requests(order(controller_epoch=4), stop)[0], stop) != ErrorCode.NONE
+    broker.ctx.recorder.writer.close()  # type: ignore[union-attr]
+
+    entries = list(read_journal(tmp_path / "journal.jsonl"))
+    accepted = [(e.controller_epoch, e.request_type) for e in entries if isinstance(e, LeaderAndIsrObserved)]
+    # v0-4 carry no type: a full order is one more LeaderAndIsr of the epoch there, not journalled again
+    assert accepted == ([(5, 1), (5, 2), (5, 2)] if lai >= 5 else [(5, 0)])
+    stops = [(e.topic, e.partition, e.leader_epoch, e.delete, e.error) for e in entries if isinstance(e, StopObserved)]
+    assert stops == [("foo", 0, -2 if stop >= 3 else -1, True, ErrorCode.NONE)]
