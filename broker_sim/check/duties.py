@@ -34,8 +34,10 @@ Rules:
   changed, or it was fenced at any time from the change on (a fenced broker's queue may be
   dropped: a full LeaderAndIsr follows its unfence; a broker whose controlled shutdown is answered
   complete leaves at once, often before its stops arrive, and is fenced a session later); for
-  `stop-delivery`, the topic is gone; or the run ended before the deadline. A replica back
-  online by the deadline is no excuse: the stop was owed when it went offline.
+  `stop-delivery`, the topic is gone; for both stops, a new controller epoch began (a controller
+  that starts sends the brokers a full LeaderAndIsr, whose v5+ deletes the partitions it does
+  not name, and no stops its predecessor left unsent); or the run ended before the deadline. A
+  replica back online by the deadline is no excuse: the stop was owed when it went offline.
 - Judged only for a journal that says how its run went (RunStarted, RunEnded) and holds at least
   one `LeaderAndIsrObserved` (a fleet that journals these duties writes one for every
   incarnation that accepts any LeaderAndIsr); an older journal is not held to them.
@@ -97,6 +99,7 @@ class Owed(NamedTuple):
     epoch: int  # the leader epoch owed (stops), the controller epoch (full LeaderAndIsr)
     partition_epoch: int  # the partition epoch of the change (stops), -1 otherwise
     why: str
+    controller_epoch: int  # the log's when the duty arose
 
 
 class Stop(NamedTuple):
@@ -300,7 +303,7 @@ class Duties(Subscriber):
         topic = partition.topic
         owed = Owed(
             deadline, self.image.timestamp_ms, rule, broker_id, broker.epoch, topic.name, topic.topic_id.int,
-            partition.index, epoch, partition.partition_epoch, why,
+            partition.index, epoch, partition.partition_epoch, why, self.image.model.controller_epoch,
         )  # fmt: skip
         heapq.heappush(self.owed, owed)
 
@@ -309,13 +312,15 @@ class Duties(Subscriber):
         if deadline is not None:
             epoch = self.image.model.controller_epoch
             at = self.image.timestamp_ms
-            owed = Owed(deadline, at, "full-state-delivery", broker_id, broker_epoch, "", 0, -1, epoch, -1, why)
+            owed = Owed(deadline, at, "full-state-delivery", broker_id, broker_epoch, "", 0, -1, epoch, -1, why, epoch)
             heapq.heappush(self.owed, owed)
 
     def _judge(self, model: Model, owed: Owed) -> None:
         self.judged[owed.rule] += 1
         if _excused(model, self.image, owed) or self._delivered(owed):
             return
+        if owed.rule != "full-state-delivery" and model.controller_epoch != owed.controller_epoch:
+            return  # a new controller sends no old stops: its full LeaderAndIsr deletes strays (v5+)
         if owed.rule == "stop-delivery" and self._topic_gone(model, owed):
             return
         self.late.append(owed)

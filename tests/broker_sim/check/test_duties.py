@@ -129,8 +129,14 @@ def test_a_deletion_is_not_owed_by_a_broker_fenced_then_or_since_nor_after_the_r
         delete(log)
         log.change_broker(3, fenced=1)
 
+    def new_controller_after(log: LogBuilder) -> None:
+        delete(log)
+        log.leader_change(2)  # its full LeaderAndIsr (v5+) deletes what it does not name; no old stops
+
     for name, build in [("before", fenced_before), ("after", fenced_after), ("replaced", replaced)]:
         assert duties(checked(tmp_path / name, journal, build)) == [], name
+    told = [*journal, *(full(broker, epoch=2) for broker in (1, 2, 3, 4))]
+    assert duties(checked(tmp_path / "controller", told, new_controller_after)) == []
     assert duties(checked(tmp_path / "shutdown", journal, shutting_down)) == []
     early_end = RunEnded((TIMESTAMP_MS + 5_000) * MS, True)
     log = LogBuilder(tmp_path / "end" / "data")
