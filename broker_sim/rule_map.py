@@ -162,6 +162,14 @@ _OLD_LEADER = "stale_replay:old-leader-epoch"
 _OLD_PARTITION = "stale_replay:old-partition-epoch"
 _INELIGIBLE = ("probe:fenced", "probe:shutting-down", "probe:offline", "probe:previous-epoch")
 _STALE_CHECKS = ("stale-replay-answer", "stale-replay-accepted")
+_PROBE_CHECKS = ("probe-answer", "probe-accepted")
+_ISR_SHAPE = (
+    "request_probe:non-replica",
+    "request_probe:duplicate",
+    "request_probe:negative-id",
+    "request_probe:without-leader",
+)
+_UNREGISTERED = ("request_probe:heartbeat-unregistered", "request_probe:shutdown-unregistered")
 _AUTHORIZED = (
     "the fleet's brokers are always authorised (its ACL run grants them CLUSTER_ACTION); refusals are "
     "tests/e2e/test_tls's and tests/controller's"
@@ -202,7 +210,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _S,
         "A restart replays the log",
         "a restart (log, or snapshot plus tail) arrives at the same state",
-        checks=("snapshot-state", "observed-state", "split-leadership"),
+        checks=("snapshot-state", "observed-state", "split-leadership", "full-state-delivery"),
     ),
     Rule(
         "state.durable",
@@ -271,6 +279,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "cluster id mismatch",
         "BrokerRegistration with another cluster id: INCONSISTENT_CLUSTER_ID",
+        probes=("request_probe:registration-cluster-id",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "registration.duplicate",
@@ -305,9 +315,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "**BrokerHeartbeat**: unknown broker",
         "a heartbeat from an unknown broker or with another epoch: STALE_BROKER_EPOCH",
-        probes=(_STALE_HB,),
-        checks=_STALE_CHECKS,
-        unseen="an unknown broker's heartbeat",
+        probes=(_STALE_HB, "request_probe:heartbeat-unregistered"),
+        checks=(*_STALE_CHECKS, *_PROBE_CHECKS),
     ),
     Rule(
         "heartbeat.unfence",
@@ -403,6 +412,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "every partition gets UNKNOWN_TOPIC_ID (100) for v2+",
         "an unknown topic: UNKNOWN_TOPIC_ID (v2+) or UNKNOWN_TOPIC_OR_PARTITION (v0-1) for every partition",
+        probes=("request_probe:unknown-topic",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-partition.row-order",
@@ -418,6 +429,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "a | unknown partition index",
         "an unknown partition index: UNKNOWN_TOPIC_OR_PARTITION",
+        probes=("request_probe:unknown-partition",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-partition.b",
@@ -438,6 +451,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "d | requester is not the current leader",
         "a requester that is not the leader: INVALID_REQUEST",
+        probes=("request_probe:follower",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-partition.e",
@@ -452,12 +467,16 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "f | new ISR has a non-replica",
         "an ISR with a non-replica, a duplicate or a negative id, or without the leader: INVALID_REQUEST",
+        probes=_ISR_SHAPE,
+        checks=(*_PROBE_CHECKS, "isr-shape", "leader-in-isr"),
     ),
     Rule(
         "alter-partition.g",
         _AP,
         "g | LeaderRecoveryState RECOVERING",
         "RECOVERING with more than one ISR member, or RECOVERED to RECOVERING: INVALID_REQUEST",
+        probes=("request_probe:recovery-rollback", "request_probe:recovering-isr"),
+        checks=(*_PROBE_CHECKS, "leader-recovery"),
     ),
     Rule(
         "alter-partition.h",
@@ -465,15 +484,16 @@ RULE_MAP: tuple[Rule, ...] = (
         "h | an ISR member is unregistered",
         "an ineligible ISR member: INELIGIBLE_REPLICA (v2+), OPERATION_NOT_ATTEMPTED (v0-1)",
         probes=_INELIGIBLE,
-        checks=("isr-admission", "ack-member-epoch"),
-        unseen="an unregistered member; the answer's error code",
+        checks=("isr-admission", "ack-member-epoch", "probe-answer"),
+        unseen="an unregistered member",
     ),
     Rule(
         "alter-partition.recovery-byte",
         _AP,
         "A LeaderRecoveryState byte other than 0 or 1",
         "a recovery state byte other than 0 or 1: INVALID_REQUEST for that partition",
-        reach="no broker has such a state: only a hand-made frame carries it (tests/controller/ops)",
+        probes=("request_probe:recovery-byte",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-partition.success",
@@ -511,6 +531,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _CS,
         "Broker not registered",
         "an unregistered broker: BROKER_NOT_AVAILABLE",
+        probes=("request_probe:shutdown-unregistered",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "controlled-shutdown.2",
@@ -554,6 +576,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _CS,
         "StopReplica(delete=false, current leader epoch) to the broker",
         "StopReplica(delete=false, current leader epoch) to the broker for what it now only follows",
+        checks=("stop-delivery",),
     ),
     Rule(
         "controlled-shutdown.5",
@@ -596,7 +619,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "NewState not 1 or 2",
         "a NewState other than 1 or 2: UNKNOWN_REPLICA_STATE",
-        reach="no replica has such a state: only a hand-made frame carries it (tests/controller/ops)",
+        probes=("request_probe:replica-state-unknown-state",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-replica-state.stale-epoch",
@@ -612,6 +636,9 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "the broker holds no replica of it",
         "an unknown partition, or one the broker holds no replica of: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID",
+        probes=("request_probe:replica-state-unknown-topic", "request_probe:replica-state-unknown-partition"),
+        checks=_PROBE_CHECKS,
+        unseen="a partition that exists but the broker holds no replica of",
     ),
     Rule(
         "alter-replica-state.no-op",
@@ -631,6 +658,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "send StopReplica(delete=false) to the broker",
         "OFFLINE: StopReplica(delete=false) to the broker",
+        checks=("stop-delivery",),
     ),
     Rule(
         "alter-replica-state.online",
@@ -654,12 +682,14 @@ RULE_MAP: tuple[Rule, ...] = (
         _P,
         "gets a full LeaderAndIsr",
         "a new incarnation gets a full LeaderAndIsr (Type 2, v5+) of its partitions once unfenced",
+        checks=("full-state-delivery",),
     ),
     Rule(
         "propagation.stop-replica",
         _P,
         "StopReplica goes to a broker for partitions it must stop serving",
         "StopReplica to a broker for partitions it must stop serving (shutdown, offline: delete=false; deleted: -2)",
+        checks=("stop-delivery", "delete-delivery"),
     ),
     Rule(
         "propagation.headers",
@@ -754,6 +784,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "BrokerRegistration with a broker id below 0",
         "a negative broker id registering: INVALID_REQUEST, nothing written",
+        probes=("request_probe:registration-negative-id",),
+        checks=(*_PROBE_CHECKS, "broker-registration"),
     ),
     Rule(
         "delete-topics.record",
@@ -768,6 +800,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "StopReplica(delete=true, leader epoch -2) to every replica",
         "DeleteTopics sends StopReplica(delete=true, -2) to every replica",
+        checks=("delete-delivery",),
     ),
     Rule(
         "elect-leaders.preferred",
@@ -831,6 +864,9 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**A partition named twice**",
         "a partition named twice in one request: INVALID_REQUEST the second time",
+        probes=("request_probe:partition-twice",),
+        checks=_PROBE_CHECKS,
+        unseen="in AlterReplicaState and ElectLeaders",
     ),
     Rule(
         "decides.online-elects",
@@ -885,6 +921,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**LeaderAndIsr Type**",
         "a full LeaderAndIsr has Type 2",
+        checks=("full-state-delivery",),
     ),
     Rule(
         "decides.create-topics-bound",
@@ -909,6 +946,9 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**Negative broker ids**",
         "a negative broker id: refused to register, unknown to every request, INVALID_REQUEST in an ISR",
+        probes=("request_probe:registration-negative-id", "request_probe:negative-id", *_UNREGISTERED),
+        checks=(*_PROBE_CHECKS, "broker-registration"),
+        unseen="in a CreateTopics assignment",
     ),
     Rule(
         "decides.many-partitions",
@@ -944,7 +984,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**Control requests**",
         "control requests to the first listener, pipelined, queues merged; a fenced broker's queue dropped",
-        checks=("control-delivery", "observed-state"),
+        checks=("control-delivery", "observed-state", "full-state-delivery"),
     ),
 )
 
