@@ -1019,10 +1019,26 @@ def summary(rules: Sequence[Rule]) -> str:
     return text + (f" ({', '.join(gaps)})." if gaps else ".")
 
 
+INTRO = """**The rule map** (issue 23). Every rule the controller follows, each sentence and table row of
+`docs/semantics.md` (a copy of `../shared/docs/semantics.md`, kept identical by a test) and each
+bullet of the controller's "What it decides" above, with the fleet's probes that provoke it
+(requests a correct controller must refuse, named `<journal kind>:<reason>` as the journal
+records them: `stale_replay`, `probe` and `request_probe` entries;
+`broker_sim/model/probe_kinds.py` lists them) and the checker's rules that would see it broken,
+or why the fleet cannot reach it. A check is named only where something a run does reaches the
+decision; "not seen yet" says what part of a rule nothing sees; "none yet" is a gap: a bug there
+passes the fleet. The rules are enumerated mechanically and the table is generated from
+`broker_sim/rule_map.py` (`python -m broker_sim.rule_map --write README.md`);
+`tests/broker_sim/test_rule_map.py` fails for a rule without an entry, an entry naming a probe or
+a check the fleet does not have, a gap, or a table that differs from the map."""
+
+
 def render_table(rules: Sequence[Rule]) -> str:
-    """The README's block: the summary, then one row per rule (see the module rules)."""
+    """The README's block: the introduction, the summary, then one row per rule (see the module rules)."""
     lines = [
         BEGIN,
+        INTRO,
+        "",
         summary(rules),
         "",
         "| id | the rule | provoked by (probes) | seen by (checks) |",

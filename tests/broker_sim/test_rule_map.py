@@ -133,10 +133,10 @@ def test_the_table_says_what_each_entry_has() -> None:
         Rule("x.both", "S", "q", "seen", probes=("p",), checks=("c",), unseen="part"),
     )
     table = rule_map.render_table(rules)
-    assert table.splitlines()[1] == (
+    assert (
         "3 rules: 1 provoked by a probe, 1 seen by a check (1 both), 1 out of the fleet's reach, "
         "1 with none yet (x.gap)."
-    )
+    ) in table.splitlines()
     assert "| `x.gap` | a gap | **none yet** | **none yet** |" in table
     assert "| `x.out` | far | out of reach | no way |" in table
     assert "| `x.both` | seen (not seen yet: part) | `p` | `c` |" in table
