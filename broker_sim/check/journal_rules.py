@@ -463,11 +463,13 @@ def wrong_stale_answer(entry: StaleReplay) -> str | None:
 #: the row it breaks (INVALID_REQUEST: rows d, f, g and a bad LeaderRecoveryState byte), or a check
 #: before it that newer epochs at the controller fire first: row c (a newer leader epoch: the
 #: leader changed), row e (a newer partition epoch; after row d, before rows f and g); besides an
-#: unknown topic (deleted since: GONE)
+#: unknown topic (deleted since: GONE). A follower's probe never meets row e: one leader epoch has
+#: one leader, so at the epoch it named the leader is another broker (row d), and a newer one is
+#: row c, whoever leads
 REFUSED_ISR = frozenset({ErrorCode.INVALID_REQUEST, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION})
+REFUSED_FOLLOWER = frozenset({ErrorCode.INVALID_REQUEST, ErrorCode.FENCED_LEADER_EPOCH})
 ISR_PROBES = frozenset(
     {
-        "follower",
         "non-replica",
         "duplicate",
         "negative-id",
@@ -491,6 +493,8 @@ def probe_partition_answers(probe: str, version: int) -> frozenset[int] | None:
     """The errors each partition of a partition-level probe may be answered (see `wrong_probe_answer`);
     None for a probe answered at the top level, or one this checker does not know (a newer fleet's)."""
     unknown_topic = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if probe == "follower":
+        return REFUSED_FOLLOWER | GONE
     if probe in ISR_PROBES:
         return REFUSED_ISR | GONE
     if probe == "unknown-topic":
@@ -510,11 +514,12 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
 
     The fleet builds a probe from what it knows; the controller's state may only be newer: so a
     probe on a partition's epochs may meet a newer leader epoch (FENCED_LEADER_EPOCH, row c, which
-    comes before "not the leader", row d) or partition epoch (INVALID_UPDATE_VERSION, row e, before
-    rows f and g), or a deleted topic; nothing else. A probe on no epochs (an unknown topic, an
-    unregistered broker id, a wrong cluster id, an unknown replica state) has exactly one right
-    answer, by version where the versions differ (v2+ AlterPartition and v1 AlterReplicaState name
-    topics by id: UNKNOWN_TOPIC_ID; by name: UNKNOWN_TOPIC_OR_PARTITION)."""
+    comes before "not the leader", row d) or, the leader's, a newer partition epoch
+    (INVALID_UPDATE_VERSION, row e, before rows f and g), or a deleted topic; nothing else. A probe
+    on no epochs (an unknown topic, an unregistered broker id, a wrong cluster id, an unknown
+    replica state) has exactly one right answer, by version where the versions differ (v2+
+    AlterPartition and v1 AlterReplicaState name topics by id: UNKNOWN_TOPIC_ID; by name:
+    UNKNOWN_TOPIC_OR_PARTITION)."""
     if not entry.errors or entry.accepted:
         return None
     top, partitions = entry.errors[0], entry.errors[1:]
