@@ -486,6 +486,8 @@ TOP_LEVEL_PROBES = {
     "registration-cluster-id": ErrorCode.INCONSISTENT_CLUSTER_ID,
     "registration-negative-id": ErrorCode.INVALID_REQUEST,
     "replica-state-unknown-state": ErrorCode.UNKNOWN_REPLICA_STATE,
+    "alter-partition-unregistered": ErrorCode.STALE_BROKER_EPOCH,  # checked before any partition
+    "replica-state-unregistered": ErrorCode.STALE_BROKER_EPOCH,
 }
 
 

@@ -165,6 +165,16 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.probes:_replica_state",
         "_unknown_names(rng)",
     ),
+    "request_probe:alter-partition-unregistered": ProbeKind(
+        "an AlterPartition from an unregistered broker id: STALE_BROKER_EPOCH (top level)",
+        "broker_sim.model.probes:_unregistered_alter",
+        "unregistered_id(rng)",
+    ),
+    "request_probe:replica-state-unregistered": ProbeKind(
+        "an AlterReplicaState from an unregistered broker id: STALE_BROKER_EPOCH (top level)",
+        "broker_sim.model.probes:_replica_state",
+        "REPLICA_STATE_UNREGISTERED",
+    ),
     "request_probe:replica-state-unknown-partition": ProbeKind(
         "an AlterReplicaState OFFLINE for an unknown partition index: UNKNOWN_TOPIC_OR_PARTITION",
         "broker_sim.model.probes:_replica_state",

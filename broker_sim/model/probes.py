@@ -20,8 +20,10 @@ Rules:
     partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts;
   - "partition-twice" (README, What it decides): from the leader, one partition named twice, as
     it is committed (a change of nothing): the second is INVALID_REQUEST.
-  BrokerHeartbeat "heartbeat-unregistered" and ControlledShutdown "shutdown-unregistered": a broker
-  id no broker registers: negative (refused at registration), or `UNREGISTERED_BASE` and up.
+  BrokerHeartbeat "heartbeat-unregistered", ControlledShutdown "shutdown-unregistered",
+  AlterPartition "alter-partition-unregistered" and AlterReplicaState "replica-state-unregistered"
+  (naming a partition it hosts): a broker id no broker registers: negative (refused at
+  registration), or `UNREGISTERED_BASE` and up.
   BrokerRegistration "registration-cluster-id": a cluster id other than the one DescribeCluster
   gave, for an id of `UNREGISTERED_BASE` and up; "registration-negative-id": a negative id.
   AlterReplicaState "replica-state-unknown-state": a NewState other than 1 and 2, for a replica it
@@ -84,6 +86,8 @@ REPLICA_STATE_UNKNOWN_STATE = "replica-state-unknown-state"
 REPLICA_STATE_UNKNOWN_TOPIC = "replica-state-unknown-topic"
 REPLICA_STATE_UNKNOWN_PARTITION = "replica-state-unknown-partition"
 PARTITION_TWICE = "partition-twice"
+ALTER_PARTITION_UNREGISTERED = "alter-partition-unregistered"
+REPLICA_STATE_UNREGISTERED = "replica-state-unregistered"
 
 #: every kind, in the order a broker cycles through them (from its seeded offset)
 KINDS = (
@@ -107,6 +111,8 @@ KINDS = (
     PARTITION_TWICE,
     REGISTRATION_NEGATIVE_ID,
     REPLICA_STATE_UNKNOWN_PARTITION,
+    ALTER_PARTITION_UNREGISTERED,
+    REPLICA_STATE_UNREGISTERED,
 )
 PROBE_GAP_S = 1.5
 PROBES_PER_S = 10.0
@@ -160,12 +166,19 @@ def build(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
 
 # ---------------------------------------------------------------------- AlterPartition
 def _alter_partition(
-    kind: str, known: Knowledge, proposal: Proposal, times: int = 1, **detail: Any
+    kind: str,
+    known: Knowledge,
+    proposal: Proposal,
+    times: int = 1,
+    sender: tuple[int, int] | None = None,
+    **detail: Any,
 ) -> ProbePlan | None:
+    """`sender`: the (broker id, broker epoch) the request claims, when not the broker's own."""
     version = known.versions.get(ApiKey.ALTER_PARTITION)
     if version is None or (version >= 2 and proposal.topic_id == ZERO_UUID):
         return None
-    body = requests.alter_partition(version, known.broker_id, known.broker_epoch, [proposal] * times)
+    broker_id, broker_epoch = sender or (known.broker_id, known.broker_epoch)
+    body = requests.alter_partition(version, broker_id, broker_epoch, [proposal] * times)
     named = {
         "topic": proposal.topic,
         "topic_id": str(proposal.topic_id),
@@ -282,6 +295,17 @@ def _unknown_partition(kind: str, rng: random.Random, known: Knowledge) -> Probe
     return _alter_partition(kind, known, proposal)
 
 
+def _unregistered_alter(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    if not known.hosted:
+        return None
+    view = rng.choice(list(known.hosted))
+    topic_id = known.topic_id(view.topic_name, view.topic_id)
+    epochs = (view.leader_epoch, view.partition_epoch)
+    proposal = _change(view.topic_name, topic_id, view.partition, epochs, view.isr, view.leader_recovery_state)
+    sender = (unregistered_id(rng), rng.randrange(1 << 20))
+    return _alter_partition(kind, known, proposal, sender=sender, broker_id=sender[0], request_broker_epoch=sender[1])
+
+
 def _unknown_names(rng: random.Random) -> tuple[str, uuid.UUID]:
     """A topic name and id no topic has (the fleet names its topics "fleet-...")."""
     topic_id = uuid.UUID(int=rng.getrandbits(128))
@@ -334,7 +358,10 @@ def _replica_state(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan
     version = known.versions.get(ApiKey.ALTER_REPLICA_STATE)
     if version is None:
         return None
-    if kind in (REPLICA_STATE_UNKNOWN_STATE, REPLICA_STATE_UNKNOWN_PARTITION):
+    sender = (known.broker_id, known.broker_epoch)
+    if kind == REPLICA_STATE_UNREGISTERED:
+        sender = (unregistered_id(rng), rng.randrange(1 << 20))
+    if kind in (REPLICA_STATE_UNKNOWN_STATE, REPLICA_STATE_UNKNOWN_PARTITION, REPLICA_STATE_UNREGISTERED):
         if not known.hosted:
             return None
         view = rng.choice(list(known.hosted))
@@ -343,12 +370,14 @@ def _replica_state(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan
         replica = (view.topic_name, known.topic_id(view.topic_name, view.topic_id), index)
         if version >= 1 and replica[1] == ZERO_UUID:
             return None
-        new_state = OFFLINE if unknown else rng.choice(UNKNOWN_REPLICA_STATES)
+        new_state = rng.choice(UNKNOWN_REPLICA_STATES) if kind == REPLICA_STATE_UNKNOWN_STATE else OFFLINE
     else:
         name, topic_id = _unknown_names(rng)
         replica, new_state = (name, topic_id, 0), OFFLINE
-    body = requests.alter_replica_state(version, known.broker_id, known.broker_epoch, new_state, "probe", [replica])
+    body = requests.alter_replica_state(version, *sender, new_state, "probe", [replica])
     detail = {"topic": replica[0], "topic_id": str(replica[1]), "partition": replica[2], "new_state": new_state}
+    if sender[0] != known.broker_id:
+        detail.update(broker_id=sender[0], request_broker_epoch=sender[1])
     return ProbePlan(kind, ApiKey.ALTER_REPLICA_STATE, version, body, known.broker_epoch, detail)
 
 
@@ -364,6 +393,7 @@ _BUILDERS: dict[str, Callable[[str, random.Random, Knowledge], ProbePlan | None]
     UNKNOWN_TOPIC: _unknown_topic,
     UNKNOWN_PARTITION_KIND: _unknown_partition,
     PARTITION_TWICE: _twice,
+    ALTER_PARTITION_UNREGISTERED: _unregistered_alter,
     HEARTBEAT_UNREGISTERED: _heartbeat,
     SHUTDOWN_UNREGISTERED: _shutdown,
     REGISTRATION_CLUSTER_ID: _registration,
@@ -371,6 +401,7 @@ _BUILDERS: dict[str, Callable[[str, random.Random, Knowledge], ProbePlan | None]
     REPLICA_STATE_UNKNOWN_STATE: _replica_state,
     REPLICA_STATE_UNKNOWN_TOPIC: _replica_state,
     REPLICA_STATE_UNKNOWN_PARTITION: _replica_state,
+    REPLICA_STATE_UNREGISTERED: _replica_state,
 }
 
 

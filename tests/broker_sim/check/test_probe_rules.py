@@ -21,6 +21,7 @@ from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
 
 START_NS = TIMESTAMP_MS * 1_000_000
 API = {
+    "replica-state-unregistered": "AlterReplicaState",
     "heartbeat-unregistered": "BrokerHeartbeat",
     "shutdown-unregistered": "ControlledShutdown",
     "registration-cluster-id": "BrokerRegistration",
@@ -84,6 +85,10 @@ def rules(result: CheckResult) -> list[str]:
         (probe("registration-cluster-id", [104]), True),
         (probe("registration-cluster-id", [101]), False),
         (probe("registration-negative-id", [42]), True),
+        (probe("alter-partition-unregistered", [77], version=0), True),
+        (probe("alter-partition-unregistered", [0, 42], version=3), False),  # decided past the broker check
+        (probe("replica-state-unregistered", [77], version=0), True),
+        (probe("replica-state-unregistered", [0, 3], version=1), False),
         (probe("replica-state-unknown-state", [1000], version=1), True),
         (probe("replica-state-unknown-state", [77], version=1), False),
         (probe("replica-state-unknown-topic", [0, 100], version=1), True),

@@ -219,6 +219,11 @@ def test_the_broker_probes_name_an_unregistered_broker_or_a_wrong_cluster(seed: 
     unknown = built(probes.REPLICA_STATE_UNKNOWN_TOPIC, known, seed).body
     assert isinstance(unknown, AlterReplicaStateRequest)
     assert unknown.new_state == 1 and unknown.topics[0].topic_id not in (ZERO_UUID, TOPIC_ID)
+    for kind in (probes.ALTER_PARTITION_UNREGISTERED, probes.REPLICA_STATE_UNREGISTERED):
+        claimed = built(kind, known, seed).body
+        assert isinstance(claimed, AlterPartitionRequest | AlterReplicaStateRequest)
+        assert claimed.broker_id < 0 or claimed.broker_id >= probes.UNREGISTERED_BASE
+        assert claimed.topics[0].topic_id == TOPIC_ID and claimed.topics[0].partitions
     past = built(probes.REPLICA_STATE_UNKNOWN_PARTITION, known, seed).body
     assert isinstance(past, AlterReplicaStateRequest)
     assert past.new_state == 1 and past.topics[0].topic_id == TOPIC_ID
