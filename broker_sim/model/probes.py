@@ -114,7 +114,7 @@ KINDS = (
     ALTER_PARTITION_UNREGISTERED,
     REPLICA_STATE_UNREGISTERED,
 )
-PROBE_GAP_S = 1.5
+PROBE_GAP_S = 1.0
 PROBES_PER_S = 10.0
 MAX_NOT_JUDGED = 5
 #: broker ids from here up are never registered by a fleet (its ids stay below, README: ids past
