@@ -208,6 +208,7 @@ class Quorum:
         self._alive_ms = self._clock_ms()
         self._woke_ms: int | None = None
         self._nursery: trio.Nursery | None = None
+        self._stopped = trio.Event()  # set once `run` has ended
         self._snapshotting = False
 
     # ------------------------------------------------------------------ what others read
@@ -337,15 +338,27 @@ class Quorum:
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self._enqueue(self.node.start(self._clock_ms()))
-            nursery.start_soon(self._execute)
-            nursery.start_soon(self._tick)
-            nursery.start_soon(self._keep_alive)
-            for link in self._links.values():
-                nursery.start_soon(link.run)
-            task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._enqueue(self.node.start(self._clock_ms()))
+                nursery.start_soon(self._execute)
+                nursery.start_soon(self._tick)
+                nursery.start_soon(self._keep_alive)
+                for link in self._links.values():
+                    nursery.start_soon(link.run)
+                task_status.started()
+        finally:
+            self._stopped.set()
+
+    async def stop(self) -> None:
+        """Stop every task of the quorum and wait until they are gone, the log's work in worker
+        threads included (an append, a truncation, a snapshot: never cut short), so that the log
+        can be closed under nobody (the daemon's shutdown, once the writer has drained)."""
+        if self._nursery is None:
+            return
+        self._nursery.cancel_scope.cancel()
+        await self._stopped.wait()
 
     def _handle(self, event: Event) -> None:
         self._enqueue(self.node.handle(self._clock_ms(), event))

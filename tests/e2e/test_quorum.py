@@ -56,7 +56,7 @@ class Quorum:
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
         self.nodes: dict[int, DaemonProcess] = {}
 
-    def start(self, node: int) -> DaemonProcess:
+    def start(self, node: int, module: str = "controller") -> DaemonProcess:
         process = DaemonProcess(
             self.root / f"node-{node}",
             "--listen", f"127.0.0.1:{self.ports[node - 1]}",
@@ -67,6 +67,7 @@ class Quorum:
             "--controller-quorum-fetch-timeout-ms", "1000",
             "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
             *self.extra,
+            module=module,
         ).start()  # fmt: skip
         self.nodes[node] = process
         return process
@@ -367,3 +368,33 @@ def test_a_follower_behind_the_leaders_retention_catches_up_from_its_snapshot(tm
         for process in quorum.nodes.values():
             process.stop()
     assert committed_topics(tmp_path / f"node-{follower}", follower) >= {f"t{index}" for index in range(created)}
+
+
+def test_sigterm_while_a_follower_appends_waits_for_the_append_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower stopped in the middle of an append (its fsync held 3 s by a slow disk) finishes
+    the append before it closes its log: exit 0, never "the metadata log is closed" (exit 1), and
+    the next start reads an intact log."""
+    quorum = Quorum(tmp_path, 3)
+    try:
+        quorum.start(1)
+        quorum.start(2)
+        quorum.leader({1, 2})  # elected by the two: node 3 joins as a follower
+        marker = tmp_path / "slow"
+        marker.touch()
+        monkeypatch.setenv("FENCER_SLOW_DISK", str(marker))  # node 3 alone is started with it
+        monkeypatch.setenv("FENCER_SLOW_DISK_SECONDS", "3")
+        follower = quorum.start(3, module="tests.e2e.slow_disk_daemon")
+        segment = tmp_path / "node-3" / "__cluster_metadata-0" / "00000000000000000000.log"
+        deadline = time.monotonic() + 20
+        while not (segment.exists() and segment.stat().st_size > 0):  # written, its fsync held
+            assert time.monotonic() < deadline, follower.stderr()
+            time.sleep(0.02)
+        assert follower.stop(signal.SIGTERM, timeout=30) == 0, follower.stderr()
+        assert "CRITICAL" not in follower.stderr()
+        marker.unlink()
+        quorum.start(3)  # reads its log as it was left
+    finally:
+        for process in quorum.nodes.values():
+            process.stop()
