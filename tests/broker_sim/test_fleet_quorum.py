@@ -5,12 +5,7 @@ command, `python -m broker_sim run --quorum 3 --quorum-data-dir DIR`, seed 1, on
 exits 0 with no violation, its final check took every node's data dir; a kill and another kind of
 fault happened (all three kinds on a quiet machine), and after each the brokers were served
 again and a new leader elected when the leader was hit; every broker registered, and the brokers
-took LeaderAndIsr of the new leaders' epochs.
-
-Over TLS (issue 22): the fleet's `--tls-cert/--tls-key/--tls-ca` (certificates minted by trustme)
-serve every node, so the voters' Raft links, the brokers' connections, the control channel to the
-brokers' SSL listeners and the fleet's DescribeQuorum probes are all TLS, through kills, pauses and
-cut links. (The planted quorum bugs' runs, test_quorum_bugs.py, stay plaintext.)"""
+took LeaderAndIsr of the new leaders' epochs."""
 
 from __future__ import annotations
 
@@ -23,7 +18,6 @@ from typing import Any
 import pytest
 
 from broker_sim.journal import Entry, read_journal
-from tests.pki import Pki
 
 from .fleet_command import run_fleet_command
 
@@ -48,8 +42,6 @@ class QuorumRun:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> QuorumRun:
     directory = tmp_path_factory.mktemp("fleet-quorum")
-    pki = Pki(directory / "pki")
-    fleet = pki.issue("fleet", "127.0.0.1")  # the nodes' certificate and the fleet's: both on 127.0.0.1
     done = run_fleet_command(
         "run",
         "--quorum=3",
@@ -66,9 +58,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> QuorumRun:
         "--quorum-election-timeout-ms=500",
         "--quorum-fetch-timeout-ms=1000",
         f"--report={directory / 'run.json'}",
-        f"--tls-cert={fleet.cert}",
-        f"--tls-key={fleet.key}",
-        f"--tls-ca={pki.ca}",
         timeout=150,
     )
     report_path = directory / "run.json"

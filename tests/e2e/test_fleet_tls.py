@@ -20,6 +20,7 @@ from kio.schema.create_acls.v3 import request as create_acls
 
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.error_codes import ErrorCode
+from tests.broker_sim.fleet_command import run_fleet_command
 from tests.pki import Pki
 
 from .daemon_process import ROOT, DaemonProcess
@@ -117,3 +118,30 @@ def test_the_chaos_scenario_over_tls_with_an_authorised_broker_principal_has_no_
     # any other TLS failure (a certificate refused by either side, an unknown CA) is
     failures = [line for line in stderr.splitlines() if "connection failed (TLS:" in line]
     assert not [line for line in failures if "EOF occurred" not in line], failures
+
+
+@pytest.mark.slow
+def test_the_fleets_own_quorum_serves_tls_with_the_fleets_certificate(tmp_path: Path) -> None:
+    """`--quorum 3` with `--tls-*`: the fleet starts its three controllers behind its certificate
+    (their Raft links TLS too), finds the leader with DescribeQuorum over TLS, and its brokers
+    register and work over TLS: a short steady run, clean, every node's log checked."""
+    pki = Pki(tmp_path / "pki")
+    fleet = pki.issue("fleet", "127.0.0.1")
+    report = tmp_path / "run.json"
+    run = run_fleet_command(
+        "run", "--quorum=3", f"--quorum-data-dir={tmp_path / 'quorum'}",
+        f"--tls-cert={fleet.cert}", f"--tls-key={fleet.key}", f"--tls-ca={pki.ca}",
+        "--scenario=steady", "--duration=5", "--brokers=3", "--topics=1", "--partitions=2",
+        "--replication-factor=3", "--heartbeat-ms=500", "--session-timeout-ms=3000",
+        f"--report={report}",
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(report.read_text())
+    assert result["violations"] == [] and result["check"]["violations"] == []
+    stats = result["stats"]
+    assert stats["requests_by_api"].get("BrokerRegistration", 0) >= 3
+    assert stats["control_requests_by_api"].get("LeaderAndIsr", 0) > 0, "the leader reached the SSL listeners"
+    for node in (1, 2, 3):  # no node refused a handshake of another, of the fleet's or of its probes'
+        log = (tmp_path / "quorum" / f"node-{node}.log").read_text()
+        assert "TLS handshake with" not in log, log[-2000:]
