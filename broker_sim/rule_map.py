@@ -169,7 +169,12 @@ _ISR_SHAPE = (
     "request_probe:negative-id",
     "request_probe:without-leader",
 )
-_UNREGISTERED = ("request_probe:heartbeat-unregistered", "request_probe:shutdown-unregistered")
+_UNREGISTERED = (
+    "request_probe:heartbeat-unregistered",
+    "request_probe:shutdown-unregistered",
+    "request_probe:alter-partition-unregistered",
+    "request_probe:replica-state-unregistered",
+)
 _AUTHORIZED = (
     "the fleet's brokers are always authorised (its ACL run grants them CLUSTER_ACTION); refusals are "
     "tests/e2e/test_tls's and tests/controller's"
@@ -395,9 +400,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "Broker unknown or BrokerEpoch",
         "an unknown broker or another broker epoch: STALE_BROKER_EPOCH, no topics",
-        probes=(_STALE_AP,),
-        checks=_STALE_CHECKS,
-        unseen="an unknown broker",
+        probes=(_STALE_AP, "request_probe:alter-partition-unregistered"),
+        checks=(*_STALE_CHECKS, *_PROBE_CHECKS),
     ),
     Rule(
         "alter-partition.topic-lookup",
@@ -627,9 +631,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "Broker unknown or epoch mismatch",
         "an unknown broker or another broker epoch: STALE_BROKER_EPOCH",
-        probes=(_STALE_ARS,),
-        checks=_STALE_CHECKS,
-        unseen="an unknown broker",
+        probes=(_STALE_ARS, "request_probe:replica-state-unregistered"),
+        checks=(*_STALE_CHECKS, *_PROBE_CHECKS),
     ),
     Rule(
         "alter-replica-state.unknown-partition",
@@ -1053,7 +1056,7 @@ def render_table(rules: Sequence[Rule]) -> str:
         else:
             probes, checks = _names(rule.probes) or "-", _names(rule.checks) or "-"
         lines.append(f"| `{rule.id}` | {statement} | {probes} | {checks} |")
-    lines.append(END)
+    lines += ["", END]
     return "\n".join(lines)
 
 
