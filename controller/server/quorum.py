@@ -62,7 +62,7 @@ from protocol.registry import api, decode_response, encode_response
 from protocol.spec import Data
 
 from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
-from ..control.tls import Transport, open_stream
+from ..control.tls import Transport, failure_text, open_stream
 from ..core import denied_answer
 from ..engine import ControllerEngine
 from ..log import IncomingSnapshot, LogError, SnapshotId
@@ -760,8 +760,10 @@ class PeerLink:
                 )
                 await stream.send_all(request.frame)
                 _, answer = decode_response(await conn.receive_frame(), ApiKey.API_VERSIONS, 3)
-        except BaseException:
+        except BaseException as exc:
             self._failures += 1
+            if self._failures == 1 and isinstance(exc, CONNECTION_ERRORS):  # once per run of failures
+                log.warning("voter %s: cannot connect (%s)", self.voter, failure_text(exc))
             backoff = min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS * 2 ** min(self._failures - 1, 10))
             self._retry_at = trio.current_time() + backoff / 1000
             raise

@@ -7,7 +7,9 @@ Three real daemons, in order: a leader is elected and an ACL created at it (over
 super user) reaches every voter's committed state; then a third voter restarted with a
 certificate whose principal may not CLUSTER_ACTION is refused (its Fetch answered
 CLUSTER_AUTHORIZATION_FAILED, counted by the leader) and never learns the next ACL, while the
-two others go on committing it. (ACLs are what replicates here: a topic needs brokers.)
+two others go on committing it. (ACLs are what replicates here: a topic needs brokers.) A voter
+whose certificate comes from another CA is refused at the handshake (counted bad_certificate),
+and says so once in its log ("cannot connect (TLS: ...)").
 """
 
 from __future__ import annotations
@@ -150,3 +152,27 @@ def test_a_voter_whose_principal_may_not_cluster_action_is_refused(quorum: TlsQu
         time.sleep(0.1)
     assert denied(quorum.http(leader, "/metrics"), "Fetch", "User:intruder") > 0
     assert "User:second" not in quorum.principals(outsider)
+
+
+def test_a_voter_with_a_certificate_from_another_ca_is_refused_at_the_handshake(quorum: TlsQuorum) -> None:
+    leader = quorum.leader({1, 2, 3})
+    outsider = next(node for node in (3, 2, 1) if node != leader)
+    assert quorum.nodes[outsider].stop() == 0
+    stranger = Pki(quorum.root / "other-ca").issue("controller", "127.0.0.1")  # the right name, another CA
+    process = quorum.start(outsider, stranger)
+    insiders = {1, 2, 3} - {outsider}
+    leader = quorum.leader(insiders)
+    assert quorum.allow(leader, "User:third") == 0
+    deadline = time.monotonic() + 15
+    refused = 0.0
+    while time.monotonic() < deadline and not refused:
+        metrics = quorum.http(leader, "/metrics")
+        found = re.search(r'^fencer_tls_handshake_failures_total\{reason="bad_certificate"\} (\S+)$', metrics, re.M)
+        refused = float(found[1]) if found else 0.0
+        time.sleep(0.1)
+    assert refused > 0, "the leader never refused the stranger's certificate"
+    assert "User:third" not in quorum.principals(outsider)
+    deadline = time.monotonic() + 10
+    while "cannot connect (TLS:" not in process.stderr() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "cannot connect (TLS:" in process.stderr(), process.stderr()[-2000:]
