@@ -14,7 +14,8 @@ Rules:
   issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
   `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
   `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
-  issue 23: a reader that predates them skips them).
+  issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
+  requests a correct controller must refuse, issue 23).
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -176,6 +177,31 @@ class RequestProbe:
     wall_ns: int
     broker: int
     broker_epoch: int
+    api: str
+    api_version: int
+    probe: str
+    errors: list[int]
+    accepted: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminProbe:
+    """A request of the fleet's admin client that a correct controller must refuse with the error
+    semantics.md names (issue 23; `broker_sim/model/admin_probes.py` lists the kinds), sent on
+    purpose, and its answer. A kind of its own (not `RequestProbe`): no broker sends it, and the
+    checker judges it apart (`broker_sim/check/admin_probe_rules.py`).
+
+    `probe`: the kind ("create-taken", "delete-unknown", "elect-unclean-led", ...);
+    `sent_wall_ns`: when the request was first sent (`wall_ns`: when its answer came); `errors`:
+    the answer's top-level error (ElectLeaders v1+; 0 where the API or version has none), then one
+    per topic (CreateTopics, DeleteTopics) or partition (ElectLeaders) in the answer's order (empty:
+    no answer came); `accepted`: a NONE at the top level and among the others; `detail`: what the
+    request named (topic, partition, replication factor, assignment, ...)."""
+
+    kind: ClassVar[str] = "admin_probe"
+    wall_ns: int
+    sent_wall_ns: int
     api: str
     api_version: int
     probe: str
@@ -464,6 +490,7 @@ Entry = (
     | StaleReplay
     | Probe
     | RequestProbe
+    | AdminProbe
     | ShutdownTracked
     | Fenced
     | FaultInjected
@@ -493,6 +520,7 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         StaleReplay,
         Probe,
         RequestProbe,
+        AdminProbe,
         ShutdownTracked,
         Fenced,
         FaultInjected,

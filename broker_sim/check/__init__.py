@@ -6,7 +6,8 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 (`events`, Kafka's `MetadataPublisher`), each a rule or a family of rules with its own findings:
 `LogRules` (`rules`, `partition_rules`: the invariants at every log position; it owns the
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
-`Liveness` (`liveness`), `Delivery` (`delivery`) and `Duties` (`duties`): the journal against the log. Modules: `log`
+`Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`) and `AdminProbeCheck`
+(`admin_probe_rules`): the journal against the log. Modules: `log`
 (reading segments and snapshots), `journal_plan` (the journal, read once), `violations` (what is
 reported), `cli` (`python -m broker_sim check`), `quorum` and `quorum_rules` (several data dirs, a
 controller quorum's: the committed log checked as here, and the nodes' logs against each other).
@@ -33,6 +34,7 @@ from typing import Any
 
 from broker_sim.journal import Entry
 
+from .admin_probe_rules import AdminProbeCheck
 from .delivery import Delivery
 from .duties import Duties
 from .events import Subscriber, findings
@@ -111,7 +113,14 @@ def check_replay(
 
 def subscribers(image: LogRules) -> list[Subscriber]:
     """The rule families of a check, besides `image` (the log's rules, which own the replayed state)."""
-    return [SnapshotRules(image), JournalCheck(image), Liveness(image), Delivery(image), Duties(image)]
+    return [
+        SnapshotRules(image),
+        JournalCheck(image),
+        Liveness(image),
+        Delivery(image),
+        Duties(image),
+        AdminProbeCheck(image),
+    ]
 
 
 def _result(data_dir: Path, replay: Replay, own: Sequence[Subscriber]) -> CheckResult:

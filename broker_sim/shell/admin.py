@@ -19,6 +19,15 @@ Rules:
   "fleet-<seed>-scratch-<n>" created and deleted a few seconds later (DeleteTopics 1-6; v6 by id
   when known). Rolling restart: ElectLeaders every few seconds, so
   that leadership returns to restarted brokers.
+- Chaos, besides (issue 23): admin probes (`broker_sim.model.admin_probes`: CreateTopics,
+  DeleteTopics and ElectLeaders requests a correct controller must refuse), one every second or
+  two once the topics are created, on what the admin knows: the fleet topics answered NONE or
+  TOPIC_ALREADY_EXISTS, the brokers DescribeCluster listed, the partitions the process's active
+  brokers lead. Each is sent as any admin request (NOT_CONTROLLER: again at the next controller)
+  and journalled with its answer (`AdminProbe`, when it was sent and answered; no answer: no
+  errors); a probe's answer never changes what the admin knows (no topic id is learnt from it).
+  A fresh topic a probe named that the controller wrongly created is deleted two seconds later
+  (by name), so that it does not outlive the probe.
 - Errors are counted like any answer; a network error or a bad answer is counted too (a bad
   answer also journalled), and the request is not sent again, with two exceptions that a Kafka
   admin client retries too: an answer that says NOT_CONTROLLER (at the top level or for a topic or
@@ -36,7 +45,7 @@ import random
 import trio
 
 from broker_sim import journal
-from broker_sim.model import versions
+from broker_sim.model import admin_probes, versions
 from broker_sim.model.answers import not_controller
 from broker_sim.model.lifecycle import Phase
 from protocol.api_keys import ApiKey
@@ -54,6 +63,7 @@ from protocol.spec import ZERO_UUID, Data
 
 from .connection import BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
+from .recorder import api_name
 
 ID_WAIT_S = 10.0
 RETRY_S = 30.0  # how long a request answered NOT_CONTROLLER (or not sent) is tried again
@@ -68,6 +78,7 @@ FIRST_SCRATCH_LIFE_S = 1.0
 #: moves thousands of leaders and every broker gets a LeaderAndIsr at once (Kafka's automatic
 #: rebalance runs every five minutes)
 ALL_PARTITIONS_CHANCE = 0.2
+PROBE_TOPIC_LIFE_S = 2.0  # a topic an admin probe wrongly created is deleted this much later
 log = logging.getLogger("fencer.broker_sim.admin")
 
 
@@ -104,6 +115,8 @@ class Admin:
         self.rng = random.Random(f"{ctx.seed}:admin")
         self.counter = 0
         self.brokers: list[int] = []
+        self.created: list[str] = []  # the fleet topics that exist (answered NONE or TOPIC_ALREADY_EXISTS)
+        self.probes = admin_probes.AdminProbes(ctx.seed, enabled=ctx.scenario == "chaos")
 
     async def run(self) -> None:
         await self._wait_for_own_brokers()
@@ -113,7 +126,8 @@ class Admin:
             names = [topic_name(self.ctx.seed, index) for index in range(self.topics)]
             for start in range(0, len(names), per_request):
                 self.counter += 1
-                await self._create(nursery, names[start : start + per_request], self.partitions, self.counter)
+                made = await self._create(nursery, names[start : start + per_request], self.partitions, self.counter)
+                self.created.extend(made)
             if self.ctx.scenario == "chaos":
                 await self._chaos()
             elif self.ctx.scenario == "rolling-restart":
@@ -180,14 +194,18 @@ class Admin:
             await trio.sleep(1.0)
         return listed or sorted(self.own_brokers)
 
-    async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> None:
+    async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> list[str]:
+        """Create topics `names`; the names that exist now (answered NONE or TOPIC_ALREADY_EXISTS)."""
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
         topics = tuple(self._creatable(name, partitions, factor) for name in names)
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
         if not isinstance(response, CreateTopicsResponse):
-            return
+            return []
+        existing = []
         for result in response.topics:
+            if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
+                existing.append(result.name)
             if result.error_code != ErrorCode.NONE:
                 log.warning(
                     "topic %s not created: %s %s",
@@ -199,6 +217,7 @@ class Admin:
             if result.topic_id != ZERO_UUID:
                 self.ctx.topic_ids[result.name] = result.topic_id
             nursery.start_soon(self._journal_created, result.name, partitions, factor)
+        return existing
 
     def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")
@@ -226,6 +245,7 @@ class Admin:
     async def _chaos(self) -> None:
         scratch = 0
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._probe)
             first = f"fleet-{self.ctx.seed}-scratch-first"
             await self._create(nursery, [first], SCRATCH_PARTITIONS, FIRST_SCRATCH_COUNTER)
             nursery.start_soon(self._delete_later, first, FIRST_SCRATCH_LIFE_S, FIRST_SCRATCH_COUNTER)
@@ -268,3 +288,48 @@ class Admin:
         else:
             request = DeleteTopicsRequest(topic_names=(name,), timeout_ms=30000)
         await self.call(request, version)
+
+    # ------------------------------------------------------------------ admin probes (chaos)
+    async def _probe(self) -> None:
+        """Send the admin probes as they come due, one at a time (see the module rules)."""
+        self.probes.start(self.ctx.now())
+        async with trio.open_nursery() as nursery:
+            while self.probes.enabled:
+                await self.ctx.sleep_until(self.probes.next_at)
+                plan = self.probes.take(self.ctx.now(), self._knowledge())
+                if plan is not None:
+                    await self._send_probe(nursery, plan)
+
+    def _knowledge(self) -> admin_probes.AdminKnowledge:
+        created = set(self.created)
+        led = {
+            key
+            for model in self.ctx.models.values()
+            if model.lifecycle.phase == Phase.ACTIVE
+            for key in model.leadership.led
+            if key[0] in created
+        }
+        return admin_probes.AdminKnowledge(self.ctx.seed, tuple(self.created), tuple(self.brokers), tuple(sorted(led)))
+
+    async def _send_probe(self, nursery: trio.Nursery, plan: admin_probes.AdminProbePlan) -> None:
+        recorder = self.ctx.recorder
+        sent_ns = recorder.now_ns()
+        response = await self.call(plan.body, plan.version)
+        errors, accepted = admin_probes.judge(response) if response is not None else ([], False)
+        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        recorder.stats.probes[f"admin:{plan.probe}:{answer}"] += 1
+        recorder.write(
+            journal.AdminProbe(
+                wall_ns=recorder.now_ns(),
+                sent_wall_ns=sent_ns,
+                api=api_name(plan.api_key),
+                api_version=plan.version,
+                probe=plan.probe,
+                errors=errors,
+                accepted=accepted,
+                detail=dict(plan.detail),
+            )
+        )
+        if accepted and plan.creates is not None:
+            log.warning("admin probe %s was accepted: topic %s is deleted again", plan.probe, plan.creates)
+            nursery.start_soon(self._delete_later, plan.creates, PROBE_TOPIC_LIFE_S, self.probes.built)
