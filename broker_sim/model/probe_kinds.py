@@ -7,7 +7,8 @@ fleet sends: it only names it.
 Rules:
 - A kind's name is `<journal kind>:<reason>` (`:<API>` where one reason covers several APIs): the
   journal entry that records the request and its answer (`broker_sim.journal`: `StaleReplay.kind`
-  with its `reason` and `api`, `Probe.kind` with its `why`), so the name is what a journal says.
+  with its `reason` and `api`, `Probe.kind` with its `why`, `RequestProbe.kind` and
+  `AdminProbe.kind` with their `probe`), so the name is what a journal says.
 - Each kind names its witness: the function of the fleet that builds it (`module:qualname`) and
   a literal its source holds (`tests/broker_sim/test_rule_map.py` imports the function and looks
   for the literal), so a kind the fleet stops sending fails that test rather than stay listed.
@@ -179,5 +180,48 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "an AlterReplicaState OFFLINE for an unknown partition index: UNKNOWN_TOPIC_OR_PARTITION",
         "broker_sim.model.probes:_replica_state",
         "REPLICA_STATE_UNKNOWN_PARTITION",
+    ),
+    # issue 23's admin probes (broker_sim/model/admin_probes.py), journalled as admin_probe with the kind
+    "admin_probe:create-taken": ProbeKind(
+        "a CreateTopics (v2-7) under a taken name: TOPIC_ALREADY_EXISTS",
+        "broker_sim.model.admin_probes:_taken",
+        "rng.choice(list(known.topics))",
+    ),
+    "admin_probe:create-replication-factor": ProbeKind(
+        "a CreateTopics (v2-7) of replication factor 32,767, more than any cluster's brokers: "
+        "INVALID_REPLICATION_FACTOR",
+        "broker_sim.model.admin_probes:_replication_factor",
+        "MAX_REPLICATION_FACTOR",
+    ),
+    "admin_probe:create-unregistered-replica": ProbeKind(
+        "a CreateTopics (v2-7) assigning a replica to an unregistered or negative broker id: "
+        "INVALID_REPLICA_ASSIGNMENT",
+        "broker_sim.model.admin_probes:_assignment",
+        "unregistered_id(rng)",
+    ),
+    "admin_probe:create-empty-replicas": ProbeKind(
+        "a CreateTopics (v2-7) assigning a partition an empty replica list: INVALID_REPLICA_ASSIGNMENT",
+        "broker_sim.model.admin_probes:_assignment",
+        "replicas: tuple[int, ...] = ()",
+    ),
+    "admin_probe:delete-unknown": ProbeKind(
+        "a DeleteTopics of an unknown topic: UNKNOWN_TOPIC_OR_PARTITION (by name, v1-6), UNKNOWN_TOPIC_ID (by id, v6)",
+        "broker_sim.model.admin_probes:_delete_unknown",
+        "unknown_name(rng)",
+    ),
+    "admin_probe:elect-unknown-topic": ProbeKind(
+        "an ElectLeaders (v0-2) for an unknown topic: UNKNOWN_TOPIC_OR_PARTITION",
+        "broker_sim.model.admin_probes:_elect_unknown",
+        "unknown_name(rng)",
+    ),
+    "admin_probe:elect-unknown-partition": ProbeKind(
+        "an ElectLeaders (v0-2) for a partition index past a topic's: UNKNOWN_TOPIC_OR_PARTITION",
+        "broker_sim.model.admin_probes:_elect_unknown",
+        "UNKNOWN_PARTITION +",
+    ),
+    "admin_probe:elect-unclean-led": ProbeKind(
+        "an ElectLeaders UNCLEAN (v1-2) for a partition that has a leader: ELECTION_NOT_NEEDED",
+        "broker_sim.model.admin_probes:_unclean_led",
+        "UNCLEAN",
     ),
 }

@@ -14,6 +14,7 @@ from broker_sim.check.admin_probe_rules import wrong_admin_answer
 from broker_sim.journal import AdminProbe
 from broker_sim.model import admin_probes
 from broker_sim.model.admin_probes import KINDS, RANGES, AdminKnowledge, AdminProbePlan, AdminProbes
+from broker_sim.model.probe_kinds import PROBE_KINDS
 from broker_sim.model.probes import UNKNOWN_PARTITION, UNREGISTERED_BASE
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -193,3 +194,8 @@ def test_pacing_skips_a_kind_it_cannot_build_and_is_off_outside_chaos() -> None:
         admin_probes.ELECT_UNCLEAN_LED,
     }
     assert not AdminProbes(1, enabled=False).due(100.0)
+
+
+def test_every_kind_is_listed_for_the_rule_map() -> None:
+    listed = {name.split(":", 1)[1] for name in PROBE_KINDS if name.startswith("admin_probe:")}
+    assert listed == set(KINDS)
