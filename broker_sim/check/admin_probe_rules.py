@@ -202,11 +202,12 @@ class AdminProbeCheck(Subscriber):
         offsets = self._topic_records(str(entry.detail.get("topic", ""))) if entry.api == "CreateTopics" else []
         seen = ""
         if entry.api == "CreateTopics" and not entry.detail.get("validate_only"):
-            seen = (
-                f"; the log holds TopicRecords of that name at offsets {offsets}"
-                if offsets
-                else "; the log holds no TopicRecord of that name it made"
-            )
+            if entry.probe == "create-taken" and len(offsets) <= 1:
+                seen = f"; nothing written (the log's TopicRecords of that name: {offsets or 'none'})"
+            elif offsets:
+                seen = f"; the log holds TopicRecords of that name at offsets {offsets}"
+            else:
+                seen = "; the log holds no TopicRecord of that name"
         self.violation(
             "probe-accepted",
             f"{entry.api} v{entry.api_version} admin probe {entry.probe} ({_named(entry)}) was accepted "

@@ -134,6 +134,13 @@ def test_a_taken_name_created_again_is_named_by_the_probe_and_seen_by_the_log_ru
     assert accepted.offset == again and f"TopicRecords of that name at offsets [9, {again}]" in accepted.message
 
 
+def test_a_taken_name_answered_none_without_a_record_is_reported_as_nothing_written(tmp_path: Path) -> None:
+    journal: list[Entry] = [probe("create-taken", [0, 0], version=4, accepted=True, topic="t", validate_only=False)]
+    result = checked(tmp_path, journal)
+    assert rules(result) == ["probe-accepted"]
+    assert "nothing written (the log's TopicRecords of that name: [9])" in result.violations[0].message
+
+
 def test_a_validate_only_probe_accepted_is_reported_without_looking_for_a_topic(tmp_path: Path) -> None:
     journal: list[Entry] = [probe("create-empty-replicas", [0, 0], accepted=True, topic="x", validate_only=True)]
     result = checked(tmp_path, journal)
