@@ -179,6 +179,10 @@ _AUTHORIZED = (
     "the fleet's brokers are always authorised (its ACL run grants them CLUSTER_ACTION); refusals are "
     "tests/e2e/test_tls's and tests/controller's"
 )
+_BOUND = (
+    "the bound is the controller's --max-records-per-operation, which the fleet is not told (a higher one "
+    "rightly accepts the request); {what} cover it"
+)
 _BROKER_SIDE = (
     "the broker's own rule, which the fleet's listener enforces (broker_sim/shell/listener.py, its tests); "
     "what the controller sends is judged under Propagation"
@@ -748,19 +752,26 @@ RULE_MAP: tuple[Rule, ...] = (
         "create-topics.name-taken",
         _T,
         "CreateTopics: name taken",
-        "a taken name: TOPIC_ALREADY_EXISTS (`unknown-topic` would see a second topic of a name; no run asks for one)",
+        "a taken name: TOPIC_ALREADY_EXISTS",
+        probes=("admin_probe:create-taken",),
+        checks=(*_PROBE_CHECKS, "unknown-topic"),
     ),
     Rule(
         "create-topics.replication-factor",
         _T,
         "Not enough active brokers for the replication factor",
         "too few active brokers: INVALID_REPLICATION_FACTOR",
+        probes=("admin_probe:create-replication-factor",),
+        checks=_PROBE_CHECKS,
+        unseen="a factor within the registered brokers but above the active ones",
     ),
     Rule(
         "create-topics.assignment",
         _T,
         "Manual assignment naming an unregistered broker",
         "an assignment naming an unregistered broker, or empty: INVALID_REPLICA_ASSIGNMENT",
+        probes=("admin_probe:create-unregistered-replica", "admin_probe:create-empty-replicas"),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "create-topics.new-partition",
@@ -781,6 +792,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "more than 10,000",
         "more than 10,000 new partitions in a request: POLICY_VIOLATION, nothing written",
+        reach=_BOUND.format(what="tests/controller/ops/test_topics_bounds.py and tests/e2e/test_bounds.py"),
     ),
     Rule(
         "registration.negative-id",
@@ -824,12 +836,17 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "UNCLEAN: only for leaderless partitions",
         "UNCLEAN: leaderless partitions only; the first eligible replica leads, ISR [leader], RECOVERING",
+        probes=("admin_probe:elect-unclean-led",),
+        checks=_PROBE_CHECKS,
+        unseen="an unclean election itself (the fleet elects none), and ELIGIBLE_LEADERS_NOT_AVAILABLE",
     ),
     Rule(
         "elect-leaders.unknown",
         _T,
         "Unknown topic or partition",
         "an unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION",
+        probes=("admin_probe:elect-unknown-topic", "admin_probe:elect-unknown-partition"),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "reassignments",
@@ -931,27 +948,34 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**CreateTopics over the bound**",
         "CreateTopics over --max-records-per-operation: POLICY_VIOLATION for every topic, nothing written",
+        reach=_BOUND.format(what="tests/controller/ops/test_topics_bounds.py and tests/e2e/test_bounds.py"),
     ),
     Rule(
         "decides.delete-topics-bound",
         _R,
         "**DeleteTopics over the bound**",
         "DeleteTopics over the bound: POLICY_VIOLATION for every topic, nothing written",
+        reach=_BOUND.format(what="tests/controller/ops/test_topics_bounds.py"),
     ),
     Rule(
         "decides.elect-leaders-bound",
         _R,
         "**ElectLeaders over the bound**",
         "ElectLeaders over the bound: POLICY_VIOLATION, nothing evaluated",
+        reach=_BOUND.format(what="tests/controller/ops/test_elections.py"),
     ),
     Rule(
         "decides.negative-ids",
         _R,
         "**Negative broker ids**",
         "a negative broker id: refused to register, unknown to every request, INVALID_REQUEST in an ISR",
-        probes=("request_probe:registration-negative-id", "request_probe:negative-id", *_UNREGISTERED),
+        probes=(
+            "request_probe:registration-negative-id",
+            "request_probe:negative-id",
+            *_UNREGISTERED,
+            "admin_probe:create-unregistered-replica",
+        ),
         checks=(*_PROBE_CHECKS, "broker-registration"),
-        unseen="in a CreateTopics assignment",
     ),
     Rule(
         "decides.many-partitions",
@@ -1026,7 +1050,7 @@ INTRO = """**The rule map** (issue 23). Every rule the controller follows, each 
 `docs/semantics.md` (a copy of `../shared/docs/semantics.md`, kept identical by a test) and each
 bullet of the controller's "What it decides" above, with the fleet's probes that provoke it
 (requests a correct controller must refuse, named `<journal kind>:<reason>` as the journal
-records them: `stale_replay`, `probe` and `request_probe` entries;
+records them: `stale_replay`, `probe`, `request_probe` and `admin_probe` entries;
 `broker_sim/model/probe_kinds.py` lists them) and the checker's rules that would see it broken,
 or why the fleet cannot reach it. A check is named only where something a run does reaches the
 decision; "not seen yet" says what part of a rule nothing sees; "none yet" is a gap: a bug there
