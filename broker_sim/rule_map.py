@@ -34,6 +34,8 @@ What an entry may claim:
   does not have), with the tests that cover it instead.
 - `unseen`: the part of a covered rule that nothing sees yet (partial coverage, said openly).
 - An entry with none of the three is a gap: the table says "none yet" and the test fails for it.
+- The other way round, every probe kind the fleet sends is named for a rule, or listed in
+  `UNSTATED_PROBES` with the rule the sources lack (the table says so under its summary).
 """
 
 from __future__ import annotations
@@ -771,7 +773,7 @@ RULE_MAP: tuple[Rule, ...] = (
         "Manual assignment naming an unregistered broker",
         "an assignment naming an unregistered broker, or empty: INVALID_REPLICA_ASSIGNMENT",
         probes=("admin_probe:create-unregistered-replica", "admin_probe:create-empty-replicas"),
-        checks=_PROBE_CHECKS,
+        checks=(*_PROBE_CHECKS, "replica-set"),
     ),
     Rule(
         "create-topics.new-partition",
@@ -1016,6 +1018,13 @@ RULE_MAP: tuple[Rule, ...] = (
 )
 
 
+#: probes of the fleet that no enumerated rule states the answer of (each a rule the sources lack), with why
+UNSTATED_PROBES: dict[str, str] = {
+    "admin_probe:delete-unknown": "semantics.md states no DeleteTopics rule for an unknown topic; the fleet "
+    "expects Kafka's UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id, v6)",
+}
+
+
 # ---------------------------------------------------------------------------------------- coverage and the table
 def claims(rule: Rule, enumerated: Sequence[Enumerated]) -> list[Enumerated]:
     """The enumerated rules `rule` stands for: those of its section whose text holds its quote."""
@@ -1057,7 +1066,8 @@ decision; "not seen yet" says what part of a rule nothing sees; "none yet" is a 
 passes the fleet. The rules are enumerated mechanically and the table is generated from
 `broker_sim/rule_map.py` (`python -m broker_sim.rule_map --write README.md`);
 `tests/broker_sim/test_rule_map.py` fails for a rule without an entry, an entry naming a probe or
-a check the fleet does not have, a gap, or a table that differs from the map."""
+a check the fleet does not have, a gap, a probe named for no rule, or a table that differs from
+the map."""
 
 
 def render_table(rules: Sequence[Rule]) -> str:
@@ -1067,6 +1077,8 @@ def render_table(rules: Sequence[Rule]) -> str:
         INTRO,
         "",
         summary(rules),
+        "",
+        *(f"Probed, though no rule above states it: `{name}` ({why})." for name, why in UNSTATED_PROBES.items()),
         "",
         "| id | the rule | provoked by (probes) | seen by (checks) |",
         "|---|---|---|---|",

@@ -140,3 +140,10 @@ def test_the_table_says_what_each_entry_has() -> None:
     assert "| `x.gap` | a gap | **none yet** | **none yet** |" in table
     assert "| `x.out` | far | out of reach | no way |" in table
     assert "| `x.both` | seen (not seen yet: part) | `p` | `c` |" in table
+
+
+def test_every_probe_the_fleet_sends_is_named_for_a_rule_or_said_to_have_none() -> None:
+    named = {p for r in RULE_MAP for p in r.probes}
+    assert sorted(set(PROBE_KINDS) - named - set(rule_map.UNSTATED_PROBES)) == []
+    assert sorted(named & set(rule_map.UNSTATED_PROBES)) == []
+    assert sorted(set(rule_map.UNSTATED_PROBES) - set(PROBE_KINDS)) == []
