@@ -4,7 +4,10 @@ right answers, `EXPECTED`, as `journal_rules` does for the brokers' probes) was 
 semantics.md names.
 
 Rules (ids in violations.RULES):
-- An entry whose answer says NOT_CONTROLLER anywhere, or that got no answer, judges nothing.
+- An entry whose answer says NOT_CONTROLLER anywhere, or that got no answer, judges nothing; nor
+  does one refused TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED (a controller with
+  an authorizer that does not let the fleet's principal in: the authorizer is checked before the
+  probe's rule; counted in `admin_probe_unauthorized`).
 - Accepted (NONE at the top level and for the topic or partition) is `probe-accepted`, but for
   "elect-unclean-led" when the partition was leaderless at some time the request was in flight
   (below): then an unclean election is the right answer. For a creation the violation names the
@@ -43,6 +46,7 @@ from .state import Model, Partition
 from .violations import Violation
 
 WINDOW_SLACK_MS = 500
+UNAUTHORIZED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
 Watched = tuple[str, int]  # (topic name, partition)
 DELETE_UNKNOWN = "delete-unknown"
 ELECT_UNCLEAN_LED = "elect-unclean-led"
@@ -173,6 +177,9 @@ class AdminProbeCheck(Subscriber):
 
     def judge(self, entry: AdminProbe) -> None:
         if not _judged(entry):
+            return
+        if UNAUTHORIZED & set(entry.errors):
+            self.checked["admin_probe_unauthorized"] += 1
             return
         if expected(entry) is None:
             self.checked["admin_probe_unknown"] += 1

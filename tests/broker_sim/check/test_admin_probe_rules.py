@@ -102,10 +102,11 @@ def test_an_accepted_probe_and_a_wrong_refusal_are_violations_a_right_one_and_no
         probe("create-empty-replicas", [0, 41]),  # NOT_CONTROLLER judged nothing
         probe("elect-unknown-partition", [41], version=1),
         probe("create-taken", []),  # no answer
+        probe("delete-unknown", [0, 29], version=4, by_id=False),  # the authorizer's, before the probe's rule
     ]
     result = checked(tmp_path, journal)
     assert rules(result) == ["probe-accepted", "probe-answer"]
-    assert result.counts["admin_probe"] == 3
+    assert (result.counts["admin_probe"], result.counts["admin_probe_unauthorized"]) == (3, 1)
     accepted = next(v for v in result.violations if v.rule == "probe-accepted")
     assert "admin probe elect-unknown-topic (topic nope, partition 0)" in accepted.message
     answer = next(v for v in result.violations if v.rule == "probe-answer")
