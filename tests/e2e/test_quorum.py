@@ -11,6 +11,7 @@ A sole voter answers DescribeQuorum naming itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -19,7 +20,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -90,6 +91,9 @@ class Quorum:
         raise AssertionError("no leader")
 
 
+QuorumT = TypeVar("QuorumT", bound=Quorum)
+
+
 def http(port: int, path: str) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
         return str(response.read().decode())
@@ -111,16 +115,25 @@ def committed_topics(data_dir: Path, node: int) -> set[str]:
         engine.close()
 
 
+@contextlib.contextmanager
+def running(q: QuorumT) -> Iterator[QuorumT]:
+    """Nodes 1 to 3 of `q` started; at the end, every node still running stopped (a paused one
+    woken first)."""
+    try:
+        for node in (1, 2, 3):
+            q.start(node)
+        yield q
+    finally:
+        for process in q.nodes.values():
+            if process.process is not None and process.process.poll() is None:
+                process.process.send_signal(signal.SIGCONT)
+                process.stop()
+
+
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
-    q = Quorum(tmp_path_factory.mktemp("quorum"))
-    for node in (1, 2, 3):
-        q.start(node)
-    yield q
-    for process in q.nodes.values():
-        if process.process is not None and process.process.poll() is None:
-            process.process.send_signal(signal.SIGCONT)
-            process.stop()
+    with running(Quorum(tmp_path_factory.mktemp("quorum"))) as q:
+        yield q
 
 
 def test_one_leader_the_others_redirect(quorum: Quorum) -> None:

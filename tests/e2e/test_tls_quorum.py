@@ -30,7 +30,7 @@ from tests.pki import Identity, Pki
 
 from .daemon_process import DaemonProcess
 from .kio_client import KioClient
-from .test_quorum import Quorum
+from .test_quorum import Quorum, running
 
 pytestmark = pytest.mark.xdist_group("quorum")
 #: a subject's CN is the principal's name ("User:controller")
@@ -110,13 +110,8 @@ class TlsQuorum(Quorum):
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsQuorum]:
-    q = TlsQuorum(tmp_path_factory.mktemp("tls-quorum"))
-    for node in (1, 2, 3):
-        q.start(node)
-    yield q
-    for process in q.nodes.values():
-        if process.process is not None and process.process.poll() is None:
-            process.stop()
+    with running(TlsQuorum(tmp_path_factory.mktemp("tls-quorum"))) as q:
+        yield q
 
 
 def denied(metrics: str, api: str, principal: str) -> float:
