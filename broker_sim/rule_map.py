@@ -179,7 +179,7 @@ _UNREGISTERED = (
 )
 _AUTHORIZED = (
     "the fleet's brokers are always authorised (its ACL run grants them CLUSTER_ACTION); refusals are "
-    "tests/e2e/test_tls's and tests/controller's"
+    "tests/controller/ops/test_authorization.py's and tests/e2e/test_authorization.py's"
 )
 _BOUND = (
     "the bound is the controller's --max-records-per-operation, which the fleet is not told (a higher one "
