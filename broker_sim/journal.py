@@ -291,7 +291,11 @@ class ControlRefused:
     older than its own (STALE_BROKER_EPOCH, 77, checked first).
 
     `broker_epoch`: the broker's own at the time; `request_broker_epoch` and `controller_epoch`: the
-    request's; `newest_controller_epoch`: the newest this incarnation had seen (0: none yet)."""
+    request's; `newest_controller_epoch`: the newest this incarnation had seen (0: none yet).
+    `digest`: of the request's decoded body, every field (`listener.request_digest`), and
+    `connection`: the number of the connection it came on, unique in the fleet process (issue 23,
+    added with defaults: "" and 0 in an older journal, which leaves the refusal unjudged), so that a
+    checker can tell the same request sent again after its refusal."""
 
     kind: ClassVar[str] = "control_refused"
     wall_ns: int
@@ -303,6 +307,8 @@ class ControlRefused:
     controller_epoch: int
     newest_controller_epoch: int
     error: int
+    digest: str = ""
+    connection: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ Rules:
   (`StateObserved`, once per leader and partition epoch). The controller epochs the listener goes
   by are journalled too: each newer one it accepts (`ControllerEpochSeen`, the incarnation's first
   included) and every request it refuses whole for an older controller or broker epoch
-  (`ControlRefused`), so that a checker can hold that no broker acted on an older controller's
-  request than one it had seen; and each (controller id, controller epoch) a control request came
-  with, the first time (`ControlSenderSeen`), so that it can hold each epoch to its leader. So are
-  the brokers' side of the control duties (issue 23): each decided partition of a StopReplica
-  (`StopObserved`), and each accepted LeaderAndIsr that is FULL or the incarnation's first of its
-  controller epoch (`LeaderAndIsrObserved`).
+  (`ControlRefused`, with a digest of the request and the connection it came on), so that a
+  checker can hold that no broker acted on an older controller's request than one it had seen; and
+  each (controller id, controller epoch) a control request came with, the first time
+  (`ControlSenderSeen`), so that it can hold each epoch to its leader. So are the brokers' side of
+  the control duties (issue 23): each decided partition of a StopReplica (`StopObserved`), and
+  each accepted LeaderAndIsr that is FULL or the incarnation's first of its controller epoch
+  (`LeaderAndIsrObserved`).
 - Both controller connections move through the fleet's controller list on their own (`connection`);
   each move is journalled (`ControllerSwitched`, channel "lifecycle" or "data") and counted.
 - Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
@@ -38,7 +39,14 @@ from broker_sim.model import versions
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing
 from broker_sim.model.lifecycle import Phase
-from broker_sim.shell.listener import TYPE_FULL, BrokerControlListener, decided_stops, flatten_states, request_type
+from broker_sim.shell.listener import (
+    TYPE_FULL,
+    BrokerControlListener,
+    decided_stops,
+    flatten_states,
+    request_digest,
+    request_type,
+)
 from protocol.api_keys import ApiKey
 from protocol.capture import INBOUND, Exchange
 from protocol.error_codes import ErrorCode
@@ -324,6 +332,8 @@ class BrokerRunner:
                     controller_epoch=request.controller_epoch,
                     newest_controller_epoch=newest,
                     error=error,
+                    digest=request_digest(request),
+                    connection=self.listener.serving_connection if self.listener is not None else 0,
                 )
             )
         elif error == ErrorCode.NONE and request.controller_epoch > self.controller_epoch:

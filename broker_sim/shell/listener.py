@@ -25,7 +25,11 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
   (KIP-511). Any other unknown API or unsupported version, or an undecodable frame, closes the
   connection without an answer (Kafka's behaviour). Pipelined requests are answered in order.
 - What was accepted, for the fleet's journal (pure helpers): `decided_stops` (the partitions of a
-  StopReplica not refused whole, each with its leader epoch, delete flag and answer) and `request_type`.
+  StopReplica not refused whole, each with its leader epoch, delete flag and answer) and `request_type`;
+  and what identifies a request refused whole (`request_digest`: of its decoded body, every field:
+  epochs, type, partitions) and the connection it came on (`serving_connection`, while
+  `on_handled` runs: a number unique in the process), so that a checker can tell a request sent
+  again on the same connection after its refusal.
 - Hooks for the fleet: `on_handled(key, version, request, response)` after every decided request,
   `on_exchange(peer, payload, reply, received_ns)` after every frame (the capture; `received_ns`
   is when its bytes were in, before a gate's pause), `record_received=False`
@@ -39,6 +43,8 @@ LeaderAndIsr"), as Kafka's ZooKeeper-era broker does:
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import logging
 import re
 import ssl
@@ -73,7 +79,15 @@ from protocol.versions import Versions
 
 from ..model.views import PartitionView
 
-__all__ = ["BrokerControlListener", "PartitionView", "Stop", "decided_stops", "flatten_states", "request_type"]
+__all__ = [
+    "BrokerControlListener",
+    "PartitionView",
+    "Stop",
+    "decided_stops",
+    "flatten_states",
+    "request_digest",
+    "request_type",
+]
 
 log = logging.getLogger("fencer.broker_sim.shell.listener")
 
@@ -84,6 +98,7 @@ TYPE_FULL = 2
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _MAX_FRAME_BYTES = 16 * 1024 * 1024
 HANDSHAKE_TIMEOUT_S = 10.0
+_CONNECTION_NUMBERS = itertools.count(1)  # every connection served in the process, numbered once
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +137,8 @@ class BrokerControlListener:
         #: close the connection instead of handling the next N control requests (a crash before acking)
         self.drop_next_requests = 0
         self.connections = 0
+        #: the number of the connection whose request is being handled (0: none; see the module rules)
+        self.serving_connection = 0
         self.tls = tls
         self.tls_failures = 0  # connections closed on a failed TLS handshake
         self._versions = {key: _limited(api(key).versions, (max_versions or {}).get(key)) for key in SERVED_API_KEYS}
@@ -142,6 +159,7 @@ class BrokerControlListener:
 
     async def _serve_connection(self, stream: trio.abc.Stream) -> None:
         self.connections += 1
+        number = next(_CONNECTION_NUMBERS)
         frames = FrameBuffer(_MAX_FRAME_BYTES)
         peer = _peer(stream)
         if isinstance(stream, trio.SSLStream) and not await self._handshake(stream, peer):
@@ -154,7 +172,11 @@ class BrokerControlListener:
                         received_ns = time.time_ns()
                         while (gate := self.gate) is not None:
                             await gate.wait()
-                        reply = self.handle_frame(payload)
+                        self.serving_connection = number
+                        try:
+                            reply = self.handle_frame(payload)
+                        finally:
+                            self.serving_connection = 0
                         if self.on_exchange is not None:
                             self.on_exchange(peer, payload, reply, received_ns)
                         if reply is None:
@@ -347,6 +369,12 @@ def decided_stops(request: StopReplicaRequest, version: int, response: StopRepli
         return []
     answers = response.partition_errors
     return [(stop, answer.error_code) for stop, answer in zip(flatten_stops(request, version), answers, strict=False)]
+
+
+def request_digest(request: Data) -> str:
+    """A digest of a decoded request body, every field included (epochs, type, partitions): two
+    requests with the same digest carry the same content."""
+    return hashlib.sha256(repr(request).encode()).hexdigest()[:16]
 
 
 def request_type(request: LeaderAndIsrRequest, version: int) -> int:

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from broker_sim.shell.listener import BrokerControlListener, PartitionView, Stop, decided_stops, request_type
+from broker_sim.shell.listener import (
+    BrokerControlListener,
+    PartitionView,
+    Stop,
+    decided_stops,
+    request_digest,
+    request_type,
+)
 from controller.control.orders import ControlOrder, PartitionState, StopPartition
 from controller.control.requests import leader_and_isr_request, stop_replica_requests
 from protocol.api_keys import ApiKey
@@ -521,3 +528,26 @@ def test_decided_stops_pair_each_partition_with_its_answer_and_none_when_refused
 @pytest.mark.parametrize(("version", "full", "kind"), [(4, True, 0), (5, False, 1), (5, True, 2), (7, True, 2)])
 def test_request_type_is_the_leader_and_isr_type_from_v5(version: int, full: bool, kind: int) -> None:
     assert request_type(leader_and_isr_request(order(pstate(), full=full), version), version) == kind
+
+
+async def test_on_handled_sees_the_connection_and_the_request_digest(nursery: trio.Nursery) -> None:
+    """What a refusal is journalled with (issue 23, stale-resent): the connection it came on (one number
+    per connection, 0 outside a handled request) and a digest of its content, equal for equal content."""
+    seen: list[tuple[int, str, int]] = []
+    listener = BrokerControlListener(BROKER_ID, lambda: EPOCH)
+
+    def handled(key: int, version: int, request: Data, response: Data) -> None:
+        seen.append((listener.serving_connection, request_digest(request), getattr(response, "error_code", 0)))
+
+    listener.on_handled = handled
+    broker = Broker(listener, await nursery.start(listener.serve))
+    stale = order(pstate(), broker_epoch=EPOCH - 1)
+    first, second = await broker.connect(), await broker.connect()
+    for client in (first, first, second):
+        await leader_and_isr(client, stale, 5)
+    await leader_and_isr(first, order(pstate(), broker_epoch=EPOCH - 2), 5)
+    (a, digest, error), (b, same, _), (c, also, _), (d, other, _) = seen
+    assert error == ErrorCode.STALE_BROKER_EPOCH
+    assert a == b == d != c and 0 not in (a, c)
+    assert digest == same == also != other
+    assert listener.serving_connection == 0
