@@ -22,7 +22,22 @@ Rules (ids in violations.RULES):
   and version (`wrong_probe_answer`) too (`probe-answer`). Probe (a leader's ISR expansion on a
   stale view): whether it was admitted is the log's to judge (isr-admission), but a refusal must be
   INELIGIBLE_REPLICA (v2+) / OPERATION_NOT_ATTEMPTED (v0-1), or a stale epoch's (`probe-answer`).
-  An answer saying NOT_CONTROLLER anywhere judged nothing; no answer judges nothing either.
+  An answer saying NOT_CONTROLLER at the top level judged nothing, and below it too except for
+  "alter-partition-newer-epoch", whose partition's NOT_CONTROLLER (top level NONE) is row b's
+  answer; no answer judges nothing either. The kinds whose right answer is NONE
+  ("alter-partition-empty": NONE and no topic; "replica-state-no-op": NONE for the partition) are
+  never journalled accepted: their errors are judged (`probe-answer`); that a no-op wrote nothing
+  is not judged here (the checker's model keeps a replica's offline state, not its directory, so
+  a rewrite of the same state shows only as a partition epoch, and another broker's change of the
+  partition may fall in the same window): the log rules judge whatever was written
+  (`offline-in-isr`, `offline-leader`, `partition-epoch`).
+  An accepted "registration-duplicate" is judged against the log, since a correct controller
+  accepts one from a broker it fenced meanwhile or whose session ran out: it is `probe-accepted`
+  when the answer came within the session timeout of the heartbeat the probe relied on (so the
+  controller had heard from the broker within it) and the log fenced the sender's epoch nowhere
+  between that heartbeat (less `HEARD_SLACK_MS`: a fence before a heartbeat answered unfenced was
+  undone) and the probe's RegisterBrokerRecord (found by its incarnation id); a log that starts at
+  a snapshot or was not read whole leaves it unverifiable.
 - BadAnswer: a violation (`bad-answer`).
 - Where the log cannot tell (it starts at a snapshot after the state, or a problem stopped the
   reading before it), the entry is counted as unverifiable, never as a violation; so is an entry
@@ -58,6 +73,7 @@ from .state import Captured, Model
 from .violations import Violation
 
 APPLIED_WINDOW_NS = 2_000 * NS_PER_MS  # a stale replay's effect is looked for this close to it
+HEARD_SLACK_MS = 1_000  # fences this long before the heartbeat a duplicate registration relied on count too
 
 
 class JournalCheck(Subscriber):
@@ -375,10 +391,15 @@ class JournalCheck(Subscriber):
 
     # ------------------------------------------------------------------ probes
     def request_probe(self, entry: RequestProbe) -> None:
-        if not entry.errors or ErrorCode.NOT_CONTROLLER in entry.errors:
+        if not entry.errors or entry.errors[0] == ErrorCode.NOT_CONTROLLER:
+            return
+        if entry.probe != NEWER_EPOCH_PROBE and ErrorCode.NOT_CONTROLLER in entry.errors:
+            return
+        named = _probe_named(entry)
+        if entry.accepted and entry.probe == DUPLICATE_REGISTRATION_PROBE:
+            self._accepted_duplicate(entry, named)
             return
         self.checked["request_probe"] += 1
-        named = _probe_named(entry)
         if entry.accepted:
             self.violation(
                 "probe-accepted",
@@ -393,6 +414,46 @@ class JournalCheck(Subscriber):
                 entry,
                 broker=entry.broker,
             )
+
+    def _accepted_duplicate(self, entry: RequestProbe, named: str) -> None:
+        """See the module rules: a correct controller accepts another incarnation only once the
+        sender's session is gone (fenced first, or not heard from within the session timeout)."""
+        after = entry.detail.get("answered_ms_after_heard")
+        timeout = entry.detail.get("session_timeout_ms")
+        if not isinstance(after, int) or not isinstance(timeout, int) or after >= timeout:
+            self._unverifiable["request_probe"] += 1
+            return
+        incarnation = str(entry.detail.get("incarnation_id", "")).lower()
+        offsets = [
+            offset
+            for (broker, _), (found, offset) in self.history.registrations.items()
+            if broker == entry.broker and found == incarnation and offset is not None
+        ]
+        heard_ms = entry.wall_ns // NS_PER_MS - after - HEARD_SLACK_MS  # a fence before it was undone since
+        fences = [
+            event.offset
+            for event in self.history.fences.get((entry.broker, entry.broker_epoch), [])
+            if event.timestamp_ms >= heard_ms
+        ]
+        at = min(offsets) if offsets else None
+        if any(at is None or offset < at for offset in fences):
+            self.checked["request_probe"] += 1  # fenced first: accepted rightly
+            return
+        if not (self.log_complete and self.log_is_whole):
+            self._unverifiable["request_probe"] += 1
+            return
+        self.checked["request_probe"] += 1
+        where = "no RegisterBrokerRecord of it" if at is None else f"its RegisterBrokerRecord at offset {at}"
+        self.violation(
+            "probe-accepted",
+            f"{entry.api} v{entry.api_version} probe {entry.probe} ({named}) was accepted {after} ms after the "
+            f"broker's last heartbeat was sent (session timeout {timeout} ms), and the log has {where} "
+            f"with no fence of broker epoch {entry.broker_epoch} before it: another incarnation while "
+            "the current one's session was valid",
+            entry,
+            at,
+            broker=entry.broker,
+        )
 
     def isr_probe(self, entry: Probe) -> None:
         if len(entry.errors) < 2 or ErrorCode.NOT_CONTROLLER in entry.errors:
@@ -479,8 +540,12 @@ ISR_PROBES = frozenset(
         "recovery-byte",
     }
 )
+NEWER_EPOCH_PROBE = "alter-partition-newer-epoch"
+DUPLICATE_REGISTRATION_PROBE = "registration-duplicate"
+EMPTY_PROBE = "alter-partition-empty"
 #: probes answered at the top level only: the one right error
 TOP_LEVEL_PROBES = {
+    DUPLICATE_REGISTRATION_PROBE: ErrorCode.DUPLICATE_BROKER_REGISTRATION,
     "heartbeat-unregistered": ErrorCode.STALE_BROKER_EPOCH,
     "shutdown-unregistered": ErrorCode.BROKER_NOT_AVAILABLE,
     "registration-cluster-id": ErrorCode.INCONSISTENT_CLUSTER_ID,
@@ -508,6 +573,10 @@ def probe_partition_answers(probe: str, version: int) -> frozenset[int] | None:
     if probe == "replica-state-unknown-partition":  # or the topic deleted since, by id (v1)
         deleted = {ErrorCode.UNKNOWN_TOPIC_ID} if version >= 1 else set()
         return frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, *deleted})
+    if probe == NEWER_EPOCH_PROBE:  # row b comes first: no newer epochs of the controller's reach it
+        return frozenset({ErrorCode.NOT_CONTROLLER}) | GONE
+    if probe == "replica-state-no-op":  # already in that state: NONE (or the topic deleted since)
+        return frozenset({ErrorCode.NONE}) | GONE
     return None
 
 
@@ -517,7 +586,8 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
     The fleet builds a probe from what it knows; the controller's state may only be newer: so a
     probe on a partition's epochs may meet a newer leader epoch (FENCED_LEADER_EPOCH, row c, which
     comes before "not the leader", row d) or, the leader's, a newer partition epoch
-    (INVALID_UPDATE_VERSION, row e, before rows f and g), or a deleted topic; nothing else. A probe
+    (INVALID_UPDATE_VERSION, row e, before rows f and g), or a deleted topic; nothing else, and row
+    b (NOT_CONTROLLER) before all of them for epochs far above the controller's. A probe
     on no epochs (an unknown topic, an unregistered broker id, a wrong cluster id, an unknown
     replica state) has exactly one right answer, by version where the versions differ (v2+
     AlterPartition and v1 AlterReplicaState name topics by id: UNKNOWN_TOPIC_ID; by name:
@@ -532,6 +602,11 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
         return None
     if entry.probe == "partition-twice":
         return _wrong_twice(top, partitions)
+    if entry.probe == EMPTY_PROBE:
+        topics = entry.detail.get("answer_topics", 0)
+        if top != ErrorCode.NONE or partitions or topics:
+            return f"expected an empty success (NONE, no topic), got {topics} topics"
+        return None
     allowed = probe_partition_answers(entry.probe, entry.api_version)
     if allowed is None:
         return None

@@ -26,7 +26,15 @@ Rules:
   a newer partition epoch, which is adopted as any answer's), a ControlledShutdown is asked again
   after `shutdown_retry_s`, an AlterReplicaState after a backoff, and a stale replay or a request
   probe so answered is sent again (`stale`, `probes`): nothing is journalled as judged by an answer
-  that judged nothing.
+  that judged nothing (`probes.judges_nothing`: a partition's NOT_CONTROLLER is row b's answer to
+  the probe built for it).
+- Request probes are built from what the broker knows (`_knowledge`): besides its views and
+  leaderships, the send time of its last heartbeat answered NONE and unfenced (`heard_at`, kept
+  while ACTIVE and not shutting down) and the state the controller surely holds for each hosted
+  replica (ONLINE on a dir that has not failed in this incarnation, OFFLINE on a failed dir whose
+  OFFLINE report was answered NONE). A duplicate registration probe the controller accepted
+  replaced this incarnation's registration: the broker registers its own incarnation again at
+  once (as after STALE_BROKER_EPOCH), never sending anything more with the replaced epoch.
 """
 
 from __future__ import annotations
@@ -39,14 +47,14 @@ from dataclasses import replace
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
-from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
+from protocol.messages.alter_replica_state import OFFLINE, ONLINE, AlterReplicaStateResponse
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
 from . import probes, requests, stale
 from .answers import not_controller
-from .disks import Disks, Replica
+from .disks import Disks, Replica, dir_of
 from .events import (
     DATA,
     Event,
@@ -103,6 +111,9 @@ class BrokerModel:
         self.next_tick = 0.0
         self.data_in_flight = False
         self._views_version = -1
+        self.heard_at: float | None = None  # see the module rules (request probes)
+        self.dirs_failed: set[int] = set()  # dirs failed in this incarnation
+        self.reported_offline: set[tuple[str, int]] = set()  # OFFLINE answered NONE, not repaired
 
     # ------------------------------------------------------------------ incarnations
     @property
@@ -122,6 +133,9 @@ class BrokerModel:
         self.shutdown, self.incarnation_over, self.data_in_flight = None, False, False
         self.replays.new_incarnation()  # only requests built for a later incarnation survive a bounce
         self.request_probes.new_incarnation()
+        self.heard_at = None
+        self.dirs_failed.clear()
+        self.reported_offline.clear()
         self.paused_until = 0.0
         self.next_tick = self._tick_at_or_after(t)
 
@@ -173,6 +187,11 @@ class BrokerModel:
 
     def lifecycle_answered(self, out: Outgoing, response: Data, t: float) -> None:
         self.events.extend(self.lifecycle.answered(out, response, t))
+        if isinstance(response, BrokerHeartbeatResponse) and out.purpose == "heartbeat":
+            if response.error_code == ErrorCode.NONE and not response.is_fenced:
+                self.heard_at = self.lifecycle.last_heartbeat_sent
+            elif response.error_code != ErrorCode.NOT_CONTROLLER:
+                self.heard_at = None
         if (
             isinstance(response, BrokerHeartbeatResponse)
             and self.lifecycle.want_shut_down
@@ -218,7 +237,7 @@ class BrokerModel:
             if probe is not None:
                 return probe
         if shutdown is None and self.request_probes.due(t):
-            request_probe = self.request_probes.take(t, self._knowledge())
+            request_probe = self.request_probes.take(t, self._knowledge(t))
             if request_probe is not None:
                 version, probe_body = request_probe.version, request_probe.body
                 return Outgoing(DATA, "request-probe", version, probe_body, request_probe=request_probe)
@@ -347,10 +366,12 @@ class BrokerModel:
     def fail_dir(self, index: int) -> None:
         """Log dir `index` fails: its hosted replicas go OFFLINE."""
         if self.lifecycle.registered:
+            self.dirs_failed.add(index)
             self.disks.fail(index, self.views.values(), self._topic_id)
             self.lifecycle.offline_dirs = self.disks.offline_dir_ids
 
     def repair_dir(self, index: int, t: float) -> None:
+        self.reported_offline = {r for r in self.reported_offline if dir_of(*r) != index}
         self.disks.repair(index, t)
         self.lifecycle.offline_dirs = self.disks.offline_dir_ids
 
@@ -365,6 +386,11 @@ class BrokerModel:
         return Outgoing(DATA, "replica-state", version, body, replicas=named)
 
     def _replica_state_answer(self, response: AlterReplicaStateResponse, t: float) -> None:
+        pending = self.disks.pending[0] if self.disks.pending else None
+        if pending is not None and pending[0] == OFFLINE and response.error_code == ErrorCode.NONE:
+            answered = [p.error_code for topic in response.topics for p in topic.partitions]
+            if answered and all(code == ErrorCode.NONE for code in answered):
+                self.reported_offline.update((name, partition) for name, _, partition in pending[1])
         if response.error_code in (ErrorCode.NONE, ErrorCode.STALE_BROKER_EPOCH, ErrorCode.UNKNOWN_REPLICA_STATE):
             self.disks.reported()
         else:
@@ -413,8 +439,17 @@ class BrokerModel:
         return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(ready), probe=target)
 
     # ------------------------------------------------------------------ request probes
-    def _knowledge(self) -> probes.Knowledge:
+    def _knowledge(self, t: float) -> probes.Knowledge:
         hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
+        lifecycle = self.lifecycle
+        fresh = lifecycle.phase is Phase.ACTIVE and not lifecycle.shutting_down and not lifecycle.want_shut_down
+        states: dict[tuple[str, int], int] = {}
+        for view in hosted:
+            replica = (view.topic_name, view.partition)
+            if replica in self.reported_offline and self.disks.offline(*replica):
+                states[replica] = OFFLINE
+            elif dir_of(*replica) not in self.dirs_failed:
+                states[replica] = ONLINE
         return probes.Knowledge(
             broker_id=self.broker_id,
             broker_epoch=self.epoch,
@@ -423,17 +458,28 @@ class BrokerModel:
             led=self.leadership.led,
             hosted=hosted,
             topic_id=lambda name, topic_id: topic_id if topic_id != ZERO_UUID else self.topic_ids.get(name, ZERO_UUID),
+            now=t,
+            heard_at=self.heard_at if fresh and self.shutdown is None else None,
+            session_timeout_s=self.timing.session_timeout_s,
+            replica_states=states,
         )
 
     def _request_probe_answer(self, plan: probes.ProbePlan, response: Data, t: float) -> None:
         """A request probe's answer is journalled, unless it says NOT_CONTROLLER: then nothing was
         judged, and the probe goes again after a backoff (`probes`)."""
-        if not_controller(response):
+        if probes.judges_nothing(response, plan.probe):
             self.request_probes.again(plan, t + self.timing.backoff(self.request_probes.not_judged + 1))
             return
         self.request_probes.judged()
         errors, accepted = probes.judge(response, plan.probe)
-        self.events.append(RequestProbeAnswered(plan, tuple(errors), accepted))
+        facts = probes.answer_facts(plan, response, t)
+        journalled = replace(plan, detail={**plan.detail, **facts}) if facts else plan
+        self.events.append(RequestProbeAnswered(journalled, tuple(errors), accepted))
+        replaced = plan.probe == probes.REGISTRATION_DUPLICATE and accepted
+        if replaced and self.lifecycle.registered and plan.broker_epoch == self.epoch:
+            self.lifecycle.phase = Phase.REGISTERING  # its registration is the probe's now: again, at once
+            self.lifecycle.retry_at = t
+            self.heard_at = None
 
     def _plan_previous_incarnation(self, t: float) -> None:
         def replayable(led: Led) -> Proposal | None:

@@ -181,6 +181,30 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.probes:_replica_state",
         "REPLICA_STATE_UNKNOWN_PARTITION",
     ),
+    "request_probe:alter-partition-empty": ProbeKind(
+        "an AlterPartition with no topic, from the broker's own or an unregistered id (top level 2): "
+        "NONE and no topic in the answer",
+        "broker_sim.model.probes:_empty",
+        "requests.alter_partition(version, broker_id, broker_epoch, [])",
+    ),
+    "request_probe:alter-partition-newer-epoch": ProbeKind(
+        "the leader's AlterPartition with a leader or partition epoch 1,000 and more above the committed "
+        "ones (row b): that partition NOT_CONTROLLER, the top level NONE",
+        "broker_sim.model.probes:_newer_epoch",
+        "NEWER_EPOCH +",
+    ),
+    "request_probe:registration-duplicate": ProbeKind(
+        "a BrokerRegistration of the broker's own id with a new incarnation id while its session is valid "
+        "(unfenced, heard within a third of the session timeout): DUPLICATE_BROKER_REGISTRATION",
+        "broker_sim.model.probes:_duplicate_registration",
+        "FRESH_SESSION_FRACTION",
+    ),
+    "request_probe:replica-state-no-op": ProbeKind(
+        "an AlterReplicaState of the state a hosted replica is already in (ONLINE never reported offline, "
+        "OFFLINE reported and not repaired): NONE, nothing written",
+        "broker_sim.model.probes:_no_op_state",
+        "known.replica_states.get(",
+    ),
     # issue 23's admin probes (broker_sim/model/admin_probes.py), journalled as admin_probe with the kind
     "admin_probe:create-taken": ProbeKind(
         "a CreateTopics (v2-7) under a taken name: TOPIC_ALREADY_EXISTS",

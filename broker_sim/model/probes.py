@@ -19,7 +19,13 @@ Rules:
   - "unknown-topic": a topic id (v2+) or name (v0-1) no topic has; "unknown-partition" (row a): a
     partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts;
   - "partition-twice" (README, What it decides): from the leader, one partition named twice, as
-    it is committed (a change of nothing): the second is INVALID_REQUEST.
+    it is committed (a change of nothing): the second is INVALID_REQUEST;
+  - "alter-partition-empty" (top level 2): no topic at all, from the broker's own id and epoch or
+    from an unregistered id (the empty list is checked before the broker, step 3): NONE and no
+    topic in the answer;
+  - "alter-partition-newer-epoch" (row b): from the leader, as committed but with the leader
+    epoch, the partition epoch or both `NEWER_EPOCH` and more above: that partition
+    NOT_CONTROLLER, the top level NONE (a controller behind the one that gave those epochs).
   BrokerHeartbeat "heartbeat-unregistered", ControlledShutdown "shutdown-unregistered",
   AlterPartition "alter-partition-unregistered" and AlterReplicaState "replica-state-unregistered"
   (naming a partition it hosts): a broker id no broker registers: negative (refused at
@@ -28,16 +34,35 @@ Rules:
   gave, for an id of `UNREGISTERED_BASE` and up; "registration-negative-id": a negative id.
   AlterReplicaState "replica-state-unknown-state": a NewState other than 1 and 2, for a replica it
   hosts; "replica-state-unknown-topic": OFFLINE for a topic id (v1) or name (v0) no topic has;
-  "replica-state-unknown-partition": OFFLINE for a partition index past those of a topic it hosts.
+  "replica-state-unknown-partition": OFFLINE for a partition index past those of a topic it hosts;
+  "replica-state-no-op": the state the controller surely holds for a replica it hosts
+  (`Knowledge.replica_states`: ONLINE on a dir that has not failed in this incarnation, OFFLINE on
+  a failed dir whose OFFLINE was answered NONE and not repaired since): NONE, nothing written.
+  Both say the truth, so a controller that takes one for a change changes nothing real.
+  BrokerRegistration "registration-duplicate": its own id, the cluster id, a new incarnation id
+  (a second process configured with its node id), only while its own session is surely valid:
+  ACTIVE, not shutting down, the last heartbeat answered NONE and unfenced sent less than a third
+  of the session timeout ago (`Knowledge.heard_at`): DUPLICATE_BROKER_REGISTRATION. The plan
+  keeps when that heartbeat was sent (`ProbePlan.heard_at`), and the answer's facts
+  (`answer_facts`) say how long after it the answer came: the checker blames an acceptance only
+  when that is within the session timeout and the log has not fenced the incarnation first. An
+  accepted one replaced the broker's registration: the broker registers its own incarnation
+  again at once (`BrokerModel`), so that nothing it sends with the replaced epoch is judged.
 - A probe built on epochs may meet newer ones at the controller (a follower's view lags; the
   leader's committed epochs may have moved): which answers are right is the checker's
   (`broker_sim.check.journal_rules.wrong_probe_answer`), not the fleet's; the fleet records facts.
 - `judge`: the answer's errors (top level, then each partition's in the answer's order) and
   whether it was accepted: NONE at the top level, and for an answer with partitions, a NONE among
-  them (for "partition-twice", at the second naming: the first changes nothing). An answer saying
-  NOT_CONTROLLER judged nothing: the probe goes again, first, after a backoff
+  them (for "partition-twice", at the second naming: the first changes nothing). The kinds whose
+  right answer is NONE ("alter-partition-empty", "replica-state-no-op", `NONE_IS_RIGHT`) are
+  never accepted: their errors are judged. `answer_facts`: what else of the answer the checker
+  needs (the number of topics of an empty request's answer; the time since the last heartbeat
+  and the granted epoch of an accepted duplicate registration), added to the journalled detail.
+  An answer saying NOT_CONTROLLER (`judges_nothing`: at the top level for
+  "alter-partition-newer-epoch", whose partition's NOT_CONTROLLER is row b's answer; anywhere for
+  the others) judged nothing: the probe goes again, first, after a backoff
   (`RequestProbes.again`), unless the incarnation ended meanwhile (its epoch is gone) or
-  `MAX_NOT_JUDGED` answers in a row said so (epochs newer than the controller's, row b, stay so).
+  `MAX_NOT_JUDGED` answers in a row said so.
 - Pacing (`RequestProbes`, chaos only): each broker one probe per `gap_for` its fleet process's
   broker count (`PROBE_GAP_S`, longer in a large fleet: at most `PROBES_PER_S` a second in all,
   so that the probes never weigh on a benchmark's load), the kinds in a cycle of the `KINDS`
@@ -64,6 +89,7 @@ from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
 from . import requests
+from .answers import not_controller
 from .leadership import RECOVERED, RECOVERING, Led
 from .requests import Proposal
 from .views import PartitionView
@@ -88,6 +114,10 @@ REPLICA_STATE_UNKNOWN_PARTITION = "replica-state-unknown-partition"
 PARTITION_TWICE = "partition-twice"
 ALTER_PARTITION_UNREGISTERED = "alter-partition-unregistered"
 REPLICA_STATE_UNREGISTERED = "replica-state-unregistered"
+ALTER_PARTITION_EMPTY = "alter-partition-empty"
+ALTER_PARTITION_NEWER = "alter-partition-newer-epoch"
+REPLICA_STATE_NO_OP = "replica-state-no-op"
+REGISTRATION_DUPLICATE = "registration-duplicate"
 
 #: every kind, in the order a broker cycles through them (from its seeded offset)
 KINDS = (
@@ -113,7 +143,13 @@ KINDS = (
     REPLICA_STATE_UNKNOWN_PARTITION,
     ALTER_PARTITION_UNREGISTERED,
     REPLICA_STATE_UNREGISTERED,
+    ALTER_PARTITION_EMPTY,
+    REGISTRATION_DUPLICATE,
+    ALTER_PARTITION_NEWER,
+    REPLICA_STATE_NO_OP,
 )
+#: kinds whose right answer is NONE: never "accepted" (`judge`)
+NONE_IS_RIGHT = frozenset({ALTER_PARTITION_EMPTY, REPLICA_STATE_NO_OP})
 PROBE_GAP_S = 1.0
 PROBES_PER_S = 10.0
 MAX_NOT_JUDGED = 5
@@ -123,6 +159,8 @@ UNREGISTERED_BASE = 2_000_000_000
 UNKNOWN_PARTITION = 1 << 20  # no topic of a fleet has this many partitions
 RECOVERY_BYTES = (2, 3, 127, -1, -128)  # LeaderRecoveryState is an INT8: 0 and 1 are the states
 UNKNOWN_REPLICA_STATES = (0, 3, 127, -1)  # AlterReplicaState NewState is an INT8: 1 OFFLINE, 2 ONLINE
+NEWER_EPOCH = 1000  # row b: this far above the committed epochs, no controller of the run has them
+FRESH_SESSION_FRACTION = 1 / 3  # a duplicate registration only within this part of the session
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +171,7 @@ class ProbePlan:
     body: Data
     broker_epoch: int  # the sender's, when built (-1: none)
     detail: dict[str, Any] = field(default_factory=dict)
+    heard_at: float | None = None  # "registration-duplicate": when the last heartbeat it relies on was sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,17 +185,48 @@ class Knowledge:
     led: Mapping[tuple[str, int], Led]  # the partitions it leads, as committed
     hosted: Sequence[PartitionView]  # its listener's views of the replicas it hosts, in key order
     topic_id: Callable[[str, uuid.UUID], uuid.UUID]  # (name, id a view gave) -> id (ZERO_UUID: unknown)
+    now: float = 0.0
+    #: the send time of the last heartbeat answered NONE and unfenced, while the broker is ACTIVE and
+    #: not shutting down (None otherwise); with the session timeout, for "registration-duplicate"
+    heard_at: float | None = None
+    session_timeout_s: float = 0.0
+    #: (topic, partition) -> the state (OFFLINE, ONLINE) the controller surely holds for a hosted replica
+    replica_states: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
 
 def judge(response: Data, probe: str = "") -> tuple[list[int], bool]:
     """(errors: top level, then each partition's; accepted: see the module rules)."""
+    right_none = probe in NONE_IS_RIGHT
     if isinstance(response, (ControlledShutdownResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse)):
-        return [response.error_code], response.error_code == ErrorCode.NONE
+        return [response.error_code], response.error_code == ErrorCode.NONE and not right_none
     if isinstance(response, (AlterPartitionResponse, AlterReplicaStateResponse)):
         codes = [p.error_code for t in response.topics for p in t.partitions]
         deciding = codes[1:] if probe == PARTITION_TWICE else codes
-        return [response.error_code, *codes], response.error_code == ErrorCode.NONE and ErrorCode.NONE in deciding
+        accepted = response.error_code == ErrorCode.NONE and ErrorCode.NONE in deciding and not right_none
+        return [response.error_code, *codes], accepted
     raise TypeError(f"no probe answers with {type(response).__name__}")
+
+
+def judges_nothing(response: Data, probe: str = "") -> bool:
+    """Whether the answer says NOT_CONTROLLER where it means "not the active controller" (see the
+    module rules): a partition's NOT_CONTROLLER is row b's answer to "alter-partition-newer-epoch"."""
+    if probe == ALTER_PARTITION_NEWER:
+        return getattr(response, "error_code", 0) == ErrorCode.NOT_CONTROLLER
+    return not_controller(response)
+
+
+def answer_facts(plan: ProbePlan, response: Data, t: float) -> dict[str, Any]:
+    """What the checker needs of an answer besides its errors (see the module rules), for the detail."""
+    if plan.probe == ALTER_PARTITION_EMPTY and isinstance(response, AlterPartitionResponse):
+        return {"answer_topics": len(response.topics)}
+    if plan.probe == REGISTRATION_DUPLICATE and isinstance(response, BrokerRegistrationResponse):
+        facts: dict[str, Any] = {}
+        if plan.heard_at is not None:
+            facts["answered_ms_after_heard"] = round((t - plan.heard_at) * 1000)
+        if response.error_code == ErrorCode.NONE:
+            facts["granted_broker_epoch"] = int(response.broker_epoch)
+        return facts
+    return {}
 
 
 def build(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
@@ -306,6 +376,32 @@ def _unregistered_alter(kind: str, rng: random.Random, known: Knowledge) -> Prob
     return _alter_partition(kind, known, proposal, sender=sender, broker_id=sender[0], request_broker_epoch=sender[1])
 
 
+def _empty(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    version = known.versions.get(ApiKey.ALTER_PARTITION)
+    if version is None:
+        return None
+    own = rng.random() < 0.5
+    broker_id, broker_epoch = (known.broker_id, known.broker_epoch) if own else (unregistered_id(rng), 0)
+    body = requests.alter_partition(version, broker_id, broker_epoch, [])
+    detail = {"broker_id": broker_id, "request_broker_epoch": broker_epoch}
+    return ProbePlan(kind, ApiKey.ALTER_PARTITION, version, body, known.broker_epoch, detail)
+
+
+def _newer_epoch(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    led = _idle_led(known, rng)
+    if led is None:
+        return None
+    raised = rng.choice(("leader_epoch", "partition_epoch", "both"))
+    bump = NEWER_EPOCH + rng.randrange(NEWER_EPOCH)
+    leader_epoch = led.leader_epoch + (bump if raised != "partition_epoch" else 0)
+    partition_epoch = led.partition_epoch + (bump if raised != "leader_epoch" else 0)
+    topic_id = known.topic_id(led.topic, led.topic_id)
+    proposal = _change(led.topic, topic_id, led.partition, (leader_epoch, partition_epoch), led.isr, led.recovery_state)
+    return _alter_partition(
+        kind, known, proposal, raised=raised, committed_epochs=[led.leader_epoch, led.partition_epoch]
+    )
+
+
 def _unknown_names(rng: random.Random) -> tuple[str, uuid.UUID]:
     """A topic name and id no topic has (the fleet names its topics "fleet-...")."""
     topic_id = uuid.UUID(int=rng.getrandbits(128))
@@ -352,6 +448,47 @@ def _registration(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan 
     body = requests.broker_registration(version, broker_id, cluster_id, incarnation, "127.0.0.1", 1, log_dirs, -1)
     detail = {"broker_id": broker_id, "cluster_id": cluster_id}
     return ProbePlan(kind, ApiKey.BROKER_REGISTRATION, version, body, known.broker_epoch, detail)
+
+
+def _duplicate_registration(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    version = known.versions.get(ApiKey.BROKER_REGISTRATION)
+    heard_at = known.heard_at
+    if version is None or not known.cluster_id or heard_at is None or known.broker_epoch < 0:
+        return None
+    if known.now - heard_at >= known.session_timeout_s * FRESH_SESSION_FRACTION:
+        return None
+    incarnation = uuid.UUID(int=rng.getrandbits(128))
+    log_dirs = (uuid.UUID(int=rng.getrandbits(128)),)
+    body = requests.broker_registration(
+        version, known.broker_id, known.cluster_id, incarnation, "127.0.0.1", 1, log_dirs, -1
+    )
+    detail = {
+        "broker_id": known.broker_id,
+        "incarnation_id": str(incarnation),
+        "heard_ms_before_sent": round((known.now - heard_at) * 1000),
+        "session_timeout_ms": round(known.session_timeout_s * 1000),
+    }
+    return ProbePlan(kind, ApiKey.BROKER_REGISTRATION, version, body, known.broker_epoch, detail, heard_at)
+
+
+def _no_op_state(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
+    version = known.versions.get(ApiKey.ALTER_REPLICA_STATE)
+    if version is None:
+        return None
+    candidates = []
+    for view in known.hosted:
+        state = known.replica_states.get((view.topic_name, view.partition))
+        topic_id = known.topic_id(view.topic_name, view.topic_id)
+        if state is not None and not (version >= 1 and topic_id == ZERO_UUID):
+            candidates.append((view.topic_name, topic_id, view.partition, state))
+    if not candidates:
+        return None
+    name, topic_id, partition, state = rng.choice(candidates)
+    body = requests.alter_replica_state(
+        version, known.broker_id, known.broker_epoch, state, "probe", [(name, topic_id, partition)]
+    )
+    detail = {"topic": name, "topic_id": str(topic_id), "partition": partition, "new_state": state}
+    return ProbePlan(kind, ApiKey.ALTER_REPLICA_STATE, version, body, known.broker_epoch, detail)
 
 
 def _replica_state(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
@@ -402,6 +539,10 @@ _BUILDERS: dict[str, Callable[[str, random.Random, Knowledge], ProbePlan | None]
     REPLICA_STATE_UNKNOWN_TOPIC: _replica_state,
     REPLICA_STATE_UNKNOWN_PARTITION: _replica_state,
     REPLICA_STATE_UNREGISTERED: _replica_state,
+    ALTER_PARTITION_EMPTY: _empty,
+    ALTER_PARTITION_NEWER: _newer_epoch,
+    REGISTRATION_DUPLICATE: _duplicate_registration,
+    REPLICA_STATE_NO_OP: _no_op_state,
 }
 
 

@@ -17,7 +17,7 @@ from broker_sim.check.journal_rules import wrong_isr_probe_answer, wrong_probe_a
 from broker_sim.journal import Entry, Probe, RequestProbe, from_object, to_line
 from protocol.error_codes import ErrorCode as E
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation
 
 START_NS = TIMESTAMP_MS * 1_000_000
 API = {
@@ -28,11 +28,13 @@ API = {
     "registration-negative-id": "BrokerRegistration",
     "replica-state-unknown-state": "AlterReplicaState",
     "replica-state-unknown-topic": "AlterReplicaState",
+    "replica-state-no-op": "AlterReplicaState",
+    "registration-duplicate": "BrokerRegistration",
 }
 
 
-def probe(kind: str, errors: list[int], version: int = 2, accepted: bool = False) -> RequestProbe:
-    return RequestProbe(START_NS, 1, 4, API.get(kind, "AlterPartition"), version, kind, errors, accepted, {})
+def probe(kind: str, errors: list[int], version: int = 2, accepted: bool = False, **detail: object) -> RequestProbe:
+    return RequestProbe(START_NS, 1, 4, API.get(kind, "AlterPartition"), version, kind, errors, accepted, detail)
 
 
 def checked(tmp_path: Path, journal: list[Entry]) -> CheckResult:
@@ -105,6 +107,26 @@ def rules(result: CheckResult) -> list[str]:
         (probe("partition-twice", [0, 0, 95]), False),  # the second naming decided as a change
         (probe("partition-twice", [0, 42]), False),
         (probe("a-later-fleets-kind", [0, 12]), True),  # a kind this checker does not know
+        # an empty AlterPartition: an empty success, at every version
+        (probe("alter-partition-empty", [0], version=0, answer_topics=0), True),
+        (probe("alter-partition-empty", [0], version=3, answer_topics=1), False),  # a topic in the answer
+        (probe("alter-partition-empty", [0, 3], answer_topics=1), False),
+        (probe("alter-partition-empty", [77], version=1, answer_topics=0), False),  # step 3 before step 2
+        # row b: epochs above the controller's: that partition NOT_CONTROLLER, whatever else is true
+        (probe("alter-partition-newer-epoch", [0, 41], version=0), True),
+        (probe("alter-partition-newer-epoch", [0, 100], version=3), True),  # the topic was deleted since
+        (probe("alter-partition-newer-epoch", [0, 74]), False),  # row c before row b
+        (probe("alter-partition-newer-epoch", [0, 95]), False),
+        (probe("alter-partition-newer-epoch", [0, 42]), False),
+        # a duplicate registration (an acceptance is the log's to judge: probe-accepted)
+        (probe("registration-duplicate", [101], version=0), True),
+        (probe("registration-duplicate", [104], version=3), False),
+        (probe("registration-duplicate", [42], version=2), False),
+        # a replica state it is already in: NONE, or the deleted topic's error
+        (probe("replica-state-no-op", [0, 0], version=0), True),
+        (probe("replica-state-no-op", [0, 100], version=1), True),
+        (probe("replica-state-no-op", [0, 42], version=1), False),
+        (probe("replica-state-no-op", [77], version=1), False),
     ],
 )
 def test_a_probe_must_be_refused_with_the_error_its_kind_and_version_name(entry: RequestProbe, right: bool) -> None:
@@ -172,3 +194,60 @@ def test_a_request_probe_round_trips_and_stays_out_of_the_analytics_events() -> 
     shared = [f.name for f in fields(entry) if f.name in schema]
     assert {"wall_ns", "broker", "broker_epoch", "api", "accepted"} <= set(shared)
     assert all(type(line[name]) is spark[schema[name]] for name in shared)
+
+
+def test_row_bs_partition_not_controller_is_judged_and_its_acceptance_reported(tmp_path: Path) -> None:
+    journal: list[Entry] = [
+        probe("alter-partition-newer-epoch", [0, 41]),  # right: judged
+        probe("alter-partition-newer-epoch", [41]),  # a standby: judged nothing
+        probe("alter-partition-newer-epoch", [0, 0], accepted=True),  # row b off
+        probe("alter-partition-newer-epoch", [0, 42]),
+        probe("non-replica", [0, 41]),  # another kind: NOT_CONTROLLER anywhere judged nothing
+        probe("alter-partition-empty", [0], answer_topics=0),
+        probe("replica-state-no-op", [0, 0], version=1),
+    ]
+    result = checked(tmp_path, journal)
+    assert rules(result) == ["probe-accepted", "probe-answer"]
+    assert result.counts["journal_request_probe"] == 5
+
+
+def duplicate(wall_ms: int, after_ms: int, broker_epoch: int) -> RequestProbe:
+    detail = {"incarnation_id": str(incarnation(5, 1)), "answered_ms_after_heard": after_ms, "session_timeout_ms": 3000}
+    return RequestProbe(
+        wall_ms * 1_000_000, 5, broker_epoch, "BrokerRegistration", 1, "registration-duplicate", [0], True, detail
+    )
+
+
+def duplicate_checked(tmp_path: Path, fence_before_ms: int | None, after_ms: int = 500) -> CheckResult:
+    """Broker 5 (in no partition) registered and unfenced; `fence_before_ms` before the probe's answer
+    its epoch is fenced (None: never), then the probe's incarnation registered, answered 100 ms later."""
+    log = LogBuilder(tmp_path / "data")
+    log.cluster((1, 2, 3, 4, 5))
+    epoch = log.epochs[5]
+    answered_ms = log.timestamp_ms + 60_000
+    if fence_before_ms is not None:
+        log.timestamp_ms = answered_ms - fence_before_ms
+        log.change_broker(5, fenced=1)
+    log.timestamp_ms = answered_ms - 100
+    log.register(5, 1)
+    log.write()
+    return check(tmp_path / "data", [duplicate(answered_ms, after_ms, epoch)])
+
+
+@pytest.mark.parametrize(
+    ("fence_before_ms", "after_ms", "violation"),
+    [
+        (None, 500, True),  # unfenced, heard 500 ms before the answer: the current session was valid
+        (300, 500, False),  # fenced after the heartbeat: the controller may register another incarnation
+        (2_000, 500, True),  # a fence before that heartbeat was undone by it
+        (None, 3_000, False),  # answered a session timeout after the heartbeat: unverifiable
+    ],
+)
+def test_an_accepted_duplicate_registration_is_judged_by_the_log(
+    tmp_path: Path, fence_before_ms: int | None, after_ms: int, violation: bool
+) -> None:
+    result = duplicate_checked(tmp_path, fence_before_ms, after_ms)
+    assert rules(result) == (["probe-accepted"] if violation else [])
+    if violation:
+        assert "session was valid" in result.violations[0].message and result.violations[0].broker == 5
+    assert result.counts.get("journal_request_probe", 0) == (0 if after_ms >= 3000 else 1)

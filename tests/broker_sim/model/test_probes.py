@@ -11,6 +11,7 @@ import pytest
 
 from broker_sim.model import probes
 from broker_sim.model.broker import BrokerModel
+from broker_sim.model.disks import dir_of
 from broker_sim.model.events import DATA, Outgoing, RequestProbeAnswered
 from broker_sim.model.leadership import RECOVERING, Led
 from broker_sim.model.probe_kinds import PROBE_KINDS
@@ -25,7 +26,14 @@ from protocol.messages.alter_partition import (
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
 )
-from protocol.messages.alter_replica_state import AlterReplicaStateRequest, AlterReplicaStateResponse
+from protocol.messages.alter_replica_state import (
+    OFFLINE,
+    ONLINE,
+    AlterReplicaStateRequest,
+    AlterReplicaStateResponse,
+    AlterReplicaStateResponsePartitionResult,
+    AlterReplicaStateResponseTopicResult,
+)
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
@@ -64,7 +72,10 @@ def knowledge(
     leads: tuple[Led, ...] = (),
     hosted: tuple[PartitionView, ...] = (),
     ids: dict[str, uuid.UUID] | None = None,
+    heard_at: float | None = 9.5,
+    states: dict[tuple[str, int], int] | None = None,
 ) -> Knowledge:
+    """A broker at t = 10 s, heard 0.5 s ago (session 3 s), every hosted replica ONLINE unless `states`."""
     known_ids = ids if ids is not None else {TOPIC: TOPIC_ID}
     return Knowledge(
         broker_id=ME,
@@ -74,6 +85,10 @@ def knowledge(
         led={(item.topic, item.partition): item for item in leads},
         hosted=hosted,
         topic_id=lambda name, topic_id: topic_id if topic_id != ZERO_UUID else known_ids.get(name, ZERO_UUID),
+        now=10.0,
+        heard_at=heard_at,
+        session_timeout_s=3.0,
+        replica_states={(v.topic_name, v.partition): ONLINE for v in hosted} if states is None else states,
     )
 
 
@@ -367,3 +382,151 @@ def _answer(plan: ProbePlan, refused: bool) -> Data:
 def test_every_kind_is_listed_for_the_rule_map() -> None:
     listed = {name.split(":", 1)[1] for name in PROBE_KINDS if name.startswith("request_probe:")}
     assert listed == set(probes.KINDS)
+
+
+# ------------------------------------------------------------------ the kinds whose answer is NONE or row b's
+REPLICA_STATE_NONE = AlterReplicaStateResponse(
+    topics=(
+        AlterReplicaStateResponseTopicResult(partitions=(AlterReplicaStateResponsePartitionResult(partition_index=0),)),
+    )
+)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_empty_alter_partition_names_no_topic_from_its_own_or_an_unregistered_id(seed: int) -> None:
+    plan = built(probes.ALTER_PARTITION_EMPTY, knowledge(), seed)
+    body = plan.body
+    assert isinstance(body, AlterPartitionRequest) and body.topics == ()
+    assert (body.broker_id, body.broker_epoch) == (ME, 40) or (
+        body.broker_id < 0 or body.broker_id >= probes.UNREGISTERED_BASE
+    )
+    assert plan.detail["broker_id"] == body.broker_id
+    # NONE is the right answer: never an acceptance; the answer's topics go to the detail
+    assert probes.judge(AlterPartitionResponse(), plan.probe) == ([0], False)
+    assert probes.answer_facts(plan, AlterPartitionResponse(), 1.0) == {"answer_topics": 0}
+    assert probes.answer_facts(plan, partition_answer(0), 1.0) == {"answer_topics": 1}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_newer_epoch_probe_raises_the_committed_epochs_far_and_keeps_the_rest(seed: int) -> None:
+    plan = built(probes.ALTER_PARTITION_NEWER, knowledge(leads=(led(),)), seed)
+    _, isr, leader_epoch, partition_epoch, recovery = alter(plan)
+    raised = plan.detail["raised"]
+    assert (isr, recovery) == ([2, 3], 0) and plan.detail["committed_epochs"] == [4, 9]
+    assert (leader_epoch >= 4 + probes.NEWER_EPOCH) == (raised in ("leader_epoch", "both"))
+    assert (partition_epoch >= 9 + probes.NEWER_EPOCH) == (raised in ("partition_epoch", "both"))
+    assert leader_epoch in (4, *range(4 + probes.NEWER_EPOCH, 4 + 2 * probes.NEWER_EPOCH))
+    assert probes.build(probes.ALTER_PARTITION_NEWER, random.Random(seed), knowledge()) is None  # leads nothing
+
+
+def test_row_bs_not_controller_in_a_partition_is_an_answer_a_top_level_one_is_not() -> None:
+    row_b = partition_answer(ErrorCode.NOT_CONTROLLER)
+    standby = partition_answer(top=ErrorCode.NOT_CONTROLLER)
+    assert not probes.judges_nothing(row_b, probes.ALTER_PARTITION_NEWER)
+    assert probes.judges_nothing(standby, probes.ALTER_PARTITION_NEWER)
+    assert probes.judges_nothing(row_b, probes.NON_REPLICA) and probes.judges_nothing(row_b)
+    assert probes.judge(row_b, probes.ALTER_PARTITION_NEWER) == ([0, 41], False)
+    assert probes.judge(partition_answer(0), probes.ALTER_PARTITION_NEWER) == ([0, 0], True)
+
+
+def test_a_duplicate_registration_is_sent_only_while_the_session_is_surely_fresh() -> None:
+    plan = built(probes.REGISTRATION_DUPLICATE, knowledge())
+    body = plan.body
+    assert isinstance(body, BrokerRegistrationRequest)
+    assert (body.broker_id, body.cluster_id) == (ME, "cluster-1")
+    assert str(body.incarnation_id) == plan.detail["incarnation_id"]
+    assert plan.heard_at == 9.5
+    assert (plan.detail["heard_ms_before_sent"], plan.detail["session_timeout_ms"]) == (500, 3000)
+    other = built(probes.REGISTRATION_DUPLICATE, knowledge(), seed=2).body
+    assert isinstance(other, BrokerRegistrationRequest) and other.incarnation_id != body.incarnation_id
+    # a third of the session timeout (1 s) or more since the last unfenced heartbeat, or none: not sent
+    for heard_at in (9.0, 8.0, None):
+        assert probes.build(probes.REGISTRATION_DUPLICATE, random.Random(1), knowledge(heard_at=heard_at)) is None
+    # the answer's facts: how long after that heartbeat it came, and the epoch an acceptance granted
+    refused = BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+    assert probes.answer_facts(plan, refused, 10.25) == {"answered_ms_after_heard": 750}
+    granted = BrokerRegistrationResponse(broker_epoch=BrokerEpoch(77))
+    assert probes.answer_facts(plan, granted, 12.0) == {"answered_ms_after_heard": 2500, "granted_broker_epoch": 77}
+    assert probes.judge(granted, plan.probe) == ([0], True)
+    assert probes.judge(refused, plan.probe) == ([101], False)
+
+
+def test_a_no_op_replica_state_asks_for_the_state_the_replica_is_surely_in() -> None:
+    second = view(leader=2, partition=1)
+    states = {(TOPIC, 0): ONLINE, (TOPIC, 1): OFFLINE}
+    seen = set()
+    for seed in range(10):
+        plan = built(probes.REPLICA_STATE_NO_OP, knowledge(hosted=(FOLLOWED, second), states=states), seed)
+        body = plan.body
+        assert isinstance(body, AlterReplicaStateRequest) and (body.broker_id, body.broker_epoch) == (ME, 40)
+        [topic] = body.topics
+        [partition] = topic.partitions
+        assert topic.topic_id == TOPIC_ID and body.new_state == states[(TOPIC, partition)]
+        seen.add(body.new_state)
+    assert seen == {ONLINE, OFFLINE}
+    # a replica whose state is not sure (a dir that failed, its OFFLINE not answered): no probe
+    assert probes.build(probes.REPLICA_STATE_NO_OP, random.Random(1), knowledge(hosted=(FOLLOWED,), states={})) is None
+    assert probes.judge(REPLICA_STATE_NONE, probes.REPLICA_STATE_NO_OP) == (
+        [0, 0],
+        False,
+    )  # NONE is right: no acceptance
+
+
+# ------------------------------------------------------------------ what the broker model knows and does
+def unfenced_heartbeat(model: BrokerModel, t: float) -> None:
+    out = model.next_lifecycle(t)
+    assert isinstance(out, Outgoing) and out.purpose == "heartbeat"
+    model.lifecycle.heartbeat_sent(t)
+    model.lifecycle_answered(out, BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), t + 0.01)
+
+
+def test_the_broker_knows_when_it_was_last_heard_unfenced_and_which_replica_states_are_sure() -> None:
+    model, t = chaos_broker()
+    model.views = {(TOPIC, 0): FOLLOWED}
+    assert model._knowledge(t).heard_at is None  # the heartbeat that unfenced it was never sent by a shell
+    t = model.lifecycle.next_heartbeat
+    unfenced_heartbeat(model, t)
+    known = model._knowledge(t + 0.5)
+    assert (known.heard_at, known.now, known.session_timeout_s) == (t, t + 0.5, TIMING.session_timeout_s)
+    assert known.replica_states == {(TOPIC, 0): ONLINE}
+    model.fail_dir(dir_of(TOPIC, 0))
+    assert model._knowledge(t + 0.5).replica_states == {}  # its OFFLINE not answered yet
+    out = model._replica_state(*model.disks.pending[0])
+    model.data_answered(out, REPLICA_STATE_NONE, t + 0.6)
+    assert model._knowledge(t + 0.7).replica_states == {(TOPIC, 0): OFFLINE}
+    model.repair_dir(dir_of(TOPIC, 0), t + 0.8)
+    assert model._knowledge(t + 0.9).replica_states == {}  # repaired: ONLINE pending, and the dir failed once
+    model.begin_shutdown("rpc", t + 1.0)
+    assert model._knowledge(t + 1.0).heard_at is None
+
+
+def test_an_accepted_duplicate_registration_makes_the_broker_register_its_own_incarnation_again() -> None:
+    model, t = chaos_broker()
+    t = model.lifecycle.next_heartbeat
+    unfenced_heartbeat(model, t)
+    plan = built_from(model, probes.REGISTRATION_DUPLICATE, t + 0.2)
+    model.data_answered(_outgoing(plan), BrokerRegistrationResponse(broker_epoch=BrokerEpoch(500)), t + 0.3)
+    [event] = [e for e in model.events if isinstance(e, RequestProbeAnswered)]
+    assert event.accepted and event.plan.detail["granted_broker_epoch"] == 500
+    assert event.plan.detail["answered_ms_after_heard"] == 300
+    assert not model.lifecycle.registered and model.heard_at is None
+    out = model.next_lifecycle(t + 0.3)
+    assert isinstance(out, Outgoing) and out.purpose == "register"
+    assert isinstance(out.body, BrokerRegistrationRequest) and out.body.incarnation_id == model.lifecycle.incarnation_id
+
+
+def test_row_bs_answer_is_journalled_and_a_standbys_goes_again() -> None:
+    model, t = chaos_broker()
+    model.leadership.led[(TOPIC, 1)] = led()
+    plan = built_from(model, probes.ALTER_PARTITION_NEWER, t)
+    model.data_answered(_outgoing(plan), partition_answer(top=ErrorCode.NOT_CONTROLLER), t)
+    assert not model.events and model.request_probes.pending is plan
+    model.data_answered(_outgoing(plan), partition_answer(ErrorCode.NOT_CONTROLLER), t)
+    [event] = [e for e in model.events if isinstance(e, RequestProbeAnswered)]
+    assert (event.errors, event.accepted) == ((0, 41), False)
+
+
+def built_from(model: BrokerModel, kind: str, t: float) -> ProbePlan:
+    plan = probes.build(kind, random.Random(1), model._knowledge(t))
+    assert plan is not None
+    return plan
