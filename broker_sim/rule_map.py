@@ -298,7 +298,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "DUPLICATE_BROKER_REGISTRATION (101)",
         "another incarnation while the current one's session is valid: DUPLICATE_BROKER_REGISTRATION",
-        unseen="chaos restarts meet it, but nothing judges the answer",
+        probes=("request_probe:registration-duplicate",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "registration.new-incarnation",
@@ -400,6 +401,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "Empty topic list",
         "an empty topic list: empty success",
+        probes=("request_probe:alter-partition-empty",),
+        checks=("probe-answer",),
     ),
     Rule(
         "alter-partition.stale-broker-epoch",
@@ -447,6 +450,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _AP,
         "b | leader epoch or partition epoch greater",
         "a leader or partition epoch above the controller's: NOT_CONTROLLER",
+        probes=("request_probe:alter-partition-newer-epoch",),
+        checks=_PROBE_CHECKS,
     ),
     Rule(
         "alter-partition.c",
@@ -654,6 +659,9 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "Already in the requested state",
         "already in the requested state: NONE, nothing written",
+        probes=("request_probe:replica-state-no-op",),
+        checks=("probe-answer",),
+        unseen="that nothing is written (a rewrite of the same state shows only as a partition epoch)",
     ),
     Rule(
         "alter-replica-state.offline",
