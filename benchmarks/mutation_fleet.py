@@ -229,6 +229,7 @@ class Record:
     diff: str = ""
     seconds: float | None = None
     seeds: list[int] = field(default_factory=list)
+    evidence: dict[str, list[str]] = field(default_factory=dict)  # a kill's fleet output and daemon stderr tails
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self.mutant), "package": self.mutant.package, "kind": self.mutant.kind} | {
@@ -237,6 +238,7 @@ class Record:
             "diff": self.diff,
             "seconds": self.seconds,
             "seeds": self.seeds,
+            "evidence": self.evidence,
         }
 
 
@@ -350,16 +352,28 @@ def stop(process: subprocess.Popen[str]) -> None:
         process.wait()
 
 
-def one_fleet_run(tree: Path, fleet: Path, work: Path, seed: int, duration: int) -> tuple[str, str] | None:
+def tail(path: Path, lines: int = 5, width: int = 300) -> list[str]:
+    """The last `lines` lines of a file, each cut to `width` characters (the evidence of a kill)."""
+    if not path.exists():
+        return []
+    return [line[:width] for line in path.read_text(errors="replace").splitlines()[-lines:]]
+
+
+def one_fleet_run(
+    tree: Path, fleet: Path, work: Path, seed: int, duration: int
+) -> tuple[tuple[str, str] | None, dict[str, list[str]]]:
+    """One fleet run against the daemon of `tree`: its verdict (None: clean) and, for a verdict, the
+    tails of the fleet's output and the daemon's stderr."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     data_dir, report = work / "data", work / "report.json"
     process, port = start_daemon(tree, data_dir, work / "daemon.stderr")
     if not port:
         stop(process)
-        return trial_verdict(
+        verdict = trial_verdict(
             started=False, fleet_status=None, timed_out=False, daemon_died=True, rules=(), report=False
         )
+        return verdict, {"daemon": tail(work / "daemon.stderr")}
     env = {**os.environ, "PYTHONPATH": str(fleet), "PYTHONDONTWRITEBYTECODE": "1"}
     command = [sys.executable, "-m", "broker_sim", "run", f"--controller=127.0.0.1:{port}", "--brokers=5"]
     command += ["--topics=3", "--partitions=4", "--replication-factor=3", f"--duration={duration}", f"--seed={seed}"]
@@ -383,7 +397,7 @@ def one_fleet_run(tree: Path, fleet: Path, work: Path, seed: int, duration: int)
         rules = [v["rule"] for v in check.get("violations", [])]
         if data.get("violations") and not rules:
             rules = ["seen during the run"]
-    return trial_verdict(
+    verdict = trial_verdict(
         started=True,
         fleet_status=status,
         timed_out=timed_out,
@@ -391,6 +405,8 @@ def one_fleet_run(tree: Path, fleet: Path, work: Path, seed: int, duration: int)
         rules=rules,
         report=report.exists(),
     )
+    evidence = {} if verdict is None else {"fleet": tail(work / "fleet.out"), "daemon": tail(work / "daemon.stderr")}
+    return verdict, evidence
 
 
 def trial(args: argparse.Namespace) -> int:
@@ -399,17 +415,20 @@ def trial(args: argparse.Namespace) -> int:
     work = Path(args.work)
     ran: list[int] = []
     verdict: tuple[str, str] | None = None
+    evidence: dict[str, list[str]] = {}
     invalid = invalid_modules(Path(args.tree))
     if invalid:
         verdict = ("incompetent", "not valid Python: " + ", ".join(invalid))
         seeds = []
     for seed in seeds:
         ran.append(seed)
-        verdict = one_fleet_run(Path(args.tree), Path(args.fleet), work / "current", seed, args.duration)
+        verdict, evidence = one_fleet_run(Path(args.tree), Path(args.fleet), work / "current", seed, args.duration)
         if verdict is not None:
             break
     outcome, reason = verdict or ("survived", "clean fleet runs, seeds " + ",".join(map(str, ran)))
     line = {"outcome": outcome, "reason": reason, "seeds": ran, "seconds": round(time.monotonic() - began, 1)}
+    if evidence:
+        line["evidence"] = evidence
     print(VERDICT + json.dumps(line), flush=True)
     return exit_code(outcome)
 
@@ -538,6 +557,8 @@ def run(args: argparse.Namespace) -> int:
             spent = time.monotonic() - began
             print(f"mutation-fleet: {done}/{total} mutants done, {spent / 60:.1f} min", flush=True)
     status = executing.wait()
+    meta["finished_epoch"] = time.time()  # `report` later gives the same wall time
+    meta_path.write_text(json.dumps(meta, indent=2))
     return write_summary(out, meta) or status
 
 
@@ -566,9 +587,10 @@ def write_summary(out: Path, meta: dict[str, Any] | None = None) -> int:
                 short_diff(row["diff"] or "", out / "tree"),
                 verdict.get("seconds"),
                 verdict.get("seeds", []),
+                verdict.get("evidence", {}),
             )
         )
-    meta = {**meta, "wall_seconds": time.time() - meta["started_epoch"]}
+    meta = {**meta, "wall_seconds": meta.get("finished_epoch", time.time()) - meta["started_epoch"]}
     summary = summarize(records, meta)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "summary.md").write_text(render_markdown(summary))

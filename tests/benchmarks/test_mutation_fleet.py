@@ -25,6 +25,7 @@ from benchmarks.mutation_fleet import (
     sample,
     short_diff,
     summarize,
+    tail,
     trial_verdict,
 )
 from tests.e2e.daemon_process import ROOT
@@ -202,3 +203,13 @@ def test_the_script_runs_and_the_makefile_target_calls_it() -> None:
         text=True,
     )
     assert "benchmarks/mutation_fleet.py run --sample 7 --seed 3 --out mutation-out" in dry.stdout
+
+
+def test_a_kills_evidence_is_the_tail_of_its_files(tmp_path: Path) -> None:
+    log = tmp_path / "fleet.out"
+    log.write_text("".join(f"line {i} " + "x" * 400 + "\n" for i in range(10)))
+    assert [line[:6] for line in tail(log)] == [f"line {i}" for i in range(5, 10)]
+    assert all(len(line) == 300 for line in tail(log))
+    assert tail(tmp_path / "missing") == []
+    record = Record(mutant(1), "killed", "the daemon died during the run", evidence={"daemon": ["Traceback"]})
+    assert record.as_json()["evidence"] == {"daemon": ["Traceback"]}
