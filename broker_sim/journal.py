@@ -15,7 +15,9 @@ Rules:
   `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
   `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
   issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
-  requests a correct controller must refuse, issue 23).
+  requests a correct controller must refuse, issue 23). A kind may also gain a field with a default
+  that means "not recorded" (`control_refused`'s `digest` and `connection`, issue 23): older
+  readers ignore it, newer ones read an older line as not recording it.
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.

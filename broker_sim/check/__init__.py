@@ -6,8 +6,9 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 (`events`, Kafka's `MetadataPublisher`), each a rule or a family of rules with its own findings:
 `LogRules` (`rules`, `partition_rules`: the invariants at every log position; it owns the
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
-`Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`) and `AdminProbeCheck`
-(`admin_probe_rules`): the journal against the log. Modules: `log`
+`Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`), `AdminProbeCheck`
+(`admin_probe_rules`) and `Leadership` (`leadership`: its last rule): the journal against the log,
+`Leadership` also the log per batch; `Resends` (`resend`): the journal alone. Modules: `log`
 (reading segments and snapshots), `journal_plan` (the journal, read once), `violations` (what is
 reported), `cli` (`python -m broker_sim check`), `quorum` and `quorum_rules` (several data dirs, a
 controller quorum's: the committed log checked as here, and the nodes' logs against each other).
@@ -39,9 +40,11 @@ from .delivery import Delivery
 from .duties import Duties
 from .events import Subscriber, findings
 from .journal_rules import JournalCheck
+from .leadership import Leadership
 from .liveness import Liveness
 from .log import CheckError, LogReader
 from .replay import Replay
+from .resend import Resends
 from .rules import LogRules
 from .snapshot import SnapshotRules
 from .state import Model
@@ -120,6 +123,8 @@ def subscribers(image: LogRules) -> list[Subscriber]:
         Delivery(image),
         Duties(image),
         AdminProbeCheck(image),
+        Leadership(image),
+        Resends(image),
     ]
 
 

@@ -3,12 +3,19 @@ against the state before the record, then applied to the model.
 
 A record that breaks a rule is still applied (the controller's brokers saw it); a change naming a
 topic or partition that does not exist is reported and skipped.
+
+Rules besides (what the log alone cannot judge, kept for a journal's rules):
+- An unclean election, a change naming a new leader (not -1) that was not in the ISR before the
+  record, or that sets RECOVERING on a RECOVERED partition, is kept in `History.unclean` (an
+  `UncleanElection`: where, when, the partition, the leader and the ISR before it); whether it
+  was asked for is `leadership`'s to judge against the journal. Kept on the general path only (an
+  ISR change alone names no leader).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from protocol.records.metadata import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
 from protocol.spec import Data
@@ -18,6 +25,20 @@ from .violations import render_record
 
 if TYPE_CHECKING:
     from .rules import LogRules
+
+
+class UncleanElection(NamedTuple):
+    """A leader elected from outside the ISR (or into RECOVERING), as the log wrote it."""
+
+    offset: int
+    timestamp_ms: int
+    topic_name: str
+    partition: int
+    label: str
+    leader: int
+    isr_before: tuple[int, ...]
+    recovering: bool
+    rendering: str
 
 
 def partition_record(rules: LogRules, offset: int, record: Data) -> None:
@@ -196,8 +217,17 @@ class _Check:
         elif record.leader not in (NO_LEADER, NO_LEADER_CHANGE, partition.leader):
             self.eligible_leader(record.leader, new)
         new_leader = record.leader not in (NO_LEADER_CHANGE, partition.leader)
-        if new.recovery == RECOVERING and partition.recovery != RECOVERING and not new_leader:
+        recovering = new.recovery == RECOVERING and partition.recovery != RECOVERING
+        if recovering and not new_leader:
             self("leader-recovery", "RECOVERING without an unclean election (no new leader)")
+        if new_leader and record.leader != NO_LEADER and (recovering or record.leader not in partition.isr):
+            topic = partition.topic
+            self.rules.history.unclean.append(
+                UncleanElection(
+                    self.offset, self.rules.timestamp_ms, topic.name, partition.index, partition.label,
+                    record.leader, partition.isr, recovering, render_record(record, self.offset),
+                )
+            )  # fmt: skip
 
     def registered(self, replicas: Iterable[int]) -> None:
         brokers = self.rules.model.brokers

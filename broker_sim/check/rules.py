@@ -65,7 +65,7 @@ from protocol.spec import ZERO_UUID, Data
 
 from .events import RecordHandler, Records, SnapshotRecords, Subscriber
 from .log import Batch, SnapshotFile
-from .partition_rules import partition_change, partition_record, snapshot_partition_checks
+from .partition_rules import UncleanElection, partition_change, partition_record, snapshot_partition_checks
 from .state import Model, Partition, partition_state
 from .violations import Violation, ViolationSink, render_record
 
@@ -96,6 +96,7 @@ class History:
     fences: dict[tuple[int, int], list[BrokerEvent]] = field(default_factory=dict)  # (broker, epoch)
     shutdowns: dict[tuple[int, int], list[BrokerEvent]] = field(default_factory=dict)  # (broker, epoch)
     epochs_seen: set[int] = field(default_factory=set)  # controller epochs of the log
+    unclean: list[UncleanElection] = field(default_factory=list)  # leaders from outside the ISR (partition_rules)
 
 
 class LogRules(Subscriber):

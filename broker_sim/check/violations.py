@@ -68,6 +68,12 @@ RULES: dict[str, str] = {
     "StopReplica(delete=false, its leader epoch) within the bound",
     "full-state-delivery": "every active broker accepts a FULL LeaderAndIsr within the bound after a new controller "
     "epoch, and each broker after its unfence",
+    "shutdown-keeps-sole-leader": "a leader in controlled shutdown (unfenced, online) with no eligible successor stays "
+    "leader: its partition is never made leaderless",
+    "online-elects": "a replica back online in the ISR of a leaderless partition, its broker active, is elected",
+    "unclean-unasked": "a leader comes from outside the ISR (or RECOVERING) only by an UNCLEAN ElectLeaders the "
+    "fleet sent",
+    "stale-resent": "a LeaderAndIsr or StopReplica refused as stale is never sent again on its connection",
     # a quorum's logs against each other (several data dirs; quorum_rules)
     "quorum-log-matching": "two logs holding a batch at the same offset and epoch are identical up to it; "
     "a node's snapshots end within the committed log, at its epoch there",

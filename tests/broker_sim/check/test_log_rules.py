@@ -18,6 +18,8 @@ from broker_sim.check import CheckResult, check
 from protocol.records.metadata import (
     LOST_DIRECTORY,
     UNASSIGNED_DIRECTORY,
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -268,8 +270,12 @@ def test_a_fenced_broker_keeps_its_leadership_only_where_nobody_can_take_it(tmp_
         log.change(1, isr=(2,))
         log.change_broker(2, in_controlled_shutdown=1)  # 2 leads [2]-only partition 1: it stays leader
         log.change(0, isr=(1, 3))  # 2 leaves partition 0's ISR
-        log.change(1, leader=-1)  # the end of the shutdown: fencing leaves 2 as the last member
-        log.change_broker(2, fenced=1)
+        # the end of the shutdown: fencing leaves 2 as the last member (one batch: a sole leader in
+        # controlled shutdown goes leaderless only with its fencing, shutdown-keeps-sole-leader)
+        log.batch(
+            PartitionChangeRecord(partition_id=1, topic_id=TOPIC_ID, leader=-1),
+            BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=log.epochs[2], fenced=1),
+        )
         log.register(2, generation=1)
         log.change_broker(2, fenced=-1)
         log.change(1, leader=2)  # the unfenced new incarnation leads where its ISR holds it
