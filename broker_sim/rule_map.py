@@ -578,6 +578,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _CS,
         "Where it leads and no eligible successor exists",
         "with no eligible successor nothing changes: it stays leader and in the ISR",
+        checks=("shutdown-keeps-sole-leader",),
     ),
     Rule(
         "controlled-shutdown.4-leader-and-isr",
@@ -756,6 +757,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _BS,
         "The controller does not resend a request rejected as stale",
         "a request refused as stale is logged and counted, never resent",
+        checks=("stale-resent",),
     ),
     # ------------------------------------------------------------------ CreateTopics, DeleteTopics, ElectLeaders
     Rule(
@@ -840,6 +842,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "A preferred election never falls back to an unclean one.",
         "a preferred election never falls back to an unclean one",
+        checks=("unclean-unasked",),
     ),
     Rule(
         "elect-leaders.unclean",
@@ -878,7 +881,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**Controlled shutdown**",
         "the ZooKeeper-era rule; RF 1 neither moves nor remains; nothing to hand over: fenced at once",
-        checks=("shutdown-bound", "shutdown-release"),
+        checks=("shutdown-bound", "shutdown-release", "shutdown-keeps-sole-leader"),
         unseen="the fencing at once",
     ),
     Rule(
@@ -903,6 +906,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _R,
         "**AlterReplicaState ONLINE**",
         "ONLINE on a leaderless partition whose ISR holds the replica elects it",
+        checks=("online-elects",),
     ),
     Rule(
         "decides.kept-records",
