@@ -5,6 +5,9 @@ refused as stale is not sent again on its connection. Hand-built logs and journa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from broker_sim.check import CheckResult, check
 from broker_sim.journal import AdminProbe, ControlRefused, Entry, RunEnded, RunStarted
@@ -269,3 +272,37 @@ def test_the_real_core_keeps_a_sole_leader_elects_an_online_replica_and_elects_u
     sent, answered = TIMESTAMP_MS * MS, (TIMESTAMP_MS + 60_000) * MS  # the batches are stamped from TIMESTAMP_MS
     asked = AdminProbe(answered, sent, "ElectLeaders", 1, "elect-unclean-led", [0, 0], True, detail)
     assert rules(check(tmp_path / "data", [*journal, asked])) == []
+
+
+def test_the_real_core_with_kraft_shutdown_or_an_online_replica_left_unelected_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same steps with one decision of the core changed (in this test only): controlled shutdown
+    makes a leader without successor leaderless (KRaft's outcome), and ONLINE never elects."""
+    from controller.ops import brokers, changes, replica_state
+
+    def removal(*args: Any, keep_stuck_leader: bool = False, **kwargs: Any) -> Any:
+        return changes.removal(*args, **kwargs)
+
+    def bring_online(state: Any, tp: Any, part: Any, broker_id: int, *, may_lead: bool) -> Any:
+        return changes.bring_online(state, tp, part, broker_id, may_lead=False)
+
+    monkeypatch.setattr(brokers, "removal", removal)
+    monkeypatch.setattr(replica_state, "bring_online", bring_online)
+    scenario = Scenario(tmp_path / "data")
+    h = scenario.h
+    for broker_id in (1, 2, 3):
+        scenario.register(broker_id)
+    scenario.heartbeat_all(1, 2, 3)
+    scenario.create("a", 2, 3)
+    leader = h.partition("a", 0).leader
+    scenario.alter_isr("a", 0, [leader])
+    h.alter_replica_state(leader, "a", [0], OFFLINE)
+    h.alter_replica_state(leader, "a", [0], ONLINE)
+    assert h.partition("a", 0).leader == -1
+    sole = h.partition("a", 1).leader
+    scenario.alter_isr("a", 1, [sole])
+    h.controlled_shutdown(sole)
+    assert h.partition("a", 1).leader == -1
+    scenario.controller.close()
+    assert rules(check(tmp_path / "data", scenario.journal)) == ["online-elects", "shutdown-keeps-sole-leader"]
