@@ -16,7 +16,8 @@ Rules:
   `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
   issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
   requests a correct controller must refuse, issue 23). A kind may also gain a field with a default
-  that means "not recorded" (`control_refused`'s `digest` and `connection`, issue 23): older
+  that means "not recorded" (`control_refused`'s `digest` and `connection`, and `run`'s
+  `journals_states`, issue 23): older
   readers ignore it, newer ones read an older line as not recording it.
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
@@ -46,6 +47,9 @@ class RunStarted:
     heartbeat_ms: int
     session_timeout_ms: int  # the controller's, as the fleet assumes it (pauses are made longer)
     shutdown_bound_ms: int  # a controlled shutdown must complete within this (README, "What it decides")
+    #: the fleet's brokers journal every partition state they accept (`StateObserved`): a run that
+    #: holds none was delivered none. False (the default) reads a journal written before this field.
+    journals_states: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,10 @@ replica of the partition as LeaderAndIsr; queued orders may merge, the latest st
   of their own: a crashed or paused broker is fenced within a session timeout (a fenced broker's
   queue may be dropped), and unfencing it sends a full LeaderAndIsr, which delivers every state
   it missed.
+- On for every run whose RunStarted says its brokers journal the states they accept (the fleet
+  writes it): a controller that sends no LeaderAndIsr at all owes every change and is reported. A
+  journal written before that field is judged only if it holds an observation (it cannot tell a
+  run delivered nothing from a fleet that journalled nothing).
 - The journal's observations are kept per (broker, topic, partition) as their times and the
   highest partition epoch seen by each; an obligation is judged once, at its deadline, then
   dropped, so what is held is the changes of one bound's window.
@@ -112,8 +116,12 @@ class Delivery(Subscriber):
 
     @property
     def enabled(self) -> bool:
-        """Judged only for a journal that observed states and says how its run went."""
-        return bool(self.observations) and bool(self.runs) and self.run_end_ms is not None
+        """Judged for a journal that says how its run went and whose brokers journal the states they
+        accept: every run of a fleet that says so (`RunStarted.journals_states`), so that a run
+        delivering nothing is judged too; an older journal only if it holds an observation."""
+        if not self.runs or self.run_end_ms is None:
+            return False
+        return bool(self.observations) or any(run.journals_states for run in self.runs)
 
     def offer(self, model: Model, changed: Sequence[Partition], at_ms: int) -> None:
         """The partitions one batch changed, at its timestamp: who owes an observation of each."""

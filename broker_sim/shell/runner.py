@@ -175,6 +175,7 @@ def _run_started(spec: RunSpec, wall_ns: int) -> journal.RunStarted:
         int(spec.timing.heartbeat_s * 1000),
         int(spec.timing.session_timeout_s * 1000),
         spec.shutdown_bound_ms,
+        journals_states=True,
     )
 
 

@@ -490,3 +490,14 @@ def test_an_undelivered_state_is_excused_by_a_fence_or_the_end_of_the_run(tmp_pa
     fenced_journal = [*journal, seen(2, 1, 1), seen(4, 1, 1)]
     result, _ = checked(tmp_path / "fenced-in-log", [run_started(), *fenced_journal, END], fence_3)
     assert result.violations == []
+
+
+def test_a_fleet_run_delivering_no_state_at_all_is_reported(tmp_path: Path) -> None:
+    # a fleet that says its brokers journal every state they accept: none journalled is none delivered
+    fleet_run = dataclasses.replace(run_started(), journals_states=True)
+    result, _ = checked(tmp_path / "none", [fleet_run, END], shrink)
+    assert rules(result) == ["control-delivery"] * 9  # 6 replicas of the creation, 3 of the shrink
+    assert all("it had accepted none" in violation.message for violation in result.violations)
+    assert checked(tmp_path / "all", [fleet_run, *every_state_seen(), END], shrink)[0].violations == []
+    # a journal written before the field cannot tell: judged only if it holds an observation
+    assert checked(tmp_path / "older", [run_started(), END], shrink)[0].violations == []
