@@ -50,6 +50,7 @@ async def test_pipelined_frames_wait_behind_the_request_in_flight(pair: Pair) ->
     pair.host.answer(third)
     answers = await read_frames(pair.peer, 3)
     assert [correlation_of(answer) for answer in answers] == [1, 2, 3]
+    await trio.testing.wait_all_tasks_blocked()  # the last exchange finished by the connection's task
     assert [p.request.header.correlation_id for p in pair.host.answers if p.request] == [1, 2, 3]
     assert not pair.connection.busy
 
