@@ -5,6 +5,10 @@ per batch (`on_batch_end`: a metadata transaction's records all take effect in i
 what one operation writes is judged together):
 
 Rules (ids in violations.RULES):
+- The first two are fencer's own decisions where Kafka's KRaft controller decides otherwise (it
+  makes a shutting-down sole leader's partition leaderless; it has no AlterReplicaState): they
+  are judged only for a fleet run's journal (a RunStarted), never on a log alone, so that a data
+  dir Kafka wrote (`python -m broker_sim check DIR`, `make check-kafka-dirs`) is not held to them.
 - `shutdown-keeps-sole-leader` (ControlledShutdown step 4, fencer's ZooKeeper-era rule over
   KRaft's leaderless outcome): a partition its leader led when the log flagged the leader in
   controlled shutdown (BrokerRegistrationChangeRecord InControlledShutdown=1, unfenced; or so in
@@ -148,7 +152,7 @@ class Leadership(Subscriber):
             self.shutting[partition] = (broker_id, epoch)
 
     def on_batch_end(self, batch: Batch, changed: Sequence[Partition]) -> None:
-        if not changed:
+        if not changed or self.run_start_ms is None:  # fencer's decisions: judged in fleet runs only
             return
         shutting, offline = self.shutting, self.offline
         if shutting:
