@@ -15,7 +15,8 @@ Rules:
   `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
   `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
   issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
-  requests a correct controller must refuse, issue 23). A kind may also gain a field with a default
+  requests a correct controller must refuse, issue 23; then `unfenced` and `delete_answer`, the
+  brokers' unfencings and the admin's own deletions, issue 23). A kind may also gain a field with a default
   that means "not recorded" (`control_refused`'s `digest` and `connection`, and `run`'s
   `journals_states`, issue 23): older
   readers ignore it, newer ones read an older line as not recording it.
@@ -492,6 +493,33 @@ class FailoverMeasured:
     served_ms: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class UnfencedSeen:
+    """A broker's heartbeat was answered unfenced (IsFenced false) after it was fenced: the controller
+    committed its unfencing before answering (issue 23; a kind new with it: older readers skip it)."""
+
+    kind: ClassVar[str] = "unfenced"
+    wall_ns: int
+    broker: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAnswered:
+    """The admin's own DeleteTopics of a topic it created (a chaos scratch topic) and its answer for
+    that topic (issue 23; a kind new with it). `topic_id`: as the admin knew it ("" if it did not);
+    `by_id`: v6 named it by id; `error`: the answer's error for the topic, -1 if it named none."""
+
+    kind: ClassVar[str] = "delete_answer"
+    wall_ns: int
+    sent_wall_ns: int
+    api_version: int
+    topic: str
+    topic_id: str
+    by_id: bool
+    error: int
+
+
 Entry = (
     RunStarted
     | RunEnded
@@ -519,6 +547,8 @@ Entry = (
     | ControlSenderSeen
     | StopObserved
     | LeaderAndIsrObserved
+    | UnfencedSeen
+    | DeleteAnswered
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -549,6 +579,8 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         ControlSenderSeen,
         StopObserved,
         LeaderAndIsrObserved,
+        UnfencedSeen,
+        DeleteAnswered,
     )
 }
 

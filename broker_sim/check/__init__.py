@@ -7,11 +7,12 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 `LogRules` (`rules`, `partition_rules`: the invariants at every log position; it owns the
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
 `Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`), `AdminProbeCheck`
-(`admin_probe_rules`) and `Leadership` (`leadership`: its last rule): the journal against the log,
-`Leadership` also the log per batch; `Resends` (`resend`): the journal alone. Modules: `log`
-(reading segments and snapshots), `journal_plan` (the journal, read once), `violations` (what is
-reported), `cli` (`python -m broker_sim check`), `quorum` and `quorum_rules` (several data dirs, a
-controller quorum's: the committed log checked as here, and the nodes' logs against each other).
+(`admin_probe_rules`), `AnswerCheck` (`answer_rules`) and `Leadership` (`leadership`: its last
+rule): the journal against the log, `Leadership` also the log per batch; `Resends` (`resend`):
+the journal alone. Modules: `log` (reading segments and snapshots), `journal_plan` (the journal,
+read once), `violations` (what is reported), `cli` (`python -m broker_sim check`), `quorum` and
+`quorum_rules` (several data dirs, a controller quorum's: the committed log checked as here, and
+the nodes' logs against each other).
 
 Rules:
 - A violation is a rule broken by the controller; a problem is a log that cannot be read to its
@@ -36,6 +37,7 @@ from typing import Any
 from broker_sim.journal import Entry
 
 from .admin_probe_rules import AdminProbeCheck
+from .answer_rules import AnswerCheck
 from .delivery import Delivery
 from .duties import Duties
 from .events import Subscriber, findings
@@ -123,6 +125,7 @@ def subscribers(image: LogRules) -> list[Subscriber]:
         Delivery(image),
         Duties(image),
         AdminProbeCheck(image),
+        AnswerCheck(image),
         Leadership(image),
         Resends(image),
     ]

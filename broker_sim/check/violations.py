@@ -55,6 +55,9 @@ RULES: dict[str, str] = {
     "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
     "probe-accepted": "no request a correct controller must refuse (a probe) is accepted",
     "probe-answer": "a probe is refused with the error semantics.md names for its kind and version",
+    "unfence-unwritten": "a broker answered unfenced is unfenced in the log by then",
+    "delete-answer": "the admin's deletion of a topic is answered NONE only if the log removed it (or it was gone), "
+    "UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION only for a topic gone, nothing else",
     "bad-answer": "every answer of the controller is well formed and fits its request",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
     "shutdown-release": "a shutdown answered complete leaves its broker leading no partition of replication factor > 1",

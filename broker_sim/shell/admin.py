@@ -17,8 +17,8 @@ Rules:
   judge within their bound); then every few seconds (seeded) either ElectLeaders PREFERRED
   (versions 0-2, for one topic or, less often, for all partitions) or a scratch topic
   "fleet-<seed>-scratch-<n>" created and deleted a few seconds later (DeleteTopics 1-6; v6 by id
-  when known). Rolling restart: ElectLeaders every few seconds, so
-  that leadership returns to restarted brokers.
+  when known; each answer for its topic journalled, `DeleteAnswered`, issue 23). Rolling restart:
+  ElectLeaders every few seconds, so that leadership returns to restarted brokers.
 - Chaos, besides (issue 23): admin probes (`broker_sim.model.admin_probes`: CreateTopics,
   DeleteTopics and ElectLeaders requests a correct controller must refuse), one every second or
   two once the topics are created, on what the admin knows: the fleet topics answered NONE or
@@ -56,7 +56,11 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableTopic,
     CreateTopicsResponse,
 )
-from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestDeleteTopicState
+from protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsRequestDeleteTopicState,
+    DeleteTopicsResponse,
+)
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
 from protocol.spec import ZERO_UUID, Data
@@ -287,7 +291,18 @@ class Admin:
             request = DeleteTopicsRequest(topics=(state,), timeout_ms=30000)
         else:
             request = DeleteTopicsRequest(topic_names=(name,), timeout_ms=30000)
-        await self.call(request, version)
+        known = self.ctx.topic_ids.get(name)
+        sent_ns = self.ctx.recorder.now_ns()
+        response = await self.call(request, version)
+        if isinstance(response, DeleteTopicsResponse):
+            by_id = version >= 6 and known is not None
+            error = next(
+                (r.error_code for r in response.responses if (r.topic_id == known if by_id else r.name == name)), -1
+            )
+            entry = journal.DeleteAnswered(
+                self.ctx.recorder.now_ns(), sent_ns, version, name, str(known or ""), by_id, error
+            )
+            self.ctx.recorder.write(entry)
 
     # ------------------------------------------------------------------ admin probes (chaos)
     async def _probe(self) -> None:

@@ -96,6 +96,8 @@ class Recorder:
         elif isinstance(event, ev.FencedSeen):
             gap_ms = event.longest_gap_s * 1000
             self.write(journal.Fenced(now, broker, event.broker_epoch, event.intended, gap_ms))
+        elif isinstance(event, ev.Unfenced):
+            self.write(journal.UnfencedSeen(now, broker, event.broker_epoch))
         elif isinstance(event, ev.PartitionAcked):
             self._acked(now, broker, event)
         elif isinstance(event, ev.ShutdownEnded):

@@ -1,0 +1,186 @@
+"""Answers the fleet acted on, against the log (issue 23): an unfencing the brokers were told of, and
+the admin's own topic deletions, were written as answered.
+
+Rules (ids in violations.RULES):
+- `unfence-unwritten`: a broker answered unfenced (`UnfencedSeen`, broker and broker epoch) was
+  unfenced in the log by then: some batch whose timestamp is at most `WINDOW_SLACK_MS` after the
+  answer ends with that broker registered at that epoch and not fenced (or the log's base snapshot
+  has it so). The controller answers a heartbeat after committing what it decided, so a correct one
+  always has; one that answers unfenced without writing it leaves the brokers fenced in the log
+  (every creation then refused for want of active brokers: a run that creates nothing, and whose
+  log alone would look clean). Weaker than "unfenced while the request was in flight" on purpose:
+  never a false positive.
+- `delete-answer`: the admin's own DeleteTopics of a topic (`DeleteAnswered`) is judged by whether
+  the log held the topic (by id when the admin named it by id, else by name) at some time while the
+  request was in flight: at the end of some batch whose timestamp lies within `WINDOW_SLACK_MS` of
+  [sent, answered], or at the end of the last batch before that window (the state then).
+  NONE: the topic was gone at some such time (a RemoveTopicRecord, or already gone).
+  UNKNOWN_TOPIC_ID (by id) / UNKNOWN_TOPIC_OR_PARTITION (by name): the same (semantics.md names no
+  other refusal for a valid deletion). NOT_CONTROLLER (the admin's retries ran out), an authorizer's
+  refusal and a deletion without an answer judge nothing; any other error, or an answer without the
+  topic, is a violation.
+- Clock: the batch timestamps are the controller's wall clock, the journal's the fleet's, on one
+  machine; the slack covers the readings' order.
+- Cost: a watch per unfencing (dropped once the log shows it) and a window per deletion (open only
+  while the log's clock is inside it); nothing when the journal has neither.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from broker_sim.journal import DeleteAnswered, Entry, UnfencedSeen
+from protocol.error_codes import ErrorCode
+
+from .events import LogEnd, SnapshotRecords, Subscriber
+from .liveness import NS_PER_MS, render_entry
+from .log import Batch, SnapshotFile
+from .rules import LogRules
+from .state import Model, Partition
+from .violations import Violation
+
+if TYPE_CHECKING:
+    from .journal_plan import JournalPlan
+
+WINDOW_SLACK_MS = 500
+UNAUTHORIZED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
+
+
+class Window:
+    """One deletion's time in flight, and whether the log was seen without its topic then."""
+
+    __slots__ = ("end_ms", "entry", "gone", "start_ms", "topic_id")
+
+    def __init__(self, entry: DeleteAnswered) -> None:
+        self.entry = entry
+        self.start_ms = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
+        self.end_ms = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
+        self.topic_id = uuid.UUID(entry.topic_id).int if entry.by_id and entry.topic_id else None
+        self.gone = False
+
+    def look(self, model: Model) -> None:
+        if not self.gone:
+            present = model.topics if self.topic_id is not None else model.names
+            self.gone = (self.topic_id if self.topic_id is not None else self.entry.topic) not in present
+
+
+class AnswerCheck(Subscriber):
+    """Judges the journal's unfencings and the admin's deletions against the log (see the module rules)."""
+
+    name = "answers"
+
+    def __init__(self, image: LogRules) -> None:
+        super().__init__()
+        self.model: Model = image.model
+        self.unfenced: dict[tuple[int, int], list[UnfencedSeen]] = {}  # (broker, epoch) -> entries
+        self.unfenced_at: dict[tuple[int, int], int] = {}  # (broker, epoch) -> first batch ms it was so
+        self.pending: list[Window] = []  # deletions not yet in flight on the log's clock (by start)
+        self.open: list[Window] = []
+        self.judged: list[Window] = []
+        self.checked: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ events
+    def on_journal_entry(self, entry: Entry) -> None:
+        if isinstance(entry, UnfencedSeen):
+            self.unfenced.setdefault((entry.broker, entry.broker_epoch), []).append(entry)
+        elif isinstance(entry, DeleteAnswered):
+            self.pending.append(Window(entry))
+
+    def on_journal_end(self, plan: JournalPlan) -> None:
+        self.pending.sort(key=lambda window: window.start_ms)
+
+    def follows(self, hook: str) -> bool:
+        if hook in ("on_batch_end", "on_base_snapshot", "on_log_end"):
+            return bool(self.unfenced) or bool(self.pending or self.open or self.judged)
+        if hook == "on_time":
+            return bool(self.pending)
+        return super().follows(hook)
+
+    def on_base_snapshot(self, snapshot: SnapshotFile, records: SnapshotRecords) -> None:
+        self._watch_unfenced(-(1 << 62))
+
+    def on_time(self, timestamp_ms: int) -> None:
+        self._advance(timestamp_ms)
+
+    def on_batch_end(self, batch: Batch, changed: Sequence[Partition]) -> None:
+        if len(self.unfenced_at) < len(self.unfenced):
+            self._watch_unfenced(batch.timestamp_ms)
+        for window in self.open:
+            window.look(self.model)
+
+    def on_log_end(self, end: LogEnd) -> None:
+        self._advance(1 << 62)
+        for key, entries in self.unfenced.items():
+            self._judge_unfenced(key, entries)
+        for window in self.judged:
+            self._judge_deletion(window)
+
+    def counts(self) -> Mapping[str, int]:
+        return dict(self.checked)
+
+    # ------------------------------------------------------------------ tracking
+    def _watch_unfenced(self, at_ms: int) -> None:
+        for key in self.unfenced:
+            if key in self.unfenced_at:
+                continue
+            broker = self.model.brokers.get(key[0])
+            if broker is not None and broker.epoch == key[1] and not broker.fenced:
+                self.unfenced_at[key] = at_ms
+
+    def _advance(self, until_ms: int) -> None:
+        """The log's clock reached `until_ms` (the state is the one before it): open the windows that
+        began by then, look at the state, judge the windows that ended before it."""
+        if not self.open and (not self.pending or self.pending[0].start_ms > until_ms):
+            return
+        while self.pending and self.pending[0].start_ms <= until_ms:
+            self.open.append(self.pending.pop(0))
+        for window in self.open:
+            window.look(self.model)
+        self.judged.extend(window for window in self.open if window.end_ms < until_ms)
+        self.open = [window for window in self.open if window.end_ms >= until_ms]
+
+    # ------------------------------------------------------------------ judging
+    def _judge_unfenced(self, key: tuple[int, int], entries: list[UnfencedSeen]) -> None:
+        at = self.unfenced_at.get(key)
+        for entry in entries:
+            self.checked["unfence_answer"] += 1
+            if at is not None and at <= entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS:
+                continue
+            when = "never" if at is None else f"only at {at} ms, {at - entry.wall_ns // NS_PER_MS} ms after the answer"
+            self._violation(
+                "unfence-unwritten",
+                f"broker {key[0]} (broker epoch {key[1]}) was answered unfenced at {entry.wall_ns // NS_PER_MS} ms; "
+                f"the log unfenced it {when}",
+                entry,
+                broker=key[0],
+            )
+
+    def _judge_deletion(self, window: Window) -> None:
+        entry = window.entry
+        error = entry.error
+        if error in (ErrorCode.NOT_CONTROLLER, *UNAUTHORIZED):
+            return
+        self.checked["delete_answer"] += 1
+        named = f"topic {entry.topic}" + (f" (id {entry.topic_id})" if window.topic_id is not None else "")
+        unknown = ErrorCode.UNKNOWN_TOPIC_ID if window.topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if error in (ErrorCode.NONE, unknown):
+            if window.gone:
+                return
+            why = "the log held the topic throughout the request's flight"
+            why += ": nothing was deleted" if error == ErrorCode.NONE else ": it was not unknown"
+        elif error == -1:
+            why = "the answer did not name the topic"
+        else:
+            why = f"semantics.md names NONE (or {unknown.name} for a topic already gone), not {error}"
+        self._violation(
+            "delete-answer",
+            f"DeleteTopics v{entry.api_version} of the admin's {named} was answered {error}: {why}",
+            entry,
+        )
+
+    def _violation(self, rule: str, message: str, entry: Entry, broker: int | None = None) -> None:
+        if not self.sink.count_only(rule):
+            self.sink.add(Violation(rule, message, journal=render_entry(entry), broker=broker))

@@ -1,0 +1,111 @@
+"""Answers the fleet acted on, against the log (broker_sim/check/answer_rules.py): `unfence-unwritten`
+and `delete-answer`, on hand-built logs and journals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker_sim.check import CheckResult, check
+from broker_sim.journal import DeleteAnswered, Entry, UnfencedSeen
+from protocol.error_codes import ErrorCode
+from protocol.records.metadata import RemoveTopicRecord
+
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+
+MS = 1_000_000
+
+
+def rules(result: CheckResult) -> list[str]:
+    return sorted(violation.rule for violation in result.violations)
+
+
+def checked(tmp_path: Path, journal: list[Entry], log: LogBuilder) -> CheckResult:
+    log.write()
+    return check(log.data_dir, journal)
+
+
+def unfenced(broker: int, epoch: int, at_ms: int) -> UnfencedSeen:
+    return UnfencedSeen(at_ms * MS, broker, epoch)
+
+
+def test_an_unfencing_the_log_holds_by_the_answer_is_clean_and_one_it_never_wrote_is_reported(
+    tmp_path: Path,
+) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.leader_change(1)
+    one, two = log.register(1), log.register(2)
+    log.change_broker(1, fenced=-1)  # at TIMESTAMP_MS + 30; broker 2 stays fenced
+    answered = TIMESTAMP_MS + 40
+    result = checked(tmp_path, [unfenced(1, one, answered), unfenced(2, two, answered)], log)
+    assert rules(result) == ["unfence-unwritten"]
+    assert result.violations[0].broker == 2 and "the log unfenced it never" in result.violations[0].message
+    assert result.counts["unfence_answer"] == 2
+
+
+def test_an_unfencing_written_only_well_after_the_answer_is_reported(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.leader_change(1)
+    one = log.register(1)
+    log.timestamp_ms += 5_000
+    log.change_broker(1, fenced=-1)
+    assert rules(checked(tmp_path, [unfenced(1, one, TIMESTAMP_MS + 20)], log)) == ["unfence-unwritten"]
+    # an answer of an older incarnation's epoch is not this one's unfencing either
+    log = LogBuilder(tmp_path / "old")
+    log.leader_change(1)
+    log.register(1, epoch=1)
+    log.change_broker(1, fenced=-1)
+    assert rules(checked(tmp_path, [unfenced(1, 7, TIMESTAMP_MS + 100)], log)) == ["unfence-unwritten"]
+
+
+def deletion(error: int, sent_ms: int, answered_ms: int, *, by_id: bool = True) -> DeleteAnswered:
+    return DeleteAnswered(answered_ms * MS, sent_ms * MS, 6 if by_id else 3, "t", str(TOPIC_ID), by_id, error)
+
+
+def removed_at(tmp_path: Path) -> tuple[LogBuilder, int]:
+    """cluster() (topic t), then t removed: the log and the removal's timestamp (ms)."""
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    log.timestamp_ms += 5_000
+    at = log.timestamp_ms
+    log.batch(RemoveTopicRecord(topic_id=TOPIC_ID))
+    log.timestamp_ms += 5_000
+    log.register(5)  # a later batch: the log's clock goes on
+    return log, at
+
+
+def test_a_deletion_answered_none_with_its_removal_in_flight_is_clean(tmp_path: Path) -> None:
+    log, at = removed_at(tmp_path)
+    journal: list[Entry] = [
+        deletion(ErrorCode.NONE, at - 20, at + 5),
+        deletion(ErrorCode.NONE, at - 20, at + 5, by_id=False),
+        # already gone: UNKNOWN_TOPIC_ID by id, UNKNOWN_TOPIC_OR_PARTITION by name, or NONE
+        deletion(ErrorCode.UNKNOWN_TOPIC_ID, at + 1_000, at + 1_010),
+        deletion(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, at + 1_000, at + 1_010, by_id=False),
+        # NOT_CONTROLLER: the admin's retries ran out, nothing is judged
+        deletion(ErrorCode.NOT_CONTROLLER, at - 3_000, at - 2_990),
+    ]
+    result = checked(tmp_path, journal, log)
+    assert result.violations == [] and result.counts["delete_answer"] == 4
+
+
+def test_a_deletion_of_a_topic_the_log_held_throughout_answered_otherwise_is_reported(tmp_path: Path) -> None:
+    log, at = removed_at(tmp_path)
+    journal: list[Entry] = [
+        deletion(ErrorCode.UNKNOWN_TOPIC_ID, at - 3_000, at - 2_990),  # the topic was there
+        deletion(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, at - 3_000, at - 2_990, by_id=False),
+        deletion(ErrorCode.NONE, at - 3_000, at - 2_990),  # NONE, but the removal came 3 s later
+        deletion(ErrorCode.UNKNOWN_SERVER_ERROR, at - 3_000, at - 2_990),
+        deletion(-1, at - 3_000, at - 2_990),  # no answer for the topic
+        deletion(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, at + 1_000, at + 1_010),  # by id: UNKNOWN_TOPIC_ID
+    ]
+    result = checked(tmp_path, journal, log)
+    assert rules(result) == ["delete-answer"] * 6
+    assert "nothing was deleted" in result.violations[2].message
+
+
+def test_a_deletion_never_written_is_reported_at_the_end_of_the_log(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    end = log.timestamp_ms
+    result = checked(tmp_path, [deletion(ErrorCode.NONE, end + 1_000, end + 1_010)], log)
+    assert rules(result) == ["delete-answer"]
