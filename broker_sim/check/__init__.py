@@ -8,7 +8,8 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
 `Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`), `AdminProbeCheck`
 (`admin_probe_rules`), `AnswerCheck` (`answer_rules`) and `Leadership` (`leadership`: its last
-rule): the journal against the log, `Leadership` also the log per batch; `Resends` (`resend`):
+rule): the journal against the log, `Leadership` also the log per batch; `IncarnationRules`
+(`incarnation`): the log per registration; `Resends` (`resend`):
 the journal alone. Modules: `log` (reading segments and snapshots), `journal_plan` (the journal,
 read once), `violations` (what is reported), `cli` (`python -m broker_sim check`), `quorum` and
 `quorum_rules` (several data dirs, a controller quorum's: the committed log checked as here, and
@@ -41,6 +42,7 @@ from .answer_rules import AnswerCheck
 from .delivery import Delivery
 from .duties import Duties
 from .events import Subscriber, findings
+from .incarnation import IncarnationRules
 from .journal_rules import JournalCheck
 from .leadership import Leadership
 from .liveness import Liveness
@@ -126,6 +128,7 @@ def subscribers(image: LogRules) -> list[Subscriber]:
         Duties(image),
         AdminProbeCheck(image),
         AnswerCheck(image),
+        IncarnationRules(image),
         Leadership(image),
         Resends(image),
     ]

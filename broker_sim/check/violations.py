@@ -35,6 +35,8 @@ RULES: dict[str, str] = {
     "leader-recovery": "RECOVERING only after an unclean election (a new leader), with at most one ISR member",
     "broker-epoch": "broker epochs strictly increase per broker (the same incarnation keeps its epoch)",
     "broker-registration": "a new incarnation starts fenced, not shutting down; re-registering clears neither flag",
+    "incarnation-offline": "a new incarnation has no offline replica once its registration's batch (or transaction) "
+    "is applied",
     "broker-change": "a broker change names the registered epoch; an unfence never ends a controlled shutdown",
     "controller-epoch": "controller epochs never decrease; only a LeaderChange control batch raises them",
     "unknown-topic": "records name topics that exist (and a new topic a fresh name and id)",

@@ -1,0 +1,76 @@
+"""A new incarnation's offline replicas are cleared with its registration (broker_sim/check/incarnation.py,
+`incarnation-offline`), on hand-built logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker_sim.check import CheckResult, check
+from protocol.records.metadata import (
+    LOST_DIRECTORY,
+    UNASSIGNED_DIRECTORY,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
+)
+
+from .logs import TOPIC_ID, LogBuilder, incarnation
+
+LOST, ONLINE = LOST_DIRECTORY, UNASSIGNED_DIRECTORY
+
+
+def rules(result: CheckResult) -> list[str]:
+    return sorted(violation.rule for violation in result.violations)
+
+
+def lost_4(tmp_path: Path) -> LogBuilder:
+    """cluster(), then broker 4's replica of partition 1 (replicas [2, 3, 4]) offline, out of the ISR."""
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    log.change(1, isr=(2, 3), directories=(ONLINE, ONLINE, LOST))
+    return log
+
+
+def registration(log: LogBuilder, generation: int) -> RegisterBrokerRecord:
+    log.epochs[4] = log.next_offset
+    return RegisterBrokerRecord(broker_id=4, incarnation_id=incarnation(4, generation), broker_epoch=log.next_offset)
+
+
+ONLINE_AGAIN = PartitionChangeRecord(partition_id=1, topic_id=TOPIC_ID, directories=(ONLINE, ONLINE, ONLINE))
+
+
+def checked(log: LogBuilder) -> CheckResult:
+    log.write()
+    return check(log.data_dir)
+
+
+def test_a_new_incarnation_registered_with_its_replicas_online_in_its_batch_is_clean(tmp_path: Path) -> None:
+    log = lost_4(tmp_path)
+    log.batch(registration(log, 1), ONLINE_AGAIN)
+    assert checked(log).violations == []
+
+
+def test_a_new_incarnation_whose_replicas_come_online_in_its_transaction_is_clean(tmp_path: Path) -> None:
+    log = lost_4(tmp_path)
+    log.batch(BeginTransactionRecord(name="register 4"))
+    log.batch(registration(log, 1))
+    log.batch(ONLINE_AGAIN)
+    log.batch(EndTransactionRecord())
+    assert checked(log).violations == []
+
+
+def test_a_new_incarnation_left_with_an_offline_replica_is_reported(tmp_path: Path) -> None:
+    log = lost_4(tmp_path)
+    at = log.batch(registration(log, 1))
+    log.batch(ONLINE_AGAIN)  # a batch later: too late
+    result = checked(log)
+    assert rules(result) == ["incarnation-offline"]
+    violation = result.violations[0]
+    assert violation.broker == 4 and violation.offset == at and violation.partition is not None
+
+
+def test_the_same_incarnation_registering_again_is_not_judged(tmp_path: Path) -> None:
+    log = lost_4(tmp_path)
+    log.batch(registration(log, 0))
+    assert checked(log).violations == []
