@@ -323,7 +323,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "A new incarnation gets a new broker epoch",
         "a new incarnation: epoch = its record's offset, fenced, not shutting down, no offline replicas",
-        checks=("broker-epoch", "broker-registration", "registration-lost"),
+        checks=("broker-epoch", "broker-registration", "registration-lost", "incarnation-offline"),
     ),
     Rule(
         "registration.same-incarnation",
@@ -352,7 +352,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "A fenced broker whose CurrentMetadataOffset",
         "a caught-up fenced broker not asking WantFence is unfenced, and only then",
-        checks=("bad-answer",),
+        checks=("bad-answer", "unfence-unwritten"),
         unseen="a caught-up broker left fenced; WantFence, which the fleet never sends",
     ),
     Rule(
@@ -836,8 +836,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "DeleteTopics: RemoveTopicRecord",
         "DeleteTopics writes a RemoveTopicRecord",
-        checks=("unknown-topic", "unknown-partition"),
-        unseen="a deletion answered but not written",
+        checks=("delete-answer", "unknown-topic", "unknown-partition"),
     ),
     Rule(
         "delete-topics.stop-replica",
