@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from broker_sim.check import CheckResult, check
 from protocol.records.metadata import (
     LOST_DIRECTORY,
@@ -74,3 +76,39 @@ def test_the_same_incarnation_registering_again_is_not_judged(tmp_path: Path) ->
     log = lost_4(tmp_path)
     log.batch(registration(log, 0))
     assert checked(log).violations == []
+
+
+def offline_then_restarted(tmp_path: Path) -> CheckResult:
+    """The real controller core: broker 1's replicas of a reported offline, then broker 1 silent past
+    its session and restarted (a new incarnation registers)."""
+    from protocol.messages.alter_replica_state import OFFLINE
+
+    from .test_correct_history import Scenario
+
+    scenario = Scenario(tmp_path / "data")
+    h = scenario.h
+    for broker_id in (1, 2, 3):
+        scenario.register(broker_id)
+    scenario.heartbeat_all(1, 2, 3)
+    scenario.create("a", 2, 3)
+    h.alter_replica_state(1, "a", [0, 1], OFFLINE)
+    assert h.partition("a", 0).is_offline(1)
+    h.advance(10_000)  # broker 1 (and the others) silent past the session: fenced
+    scenario.register(1, generation=1)
+    scenario.controller.close()
+    return check(tmp_path / "data", scenario.journal)
+
+
+def test_the_real_core_clears_a_new_incarnations_offline_replicas(tmp_path: Path) -> None:
+    assert offline_then_restarted(tmp_path).violations == []
+
+
+def test_the_real_core_writing_the_registration_alone_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One decision changed (in this test only): the registration written without bringing the
+    new incarnation's replicas online."""
+    from controller.ops import brokers
+
+    monkeypatch.setattr(brokers, "_bring_replicas_online", lambda state, broker_id, first, hosted: iter([first]))
+    assert rules(offline_then_restarted(tmp_path)) == ["incarnation-offline"] * 2
