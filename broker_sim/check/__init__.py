@@ -9,7 +9,7 @@ replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`j
 `Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`), `AdminProbeCheck`
 (`admin_probe_rules`), `AnswerCheck` (`answer_rules`) and `Leadership` (`leadership`: its last
 rule): the journal against the log, `Leadership` also the log per batch; `IncarnationRules`
-(`incarnation`): the log per registration; `Resends` (`resend`):
+(`incarnation`) and `ElectionOrder` (`election_order`): the log per registration, per election; `Resends` (`resend`):
 the journal alone. Modules: `log` (reading segments and snapshots), `journal_plan` (the journal,
 read once), `violations` (what is reported), `cli` (`python -m broker_sim check`), `quorum` and
 `quorum_rules` (several data dirs, a controller quorum's: the committed log checked as here, and
@@ -41,6 +41,7 @@ from .admin_probe_rules import AdminProbeCheck
 from .answer_rules import AnswerCheck
 from .delivery import Delivery
 from .duties import Duties
+from .election_order import ElectionOrder
 from .events import Subscriber, findings
 from .incarnation import IncarnationRules
 from .journal_rules import JournalCheck
@@ -129,6 +130,7 @@ def subscribers(image: LogRules) -> list[Subscriber]:
         AdminProbeCheck(image),
         AnswerCheck(image),
         IncarnationRules(image),
+        ElectionOrder(image),
         Leadership(image),
         Resends(image),
     ]

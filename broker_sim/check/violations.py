@@ -27,6 +27,7 @@ RULES: dict[str, str] = {
     "isr-shape": "the ISR is a non-empty subset of the replicas, without duplicates",
     "replica-set": "replicas are distinct registered brokers, one directory each",
     "leader-eligibility": "a broker made leader is registered, unfenced, not shutting down, its replica online",
+    "leader-order": "a new leader is the first replica, in assignment order, in the new ISR and eligible",
     "offline-leader": "a replica on a lost directory never leads",
     "offline-in-isr": "a replica marked offline leaves the ISR unless it is the last member",
     "fenced-leader": "when a broker is fenced it leads nothing and is the only member of any ISR it is in",
