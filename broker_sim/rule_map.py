@@ -388,8 +388,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "A new leader is the first replica, in assignment order",
         "a new leader is the first replica, in assignment order, in the new ISR and eligible",
-        checks=("leader-in-isr", "leader-eligibility"),
-        unseen="the assignment order",
+        checks=("leader-order", "leader-in-isr", "leader-eligibility"),
     ),
     Rule(
         "removal.leader-epoch",
@@ -587,8 +586,14 @@ RULE_MAP: tuple[Rule, ...] = (
         _CS,
         "For every partition (replication factor > 1) whose ISR holds the broker",
         "it leaves every ISR of RF > 1; what it leads moves to the first eligible ISR member (leader epoch +1)",
-        checks=("shutdown-release", "shutdown-bound", "leader-in-isr", "leader-eligibility", "leader-epoch"),
-        unseen="the first eligible member",
+        checks=(
+            "shutdown-release",
+            "shutdown-bound",
+            "leader-order",
+            "leader-in-isr",
+            "leader-eligibility",
+            "leader-epoch",
+        ),
     ),
     Rule(
         "controlled-shutdown.4-stays",
@@ -686,7 +691,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "OFFLINE: record the replica offline",
         "OFFLINE: recorded, out of the ISR, leadership moved, LeaderAndIsr to the other replicas",
-        checks=("offline-in-isr", "offline-leader", "control-delivery"),
+        checks=("offline-in-isr", "offline-leader", "leader-order", "control-delivery"),
     ),
     Rule(
         "alter-replica-state.offline-stop-replica",
@@ -850,7 +855,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "ElectLeaders PREFERRED",
         "PREFERRED: replicas[0] leads if in the ISR and eligible (leader epoch +1); else NOT_NEEDED / NOT_AVAILABLE",
-        checks=("leader-eligibility", "leader-in-isr", "leader-epoch", "split-leadership"),
+        checks=("leader-order", "leader-eligibility", "leader-in-isr", "leader-epoch", "split-leadership"),
         unseen="the answer's error codes",
     ),
     Rule(
