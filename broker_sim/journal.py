@@ -15,11 +15,11 @@ Rules:
   `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
   `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
   issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
-  requests a correct controller must refuse, issue 23; then `unfenced` and `delete_answer`, the
-  brokers' unfencings and the admin's own deletions, issue 23). A kind may also gain a field with a default
-  that means "not recorded" (`control_refused`'s `digest` and `connection`, and `run`'s
-  `journals_states`, issue 23): older
-  readers ignore it, newer ones read an older line as not recording it.
+  requests a correct controller must refuse, issue 23; then `unfenced`, `delete_answer` and
+  `create_answer`, the brokers' unfencings and the admin's own deletions and creations, issue
+  23). A kind may also gain a field with a default that means "not recorded" (`control_refused`'s
+  `digest` and `connection`, and `run`'s `journals_states`, issue 23): older readers ignore it,
+  newer ones read an older line as not recording it.
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -520,6 +520,21 @@ class DeleteAnswered:
     error: int
 
 
+@dataclass(frozen=True, slots=True)
+class CreateAnswered:
+    """The admin's own CreateTopics of one of its topics (a fleet or scratch topic, manual assignment)
+    and its answer for that topic (issue 23; a kind new with it). `replicas`: every broker the
+    assignment names, in first-named order; `error`: the answer's error for the topic."""
+
+    kind: ClassVar[str] = "create_answer"
+    wall_ns: int
+    sent_wall_ns: int
+    api_version: int
+    topic: str
+    replicas: list[int]
+    error: int
+
+
 Entry = (
     RunStarted
     | RunEnded
@@ -549,6 +564,7 @@ Entry = (
     | LeaderAndIsrObserved
     | UnfencedSeen
     | DeleteAnswered
+    | CreateAnswered
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -581,6 +597,7 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         LeaderAndIsrObserved,
         UnfencedSeen,
         DeleteAnswered,
+        CreateAnswered,
     )
 }
 

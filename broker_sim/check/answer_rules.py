@@ -1,5 +1,6 @@
 """Answers the fleet acted on, against the log (issue 23): an unfencing the brokers were told of, and
-the admin's own topic deletions, were written as answered.
+the admin's own topic deletions, were written as answered; its own creations were refused only for
+a reason the log shows.
 
 Rules (ids in violations.RULES):
 - `unfence-unwritten`: a broker answered unfenced (`UnfencedSeen`, broker and broker epoch) was
@@ -19,8 +20,23 @@ Rules (ids in violations.RULES):
   other refusal for a valid deletion). NOT_CONTROLLER (the admin's retries ran out), an authorizer's
   refusal and a deletion without an answer judge nothing; any other error, or an answer without the
   topic, is a violation.
+- `create-refused`: the admin's own CreateTopics of one of its topics (`CreateAnswered`: manual
+  assignments over the brokers the controller listed, never more partitions than the controller's
+  default bound) refused with an error semantics.md allows only in a state the log must show at
+  some time in flight (as above): TOPIC_ALREADY_EXISTS while a topic of that name exists;
+  INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT while a broker the assignment names is
+  not active (conservative: the controller refuses for a partition none of whose replicas is
+  active, or for an unregistered one). Any other error is a violation, but NOT_CONTROLLER, an
+  authorizer's and POLICY_VIOLATION (a lower configured bound), which judge nothing. Together
+  with `unfence-unwritten` a run whose topics were never created fails: either the refusal is
+  explained by brokers the log never unfenced, and the brokers were told they were, or it is not.
 - Clock: the batch timestamps are the controller's wall clock, the journal's the fleet's, on one
-  machine; the slack covers the readings' order.
+  machine; the slack covers the readings' order. A creation's window opens only
+  `CREATION_START_SLACK_MS` before it was sent: the controller decides after it receives the
+  request, on a state holding every batch it wrote before (a batch is stamped as it is applied),
+  and the admin sends its topics right after its brokers were answered unfenced, so a wider slack
+  would take the state before the unfencing as the reason for the refusal. (The state of the last
+  batch before the window is looked at all the same.)
 - Cost: a watch per unfencing (dropped once the log shows it) and a window per deletion (open only
   while the log's clock is inside it); nothing when the journal has neither.
 """
@@ -32,7 +48,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from broker_sim.journal import DeleteAnswered, Entry, UnfencedSeen
+from broker_sim.journal import CreateAnswered, DeleteAnswered, Entry, UnfencedSeen
 from protocol.error_codes import ErrorCode
 
 from .events import LogEnd, SnapshotRecords, Subscriber
@@ -46,25 +62,47 @@ if TYPE_CHECKING:
     from .journal_plan import JournalPlan
 
 WINDOW_SLACK_MS = 500
+#: a creation's window opens this much before it was sent (see the module rules)
+CREATION_START_SLACK_MS = 10
 UNAUTHORIZED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
 
 
 class Window:
-    """One deletion's time in flight, and whether the log was seen without its topic then."""
+    """One admin request's time in flight, and whether the log was seen, then, in a state that
+    justifies its answer (`gone`: for a deletion, without its topic; for a creation, one that
+    explains its refusal)."""
 
     __slots__ = ("end_ms", "entry", "gone", "start_ms", "topic_id")
 
-    def __init__(self, entry: DeleteAnswered) -> None:
+    def __init__(self, entry: DeleteAnswered | CreateAnswered) -> None:
         self.entry = entry
-        self.start_ms = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
+        before = CREATION_START_SLACK_MS if isinstance(entry, CreateAnswered) else WINDOW_SLACK_MS
+        self.start_ms = entry.sent_wall_ns // NS_PER_MS - before
         self.end_ms = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
-        self.topic_id = uuid.UUID(entry.topic_id).int if entry.by_id and entry.topic_id else None
+        by_id = isinstance(entry, DeleteAnswered) and entry.by_id and entry.topic_id
+        self.topic_id = uuid.UUID(entry.topic_id).int if isinstance(entry, DeleteAnswered) and by_id else None
         self.gone = False
 
     def look(self, model: Model) -> None:
-        if not self.gone:
-            present = model.topics if self.topic_id is not None else model.names
-            self.gone = (self.topic_id if self.topic_id is not None else self.entry.topic) not in present
+        if self.gone:
+            return
+        entry = self.entry
+        if isinstance(entry, CreateAnswered):
+            self.gone = refusal_explained(model, entry)
+            return
+        present = model.topics if self.topic_id is not None else model.names
+        self.gone = (self.topic_id if self.topic_id is not None else entry.topic) not in present
+
+
+def refusal_explained(model: Model, entry: CreateAnswered) -> bool:
+    """Does the log's state explain the creation's refusal? TOPIC_ALREADY_EXISTS: the name is taken;
+    INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT: a broker the assignment names is not
+    active (unregistered, fenced or shutting down). Any other error: nothing does."""
+    if entry.error == ErrorCode.TOPIC_ALREADY_EXISTS:
+        return entry.topic in model.names
+    if entry.error in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.INVALID_REPLICA_ASSIGNMENT):
+        return not all(model.is_active(broker) for broker in entry.replicas)
+    return False
 
 
 class AnswerCheck(Subscriber):
@@ -86,7 +124,7 @@ class AnswerCheck(Subscriber):
     def on_journal_entry(self, entry: Entry) -> None:
         if isinstance(entry, UnfencedSeen):
             self.unfenced.setdefault((entry.broker, entry.broker_epoch), []).append(entry)
-        elif isinstance(entry, DeleteAnswered):
+        elif isinstance(entry, DeleteAnswered) or (isinstance(entry, CreateAnswered) and _judged_creation(entry)):
             self.pending.append(Window(entry))
 
     def on_journal_end(self, plan: JournalPlan) -> None:
@@ -116,7 +154,7 @@ class AnswerCheck(Subscriber):
         for key, entries in self.unfenced.items():
             self._judge_unfenced(key, entries)
         for window in self.judged:
-            self._judge_deletion(window)
+            self._judge(window)
 
     def counts(self) -> Mapping[str, int]:
         return dict(self.checked)
@@ -158,8 +196,29 @@ class AnswerCheck(Subscriber):
                 broker=key[0],
             )
 
-    def _judge_deletion(self, window: Window) -> None:
-        entry = window.entry
+    def _judge(self, window: Window) -> None:
+        if isinstance(window.entry, CreateAnswered):
+            self._judge_creation(window, window.entry)
+        else:
+            self._judge_deletion(window, window.entry)
+
+    def _judge_creation(self, window: Window, entry: CreateAnswered) -> None:
+        self.checked["create_refusal"] += 1
+        if window.gone:
+            return
+        if entry.error == ErrorCode.TOPIC_ALREADY_EXISTS:
+            why = "the log held no topic of that name while the request was in flight"
+        elif entry.error in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.INVALID_REPLICA_ASSIGNMENT):
+            why = f"every broker it named ({entry.replicas}) was active in the log while the request was in flight"
+        else:
+            why = "semantics.md names no such refusal of a valid creation"
+        self._violation(
+            "create-refused",
+            f"CreateTopics v{entry.api_version} of the admin's topic {entry.topic} was refused {entry.error}: {why}",
+            entry,
+        )
+
+    def _judge_deletion(self, window: Window, entry: DeleteAnswered) -> None:
         error = entry.error
         if error in (ErrorCode.NOT_CONTROLLER, *UNAUTHORIZED):
             return
@@ -184,3 +243,11 @@ class AnswerCheck(Subscriber):
     def _violation(self, rule: str, message: str, entry: Entry, broker: int | None = None) -> None:
         if not self.sink.count_only(rule):
             self.sink.add(Violation(rule, message, journal=render_entry(entry), broker=broker))
+
+
+def _judged_creation(entry: CreateAnswered) -> bool:
+    """A refusal to judge: not NONE (`topic-lost` judges those), not NOT_CONTROLLER (the admin's
+    retries ran out), not an authorizer's, not POLICY_VIOLATION (a controller's configured bound
+    may be lower than the fleet's requests)."""
+    skipped = (ErrorCode.NONE, ErrorCode.NOT_CONTROLLER, ErrorCode.POLICY_VIOLATION, *UNAUTHORIZED)
+    return entry.error not in skipped

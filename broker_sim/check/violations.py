@@ -59,6 +59,8 @@ RULES: dict[str, str] = {
     "probe-accepted": "no request a correct controller must refuse (a probe) is accepted",
     "probe-answer": "a probe is refused with the error semantics.md names for its kind and version",
     "unfence-unwritten": "a broker answered unfenced is unfenced in the log by then",
+    "create-refused": "the admin's creation of its topic is refused only for a reason the log shows while in flight "
+    "(name taken, a named broker not active)",
     "delete-answer": "the admin's deletion of a topic is answered NONE only if the log removed it (or it was gone), "
     "UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION only for a topic gone, nothing else",
     "bad-answer": "every answer of the controller is well formed and fits its request",

@@ -9,7 +9,8 @@ Rules:
   go in requests of at most `PARTITIONS_PER_REQUEST` partitions (the controller refuses more than
   10,000 records per request), the version cycling over CreateTopics 2-7. A refused topic (e.g.
   TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
-  topics from LeaderAndIsr either way.
+  topics from LeaderAndIsr either way. Each answer for one of its topics is journalled
+  (`CreateAnswered`, issue 23), so that a checker can judge a refusal against the log.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
   a LeaderAndIsr v5+ taught it; not at all if none did within `ID_WAIT_S` (the entry needs an id).
 - Chaos: first a scratch topic "fleet-<seed>-scratch-first", created once the topics are and
@@ -203,11 +204,21 @@ class Admin:
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
         topics = tuple(self._creatable(name, partitions, factor) for name in names)
+        sent_ns = self.ctx.recorder.now_ns()
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
         if not isinstance(response, CreateTopicsResponse):
             return []
+        answered_ns = self.ctx.recorder.now_ns()
+        named = {
+            topic.name: list(dict.fromkeys(b for a in topic.assignments for b in a.broker_ids)) for topic in topics
+        }
         existing = []
         for result in response.topics:
+            if result.name in named:
+                entry = journal.CreateAnswered(
+                    answered_ns, sent_ns, version, result.name, named[result.name], result.error_code
+                )
+                self.ctx.recorder.write(entry)
             if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
                 existing.append(result.name)
             if result.error_code != ErrorCode.NONE:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_sim.check import CheckResult, check
-from broker_sim.journal import DeleteAnswered, Entry, UnfencedSeen
+from broker_sim.journal import CreateAnswered, DeleteAnswered, Entry, UnfencedSeen
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import RemoveTopicRecord
 
@@ -109,3 +109,42 @@ def test_a_deletion_never_written_is_reported_at_the_end_of_the_log(tmp_path: Pa
     end = log.timestamp_ms
     result = checked(tmp_path, [deletion(ErrorCode.NONE, end + 1_000, end + 1_010)], log)
     assert rules(result) == ["delete-answer"]
+
+
+def creation(
+    error: int, sent_ms: int, answered_ms: int, name: str = "u", replicas: tuple[int, ...] = (1, 2, 3)
+) -> Entry:
+    return CreateAnswered(answered_ms * MS, sent_ms * MS, 7, name, list(replicas), error)
+
+
+def test_a_creation_refused_for_a_reason_the_log_shows_is_clean(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()  # t exists; brokers 1-4 unfenced from TIMESTAMP_MS + 50 .. + 80
+    end = log.timestamp_ms
+    log.register(5)  # registered, fenced
+    journal = [
+        creation(ErrorCode.TOPIC_ALREADY_EXISTS, end, end + 5, name="t"),
+        creation(ErrorCode.INVALID_REPLICA_ASSIGNMENT, end + 1_000, end + 1_010, replicas=(2, 3, 5)),  # 5 fenced
+        creation(ErrorCode.INVALID_REPLICATION_FACTOR, TIMESTAMP_MS + 20, TIMESTAMP_MS + 25),  # none unfenced yet
+        creation(ErrorCode.NOT_CONTROLLER, end, end + 5),
+        creation(ErrorCode.POLICY_VIOLATION, end, end + 5),
+        creation(ErrorCode.NONE, end, end + 5),
+    ]
+    result = checked(tmp_path, journal, log)
+    assert result.violations == [] and result.counts["create_refusal"] == 3
+
+
+def test_a_creation_refused_for_no_reason_the_log_shows_is_reported(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    log.timestamp_ms += 2_000
+    end = log.timestamp_ms
+    log.register(5)  # the log's clock goes on
+    journal = [
+        creation(ErrorCode.TOPIC_ALREADY_EXISTS, end, end + 5),  # no topic u
+        creation(ErrorCode.INVALID_REPLICATION_FACTOR, end, end + 5),  # 1, 2, 3 all active
+        creation(ErrorCode.INVALID_REPLICA_ASSIGNMENT, end, end + 5),
+        creation(ErrorCode.UNKNOWN_SERVER_ERROR, end, end + 5),
+    ]
+    result = checked(tmp_path, journal, log)
+    assert rules(result) == ["create-refused"] * 4
