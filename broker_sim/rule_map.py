@@ -788,7 +788,7 @@ RULE_MAP: tuple[Rule, ...] = (
         "CreateTopics: name taken",
         "a taken name: TOPIC_ALREADY_EXISTS",
         probes=("admin_probe:create-taken",),
-        checks=(*_PROBE_CHECKS, "unknown-topic"),
+        checks=(*_PROBE_CHECKS, "unknown-topic", "create-refused"),
     ),
     Rule(
         "create-topics.replication-factor",
@@ -796,7 +796,7 @@ RULE_MAP: tuple[Rule, ...] = (
         "Not enough active brokers for the replication factor",
         "too few active brokers: INVALID_REPLICATION_FACTOR",
         probes=("admin_probe:create-replication-factor",),
-        checks=_PROBE_CHECKS,
+        checks=(*_PROBE_CHECKS, "create-refused"),
         unseen="a factor within the registered brokers but above the active ones",
     ),
     Rule(
@@ -805,7 +805,7 @@ RULE_MAP: tuple[Rule, ...] = (
         "Manual assignment naming an unregistered broker",
         "an assignment naming an unregistered broker, or empty: INVALID_REPLICA_ASSIGNMENT",
         probes=("admin_probe:create-unregistered-replica", "admin_probe:create-empty-replicas"),
-        checks=(*_PROBE_CHECKS, "replica-set"),
+        checks=(*_PROBE_CHECKS, "replica-set", "create-refused"),
     ),
     Rule(
         "create-topics.new-partition",
