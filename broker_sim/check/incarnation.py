@@ -13,6 +13,11 @@ Rules (ids in violations.RULES):
   ControllerResult. A controller that brings them online only in later batches is reported.
 - Cost: a look at every partition per new incarnation (registrations are rare); nothing else.
 - A base snapshot's registrations are the previous ones of the brokers it holds.
+- Judged in fleet runs only (a journal with a RunStarted), never on a log alone: clearing a new
+  incarnation's offline replicas is fencer's rule (semantics.md: it tracks offline replicas per
+  partition, reported by AlterReplicaState); Kafka's KRaft controller tracks them per log
+  directory, and a new incarnation whose directory is still missing keeps them offline, so a
+  data dir Kafka wrote is not held to it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 
+from broker_sim.journal import Entry, RunStarted
 from protocol.records.metadata import RegisterBrokerRecord
 from protocol.spec import Data
 
@@ -40,6 +46,7 @@ class IncarnationRules(Subscriber):
         self.image = image
         self.incarnations: dict[int, uuid.UUID] = {}  # broker id -> its last registration's incarnation
         self.new: list[tuple[int, int]] = []  # (broker id, registration offset) to judge at the batch's end
+        self.fleet_run = False  # a journal with a RunStarted: fencer's rule applies (module rules)
 
     def record_handlers(self) -> Mapping[type, RecordHandler]:
         return {RegisterBrokerRecord: self.register}
@@ -48,9 +55,13 @@ class IncarnationRules(Subscriber):
         for broker in self.image.model.brokers.values():
             self.incarnations[broker.broker_id] = broker.incarnation
 
+    def on_journal_entry(self, entry: Entry) -> None:
+        if isinstance(entry, RunStarted):
+            self.fleet_run = True
+
     def register(self, offset: int, record: Data) -> None:
         assert isinstance(record, RegisterBrokerRecord)
-        if self.incarnations.get(record.broker_id) != record.incarnation_id:
+        if self.incarnations.get(record.broker_id) != record.incarnation_id and self.fleet_run:
             self.new.append((record.broker_id, offset))
         self.incarnations[record.broker_id] = record.incarnation_id
 

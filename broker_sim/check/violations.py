@@ -37,7 +37,7 @@ RULES: dict[str, str] = {
     "broker-epoch": "broker epochs strictly increase per broker (the same incarnation keeps its epoch)",
     "broker-registration": "a new incarnation starts fenced, not shutting down; re-registering clears neither flag",
     "incarnation-offline": "a new incarnation has no offline replica once its registration's batch (or transaction) "
-    "is applied",
+    "is applied (fencer's rule, not KRaft's: judged in fleet runs only)",
     "broker-change": "a broker change names the registered epoch; an unfence never ends a controlled shutdown",
     "controller-epoch": "controller epochs never decrease; only a LeaderChange control batch raises them",
     "unknown-topic": "records name topics that exist (and a new topic a fresh name and id)",
@@ -77,8 +77,10 @@ RULES: dict[str, str] = {
     "full-state-delivery": "every active broker accepts a FULL LeaderAndIsr within the bound after a new controller "
     "epoch, and each broker after its unfence",
     "shutdown-keeps-sole-leader": "a leader in controlled shutdown (unfenced, online) with no eligible successor stays "
-    "leader: its partition is never made leaderless",
-    "online-elects": "a replica back online in the ISR of a leaderless partition, its broker active, is elected",
+    "leader: its partition is never made leaderless (fencer's rule, not KRaft's: judged in fleet runs only, never on a "
+    "log alone)",
+    "online-elects": "a replica back online in the ISR of a leaderless partition, its broker active, is elected "
+    "(fencer's AlterReplicaState: judged in fleet runs only)",
     "unclean-unasked": "a leader comes from outside the ISR (or RECOVERING) only by an UNCLEAN ElectLeaders the "
     "fleet sent",
     "stale-resent": "a LeaderAndIsr or StopReplica refused as stale is never sent again on its connection",
