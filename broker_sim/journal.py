@@ -69,6 +69,8 @@ class Registered:
     broker: int
     incarnation_id: str
     broker_epoch: int
+    #: the LogDirs the registration named (v2+; empty before, and in an older journal)
+    log_dirs: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

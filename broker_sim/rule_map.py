@@ -337,7 +337,8 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "LogDirs (v2+) are accepted and kept but not required",
         "LogDirs accepted and kept, not required",
-        unseen="the fleet registers log dirs, but nothing judges that they are kept or not required",
+        checks=("registration-dirs", "registration-lost"),
+        unseen="a registration without LogDirs (v0-1) refused: the broker just stays unregistered, judged by nothing",
     ),
     Rule(
         "heartbeat.stale-epoch",

@@ -310,6 +310,17 @@ class JournalCheck(Subscriber):
                 found[1],
                 broker=entry.broker,
             )
+            return
+        kept = self.history.registration_dirs.get((entry.broker, entry.broker_epoch), ())
+        asked = tuple(log_dir.lower() for log_dir in entry.log_dirs)
+        if asked and sorted(kept) != sorted(asked):
+            self.violation(
+                "registration-dirs",
+                f"registered with LogDirs {list(asked)}; the log's record at that epoch keeps {list(kept)}",
+                entry,
+                found[1],
+                broker=entry.broker,
+            )
 
     def topic_created(self, entry: TopicCreated) -> None:
         topic = self.plan.topic_ids.get(entry.topic_id)

@@ -91,6 +91,8 @@ class History:
 
     #: (broker, epoch) -> (incarnation, offset of the RegisterBrokerRecord; None: from the base snapshot)
     registrations: dict[tuple[int, int], tuple[str, int | None]] = field(default_factory=dict)
+    #: (broker, epoch) -> the LogDirs of its RegisterBrokerRecord (record v3+: none before)
+    registration_dirs: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)
     #: topic id (int) -> (name, offset of the TopicRecord or None, replica count of each partition)
     topics: dict[int, tuple[str, int | None, list[int]]] = field(default_factory=dict)
     fences: dict[tuple[int, int], list[BrokerEvent]] = field(default_factory=dict)  # (broker, epoch)
@@ -209,6 +211,7 @@ class LogRules(Subscriber):
                 broker.fenced, broker.shutting_down = record.fenced, record.in_controlled_shutdown
                 self.max_epoch[record.broker_id] = record.broker_epoch
                 history.registrations[(record.broker_id, record.broker_epoch)] = (str(record.incarnation_id), None)
+                history.registration_dirs[(record.broker_id, record.broker_epoch)] = tuple(map(str, record.log_dirs))
             elif isinstance(record, TopicRecord):
                 model.add_topic(record.topic_id, record.name, None)
                 history.topics[record.topic_id.int] = (record.name, None, [])
@@ -248,6 +251,7 @@ class LogRules(Subscriber):
         self.max_epoch[broker_id] = max(epoch, self.max_epoch.get(broker_id, epoch))
         self.last_change[broker_id] = rendering
         self.history.registrations.setdefault((broker_id, epoch), (str(record.incarnation_id), offset))
+        self.history.registration_dirs.setdefault((broker_id, epoch), tuple(str(d) for d in record.log_dirs))
 
     def _registration_faults(self, record: RegisterBrokerRecord) -> list[tuple[str, str]]:
         """The rules a registration breaks, as (rule, message), judged against the one it replaces."""

@@ -36,6 +36,7 @@ RULES: dict[str, str] = {
     "leader-recovery": "RECOVERING only after an unclean election (a new leader), with at most one ISR member",
     "broker-epoch": "broker epochs strictly increase per broker (the same incarnation keeps its epoch)",
     "broker-registration": "a new incarnation starts fenced, not shutting down; re-registering clears neither flag",
+    "registration-dirs": "a registration answered NONE keeps in its record the LogDirs it named (v2+)",
     "incarnation-offline": "a new incarnation has no offline replica once its registration's batch (or transaction) "
     "is applied (fencer's rule, not KRaft's: judged in fleet runs only)",
     "broker-change": "a broker change names the registered epoch; an unfence never ends a controlled shutdown",

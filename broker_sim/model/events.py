@@ -40,6 +40,7 @@ class Outgoing:
 class Registered:
     incarnation_id: uuid.UUID
     broker_epoch: int
+    log_dirs: tuple[uuid.UUID, ...] = ()  # the LogDirs its registration named (v2+; none before)
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ class Lifecycle:
         self.seed = seed
         self.timing = timing
         self.log_dirs = tuple(log_dirs)
+        self.registered_dirs: tuple[uuid.UUID, ...] = ()  # the LogDirs of the registration in flight
         self.first_contact = versions.first_contact(seed, broker_id)
         self.phase = Phase.DOWN
         self.epoch = -1
@@ -144,6 +145,7 @@ class Lifecycle:
             self.previous_epoch,
             self.security_protocol,
         )
+        self.registered_dirs = tuple(body.log_dirs)
         return self._sent(Outgoing(LIFECYCLE, "register", version, body))
 
     def _sent(self, out: Outgoing) -> Outgoing:
@@ -220,7 +222,7 @@ class Lifecycle:
             self.epoch = response.broker_epoch
             self._advance(Phase.FENCED, t)
             self.next_heartbeat = t
-            return [Registered(self.incarnation_id, self.epoch)]
+            return [Registered(self.incarnation_id, self.epoch, self.registered_dirs)]
         if response.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION:
             self.retry_at = t + self.timing.heartbeat_s
         elif response.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID:

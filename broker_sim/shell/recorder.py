@@ -92,7 +92,8 @@ class Recorder:
     def _event(self, broker: int, event: ev.Event, correlation_id: int) -> None:
         now = self.now_ns()
         if isinstance(event, ev.Registered):
-            self.write(journal.Registered(now, broker, str(event.incarnation_id), event.broker_epoch))
+            dirs = [str(log_dir) for log_dir in event.log_dirs]
+            self.write(journal.Registered(now, broker, str(event.incarnation_id), event.broker_epoch, dirs))
         elif isinstance(event, ev.FencedSeen):
             gap_ms = event.longest_gap_s * 1000
             self.write(journal.Fenced(now, broker, event.broker_epoch, event.intended, gap_ms))

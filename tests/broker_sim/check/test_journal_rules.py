@@ -187,6 +187,8 @@ def test_registrations_and_topics_are_found_in_the_log(tmp_path: Path) -> None:
     [
         (Registered(START_NS, 2, str(incarnation(2)), 99), "registration-lost"),
         (Registered(START_NS, 2, str(incarnation(2, 5)), 2), "registration-lost"),
+        # named LogDirs (v2+) its record does not keep (the cluster's records keep none)
+        (Registered(START_NS, 2, str(incarnation(2)), 2, [str(incarnation(9))]), "registration-dirs"),
         (TopicCreated(START_NS, "t", str(incarnation(1)), 2, 3), "topic-lost"),
         (TopicCreated(START_NS, "t", T, 3, 3), "topic-lost"),
         (TopicCreated(START_NS, "t", T, 2, 2), "topic-lost"),

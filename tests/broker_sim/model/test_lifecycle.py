@@ -41,7 +41,7 @@ def test_an_incarnation_describes_negotiates_registers_and_is_unfenced_once_caug
         (listener.name, listener.host, listener.port, listener.security_protocol) for listener in out.body.listeners
     ] == [("PLAINTEXT", "127.0.0.1", 4000, SecurityProtocol.PLAINTEXT)]
     broker.lifecycle_answered(out, BrokerRegistrationResponse(broker_epoch=42), 0.1)
-    assert broker.events == [Registered(out.body.incarnation_id, 42)]
+    assert broker.events == [Registered(out.body.incarnation_id, 42, out.body.log_dirs)]
 
     first = take(broker.next_lifecycle(0.1))
     assert isinstance(first.body, BrokerHeartbeatRequest)

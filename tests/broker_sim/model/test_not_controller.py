@@ -140,7 +140,7 @@ def test_describe_cluster_and_registration_answered_not_controller_go_again_afte
     again = take(model.next_lifecycle(1.0 + TIMING.backoff(1)))
     assert again.body == first.body  # the same incarnation, the same registration
     model.lifecycle_answered(again, BrokerRegistrationResponse(broker_epoch=42), 2.0)
-    assert model.events == [Registered(first.body.incarnation_id, 42)]
+    assert model.events == [Registered(first.body.incarnation_id, 42, first.body.log_dirs)]
 
 
 def test_heartbeats_answered_not_controller_go_on_and_the_broker_stays_active() -> None:
