@@ -4,7 +4,7 @@ command, `python -m broker_sim run --quorum 3 --quorum-data-dir DIR`, seed 1, on
 500/1000 ms so that three faults fit, with room for slow restarts on a loaded CI machine): it
 exits 0 with no violation, its final check took every node's data dir; a kill and another kind of
 fault happened (all three kinds on a quiet machine), and after each the brokers were served
-again and a new leader elected when the leader was hit; every broker registered, and the brokers
+again (unless it began in the run's last 15 s, where the end may cut the measurement) and a new leader elected when the leader was hit; every broker registered, and the brokers
 took LeaderAndIsr of the new leaders' epochs."""
 
 from __future__ import annotations
@@ -101,10 +101,22 @@ def started_faults(run: QuorumRun) -> list[str]:
     return [entry.fault for entry in run.kinds("controller_fault") if entry.fault in ("kill", "pause", "cut")]
 
 
+#: a fault begun this close to the run's end may see its brokers served only after it (a loaded CI
+#: machine's elections run long): its measurement is cut by the end, not failed
+CUT_BY_THE_END_MS = 15_000
+
+
+def cut_by_the_end(run: QuorumRun, failover: Any) -> bool:
+    end_ns = run.entries[-1].wall_ns
+    return failover.served_ms is None and (end_ns - failover.wall_ns) / 1e6 < CUT_BY_THE_END_MS
+
+
 def test_after_each_fault_the_brokers_were_served_again_and_a_hit_leader_replaced(run: QuorumRun) -> None:
     failovers = run.kinds("failover")
     assert {failover.fault for failover in failovers} == set(started_faults(run))
     for failover in failovers:
+        if cut_by_the_end(run, failover):
+            continue
         assert failover.served_ms is not None and 0 < failover.served_ms < 15_000, failover
         if failover.role == "leader":
             assert failover.node == failover.leader
@@ -113,7 +125,8 @@ def test_after_each_fault_the_brokers_were_served_again_and_a_hit_leader_replace
     summary = run.report["summary"]["failovers"]
     leaders = [failover for failover in failovers if failover.role == "leader"]
     assert summary["faults"] == len(failovers) >= 3 and summary["of_the_leader"] == len(leaders) >= 1
-    assert summary["never_served"] == 0 and summary["never_elected"] == 0
+    cut = sum(cut_by_the_end(run, failover) for failover in failovers)
+    assert summary["never_served"] <= cut and summary["never_elected"] == 0
     assert summary["served_ms"]["p50"] <= summary["served_ms"]["p99"]
     assert (
         f"failovers: {len(failovers)} faults, " in run.done.stdout
@@ -127,7 +140,7 @@ def test_every_broker_registered_and_took_the_new_leaders_controller_epochs(run:
     assert run.kinds("bad_answer") == []
     epochs = {entry.controller_epoch for entry in run.kinds("controller_epoch")}
     for failover in run.kinds("failover"):
-        if failover.role == "leader":  # the new leader (or a later one) pushed its epoch to the brokers
+        if failover.role == "leader" and not cut_by_the_end(run, failover):  # the new leader pushed its epoch
             assert max(epochs) >= failover.new_leader_epoch
     leaders = [(entry.node, entry.leader_epoch) for entry in run.kinds("quorum_leader")]
     assert len({epoch for _node, epoch in leaders}) == len(leaders)  # one leader per epoch, as seen
