@@ -8,6 +8,7 @@ import random
 import uuid
 from pathlib import Path
 
+from broker_sim.check import CheckResult
 from controller.log import MetadataLog
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
@@ -269,3 +270,8 @@ def _bounce(log: LogBuilder, broker_id: int, state: dict[tuple[uuid.UUID, int], 
             elected.append(PartitionChangeRecord(partition_id=index, topic_id=topic_id, leader=broker_id))
     if elected:
         log.batch(*elected)
+
+
+def rules(result: CheckResult) -> list[str]:
+    """The rules a check reported, sorted (one name per violation)."""
+    return sorted(violation.rule for violation in result.violations)

@@ -20,7 +20,7 @@ from broker_sim.journal import AdminProbe, Entry, from_object, to_line
 from broker_sim.model.admin_probes import KINDS
 from protocol.records.metadata import PartitionRecord, TopicRecord
 
-from .logs import OTHER_TOPIC_ID, TIMESTAMP_MS, LogBuilder
+from .logs import OTHER_TOPIC_ID, TIMESTAMP_MS, LogBuilder, rules
 
 MS = 1_000_000
 API = {"create": "CreateTopics", "delete": "DeleteTopics", "elect": "ElectLeaders"}
@@ -40,10 +40,6 @@ def checked(tmp_path: Path, journal: list[Entry], log: LogBuilder | None = None)
         log.cluster()
     log.write()
     return check(tmp_path / "data", journal)
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,9 @@ from broker_sim.journal import CreateAnswered, DeleteAnswered, Entry, UnfencedSe
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import RemoveTopicRecord
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, rules
 
 MS = 1_000_000
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 def checked(tmp_path: Path, journal: list[Entry], log: LogBuilder) -> CheckResult:

@@ -17,7 +17,7 @@ from broker_sim.journal import Entry, LeaderAndIsrObserved, RunEnded, RunStarted
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import LOST_DIRECTORY, UNASSIGNED_DIRECTORY, RemoveTopicRecord
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, rules
 
 MS = 1_000_000
 BOUND_MS = 30_000
@@ -57,10 +57,6 @@ def checked(tmp_path: Path, journal: Iterable[Entry], build: Build | None = None
         build(log)
     log.write()
     return check(tmp_path / "data", [run_started(), *journal, END])
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 def duties(result: CheckResult) -> list[str]:

@@ -11,11 +11,7 @@ import pytest
 from broker_sim.check import CheckResult, check
 from protocol.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
 
-from .logs import TOPIC_ID, LogBuilder
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
+from .logs import TOPIC_ID, LogBuilder, rules
 
 
 def fence_1(tmp_path: Path, leader: int, isr: tuple[int, ...] = (2, 3)) -> CheckResult:

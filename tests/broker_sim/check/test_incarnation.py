@@ -18,13 +18,9 @@ from protocol.records.metadata import (
     RegisterBrokerRecord,
 )
 
-from .logs import TOPIC_ID, LogBuilder, incarnation
+from .logs import TOPIC_ID, LogBuilder, incarnation, rules
 
 LOST, ONLINE = LOST_DIRECTORY, UNASSIGNED_DIRECTORY
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 def lost_4(tmp_path: Path) -> LogBuilder:

@@ -27,7 +27,7 @@ from broker_sim.journal import (
     TopicCreated,
 )
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation, rules
 
 T = str(TOPIC_ID)
 MS = 1_000_000
@@ -39,10 +39,6 @@ def run_started(**fields: int) -> RunStarted:
     settings = {"brokers": 10, "first_broker_id": 0, "heartbeat_ms": 2000, "session_timeout_ms": 9000}
     settings.update(fields)
     return RunStarted(START_NS, 1, "chaos", shutdown_bound_ms=BOUND_MS, **settings)  # type: ignore[arg-type]
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 def checked(tmp_path: Path, journal: list[Entry], build: object = None) -> tuple[CheckResult, LogBuilder]:

@@ -23,7 +23,7 @@ from protocol.records.metadata import (
     PartitionChangeRecord,
 )
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, rules
 from .test_correct_history import NOW_NS, Scenario
 
 MS = 1_000_000
@@ -35,10 +35,6 @@ def checked(tmp_path: Path, log: LogBuilder, journal: list[Entry] | None = None)
     """The log checked with `journal` (by default a fleet run's, which these rules want)."""
     log.write()
     return check(tmp_path / "data", run() if journal is None else journal)
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 def sole_leader(tmp_path: Path) -> LogBuilder:

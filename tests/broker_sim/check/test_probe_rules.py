@@ -17,7 +17,7 @@ from broker_sim.check.journal_rules import wrong_isr_probe_answer, wrong_probe_a
 from broker_sim.journal import Entry, Probe, RequestProbe, from_object, to_line
 from protocol.error_codes import ErrorCode as E
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation, rules
 
 START_NS = TIMESTAMP_MS * 1_000_000
 API = {
@@ -42,10 +42,6 @@ def checked(tmp_path: Path, journal: list[Entry]) -> CheckResult:
     log.cluster()
     log.write()
     return check(tmp_path / "data", journal)
-
-
-def rules(result: CheckResult) -> list[str]:
-    return sorted(violation.rule for violation in result.violations)
 
 
 @pytest.mark.parametrize(
