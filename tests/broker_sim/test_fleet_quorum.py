@@ -4,8 +4,9 @@ command, `python -m broker_sim run --quorum 3 --quorum-data-dir DIR`, seed 1, on
 500/1000 ms so that three faults fit, with room for slow restarts on a loaded CI machine): it
 exits 0 with no violation, its final check took every node's data dir; a kill and another kind of
 fault happened (all three kinds on a quiet machine), and after each the brokers were served
-again (unless it began in the run's last 15 s, where the end may cut the measurement) and a new leader elected when the leader was hit; every broker registered, and the brokers
-took LeaderAndIsr of the new leaders' epochs."""
+again (unless it began in the run's last 15 s, where the end may cut the measurement) and a new
+leader elected when the leader was hit; every broker registered, and the brokers took
+LeaderAndIsr of the new leaders' epochs."""
 
 from __future__ import annotations
 
