@@ -8,7 +8,8 @@ import random
 import uuid
 from pathlib import Path
 
-from broker_sim.check import CheckResult
+from broker_sim.check import CheckResult, check
+from broker_sim.journal import Entry
 from controller.log import MetadataLog
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
@@ -275,3 +276,12 @@ def _bounce(log: LogBuilder, broker_id: int, state: dict[tuple[uuid.UUID, int], 
 def rules(result: CheckResult) -> list[str]:
     """The rules a check reported, sorted (one name per violation)."""
     return sorted(violation.rule for violation in result.violations)
+
+
+def checked_cluster(tmp_path: Path, journal: list[Entry], log: LogBuilder | None = None) -> CheckResult:
+    """`journal` checked against `log` (by default `LogBuilder.cluster()` under tmp_path/data)."""
+    if log is None:
+        log = LogBuilder(tmp_path / "data")
+        log.cluster()
+    log.write()
+    return check(tmp_path / "data", journal)

@@ -14,13 +14,12 @@ import pytest
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType
 
 from analytics.journal import JOURNAL_FIELDS
-from broker_sim.check import CheckResult, check
 from broker_sim.check.admin_probe_rules import EXPECTED, leaderless_between, wrong_admin_answer
 from broker_sim.journal import AdminProbe, Entry, from_object, to_line
 from broker_sim.model.admin_probes import KINDS
 from protocol.records.metadata import PartitionRecord, TopicRecord
 
-from .logs import OTHER_TOPIC_ID, TIMESTAMP_MS, LogBuilder, rules
+from .logs import OTHER_TOPIC_ID, TIMESTAMP_MS, LogBuilder, checked_cluster, rules
 
 MS = 1_000_000
 API = {"create": "CreateTopics", "delete": "DeleteTopics", "elect": "ElectLeaders"}
@@ -32,14 +31,6 @@ def probe(
     """An admin probe sent at TIMESTAMP_MS + `at_ms`, answered 5 ms later."""
     sent = (TIMESTAMP_MS + at_ms) * MS
     return AdminProbe(sent + 5 * MS, sent, API[kind.split("-")[0]], version, kind, errors, accepted, detail)
-
-
-def checked(tmp_path: Path, journal: list[Entry], log: LogBuilder | None = None) -> CheckResult:
-    if log is None:
-        log = LogBuilder(tmp_path / "data")
-        log.cluster()
-    log.write()
-    return check(tmp_path / "data", journal)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +91,7 @@ def test_an_accepted_probe_and_a_wrong_refusal_are_violations_a_right_one_and_no
         probe("create-taken", []),  # no answer
         probe("delete-unknown", [0, 29], version=4, by_id=False),  # the authorizer's, before the probe's rule
     ]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-accepted", "probe-answer"]
     assert (result.counts["admin_probe"], result.counts["admin_probe_unauthorized"]) == (3, 1)
     accepted = next(v for v in result.violations if v.rule == "probe-accepted")
@@ -125,7 +116,7 @@ def test_a_taken_name_created_again_is_named_by_the_probe_and_seen_by_the_log_ru
         ),
     )
     journal: list[Entry] = [probe("create-taken", [0, 0], version=7, accepted=True, topic="t", validate_only=False)]
-    result = checked(tmp_path, journal, log)
+    result = checked_cluster(tmp_path, journal, log)
     assert rules(result) == ["probe-accepted", "unknown-topic"]
     accepted = next(v for v in result.violations if v.rule == "probe-accepted")
     assert accepted.offset == again and f"TopicRecords of that name at offsets [9, {again}]" in accepted.message
@@ -133,14 +124,14 @@ def test_a_taken_name_created_again_is_named_by_the_probe_and_seen_by_the_log_ru
 
 def test_a_taken_name_answered_none_without_a_record_is_reported_as_nothing_written(tmp_path: Path) -> None:
     journal: list[Entry] = [probe("create-taken", [0, 0], version=4, accepted=True, topic="t", validate_only=False)]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-accepted"]
     assert "nothing written (the log's TopicRecords of that name: [9])" in result.violations[0].message
 
 
 def test_a_validate_only_probe_accepted_is_reported_without_looking_for_a_topic(tmp_path: Path) -> None:
     journal: list[Entry] = [probe("create-empty-replicas", [0, 0], accepted=True, topic="x", validate_only=True)]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-accepted"] and result.violations[0].offset is None
     assert "TopicRecord" not in result.violations[0].message
 
@@ -174,14 +165,14 @@ def test_an_unclean_election_is_right_only_for_a_partition_leaderless_while_in_f
     tmp_path: Path, at_ms: int, errors: list[int], accepted: bool, found: list[str]
 ) -> None:
     entry = probe("elect-unclean-led", errors, version=1, accepted=accepted, at_ms=at_ms, topic="t", partition=0)
-    result = checked(tmp_path, [entry], unclean_log(tmp_path))
+    result = checked_cluster(tmp_path, [entry], unclean_log(tmp_path))
     assert rules(result) == found
     assert result.counts["admin_probe"] == 1
 
 
 def test_an_unclean_election_of_a_partition_the_log_never_held_is_unverifiable(tmp_path: Path) -> None:
     entry = probe("elect-unclean-led", [0, 0], version=2, accepted=True, topic="gone", partition=0)
-    result = checked(tmp_path, [entry])
+    result = checked_cluster(tmp_path, [entry])
     assert rules(result) == [] and result.unverifiable["admin_probe"] == 1
 
 

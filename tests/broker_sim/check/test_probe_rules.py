@@ -17,7 +17,7 @@ from broker_sim.check.journal_rules import wrong_isr_probe_answer, wrong_probe_a
 from broker_sim.journal import Entry, Probe, RequestProbe, from_object, to_line
 from protocol.error_codes import ErrorCode as E
 
-from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, incarnation, rules
+from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, checked_cluster, incarnation, rules
 
 START_NS = TIMESTAMP_MS * 1_000_000
 API = {
@@ -35,13 +35,6 @@ API = {
 
 def probe(kind: str, errors: list[int], version: int = 2, accepted: bool = False, **detail: object) -> RequestProbe:
     return RequestProbe(START_NS, 1, 4, API.get(kind, "AlterPartition"), version, kind, errors, accepted, detail)
-
-
-def checked(tmp_path: Path, journal: list[Entry]) -> CheckResult:
-    log = LogBuilder(tmp_path / "data")
-    log.cluster()
-    log.write()
-    return check(tmp_path / "data", journal)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +132,7 @@ def test_an_accepted_probe_and_a_wrong_refusal_are_violations_a_right_one_and_no
         probe("non-replica", [0, 41]),  # NOT_CONTROLLER judged nothing
         probe("heartbeat-unregistered", []),  # no answer
     ]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-accepted", "probe-answer"]
     assert result.counts["journal_request_probe"] == 3
     accepted = next(v for v in result.violations if v.rule == "probe-accepted")
@@ -173,7 +166,7 @@ def test_a_refused_isr_expansion_names_the_ineligible_error_of_its_version(
 
 def test_a_wrong_refusal_of_an_isr_expansion_is_reported(tmp_path: Path) -> None:
     journal: list[Entry] = [isr_probe([0, 107], 0), isr_probe([0, 55], 0), isr_probe([0, 41], 0), isr_probe([], 3)]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-answer"]
     assert result.counts["journal_probe"] == 2
     assert str(int(E.INELIGIBLE_REPLICA)) in result.violations[0].message
@@ -202,7 +195,7 @@ def test_row_bs_partition_not_controller_is_judged_and_its_acceptance_reported(t
         probe("alter-partition-empty", [0], answer_topics=0),
         probe("replica-state-no-op", [0, 0], version=1),
     ]
-    result = checked(tmp_path, journal)
+    result = checked_cluster(tmp_path, journal)
     assert rules(result) == ["probe-accepted", "probe-answer"]
     assert result.counts["journal_request_probe"] == 5
 
