@@ -8,11 +8,13 @@ Rules:
   (41) at the top level or anywhere below it. As Kafka's broker does (NodeToControllerRequestThread
   looks for NOT_CONTROLLER among all of an answer's error counts), such an answer is no decision:
   the fleet moves to the next controller of its list and asks again.
+- `answer_label`: how a probe's answer is counted in the run's figures: its first error other
+  than NONE by name (NONE if there is none), or "no answer" when none came.
 """
 
 from __future__ import annotations
 
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.messages.alter_partition import AlterPartitionResponse
 from protocol.messages.alter_replica_state import AlterReplicaStateResponse
 from protocol.messages.create_topics import CreateTopicsResponse
@@ -39,3 +41,9 @@ def not_controller(response: Data) -> bool:
     return getattr(response, "error_code", 0) == ErrorCode.NOT_CONTROLLER or ErrorCode.NOT_CONTROLLER in nested_errors(
         response
     )
+
+
+def answer_label(errors: list[int]) -> str:
+    """A probe's answer for the run's counts (see the module rules): `errors` is the top level's,
+    then those below it, as journalled (empty: no answer came)."""
+    return "no answer" if not errors else error_name(next((e for e in errors if e), 0))

@@ -47,7 +47,7 @@ import trio
 
 from broker_sim import journal
 from broker_sim.model import admin_probes, versions
-from broker_sim.model.answers import not_controller
+from broker_sim.model.answers import answer_label, not_controller
 from broker_sim.model.lifecycle import Phase
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode, error_name
@@ -342,7 +342,7 @@ class Admin:
         sent_ns = recorder.now_ns()
         response = await self.call(plan.body, plan.version)
         errors, accepted = admin_probes.judge(response) if response is not None else ([], False)
-        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        answer = answer_label(errors)
         recorder.stats.probes[f"admin:{plan.probe}:{answer}"] += 1
         recorder.write(
             journal.AdminProbe(

@@ -20,7 +20,7 @@ from typing import Any
 
 from broker_sim import journal
 from broker_sim.model import events as ev
-from broker_sim.model.answers import nested_errors
+from broker_sim.model.answers import answer_label, nested_errors
 from broker_sim.model.quorum import Failover, LeaderView
 from broker_sim.stats import FleetStats
 from protocol.error_codes import error_name
@@ -163,7 +163,7 @@ class Recorder:
 
     def _probe(self, now: int, broker: int, event: ev.ProbeAnswered) -> None:
         errors = list(event.errors)
-        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        answer = answer_label(errors)
         self.stats.probes[f"{event.target.why}:{answer}"] += 1
         self.write(
             journal.Probe(
@@ -182,7 +182,7 @@ class Recorder:
     def _request_probe(self, now: int, broker: int, event: ev.RequestProbeAnswered) -> None:
         plan = event.plan
         errors = list(event.errors)
-        answer = "no answer" if not errors else error_name(next((e for e in errors if e), 0))
+        answer = answer_label(errors)
         self.stats.probes[f"request:{plan.probe}:{answer}"] += 1
         self.write(
             journal.RequestProbe(

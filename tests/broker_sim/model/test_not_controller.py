@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from broker_sim.model.answers import nested_errors, not_controller
+from broker_sim.model.answers import answer_label, nested_errors, not_controller
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.events import Outgoing, PartitionAcked, Registered, ShutdownEnded, StaleAnswered
 from broker_sim.model.lifecycle import Phase
@@ -248,3 +248,10 @@ def test_a_stale_replay_answered_not_controller_is_not_judged_and_goes_again() -
     (answered,) = [e for e in model.events if isinstance(e, StaleAnswered)]
     assert (answered.errors[0], answered.accepted) == (ErrorCode.STALE_BROKER_EPOCH, False)
     assert model.replays.not_judged == 0
+
+
+def test_a_probes_answer_is_counted_by_its_first_error_or_as_no_answer() -> None:
+    assert answer_label([]) == "no answer"
+    assert answer_label([0, 0, 42]) == "INVALID_REQUEST"
+    assert answer_label([77, 42]) == "STALE_BROKER_EPOCH"
+    assert answer_label([0]) == "NONE"
