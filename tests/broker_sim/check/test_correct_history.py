@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from broker_sim.check import check
-from broker_sim.journal import Entry, PartitionAcked, Registered, TopicCreated
+from broker_sim.journal import Entry, PartitionAcked, Registered, RunStarted, TopicCreated
 from controller.ops.changes import eligible
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.delete_topics import DeleteTopicsRequest
@@ -74,6 +74,17 @@ class Scenario:
     def heartbeat_all(self, *broker_ids: int) -> None:
         for broker_id in broker_ids:
             self.h.heartbeat(broker_id)
+
+    def three_brokers_and_a_topic(self, name: str = "a") -> None:
+        """Brokers 1-3 registered and unfenced, topic `name` of 2 partitions on all three."""
+        for broker_id in (1, 2, 3):
+            self.register(broker_id)
+        self.heartbeat_all(1, 2, 3)
+        self.create(name, 2, 3)
+
+    def fleet_journal(self) -> list[Entry]:
+        """The journal as a fleet run's: a RunStarted first (what the fleet-run-only rules want)."""
+        return [RunStarted(NOW_NS - 10**12, 1, "chaos", 3, 1, 1000, 3000, 10000), *self.journal]
 
     def run(self) -> None:
         h = self.h

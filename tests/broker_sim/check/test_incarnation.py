@@ -90,16 +90,13 @@ def offline_then_restarted(tmp_path: Path) -> CheckResult:
 
     scenario = Scenario(tmp_path / "data")
     h = scenario.h
-    for broker_id in (1, 2, 3):
-        scenario.register(broker_id)
-    scenario.heartbeat_all(1, 2, 3)
-    scenario.create("a", 2, 3)
+    scenario.three_brokers_and_a_topic()
     h.alter_replica_state(1, "a", [0, 1], OFFLINE)
     assert h.partition("a", 0).is_offline(1)
     h.advance(10_000)  # broker 1 (and the others) silent past the session: fenced
     scenario.register(1, generation=1)
     scenario.controller.close()
-    return check(tmp_path / "data", [*FLEET_RUN, *scenario.journal])
+    return check(tmp_path / "data", scenario.fleet_journal())
 
 
 def test_the_real_core_clears_a_new_incarnations_offline_replicas(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from protocol.records.metadata import (
 )
 
 from .logs import TIMESTAMP_MS, TOPIC_ID, LogBuilder, rules
-from .test_correct_history import NOW_NS, Scenario
+from .test_correct_history import Scenario
 
 MS = 1_000_000
 LOST = (LOST_DIRECTORY, UNASSIGNED_DIRECTORY, UNASSIGNED_DIRECTORY)
@@ -246,10 +246,7 @@ def test_the_real_core_keeps_a_sole_leader_elects_an_online_replica_and_elects_u
     is no violation, the same election without it is."""
     scenario = Scenario(tmp_path / "data")
     h = scenario.h
-    for broker_id in (1, 2, 3):
-        scenario.register(broker_id)
-    scenario.heartbeat_all(1, 2, 3)
-    scenario.create("a", 2, 3)
+    scenario.three_brokers_and_a_topic()
     leader = h.partition("a", 0).leader
     scenario.alter_isr("a", 0, [leader])
     response, _ = h.alter_replica_state(leader, "a", [0], OFFLINE)
@@ -263,8 +260,7 @@ def test_the_real_core_keeps_a_sole_leader_elects_an_online_replica_and_elects_u
     scenario.expire(sole)  # fenced at last: leaderless with it
     scenario.elect(UNCLEAN, "a", 1)
     scenario.controller.close()
-    start = [RunStarted(NOW_NS - 10**12, 1, "chaos", 3, 1, 1000, 3000, 10000)]
-    journal = [*start, *scenario.journal]
+    journal = scenario.fleet_journal()
     assert rules(check(tmp_path / "data", journal)) == ["unclean-unasked"]
     detail = {"topic": "a", "partition": 1, "election_type": 1}
     sent, answered = TIMESTAMP_MS * MS, (TIMESTAMP_MS + 60_000) * MS  # the batches are stamped from TIMESTAMP_MS
@@ -289,10 +285,7 @@ def test_the_real_core_with_kraft_shutdown_or_an_online_replica_left_unelected_i
     monkeypatch.setattr(replica_state, "bring_online", bring_online)
     scenario = Scenario(tmp_path / "data")
     h = scenario.h
-    for broker_id in (1, 2, 3):
-        scenario.register(broker_id)
-    scenario.heartbeat_all(1, 2, 3)
-    scenario.create("a", 2, 3)
+    scenario.three_brokers_and_a_topic()
     leader = h.partition("a", 0).leader
     scenario.alter_isr("a", 0, [leader])
     h.alter_replica_state(leader, "a", [0], OFFLINE)
@@ -303,8 +296,7 @@ def test_the_real_core_with_kraft_shutdown_or_an_online_replica_left_unelected_i
     h.controlled_shutdown(sole)
     assert h.partition("a", 1).leader == -1
     scenario.controller.close()
-    start = [RunStarted(NOW_NS - 10**12, 1, "chaos", 3, 1, 1000, 3000, 10000)]
-    assert rules(check(tmp_path / "data", [*start, *scenario.journal])) == [
+    assert rules(check(tmp_path / "data", scenario.fleet_journal())) == [
         "online-elects",
         "shutdown-keeps-sole-leader",
     ]
