@@ -213,7 +213,7 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     return encode_response(unsupported_version_answer(api(ApiKey.API_VERSIONS).versions), 0, correlation_id)
 
 
-def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
+def socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
     """The socket under a SocketStream, or under a stream wrapping one (an SSLStream's transport)."""
     while not isinstance(stream, trio.SocketStream):
         inner = getattr(stream, "transport_stream", None)
@@ -236,7 +236,7 @@ def request_context(pending: Pending) -> RequestContext:
 def peer_address(stream: trio.abc.Stream) -> tuple[str, str]:
     """(HOST:PORT, HOST) of an IP peer; a Unix socket's path (or "local") twice; "unknown" once
     it is gone."""
-    sock = _socket_of(stream)
+    sock = socket_of(stream)
     try:
         address = sock.getpeername() if sock is not None else None
     except OSError:

@@ -102,7 +102,7 @@ from ..raft import (
 from ..raft import messages as rm
 from ..raft.leader import Leader
 from . import raft_wire as wire
-from .connection import Pending, request_context
+from .connection import Pending, request_context, socket_of
 from .quorum_config import QuorumConfig, Voter
 from .writer import run_paced
 
@@ -741,7 +741,9 @@ class PeerLink:
                 "voter %s: connection failed (%s: %s)", self.voter, type(exc).__name__, exc,
             )  # fmt: skip
             stream, self._stream, self._conn = self._stream, None, None
-            _socket_of(stream).close()
+            sock = socket_of(stream)  # at once, TLS or not: a link broken mid-exchange says no goodbye
+            if sock is not None:
+                sock.close()
 
     async def _connected(self) -> BrokerConnection:
         if self._conn is not None:
@@ -831,14 +833,6 @@ class PeerLink:
             if incoming is not None:
                 incoming.abort()
             raise
-
-
-def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType:
-    """The TCP socket under a link's stream (TLS or not), to close it at once."""
-    while isinstance(stream, trio.SSLStream):
-        stream = stream.transport_stream
-    assert isinstance(stream, trio.SocketStream)
-    return stream.socket
 
 
 def _chunk(payload: object) -> tuple[int, int, bytes]:
