@@ -182,6 +182,7 @@ def start_quorum(work: Path, name: str) -> tuple[list[DaemonProcess], int]:
     for node, port in enumerate(ports, start=1):
         options = ["--listen", f"127.0.0.1:{port}", "--node-id", str(node), "--controller-quorum-voters", voters]
         options += ["--cluster-id", cluster_id(0), "--session-timeout-ms", "600000", "--log-level", "warning"]
+        options += ["--allow-unauthenticated-voters"]  # plaintext on loopback, as the single node it is set beside
         nodes.append(DaemonProcess(work / f"{name}-node-{node}", *options).start())
     deadline = time.monotonic() + LEADER_WAIT_S
     while time.monotonic() < deadline:

@@ -79,7 +79,7 @@ RUN_BY: list[tuple[str, str, str]] = [
     # A quorum of controllers: the same flags, three daemons by hand, kio's DescribeQuorum, a SIGKILL
     (
         r"\.venv/bin/python -m controller --data-dir /tmp/q/1 --node-id 1 --listen 127\.0\.0\.1:19093 "
-        r"--controller-quorum-voters \S+ --cluster-id \S+ &",
+        r"--controller-quorum-voters \S+ --cluster-id \S+ --allow-unauthenticated-voters &",
         "tests/e2e/test_quorum.py::test_one_leader_the_others_redirect",
         "three daemons with these flags on free ports",
     ),

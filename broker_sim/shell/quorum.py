@@ -359,8 +359,8 @@ class Quorum:
 
     def _tls_args(self) -> list[str]:
         tls = self.plan.tls
-        if tls is None:
-            return []
+        if tls is None:  # the fleet's own quorum on loopback: no client certificates to prove a voter
+            return ["--allow-unauthenticated-voters"]
         return ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key), "--tls-ca", str(tls.ca)]
 
     async def start(self, nursery: trio.Nursery) -> None:

@@ -8,6 +8,10 @@ Rules:
   epoch and where it ends). "At least as up to date" compares the epoch first, then the offset
   (Kafka's `OffsetAndEpoch.compareTo`, used by the Vote check).
 - The wire's "no leader" (-1) is `None` here; the shell maps one to the other.
+- `MAX_EPOCH` is the largest epoch a node enters: one below the wire's int32 maximum, so that a
+  node in any epoch it holds can still write it (batches, quorum-state) and the epochs of a
+  quorum run out only after 2,147,483,646 elections. A request naming a larger epoch is refused,
+  an answer naming one ignored, and a node in `MAX_EPOCH` never stands.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import NewType
 NodeId = NewType("NodeId", int)
 #: A Raft epoch (KRaft's leader epoch, the controller epoch): up by one at every election.
 Epoch = NewType("Epoch", int)
+#: the largest epoch a node ever enters (see the rules)
+MAX_EPOCH = Epoch(2**31 - 2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,25 @@
 """How a Raft node answers the requests of its peers (Kafka's `KafkaRaftClient.handle*Request`).
 
 Rules:
+- A request that cannot be accepted changes nothing: it is answered with an error code before
+  any transition (no epoch, vote, leader, high watermark or log change). Every check comes
+  first; only then does a higher epoch move the node. Where Kafka throws (and its raft thread
+  dies) or transitions before it refuses, fencer refuses without a change; README "What it
+  decides" has the table of requests, states and answers.
 - Every request first has its cluster id checked (INCONSISTENT_CLUSTER_ID when given and not
   this cluster's). Vote, BeginQuorumEpoch and EndQuorumEpoch are voter-only: an epoch older
-  than the node's is FENCED_LEADER_EPOCH; a sender that is not a voter, or a node that is not
-  one, INCONSISTENT_VOTER_SET (the static voter set of Kafka's `validateVoterOnlyRequest`); a
-  request meant for another voter id, INVALID_VOTER_KEY. Fetch and FetchSnapshot are leader-only:
-  an older epoch is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, a non-leader
-  NOT_LEADER_OR_FOLLOWER. Every answer names the epoch and leader this node knows, after the
-  request moved it (a higher epoch in a request is followed before answering).
+  than the node's is FENCED_LEADER_EPOCH; a sender id below 0, the node's own id (a node never
+  asks itself) or an epoch above `MAX_EPOCH` is INVALID_REQUEST; a sender that is not a voter,
+  or a node that is not one, INCONSISTENT_VOTER_SET (the static voter set); a request meant for
+  another voter id, INVALID_VOTER_KEY (checked before the epoch moves: Kafka moves first). A
+  BeginQuorumEpoch or EndQuorumEpoch naming a leader that contradicts the node's view (another
+  leader of the epoch it knows a leader of, itself included) is INVALID_REQUEST: two leaders of
+  one epoch cannot both be real (Kafka throws). Fetch and FetchSnapshot are leader-only: an
+  older epoch is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, a non-leader
+  NOT_LEADER_OR_FOLLOWER; a Fetch naming the leader's own replica id is INVALID_REQUEST (Kafka
+  throws), a FetchSnapshot at a negative position POSITION_OUT_OF_RANGE (the shell answers one
+  past the snapshot's end likewise). Every answer names the epoch and leader this node knows,
+  after the request moved it (a higher epoch in a request is followed before answering).
 - Vote (KIP-595, KIP-996): granted when the candidate's log (last epoch, end offset) is at least
   as up to date as this node's and, for a standard vote, when this node has not voted in the
   epoch, or voted for that candidate, and knows no leader in it; the vote is persisted before
@@ -39,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from protocol.error_codes import ErrorCode
 
-from .ids import Epoch, NodeId, OffsetAndEpoch
+from .ids import MAX_EPOCH, Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .messages import (
     BeginQuorumEpochRequest,
@@ -78,14 +89,28 @@ def _cluster_ok(node: RaftNode, cluster_id: str | None) -> bool:
     return cluster_id is None or cluster_id == node.config.cluster_id
 
 
-def _voter_only_error(node: RaftNode, remote_id: NodeId, epoch: Epoch) -> ErrorCode | None:
+def _voter_only_error(
+    node: RaftNode, remote_id: NodeId, epoch: Epoch, voter_id: NodeId | None = None
+) -> ErrorCode | None:
+    """Kafka's `validateVoterOnlyRequest`, and what fencer refuses beyond it, before any change."""
     if epoch < node.epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
-    if remote_id < 0:
+    if remote_id < 0 or remote_id == node.node_id or epoch > MAX_EPOCH:
         return ErrorCode.INVALID_REQUEST
     if not node.config.is_voter or remote_id not in node.config.voters:
         return ErrorCode.INCONSISTENT_VOTER_SET
+    if voter_id is not None and not _meant_for(node, voter_id):
+        return ErrorCode.INVALID_VOTER_KEY
     return None
+
+
+def _leader_claim_error(node: RaftNode, leader_id: NodeId, epoch: Epoch) -> ErrorCode | None:
+    """A BeginQuorumEpoch's or EndQuorumEpoch's leader, checked like `_voter_only_error`, then
+    against the leader this node knows for that epoch."""
+    error = _voter_only_error(node, leader_id, epoch)
+    if error is None and not node.consistent(leader_id, epoch):
+        return ErrorCode.INVALID_REQUEST
+    return error
 
 
 def _leader_only_error(node: RaftNode, epoch: int) -> ErrorCode | None:
@@ -113,13 +138,11 @@ def vote(node: RaftNode, now_ms: int, request: VoteRequest) -> VoteResponse:
     illegal_epoch = last_epoch > candidate_epoch if request.pre_vote else last_epoch >= candidate_epoch
     if request.last_offset < 0 or last_epoch < 0 or illegal_epoch:
         return answer(ErrorCode.INVALID_REQUEST)
-    error = _voter_only_error(node, request.candidate_id, candidate_epoch)
+    error = _voter_only_error(node, request.candidate_id, candidate_epoch, request.voter_id)
     if error is not None:
         return answer(error)
     if candidate_epoch > node.epoch:
         node.to_unattached(candidate_epoch, None, now_ms)
-    if not _meant_for(node, request.voter_id):
-        return answer(ErrorCode.INVALID_VOTER_KEY)
     up_to_date = OffsetAndEpoch(request.last_offset, last_epoch).at_least(node.log.end)
     granted = can_grant(node.state, request.candidate_id, up_to_date, request.pre_vote)
     state = node.state
@@ -147,17 +170,18 @@ def can_grant(state: QuorumState, candidate_id: NodeId, up_to_date: bool, pre_vo
 def begin_quorum_epoch(node: RaftNode, now_ms: int, request: BeginQuorumEpochRequest) -> BeginQuorumEpochResponse:
     if not _cluster_ok(node, request.cluster_id):
         return BeginQuorumEpochResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, node.leader_id, node.epoch)
-    error = _voter_only_error(node, request.leader_id, request.leader_epoch)
+    error = _leader_claim_error(node, request.leader_id, request.leader_epoch)
+    if error is None and not _meant_for(node, request.voter_id):
+        error = ErrorCode.INVALID_VOTER_KEY
     if error is None:
         node.maybe_transition(request.leader_id, request.leader_epoch, now_ms)
-        error = ErrorCode.NONE if _meant_for(node, request.voter_id) else ErrorCode.INVALID_VOTER_KEY
-    return BeginQuorumEpochResponse(error, node.leader_id, node.epoch)
+    return BeginQuorumEpochResponse(error or ErrorCode.NONE, node.leader_id, node.epoch)
 
 
 def end_quorum_epoch(node: RaftNode, now_ms: int, request: EndQuorumEpochRequest) -> EndQuorumEpochResponse:
     if not _cluster_ok(node, request.cluster_id):
         return EndQuorumEpochResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, node.leader_id, node.epoch)
-    error = _voter_only_error(node, request.leader_id, request.leader_epoch)
+    error = _leader_claim_error(node, request.leader_id, request.leader_epoch)
     if error is not None:
         return EndQuorumEpochResponse(error, node.leader_id, node.epoch)
     node.maybe_transition(request.leader_id, request.leader_epoch, now_ms)
@@ -194,6 +218,8 @@ def fetch(
     ):
         return FetchResponse(ErrorCode.INVALID_REQUEST, node.leader_id, node.epoch)
     error = _leader_only_error(node, request.current_leader_epoch)
+    if error is None and request.replica_id == node.node_id:
+        error = ErrorCode.INVALID_REQUEST
     if error is not None:
         return FetchResponse(error, node.leader_id, node.epoch)
     before = node.high_watermark
@@ -251,6 +277,8 @@ def fetch_snapshot(node: RaftNode, now_ms: int, request: FetchSnapshotRequest) -
         return answer(error)
     if node.log.snapshot is None or node.log.snapshot != request.snapshot_id:
         return answer(ErrorCode.SNAPSHOT_NOT_FOUND)
+    if request.position < 0:
+        return answer(ErrorCode.POSITION_OUT_OF_RANGE)
     leader = node.state
     assert isinstance(leader, Leader)
     node.state = leader.voter_followed(request.replica_id, now_ms, node.config.fetch_timeout_ms)

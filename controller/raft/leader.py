@@ -3,7 +3,11 @@
 Rules (Kafka's `LeaderState`):
 - Each replica that fetched validly has its fetch offset (its flushed log end) and the time of
   that fetch. Only voters count for the high watermark and for check-quorum; observers are
-  tracked for DescribeQuorum.
+  tracked for DescribeQuorum only, in `Observers`: one that has not fetched for
+  `OBSERVER_SESSION_TIMEOUT_MS` (Kafka's 5 minutes) is forgotten, and at most `MAX_OBSERVERS`
+  are kept (the one that fetched longest ago goes first), so that fetches from ever new ids
+  grow neither the leader's memory nor DescribeQuorum's answer without bound. It is updated in
+  place (bookkeeping, not Raft state: a fetch from one of many observers costs no copy).
 - The high watermark is the offset that a majority of the voters have reached, the leader
   counting its own *flushed* end offset; it is only set once it passes the epoch's start offset
   (the leader's LeaderChange batch must commit first: that makes every earlier entry of its log
@@ -17,12 +21,17 @@ Rules (Kafka's `LeaderState`):
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from .ids import Epoch, NodeId
 
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+#: Kafka's `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+#: the most observers a leader keeps track of
+MAX_OBSERVERS = 1000
 
 
 def check_quorum_timeout_ms(fetch_timeout_ms: int) -> int:
@@ -36,6 +45,38 @@ class ReplicaProgress:
     last_caught_up_ms: int | None = None
 
 
+class Observers:
+    """The observers that fetched lately, the one that fetched longest ago first."""
+
+    def __init__(self) -> None:
+        self._progress: OrderedDict[NodeId, ReplicaProgress] = OrderedDict()
+
+    def get(self, replica: NodeId) -> ReplicaProgress | None:
+        return self._progress.get(replica)
+
+    def fetched(self, replica: NodeId, progress: ReplicaProgress, now_ms: int) -> None:
+        self._progress[replica] = progress
+        self._progress.move_to_end(replica)
+        self._forget(now_ms)
+        while len(self._progress) > MAX_OBSERVERS:
+            self._progress.popitem(last=False)
+
+    def active(self, now_ms: int) -> dict[NodeId, ReplicaProgress]:
+        self._forget(now_ms)
+        return dict(self._progress)
+
+    def __len__(self) -> int:
+        return len(self._progress)
+
+    def _forget(self, now_ms: int) -> None:
+        progress = self._progress
+        while progress:
+            oldest = next(iter(progress.values()))
+            if oldest.last_fetch_ms is not None and oldest.last_fetch_ms > now_ms - OBSERVER_SESSION_TIMEOUT_MS:
+                return
+            progress.popitem(last=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Leader:
     epoch: Epoch
@@ -46,7 +87,9 @@ class Leader:
     check_quorum_deadline_ms: int
     begin_epoch_due_ms: int
     high_watermark: int | None = None
+    #: the voters' progress (a fetch replaces the mapping)
     progress: Mapping[NodeId, ReplicaProgress] = field(default_factory=dict)
+    observers: Observers = field(default_factory=Observers, compare=False)
     acknowledged: frozenset[NodeId] = frozenset()
     fetched_voters: frozenset[NodeId] = frozenset()
 
@@ -79,12 +122,16 @@ class Leader:
 
     def fetched(self, replica: NodeId, fetch_offset: int, leader_end_offset: int, now_ms: int) -> Leader:
         """A valid Fetch from `replica`: its log ends at `fetch_offset` (flushed)."""
-        old = self.progress.get(replica, ReplicaProgress())
+        voter = replica in self.voters
+        old = (self.progress.get(replica) if voter else self.observers.get(replica)) or ReplicaProgress()
         caught_up = now_ms if fetch_offset >= leader_end_offset else old.last_caught_up_ms
+        updated = ReplicaProgress(fetch_offset, now_ms, caught_up)
+        if not voter:
+            self.observers.fetched(replica, updated, now_ms)
+            return self
         progress = dict(self.progress)
-        progress[replica] = ReplicaProgress(fetch_offset, now_ms, caught_up)
-        acknowledged = self.acknowledged | {replica} if replica in self.voters else self.acknowledged
-        return replace(self, progress=progress, acknowledged=acknowledged)
+        progress[replica] = updated
+        return replace(self, progress=progress, acknowledged=self.acknowledged | {replica})
 
     def voter_followed(self, replica: NodeId, now_ms: int, fetch_timeout_ms: int) -> Leader:
         """Check-quorum's bookkeeping for a Fetch or FetchSnapshot from a voter."""

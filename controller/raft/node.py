@@ -25,7 +25,13 @@ Rules:
 - A higher epoch seen in any request or response moves the node to that epoch (Follower when the
   leader is named, else Unattached), persisted before anything is sent; a leader that leaves
   its epoch emits `StopLeading`. A message naming another leader for the node's own epoch, or
-  this node as leader when it is not, raises `RaftError` (Kafka throws likewise).
+  this node as leader when it is not, is refused (a request) or ignored (an answer) without a
+  change (`consistent`); Kafka throws, and its raft thread dies.
+- No peer's message can stop the node: requests and answers are checked before they change
+  anything (`controller.raft.inbound`, `controller.raft.outbound`), and if handling one still
+  raises (a bug), `handle` puts the node back as it was before the event and re-raises, so the
+  shell can refuse that one message and go on. The node never enters an epoch above
+  `MAX_EPOCH`: in that epoch it does not stand.
 - Requests are answered by `controller.raft.inbound`, responses read by
   `controller.raft.outbound`; they and `poll` change the node's state only through the
   transitions below (or by updating the current state's own fields).
@@ -62,7 +68,7 @@ from .events import (
     SnapshotInstalled,
     Tick,
 )
-from .ids import Epoch, NodeId, OffsetAndEpoch
+from .ids import MAX_EPOCH, Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .log import LogView
 from .messages import (
@@ -177,6 +183,15 @@ class RaftNode:
     def handle(self, now_ms: int, event: Event) -> list[Action]:
         if not self._started:
             raise RaftError("handle before start")
+        saved = self._save()
+        try:
+            self._handle(now_ms, event)
+        except Exception:
+            self._restore(saved)
+            raise
+        return self._take()
+
+    def _handle(self, now_ms: int, event: Event) -> None:
         if isinstance(event, RequestReceived):
             response = inbound.answer(self, now_ms, event.source, event.correlation_id, event.request)
             if response is not None:
@@ -195,7 +210,30 @@ class RaftNode:
         else:
             assert isinstance(event, Tick)
         poll.poll(self, now_ms)
-        return self._take()
+
+    def _save(self) -> tuple[object, ...]:
+        return (
+            self.state,
+            self.log,
+            self.persisted,
+            self.high_watermark,
+            self.installing_snapshot,
+            dict(self.parked),
+            list(self.out),
+            self.in_flight.copy(),
+        )
+
+    def _restore(self, saved: tuple[object, ...]) -> None:
+        """Undo an event whose handling raised: every field as `_save` found it."""
+        state, log, persisted, high_watermark, installing, parked, out, in_flight = saved
+        self.state = state  # type: ignore[assignment]
+        self.log = log  # type: ignore[assignment]
+        self.persisted = persisted  # type: ignore[assignment]
+        self.high_watermark = high_watermark  # type: ignore[assignment]
+        self.installing_snapshot = installing  # type: ignore[assignment]
+        self.parked = parked  # type: ignore[assignment]
+        self.out = out  # type: ignore[assignment]
+        self.in_flight = in_flight  # type: ignore[assignment]
 
     def append(self, now_ms: int, epoch: int, record_count: int, payload: object = None) -> Appended | NotLeader:
         """Append one batch of `record_count` records as the leader of `epoch` (Kafka's
@@ -314,6 +352,8 @@ class RaftNode:
     def to_candidate(self, now_ms: int) -> None:
         if not isinstance(self.state, Prospective):
             raise RaftError(f"only a prospective becomes a candidate, not {self.state}")
+        if self.epoch >= MAX_EPOCH:
+            return  # the epochs are spent: the prospective loses at its election timeout
         tally = Tally.started(self.config.voters, self.node_id)
         deadline = now_ms + self._random_election_timeout_ms()
         self._enter(Candidate(Epoch(self.epoch + 1), deadline, tally), durable=True)
@@ -356,8 +396,9 @@ class RaftNode:
             self.to_unattached(state.epoch, None, now_ms)
 
     def maybe_transition(self, leader_id: NodeId | None, epoch: Epoch, now_ms: int) -> None:
-        """Kafka's `maybeTransition`: follow a higher epoch, or the named leader of this one."""
-        if not self._consistent(leader_id, epoch):
+        """Kafka's `maybeTransition`: follow a higher epoch, or the named leader of this one.
+        The callers check `consistent` first (a contradiction is refused, never followed)."""
+        if not self.consistent(leader_id, epoch) or epoch > MAX_EPOCH:
             raise RaftError(f"leader {leader_id} of epoch {epoch} contradicts {self.state}")
         if epoch > self.epoch:
             if leader_id is not None:
@@ -367,7 +408,9 @@ class RaftNode:
         elif leader_id is not None and self.leader_id is None:
             self.to_follower(epoch, leader_id, now_ms)
 
-    def _consistent(self, leader_id: NodeId | None, epoch: Epoch) -> bool:
+    def consistent(self, leader_id: NodeId | None, epoch: Epoch) -> bool:
+        """Whether `leader_id` may lead `epoch` as far as this node knows: not this node unless
+        it leads (or resigned) that very epoch, and not another than the leader it knows of it."""
         if leader_id is not None and leader_id == self.node_id:
             return epoch == self.epoch and isinstance(self.state, Leader | Resigned)
         return epoch != self.epoch or leader_id is None or self.leader_id is None or leader_id == self.leader_id

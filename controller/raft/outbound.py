@@ -4,6 +4,11 @@ Rules:
 - Only an expected answer is read (the one request in flight to that peer, same correlation id);
   reading it makes the peer ready again, or backing off when the answer was of no use (a
   top-level error, an unexpected error, records that do not follow the log's end).
+- No answer can stop the node or contradict what it knows: an answer naming an epoch above
+  `MAX_EPOCH`, no epoch at all (a top-level error), or a leader that contradicts the node's
+  view (itself, when it does not lead that epoch; another leader of an epoch whose leader it
+  knows) is ignored and the peer backed off (Kafka throws); so is a diverging epoch that would
+  truncate below the high watermark or the log's start (Kafka throws: a leader never asks it).
 - First what every answer carries (Kafka's `maybeHandleCommonResponse`): an older epoch, or
   UNKNOWN_LEADER_EPOCH, is ignored; a newer epoch, FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER
   moves the node to what the answer says (and backs off when it said nothing new: Kafka
@@ -13,7 +18,7 @@ Rules:
   becomes a candidate, a candidate with a majority of votes the leader; a prospective that can
   no longer win gives up at once, a candidate waits out its election timeout.
 - Fetch (a follower, or an observer looking for the leader): a diverging epoch truncates the log
-  to `LogView.truncation_offset` (never below the high watermark: that raises `RaftError`); a
+  to `LogView.truncation_offset` (never below the high watermark); a
   snapshot id starts FetchSnapshot; records are appended if they follow the log's end, and the
   high watermark becomes the leader's, capped at the log's end. Any of these is a successful
   fetch: the fetch timeout restarts.
@@ -30,7 +35,7 @@ from typing import TYPE_CHECKING
 from protocol.error_codes import ErrorCode
 
 from .actions import AppendBatches, InstallSnapshot, TruncateTo
-from .ids import Epoch, NodeId, OffsetAndEpoch
+from .ids import MAX_EPOCH, Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .log import LogViewError
 from .messages import (
@@ -42,7 +47,7 @@ from .messages import (
     Response,
     VoteResponse,
 )
-from .state import Candidate, Follower, Prospective, RaftError, Resigned
+from .state import Candidate, Follower, Prospective, Resigned
 
 if TYPE_CHECKING:
     from .node import RaftNode
@@ -51,7 +56,7 @@ if TYPE_CHECKING:
 def read(node: RaftNode, now_ms: int, source: NodeId, correlation_id: int, response: Response) -> None:
     if not node.in_flight.expects(source, correlation_id):
         return
-    if response.error in TOP_LEVEL_ERRORS:
+    if response.error in TOP_LEVEL_ERRORS or response.leader_epoch < 0:
         ok = False
     elif isinstance(response, VoteResponse):
         ok = vote(node, now_ms, source, response)
@@ -69,6 +74,8 @@ def common(node: RaftNode, error: int, leader_id: NodeId | None, epoch: Epoch, n
     or None: the answer is for this epoch and the caller reads the rest."""
     if epoch < node.epoch or error == ErrorCode.UNKNOWN_LEADER_EPOCH:
         return True
+    if epoch > MAX_EPOCH or not node.consistent(leader_id, epoch):
+        return False
     if epoch > node.epoch or error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
         before = (node.epoch, node.leader_id)
         node.maybe_transition(leader_id, epoch, now_ms)
@@ -122,7 +129,8 @@ def fetch(node: RaftNode, now_ms: int, response: FetchResponse) -> bool:
     if not isinstance(state, Follower):
         return True
     if response.diverging_epoch is not None:
-        _truncate(node, response)
+        if not _truncate(node, response):
+            return False
     elif response.snapshot_id is not None:
         if response.snapshot_id.offset < 0 or response.snapshot_id.epoch < 0:
             return False
@@ -133,16 +141,17 @@ def fetch(node: RaftNode, now_ms: int, response: FetchResponse) -> bool:
     return True
 
 
-def _truncate(node: RaftNode, response: FetchResponse) -> None:
+def _truncate(node: RaftNode, response: FetchResponse) -> bool:
+    """Truncate to where the leader's log diverges from this one (False: not a truncation a
+    leader can ask, below the high watermark or the log's start: ignored)."""
     assert response.diverging_epoch is not None
     offset = node.log.truncation_offset(response.diverging_epoch)
-    if node.high_watermark is not None and offset < node.high_watermark:
-        raise RaftError(
-            f"leader {response.leader_id} asks to truncate to {offset}, below the high watermark {node.high_watermark}"
-        )
+    if (node.high_watermark is not None and offset < node.high_watermark) or offset < node.log.start_offset:
+        return False
     if offset < node.log.end_offset:
         node.log = node.log.truncated(offset)
         node.out.append(TruncateTo(offset))
+    return True
 
 
 def _append(node: RaftNode, response: FetchResponse) -> bool:

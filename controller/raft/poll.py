@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .ids import Epoch, NodeId
+from .ids import MAX_EPOCH, Epoch, NodeId
 from .leader import Leader
 from .messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, VoteRequest
 from .state import Candidate, Follower, Prospective, Unattached
@@ -74,7 +74,10 @@ def _poll_once(node: RaftNode, now_ms: int) -> None:
             )
             node.send(voter, request, now_ms)
         if now_ms >= state.election_deadline_ms:
-            node.to_unattached(Epoch(state.epoch + 1), None, now_ms)
+            if state.epoch < MAX_EPOCH:
+                node.to_unattached(Epoch(state.epoch + 1), None, now_ms)
+            else:  # no epoch after it: stand in vain, as a node in MAX_EPOCH does
+                node.to_prospective(now_ms)
 
 
 def _leader(node: RaftNode, state: Leader, now_ms: int) -> None:

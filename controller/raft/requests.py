@@ -70,6 +70,12 @@ class InFlight:
         else:
             self._connections[source] = Connection(None, now_ms)
 
+    def copy(self) -> InFlight:
+        copied = InFlight(self.retry_backoff_ms, self.request_timeout_ms)
+        copied._connections = dict(self._connections)
+        copied._next_correlation_id = self._next_correlation_id
+        return copied
+
     def reset_all(self) -> None:
         self._connections.clear()
 

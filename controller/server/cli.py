@@ -35,6 +35,8 @@ from .quorum_config import (
     DEFAULT_FETCH_TIMEOUT_MS,
     QuorumConfig,
     QuorumConfigError,
+    check_voter_authentication,
+    parse_voter_principal,
     quorum_config,
 )
 from .tls import DEFAULT_HANDSHAKE_TIMEOUT_MS, TlsConfigError, TlsOptions, server_context
@@ -62,6 +64,13 @@ def non_negative_int(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return int(text)
+
+
+def voter_principal(text: str) -> tuple[int, str]:
+    try:
+        return parse_voter_principal(text)
+    except QuorumConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +104,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_FETCH_TIMEOUT_MS,
         help="a follower that cannot fetch from its leader this long starts an election; a leader without a "
         "majority's fetches for 1.5 times it resigns (default 2000)",
+    )
+    parser.add_argument(
+        "--controller-quorum-voter-principal",
+        type=voter_principal,
+        action="append",
+        default=[],
+        metavar="ID=PRINCIPAL",
+        help="voter ID's principal (repeat per voter, e.g. 2=User:CN=controller-2): a Raft request counts for "
+        "voter ID only on a connection with that principal; default: the principal of the certificate voter "
+        "ID's listener presents (needs --tls-ca)",
+    )
+    parser.add_argument(
+        "--allow-unauthenticated-voters",
+        action="store_true",
+        help="run a quorum of several voters without client certificates: anyone who reaches a voter's "
+        "listener can then act as a voter (fetch as a follower, vote, claim leadership)",
     )
     parser.add_argument(
         "--tls-cert",
@@ -217,6 +242,12 @@ def run(args: argparse.Namespace) -> int:
             args.controller_quorum_voters,
             election_timeout_ms=args.controller_quorum_election_timeout_ms,
             fetch_timeout_ms=args.controller_quorum_fetch_timeout_ms,
+            voter_principals=tuple(args.controller_quorum_voter_principal),
+        )
+        check_voter_authentication(
+            quorum,
+            clients_authenticated=tls is not None and tls.clients_authenticated,
+            allow_unauthenticated=args.allow_unauthenticated_voters,
         )
     except QuorumConfigError as exc:
         print(f"fencer-controller: error: {exc}", file=sys.stderr)

@@ -191,12 +191,16 @@ class Pending:
 
 
 class RequestSink(Protocol):
-    """Where decoded requests go (the writer, or the daemon's router): it resolves their outcomes."""
+    """Where decoded requests go (the daemon's router: the writer, the quorum): it resolves their
+    outcomes. `submit` takes a request (True) or not now (False: the queue it goes to is full;
+    the connection awaits `wait_for_room`, reading nothing, and submits it again)."""
 
     @property
     def draining(self) -> bool: ...
 
-    def submit(self, pending: Pending) -> None: ...
+    def submit(self, pending: Pending) -> bool: ...
+
+    async def wait_for_room(self) -> None: ...
 
 
 class ExchangeSink(Protocol):
@@ -447,7 +451,7 @@ class Connection:
                         return False
                 else:
                     pending.writer_hook = self._hook
-                    self.writer.submit(pending)
+                    await self._hand_on(pending)
             if not pending._resolved:  # Pending.outcome(), inlined: one coroutine less per request
                 pending._waiter = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(pending._abort)
@@ -506,8 +510,13 @@ class Connection:
             return False
         if error is not None:
             return self._not_decoded(pending, error)
-        self.writer.submit(pending)
+        await self._hand_on(pending)
         return True
+
+    async def _hand_on(self, pending: Pending) -> None:
+        """Submit, waiting (reading nothing) while the queue the request goes to is full."""
+        while not self.writer.submit(pending):
+            await self.writer.wait_for_room()
 
     def _not_decoded(self, pending: Pending, error: DecodeError) -> bool:
         """KIP-511: ApiVersions at a version we do not speak is answered at once (True); any other

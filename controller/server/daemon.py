@@ -94,12 +94,15 @@ class RequestRouter:
     def draining(self) -> bool:
         return self.writer.draining
 
-    def submit(self, pending: Pending) -> None:
+    def submit(self, pending: Pending) -> bool:
         request = pending.request
         if request is not None and request.api_key in QUORUM_API_KEYS:
-            self.quorum.submit(pending)
-        else:
-            self.writer.submit(pending)
+            return self.quorum.submit(pending)  # False: its queue is full
+        self.writer.submit(pending)
+        return True
+
+    async def wait_for_room(self) -> None:
+        await self.quorum.wait_for_room()
 
 
 class Daemon:
@@ -128,10 +131,10 @@ class Daemon:
         self.channel = _make_channel(self)
         if quorum is None:
             quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
-        self.quorum = Quorum(quorum, engine, tls=None if options.tls is None else options.tls.client)
+        self.quorum = Quorum(quorum, engine, tls=options.tls)
         self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
         self.quorum.writer, self.quorum.channel, self.quorum.metrics = self.writer, self.channel, self.metrics
-        self.metrics.watch_quorum(self.quorum.view)
+        self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.queued)
         self.requests = RequestRouter(self.writer, self.quorum)
 
     # ------------------------------------------------------------------ running

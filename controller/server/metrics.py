@@ -87,7 +87,7 @@ GROUP_RECORD_BUCKETS = tuple(float(2**n) for n in range(14))
 #: Snapshot write times: 10 ms .. 5 min.
 SNAPSHOT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 #: Where the controller failed on a request it had decoded (the connection is closed unanswered).
-REQUEST_FAILURE_STAGES = ("decide", "encode")
+REQUEST_FAILURE_STAGES = ("decide", "encode", "raft")
 #: Why a connection was closed at accept.
 CONNECTION_REFUSAL_REASONS = ("max_connections", "descriptors")
 #: Why a frame was refused (the connection is closed without a response).
@@ -147,7 +147,8 @@ class ControllerMetrics:
         )
         self._request_failures = self._counter_by(
             "fencer_request_failures",
-            "Requests the controller failed to decide or to encode an answer for (a bug; connection closed), by stage",
+            "Requests the controller failed to decide or to encode an answer for, or the quorum to handle "
+            "(a bug; closed, or a quorum RPC answered UNKNOWN_SERVER_ERROR), by stage",
             "stage",
             REQUEST_FAILURE_STAGES,
         )
@@ -210,6 +211,11 @@ class ControllerMetrics:
 
     def _define_raft_metrics(self) -> None:
         registry = self.registry
+        self._raft_queue = Gauge(
+            "fencer_raft_inbound_queue",
+            "Quorum RPCs waiting for the quorum's task (connections wait while it is full)",
+            registry=registry,
+        )
         self._election_latency = Histogram(
             "fencer_raft_election_latency_seconds",
             "From losing sight of a leader to knowing the next (Kafka's raft-metrics election-latency)",
@@ -308,9 +314,10 @@ class ControllerMetrics:
     def outbound_connection_failure(self, broker_id: int) -> None:
         self._outbound_connection_failures.labels(broker=str(broker_id)).inc()
 
-    def watch_quorum(self, view: Callable[[], dict[str, object]]) -> None:
-        """Read the quorum's state (`Quorum.view`) at every scrape."""
+    def watch_quorum(self, view: Callable[[], dict[str, object]], queued: Callable[[], float] = lambda: 0) -> None:
+        """Read the quorum's state (`Quorum.view`) and its inbound queue's length at every scrape."""
         self.registry.register(_RaftCollector(view))
+        self._raft_queue.set_function(queued)
 
     def election(self, seconds: float) -> None:
         """A leader became known after `seconds` without one (Kafka's election-latency)."""

@@ -6,23 +6,30 @@ Rules:
   the next starts (`controller.raft.actions`): the quorum-state file is written and fsync'd
   before anything sent after it; a follower's appends, truncations and snapshot installs are
   the log's, done in a worker thread, then reported back (`LogFlushed`, `SnapshotInstalled`).
-- Inbound RPCs come from the daemon's connections (`submit`): Vote, BeginQuorumEpoch,
-  EndQuorumEpoch, Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request about
-  another partition is answered INVALID_REQUEST at once); its answer comes back as an action and
-  is sent on the request's connection, a Fetch's with the log's record bytes from the offset the
-  core names (at most `FETCH_MAX_BYTES`, Kafka's 8 MiB), a FetchSnapshot's with the snapshot's
-  bytes from the position asked. DescribeQuorum is the shell's: the leader answers with each
-  voter's and observer's end offset and last fetch and caught-up times (wall clock), a node that
-  does not lead NOT_LEADER_OR_FOLLOWER (6), as Kafka 3.9.
-- Outbound: one link per other voter, each one connection at a time (ApiVersions first, then the
-  core's requests one by one: the core has at most one in flight per peer). A request that
-  cannot be sent or answered is reported `RequestFailed`; after a failed connection the link
-  fails requests at once until its reconnect backoff (50 ms doubling to 1 s, Kafka's
-  reconnect.backoff) has passed. A FetchSnapshot is fetched chunk by chunk into the log's
-  incoming snapshot before the core sees the answer.
-- The links are TLS when the daemon's listener is (`tls`: the node's client context, its own
-  certificate presented, the peer's checked against the CA and the voter's host), as
-  `controller.control.tls.open_stream` opens the control channel's; plaintext otherwise.
+- Inbound RPCs come from the daemon's connections (`submit`) into a bounded queue, and are
+  handled one at a time on the quorum's own task, never on a connection's: a full queue
+  (`INBOUND_QUEUE_LIMIT` requests) makes the submitting connection wait, reading nothing meanwhile
+  (`wait_for_room`); the queue's length is a metric. Vote, BeginQuorumEpoch, EndQuorumEpoch,
+  Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request about another
+  partition is answered INVALID_REQUEST at once); its answer comes back as an action and is sent
+  on the request's connection, a Fetch's with the log's record bytes from the offset the core
+  names (at most `FETCH_MAX_BYTES`, Kafka's 8 MiB, and only what is on disk: records the writer
+  is still writing go with a later fetch), a FetchSnapshot's with the snapshot's bytes from the
+  position asked (POSITION_OUT_OF_RANGE past its end). DescribeQuorum is answered from the
+  core's state (`describe_quorum`).
+- No request can stop the node: the core refuses what it cannot accept (`controller.raft.inbound`),
+  and an error in the handling of one request anyway is logged with the request's summary,
+  counted (`fencer_request_failures_total{stage="raft"}`) and answered UNKNOWN_SERVER_ERROR, the
+  core left as it was before the request. An answer from a peer that fails likewise is logged,
+  counted and taken as a failed request. Only the node's own disk failing stops it (a `LogError`
+  from executing an action).
+- A voter is who it proves to be (`controller.auth.voters`): when the listener authenticates its
+  clients, a request naming another voter as its sender (a Fetch's or FetchSnapshot's replica
+  id, a Vote's candidate, a BeginQuorumEpoch's or EndQuorumEpoch's leader) on a connection
+  whose principal is not that voter's is answered CLUSTER_AUTHORIZATION_FAILED before the core
+  sees it, counted as an authorization denial, whatever the authorizer says.
+- Outbound: one link per other voter (`controller.server.peer_link`). The links are TLS when the
+  daemon's listener is; the principal each voter's certificate names is learned from them.
 - The controller: the leader appends its epoch's LeaderChange, and becomes the active
   controller once the high watermark passes it (everything before its epoch is then committed
   and replayed: Kafka's controller activates likewise), with the Raft epoch as its controller
@@ -44,7 +51,6 @@ import functools
 import itertools
 import logging
 import random
-import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -55,17 +61,16 @@ import trio
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import describe_quorum as dq
-from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
-from protocol.registry import api, decode_response, encode_response
+from protocol.registry import api, encode_response
 from protocol.spec import Data
 
-from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
-from ..control.tls import Transport, failure_text, open_stream
+from ..auth.principal import principal_name
+from ..auth.voters import VoterIdentities
 from ..core import denied_answer
 from ..engine import ControllerEngine
 from ..log import IncomingSnapshot, LogError, SnapshotId
+from ..log.model import OffsetOutOfRangeError, PositionOutOfRangeError, SnapshotNotFoundError
 from ..log.quorum_state import write_election
 from ..ops.authorization import authorize_api
 from ..raft import (
@@ -102,16 +107,16 @@ from ..raft import (
 from ..raft import messages as rm
 from ..raft.leader import Leader
 from . import raft_wire as wire
-from .connection import Pending, request_context, socket_of
-from .quorum_config import QuorumConfig, Voter
+from .connection import Pending, request_context
+from .describe_quorum import describe_quorum
+from .peer_link import FETCH_MAX_BYTES, PeerLink
+from .quorum_config import QuorumConfig
+from .tls import DEFAULT_MAPPING_RULES, TlsOptions
 from .writer import run_paced
 
 log = logging.getLogger("fencer.quorum")
-#: the most log bytes one Fetch answer carries (Kafka's leader caps a fetch at 8 MiB likewise)
-FETCH_MAX_BYTES = 8 * 1024 * 1024
-SNAPSHOT_CHUNK_BYTES = 1024 * 1024
-RECONNECT_BACKOFF_MS = 50
-RECONNECT_BACKOFF_MAX_MS = 1000
+#: Raft requests waiting for the quorum's task; past it, connections wait to hand theirs on
+INBOUND_QUEUE_LIMIT = 256
 #: the payload of a batch the writer wrote itself (the core only hears of its offsets)
 _WRITTEN = object()
 QUORUM_API_KEYS = wire.RAFT_API_KEYS | {ApiKey.DESCRIBE_QUORUM}
@@ -167,11 +172,18 @@ class Quorum:
         rng: random.Random | None = None,
         clock_ms: Callable[[], int] | None = None,
         wall_ms: Callable[[], int] | None = None,
-        tls: ssl.SSLContext | None = None,
+        tls: TlsOptions | None = None,
     ) -> None:
         self.config = config
         #: the links' TLS client context (the node's certificate), None: plaintext links
-        self.tls = tls
+        self.tls = None if tls is None else tls.client
+        self._mapping_rules = None if tls is None else tls.mapping_rules
+        #: who may speak for which voter, when the listener authenticates its clients
+        self.identities = (
+            VoterIdentities(config.node_id, config.voter_ids, dict(config.voter_principals))
+            if tls is not None and tls.clients_authenticated
+            else None
+        )
         self.engine = engine
         self.log = engine.log
         raft_config = RaftConfig(
@@ -192,6 +204,10 @@ class Quorum:
         self._timers_changed = trio.Event()
         self._commit_moved = trio.Event()
         self._inbound: dict[int, _Inbound] = {}
+        #: requests handed on by connections, waiting for the quorum's task (`_serve_inbound`)
+        self._queue: deque[Pending] = deque()
+        self._queue_ready = trio.Event()
+        self._room = trio.Event()
         self._ids = itertools.count(1)
         self._links = {voter.node_id: PeerLink(self, voter) for voter in config.peers()}
         #: (epoch, the offset the high watermark must pass) while becoming the active controller
@@ -345,8 +361,11 @@ class Quorum:
                 nursery.start_soon(self._execute)
                 nursery.start_soon(self._tick)
                 nursery.start_soon(self._keep_alive)
+                nursery.start_soon(self._serve_inbound)
                 for link in self._links.values():
                     nursery.start_soon(link.run)
+                    if self.identities is not None and self.identities.configured is None:
+                        link.probe()  # learn each voter's principal before its first request
                 task_status.started()
         finally:
             self._stopped.set()
@@ -538,8 +557,41 @@ class Quorum:
             await run_paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
 
     # ------------------------------------------------------------------ inbound
-    def submit(self, pending: Pending) -> None:
-        """A quorum RPC from a connection (the daemon routes `QUORUM_API_KEYS` here)."""
+    @property
+    def queued(self) -> int:
+        """Requests waiting for the quorum's task (a metric)."""
+        return len(self._queue)
+
+    def submit(self, pending: Pending) -> bool:
+        """A quorum RPC from a connection (the daemon routes `QUORUM_API_KEYS` here), queued for the
+        quorum's task; False when the queue is full (the connection waits with `wait_for_room`)."""
+        if len(self._queue) >= INBOUND_QUEUE_LIMIT:
+            return False
+        self._queue.append(pending)
+        self._queue_ready.set()
+        return True
+
+    async def wait_for_room(self) -> None:
+        while len(self._queue) >= INBOUND_QUEUE_LIMIT:
+            self._room = trio.Event()
+            await self._room.wait()
+
+    async def _serve_inbound(self) -> None:
+        while True:
+            while not self._queue:
+                self._queue_ready = trio.Event()
+                await self._queue_ready.wait()
+            pending = self._queue.popleft()
+            self._room.set()
+            try:
+                self._receive(pending)
+            except LogError:
+                raise
+            except Exception as exc:  # a bug on one request: refuse it, serve the others
+                self._failed_request(pending, exc)
+            await trio.lowlevel.checkpoint()
+
+    def _receive(self, pending: Pending) -> None:
         request = pending.request
         assert request is not None
         key, version, body = request.api_key, request.api_version, request.body
@@ -552,16 +604,69 @@ class Quorum:
                 self._respond(pending, denied_answer(key, version, body, context))
                 return
         if key == ApiKey.DESCRIBE_QUORUM:
-            self._respond(pending, self.describe(body, version))
+            answer = describe_quorum(self.node, body, version, self.config.voters, self._clock_ms(), self._wall_ms())
+            self._respond(pending, answer)
             return
         try:
             message = wire.request_from_wire(key, version, body)
         except wire.WireRefusal as refusal:
             self._respond(pending, refusal.response)
             return
+        if not self._proven(pending, key, message):
+            self._respond(pending, wire.top_level_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            return
         correlation = next(self._ids)
         self._inbound[correlation] = _Inbound(pending, key, version, body)
-        self._handle(RequestReceived(_source(message), correlation, message))
+        self._handle(RequestReceived(_source(message), correlation, message))  # answered by an action
+
+    def _proven(self, pending: Pending, key: int, message: rm.Request) -> bool:
+        """Whether the connection may speak for the voter the request names (always, without
+        client authentication); a refusal is counted as an authorization denial."""
+        identities = self.identities
+        if identities is None:
+            return True
+        claimed = _source(message)
+        why = identities.refusal(claimed, pending.principal)
+        if why is None:
+            return True
+        if identities.principal_of(claimed) is None and claimed in self._links:
+            self._links[claimed].probe()
+        if self.writer is not None:
+            self.writer.denied(api(key).name, request_context(pending), pending.peer)
+        log.info("refused %s naming voter %d from %s: %s", api(key).name, claimed, pending.peer, why)
+        return False
+
+    def _failed_request(self, pending: Pending, exc: Exception) -> None:
+        request = pending.request
+        assert request is not None
+        log.error(
+            "quorum: %s v%d from %s failed (%s); answered UNKNOWN_SERVER_ERROR: %s",
+            api(request.api_key).name,
+            request.api_version,
+            pending.peer,
+            _summary(request.body),
+            exc,
+            exc_info=exc,
+        )
+        if self.metrics is not None:
+            self.metrics.request_failed("raft")
+        for correlation, inbound in list(self._inbound.items()):
+            if inbound.pending is pending:
+                del self._inbound[correlation]
+        if not pending.resolved:
+            self._respond(pending, wire.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
+
+    def voter_presented(self, voter: int, certificate: bytes | None) -> None:
+        """The certificate voter `voter`'s listener presented to this node's link: its principal is
+        voter `voter`'s (when learned rather than configured)."""
+        if self.identities is None or self.identities.configured is not None or certificate is None:
+            return
+        try:
+            principal = principal_name(certificate, self._mapping_rules or DEFAULT_MAPPING_RULES)
+        except Exception as exc:  # a DN no mapping rule maps: that voter cannot be proven
+            log.warning("voter %d: its certificate names no principal (%s)", voter, exc)
+            return
+        self.identities.learn(voter, principal)
 
     async def _answer(self, inbound: _Inbound, response: rm.Response) -> None:
         records: bytes | None = None
@@ -572,8 +677,10 @@ class Quorum:
             try:
                 read = await trio.to_thread.run_sync(self.log.read_records, response.records_from_offset, limit)
                 records = read.records
-            except (LogError, ValueError) as exc:  # retention, a truncation: the next fetch starts over
-                log.info("no records for a fetch from %d: %s", response.records_from_offset, exc)
+            except (LogError, ValueError, OffsetOutOfRangeError) as exc:
+                # retention, a truncation, or records the writer has not written yet: the next
+                # fetch starts over (the core's log end passes the disk's while a batch is written)
+                log.debug("no records for a fetch from %d: %s", response.records_from_offset, exc)
         elif isinstance(response, rm.FetchSnapshotResponse) and response.snapshot_id is not None and not response.error:
             position, max_bytes = wire.snapshot_position(inbound.body)
             snapshot = SnapshotId(response.snapshot_id.offset, response.snapshot_id.epoch)
@@ -582,11 +689,14 @@ class Quorum:
                     self.log.read_snapshot_chunk, snapshot, position, max(1, min(max_bytes, FETCH_MAX_BYTES))
                 )
                 chunk = (read_chunk.size, position, read_chunk.data)
-            except (LogError, ValueError) as exc:
-                log.info("snapshot %s unavailable: %s", snapshot, exc)
-                response = rm.FetchSnapshotResponse(
-                    ErrorCode.SNAPSHOT_NOT_FOUND, response.leader_id, response.leader_epoch
+            except (LogError, ValueError, SnapshotNotFoundError, PositionOutOfRangeError) as exc:
+                log.info("snapshot %s at %d unavailable: %s", snapshot, position, exc)
+                error = (
+                    ErrorCode.POSITION_OUT_OF_RANGE
+                    if isinstance(exc, PositionOutOfRangeError)
+                    else ErrorCode.SNAPSHOT_NOT_FOUND
                 )
+                response = rm.FetchSnapshotResponse(error, response.leader_id, response.leader_epoch)
         self._respond(inbound.pending, wire.response_to_wire(response, records=records, snapshot_chunk=chunk))
 
     def _respond(self, pending: Pending, response: Data) -> None:
@@ -597,97 +707,29 @@ class Quorum:
             frame = encode_response(response, request.api_version, request.correlation_id)
         except Exception:
             log.exception("cannot encode the answer to api key %d from %s", request.api_key, pending.peer)
+            if self.metrics is not None:
+                self.metrics.request_failed("encode")
             pending.close_unanswered()
             return
         pending.answer(frame)  # the request's connection sends it
 
-    def describe(self, body: Any, version: int) -> dq.DescribeQuorumResponse:
-        """DescribeQuorum, as Kafka's `handleDescribeQuorumRequest` answers it."""
-        topics = body.topics
-        if (
-            len(topics) != 1
-            or topics[0].topic_name != wire.METADATA_TOPIC
-            or [p.partition_index for p in topics[0].partitions] != [wire.METADATA_PARTITION]
-        ):
-            return dq.DescribeQuorumResponse(
-                topics=tuple(
-                    dq.DescribeQuorumResponseTopicData(
-                        topic_name=topic.topic_name,
-                        partitions=tuple(
-                            _describe_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                            for p in topic.partitions
-                        ),
-                    )
-                    for topic in topics
-                )
-            )
-        state = self.node.state
-        if not isinstance(state, Leader):
-            partition = _describe_error(wire.METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        else:
-            now_ms, wall_ms = self._clock_ms(), self._wall_ms()
-
-            def replica(node_id: int) -> dq.DescribeQuorumResponseReplicaState:
-                if node_id == state.local_id:
-                    return dq.DescribeQuorumResponseReplicaState(
-                        replica_id=node_id,
-                        log_end_offset=self.node.log.end_offset,
-                        last_fetch_timestamp=wall_ms,
-                        last_caught_up_timestamp=wall_ms,
-                    )
-                progress = state.progress.get(NodeId(node_id))
-                end = progress.end_offset if progress is not None and progress.end_offset is not None else -1
-                fetched = progress.last_fetch_ms if progress is not None else None
-                caught_up = progress.last_caught_up_ms if progress is not None else None
-                return dq.DescribeQuorumResponseReplicaState(
-                    replica_id=node_id,
-                    log_end_offset=end,
-                    last_fetch_timestamp=-1 if fetched is None else wall_ms - (now_ms - fetched),
-                    last_caught_up_timestamp=-1 if caught_up is None else wall_ms - (now_ms - caught_up),
-                )
-
-            observers = sorted(node for node in state.progress if node not in state.voters)
-            partition = dq.DescribeQuorumResponsePartitionData(
-                partition_index=wire.METADATA_PARTITION,
-                leader_id=state.local_id,
-                leader_epoch=state.epoch,
-                high_watermark=-1 if state.high_watermark is None else state.high_watermark,
-                current_voters=tuple(replica(voter) for voter in sorted(state.voters)),
-                observers=tuple(replica(observer) for observer in observers),
-            )
-        nodes: tuple[dq.DescribeQuorumResponseNode, ...] = ()
-        if version >= 2 and isinstance(state, Leader):
-            nodes = tuple(
-                dq.DescribeQuorumResponseNode(
-                    node_id=voter.node_id,
-                    listeners=(dq.DescribeQuorumResponseListener(name="CONTROLLER", host=voter.host, port=voter.port),),
-                )
-                for voter in self.config.voters
-            )
-        return dq.DescribeQuorumResponse(
-            topics=(dq.DescribeQuorumResponseTopicData(topic_name=wire.METADATA_TOPIC, partitions=(partition,)),),
-            nodes=nodes,
-        )
-
     # ------------------------------------------------------------------ from the links
     def received(self, source: int, correlation_id: int, response: rm.Response) -> None:
-        self._handle(ResponseReceived(NodeId(source), correlation_id, response))
+        try:
+            self._handle(ResponseReceived(NodeId(source), correlation_id, response))
+        except Exception as exc:  # a bug on one answer: the core is as before it; the request failed
+            log.error("quorum: voter %d's answer failed (%s): %s", source, type(response).__name__, exc, exc_info=exc)
+            if self.metrics is not None:
+                self.metrics.request_failed("raft")
+            self.failed(source, correlation_id)
 
     def failed(self, destination: int, correlation_id: int) -> None:
         self._handle(RequestFailed(NodeId(destination), correlation_id))
 
 
-def _describe_error(partition: int, error: ErrorCode) -> dq.DescribeQuorumResponsePartitionData:
-    return dq.DescribeQuorumResponsePartitionData(
-        partition_index=partition,
-        error_code=error,
-        error_message=None,
-        leader_id=-1,
-        leader_epoch=-1,
-        high_watermark=-1,
-        current_voters=(),
-        observers=(),
-    )
+def _summary(body: object, limit: int = 300) -> str:
+    text = repr(body)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _source(message: rm.Request) -> NodeId:
@@ -697,159 +739,3 @@ def _source(message: rm.Request) -> NodeId:
     if isinstance(message, rm.BeginQuorumEpochRequest | rm.EndQuorumEpochRequest):
         return message.leader_id
     return message.replica_id
-
-
-class PeerLink:
-    """The connection to one other voter: the core's requests, one at a time."""
-
-    def __init__(self, quorum: Quorum, voter: Voter) -> None:
-        self.quorum = quorum
-        self.voter = voter
-        self._queue: deque[tuple[int, rm.Request]] = deque()
-        self._ready = trio.Event()
-        self._conn: BrokerConnection | None = None
-        self._stream: trio.abc.Stream | None = None
-        self._versions: dict[int, int] = {}
-        self._failures = 0
-        self._retry_at = 0.0
-        self.connection_failures = 0
-
-    def submit(self, correlation_id: int, request: rm.Request) -> None:
-        self._queue.append((correlation_id, request))
-        self._ready.set()
-
-    async def run(self) -> None:
-        while True:
-            while not self._queue:
-                self._ready = trio.Event()
-                await self._ready.wait()
-            correlation_id, request = self._queue.popleft()
-            try:
-                response = await self._exchange(request)
-            except (*CONNECTION_ERRORS, LogError, ValueError) as exc:
-                self._broken(exc)
-                self.quorum.failed(self.voter.node_id, correlation_id)
-                continue
-            self.quorum.received(self.voter.node_id, correlation_id, response)
-
-    def _broken(self, exc: BaseException) -> None:
-        if self._stream is not None:
-            self._failures += 1
-            self.connection_failures += 1
-            log.log(
-                logging.WARNING if self._failures == 1 else logging.DEBUG,
-                "voter %s: connection failed (%s: %s)", self.voter, type(exc).__name__, exc,
-            )  # fmt: skip
-            stream, self._stream, self._conn = self._stream, None, None
-            sock = socket_of(stream)  # at once, TLS or not: a link broken mid-exchange says no goodbye
-            if sock is not None:
-                sock.close()
-
-    async def _connected(self) -> BrokerConnection:
-        if self._conn is not None:
-            return self._conn
-        if trio.current_time() < self._retry_at:
-            raise PeerError("reconnect backoff")
-        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
-        try:
-            with trio.fail_after(timeout_s):
-                tls = self.quorum.tls
-                transport = Transport.PLAINTEXT if tls is None else Transport.TLS
-                stream = await open_stream(self.voter.host, self.voter.port, transport, tls)
-                conn = BrokerConnection(stream, str(self.voter), 0)
-                request = conn.request(
-                    ApiVersionsRequest(client_software_name="fencer", client_software_version="0.1"), 3
-                )
-                await stream.send_all(request.frame)
-                _, answer = decode_response(await conn.receive_frame(), ApiKey.API_VERSIONS, 3)
-        except BaseException as exc:
-            self._failures += 1
-            if self._failures == 1 and isinstance(exc, CONNECTION_ERRORS):  # once per run of failures
-                log.warning("voter %s: cannot connect (%s)", self.voter, failure_text(exc))
-            backoff = min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS * 2 ** min(self._failures - 1, 10))
-            self._retry_at = trio.current_time() + backoff / 1000
-            raise
-        assert isinstance(answer, ApiVersionsResponse)
-        self._versions = {k.api_key: k.max_version for k in answer.api_keys}
-        self._failures = 0
-        self._stream, self._conn = stream, conn
-        return conn
-
-    async def _call(self, body: Data, version: int) -> Any:
-        conn = await self._connected()
-        request = conn.request(body, version)
-        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
-        assert self._stream is not None
-        with trio.fail_after(timeout_s):
-            await self._stream.send_all(request.frame)
-            payload = await conn.receive_frame()
-        header, response = decode_response(payload, request.api_key, request.version)
-        if header.correlation_id != request.correlation_id:
-            raise PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
-        return response
-
-    async def _exchange(self, request: rm.Request) -> rm.Response:
-        key = _api_key(request)
-        await self._connected()
-        version = wire.send_version(key, request, self._versions.get(key))
-        if isinstance(request, rm.VoteRequest) and request.pre_vote and version < 2:
-            raise PeerError(f"voter {self.voter} speaks no pre-vote (Vote v{version})")
-        if isinstance(request, rm.FetchSnapshotRequest):
-            return await self._fetch_snapshot(request, version)
-        body = wire.request_to_wire(request, version, max_bytes=FETCH_MAX_BYTES)
-        return wire.response_from_wire(key, await self._call(body, version))
-
-    async def _fetch_snapshot(self, request: rm.FetchSnapshotRequest, version: int) -> rm.Response:
-        """Every chunk of the snapshot, into the log's incoming snapshot; the core then sees one
-        answer carrying it (or the first error)."""
-        log_ = self.quorum.log
-        snapshot = SnapshotId(request.snapshot_id.offset, request.snapshot_id.epoch)
-        incoming = log_.receive_snapshot(snapshot)
-        position = 0
-        try:
-            while True:
-                chunk_request = rm.FetchSnapshotRequest(
-                    request.cluster_id, request.replica_id, request.current_leader_epoch, request.snapshot_id, position
-                )
-                body = wire.request_to_wire(chunk_request, version, max_bytes=SNAPSHOT_CHUNK_BYTES)
-                response = wire.response_from_wire(ApiKey.FETCH_SNAPSHOT, await self._call(body, version))
-                assert isinstance(response, rm.FetchSnapshotResponse)
-                if response.error or response.payload is None or incoming is None:
-                    if incoming is not None:
-                        incoming.abort()
-                    return rm.FetchSnapshotResponse(
-                        response.error, response.leader_id, response.leader_epoch, response.snapshot_id
-                    )
-                size, at, data = _chunk(response.payload)
-                if at != position or (not data and position < size):
-                    raise PeerError(f"snapshot chunk at {at}, expected {position}")
-                await trio.to_thread.run_sync(incoming.append, position, data)
-                position += len(data)
-                if position >= size:
-                    return rm.FetchSnapshotResponse(
-                        response.error, response.leader_id, response.leader_epoch, response.snapshot_id, incoming
-                    )
-        except BaseException:
-            if incoming is not None:
-                incoming.abort()
-            raise
-
-
-def _chunk(payload: object) -> tuple[int, int, bytes]:
-    """A FetchSnapshot answer's (snapshot size, position, bytes), as `raft_wire` carries them."""
-    if not isinstance(payload, tuple) or len(payload) != 3:
-        raise PeerError(f"not a snapshot chunk: {type(payload).__name__}")
-    size, position, data = payload
-    return int(size), int(position), bytes(data)
-
-
-def _api_key(request: rm.Request) -> int:
-    if isinstance(request, rm.VoteRequest):
-        return ApiKey.VOTE
-    if isinstance(request, rm.BeginQuorumEpochRequest):
-        return ApiKey.BEGIN_QUORUM_EPOCH
-    if isinstance(request, rm.EndQuorumEpochRequest):
-        return ApiKey.END_QUORUM_EPOCH
-    if isinstance(request, rm.FetchRequest):
-        return ApiKey.FETCH
-    return ApiKey.FETCH_SNAPSHOT

@@ -15,6 +15,13 @@ Rules:
 - Both timeouts are positive milliseconds; the fetch timeout is, in Kafka, the longer one (a
   follower that has not fetched for that long starts an election; a leader resigns after 1.5 x
   it without a majority's fetches); fencer accepts any positive pair, as Kafka does.
+- A voter is who it proves to be (`controller.auth.voters`): a quorum of several voters needs a
+  listener that authenticates its clients (TLS with `--tls-ca`), unless the operator says
+  otherwise with `--allow-unauthenticated-voters` (then any client that reaches a voter's
+  listener can act as another voter: README's security section). A sole voter needs neither:
+  no other voter's claim can be made to it. `--controller-quorum-voter-principal ID=PRINCIPAL`
+  (repeatable, one per voter, a voter id of the quorum) names voter ID's principal instead of
+  learning it from its certificate; it needs client authentication to mean anything.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ class QuorumConfig:
     voters: tuple[Voter, ...]  # ascending ids
     election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS
     fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
+    #: voter id -> principal (`--controller-quorum-voter-principal`); empty: learned from certificates
+    voter_principals: tuple[tuple[int, str], ...] = ()
 
     @property
     def voter_ids(self) -> tuple[int, ...]:
@@ -65,6 +74,35 @@ class QuorumConfig:
 
     def peers(self) -> tuple[Voter, ...]:
         return tuple(voter for voter in self.voters if voter.node_id != self.node_id)
+
+
+def parse_voter_principal(text: str) -> tuple[int, str]:
+    """`2=User:CN=controller-2` -> (2, "User:CN=controller-2") (`QuorumConfigError` if malformed)."""
+    node, equals, principal = text.partition("=")
+    node = node.strip()
+    if not equals or not node.isdigit() or not principal.strip():
+        raise QuorumConfigError(f"invalid voter principal {text!r}: expected ID=PRINCIPAL, e.g. 2=User:CN=controller-2")
+    return int(node), principal.strip()
+
+
+def check_voter_authentication(
+    config: QuorumConfig, *, clients_authenticated: bool, allow_unauthenticated: bool
+) -> None:
+    """Refuse a quorum whose voters cannot be told from anyone else (see the module's rules)."""
+    named = dict(config.voter_principals)
+    unknown = sorted(set(named) - set(config.voter_ids))
+    if unknown:
+        raise QuorumConfigError(f"--controller-quorum-voter-principal names {unknown[0]}, not a voter")
+    if len(named) != len(config.voter_principals):
+        raise QuorumConfigError("--controller-quorum-voter-principal names a voter twice")
+    if named and not clients_authenticated:
+        raise QuorumConfigError("--controller-quorum-voter-principal needs client certificates (--tls-ca)")
+    if not config.single and not clients_authenticated and not allow_unauthenticated:
+        raise QuorumConfigError(
+            "a quorum of several voters needs client certificates (--tls-cert, --tls-key and --tls-ca) so "
+            "that a voter is who it says it is; --allow-unauthenticated-voters runs it without them (anyone "
+            "who reaches a voter's listener can then act as a voter)"
+        )
 
 
 def parse_voters(text: str) -> tuple[Voter, ...]:
@@ -99,6 +137,7 @@ def quorum_config(
     *,
     election_timeout_ms: int = DEFAULT_ELECTION_TIMEOUT_MS,
     fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS,
+    voter_principals: tuple[tuple[int, str], ...] = (),
 ) -> QuorumConfig:
     """The node's quorum from its flags (see the module's rules)."""
     if election_timeout_ms <= 0 or fetch_timeout_ms <= 0:
@@ -118,4 +157,4 @@ def quorum_config(
                 f"--listen {host}:{port} is not voter {node_id}'s address {me.host}:{me.port} "
                 "(the same port, and the same host or a wildcard)"
             )
-    return QuorumConfig(node_id, voters, election_timeout_ms, fetch_timeout_ms)
+    return QuorumConfig(node_id, voters, election_timeout_ms, fetch_timeout_ms, voter_principals)

@@ -30,6 +30,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import begin_quorum_epoch as bqe
+from protocol.messages import describe_quorum as dq
 from protocol.messages import end_quorum_epoch as eqe
 from protocol.messages import fetch as fe
 from protocol.messages import fetch_snapshot as fs
@@ -61,6 +62,15 @@ HIGHEST_VERSIONS: dict[int, int] = {
 #: lastOffsetDelta (4): the first 27 bytes of a v2 record batch
 _BATCH_HEAD = struct.Struct(">qiibIhi")
 _LOG_OVERHEAD = 12  # baseOffset and batchLength precede the length's count
+
+
+_RESPONSE_KEYS: dict[type, int] = {
+    rm.VoteResponse: ApiKey.VOTE,
+    rm.BeginQuorumEpochResponse: ApiKey.BEGIN_QUORUM_EPOCH,
+    rm.EndQuorumEpochResponse: ApiKey.END_QUORUM_EPOCH,
+    rm.FetchResponse: ApiKey.FETCH,
+    rm.FetchSnapshotResponse: ApiKey.FETCH_SNAPSHOT,
+}
 
 
 class WireRefusal(Exception):
@@ -121,7 +131,7 @@ def request_from_wire(api_key: int, version: int, body: Any) -> rm.Request:
             lambda t: t.topic_name,
             lambda t: t.partitions,
             lambda p: p.partition_index,
-            vo.VoteResponse(error_code=ErrorCode.INVALID_REQUEST, topics=()),
+            top_level_error(ApiKey.VOTE, ErrorCode.INVALID_REQUEST),
         )
         return rm.VoteRequest(
             cluster_id=body.cluster_id,
@@ -138,7 +148,7 @@ def request_from_wire(api_key: int, version: int, body: Any) -> rm.Request:
             lambda t: t.topic_name,
             lambda t: t.partitions,
             lambda p: p.partition_index,
-            bqe.BeginQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST, topics=()),
+            top_level_error(ApiKey.BEGIN_QUORUM_EPOCH, ErrorCode.INVALID_REQUEST),
         )
         return rm.BeginQuorumEpochRequest(
             cluster_id=body.cluster_id,
@@ -152,7 +162,7 @@ def request_from_wire(api_key: int, version: int, body: Any) -> rm.Request:
             lambda t: t.topic_name,
             lambda t: t.partitions,
             lambda p: p.partition_index,
-            eqe.EndQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST, topics=()),
+            top_level_error(ApiKey.END_QUORUM_EPOCH, ErrorCode.INVALID_REQUEST),
         )
         successors = (
             tuple(NodeId(c.candidate_id) for c in part.preferred_candidates)
@@ -166,7 +176,7 @@ def request_from_wire(api_key: int, version: int, body: Any) -> rm.Request:
             preferred_successors=successors,
         )
     if api_key == ApiKey.FETCH:
-        refusal = fe.FetchResponse(error_code=ErrorCode.INVALID_REQUEST, responses=())
+        refusal = top_level_error(ApiKey.FETCH, ErrorCode.INVALID_REQUEST)
         if version not in FETCH_VERSIONS or len(body.topics) != 1 or body.topics[0].topic_id != METADATA_TOPIC_ID:
             raise WireRefusal(refusal)
         partitions = body.topics[0].partitions
@@ -189,7 +199,7 @@ def request_from_wire(api_key: int, version: int, body: Any) -> rm.Request:
             lambda t: t.name,
             lambda t: t.partitions,
             lambda p: p.partition,
-            fs.FetchSnapshotResponse(error_code=ErrorCode.INVALID_REQUEST, topics=()),
+            top_level_error(ApiKey.FETCH_SNAPSHOT, ErrorCode.INVALID_REQUEST),
         )
         return rm.FetchSnapshotRequest(
             cluster_id=body.cluster_id,
@@ -212,6 +222,23 @@ def snapshot_position(body: Any) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- outbound responses
+def top_level_error(api_key: int, error: ErrorCode) -> Data:
+    """An answer to a quorum RPC that carries only a top-level error (no partition)."""
+    if api_key == ApiKey.VOTE:
+        return vo.VoteResponse(error_code=error, topics=())
+    if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
+        return bqe.BeginQuorumEpochResponse(error_code=error, topics=())
+    if api_key == ApiKey.END_QUORUM_EPOCH:
+        return eqe.EndQuorumEpochResponse(error_code=error, topics=())
+    if api_key == ApiKey.FETCH:
+        return fe.FetchResponse(error_code=error, responses=())
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        return fs.FetchSnapshotResponse(error_code=error, topics=())
+    if api_key == ApiKey.DESCRIBE_QUORUM:
+        return dq.DescribeQuorumResponse(error_code=error, topics=())
+    raise ValueError(f"api key {api_key} is not a quorum RPC")
+
+
 def response_to_wire(
     response: rm.Response, *, records: bytes | None = None, snapshot_chunk: tuple[int, int, bytes] | None = None
 ) -> Data:
@@ -219,16 +246,7 @@ def response_to_wire(
     core's `records_from_offset`) and a FetchSnapshot's `(size, position, bytes)` are the shell's."""
     leader_id, epoch = _wire_leader(response.leader_id), response.leader_epoch
     if response.error in rm.TOP_LEVEL_ERRORS:
-        top = response.error
-        if isinstance(response, rm.VoteResponse):
-            return vo.VoteResponse(error_code=top, topics=())
-        if isinstance(response, rm.BeginQuorumEpochResponse):
-            return bqe.BeginQuorumEpochResponse(error_code=top, topics=())
-        if isinstance(response, rm.EndQuorumEpochResponse):
-            return eqe.EndQuorumEpochResponse(error_code=top, topics=())
-        if isinstance(response, rm.FetchResponse):
-            return fe.FetchResponse(error_code=top, responses=())
-        return fs.FetchSnapshotResponse(error_code=top, topics=())
+        return top_level_error(_RESPONSE_KEYS[type(response)], response.error)
     if isinstance(response, rm.VoteResponse):
         part = vo.VoteResponsePartitionData(
             partition_index=METADATA_PARTITION,

@@ -49,6 +49,11 @@ class TlsOptions:
     #: the control channel's client context (the same certificate, presented to brokers' SSL listeners)
     client: ssl.SSLContext | None = None
 
+    @property
+    def clients_authenticated(self) -> bool:
+        """Whether every client must present a certificate this listener verifies (`--tls-ca`)."""
+        return self.context.verify_mode == ssl.CERT_REQUIRED
+
 
 def _readable(flag: str, path: Path) -> None:
     try:

@@ -57,6 +57,7 @@ class Voters:
                 "--cluster-id", CLUSTER,
                 "--controller-quorum-election-timeout-ms", "500",
                 "--controller-quorum-fetch-timeout-ms", str(self.fetch_timeout_ms),
+                "--allow-unauthenticated-voters",  # plaintext on loopback
             ]  # fmt: skip
             if self.bug is None:
                 process = DaemonProcess(self.root / f"node-{node}", *options)

@@ -67,6 +67,7 @@ class Quorum:
             "--controller-quorum-election-timeout-ms", "500",
             "--controller-quorum-fetch-timeout-ms", "1000",
             "--metrics-listen", f"127.0.0.1:{self.metrics_ports[node - 1]}",
+            *(() if "--tls-cert" in self.extra else ("--allow-unauthenticated-voters",)),  # plaintext on loopback
             *self.extra,
             module=module,
         ).start()  # fmt: skip

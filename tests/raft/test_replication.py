@@ -3,8 +3,6 @@ appends, and how a leader answers fetches it cannot serve."""
 
 from __future__ import annotations
 
-import pytest
-
 from controller.raft import (
     AppendBatches,
     Appended,
@@ -19,7 +17,6 @@ from controller.raft import (
     NodeId,
     NotLeader,
     OffsetAndEpoch,
-    RaftError,
     RaftNode,
     SendResponse,
     SnapshotCreated,
@@ -161,8 +158,11 @@ def test_a_follower_never_truncates_below_its_high_watermark() -> None:
     assert follower.high_watermark == 9
     [(send, _)] = requests(actions, FetchRequest)
     diverging = FetchResponse(ErrorCode.NONE, NodeId(1), Epoch(3), diverging_epoch=OffsetAndEpoch(4, Epoch(2)))
-    with pytest.raises(RaftError, match="below the high watermark"):
-        reply(follower, 7, send, diverging)
+    actions = reply(follower, 7, send, diverging)
+    assert not of_type(actions, TruncateTo)  # ignored (Kafka throws): the committed entries stay
+    assert (follower.log.end_offset, follower.high_watermark) == (9, 9)
+    assert not requests(actions, FetchRequest)  # the leader is backed off, not asked again at once
+    assert requests(follower.handle(7 + TIMING["retry_backoff_ms"], Tick()), FetchRequest)
 
 
 def test_a_follower_behind_the_leaders_log_start_installs_its_snapshot() -> None:
