@@ -12,7 +12,8 @@ lines name each failure.
 
 1. `dump-log`: `python -m controller dump-log COPY` exits 0 and prints no decode error (nor `Found N
    invalid bytes`).
-2. `check`: `python -m broker_sim check COPY` passes and skipped no record.
+2. `check`: `python -m broker_sim check COPY` passes and skipped no record (its line says how many
+   snapshots the checker held to the log replayed to their offset).
 3. `expectation`: the cluster the log describes, replayed by broker_sim's checker model
    (`broker_sim.check`: `LogReader`, `LogRules`, `Model`, `load_base`), never `controller` code:
    brokers (epoch, incarnation, fenced, in controlled shutdown), topics (names, ids), partitions
@@ -22,7 +23,8 @@ lines name each failure.
    newest snapshot restarts at that snapshot (Kafka's `KafkaMetadataLog` truncates to it on
    start-up, and so does fencer's controller): the expectation is then that snapshot's state.
 4. `daemon`, `state-*`: `python -m controller --data-dir COPY --listen 127.0.0.1:0 --metrics-listen
-   127.0.0.1:PORT` starts, and its `/state` shows the expected cluster id and node id (from
+   127.0.0.1:PORT` starts (its line quotes the daemon's start-up line: what it replayed, from a
+   snapshot or the whole log), and its `/state` shows the expected cluster id and node id (from
    `meta.properties`), brokers, topics and partitions exactly; what a start legitimately changes
    (README, "What it decides" and "The metadata log"): a new controller epoch above both the log's
    and `quorum-state`'s `leaderEpoch`, opened by a LeaderChange at the log's end offset (so
@@ -331,9 +333,10 @@ def broker_sim_check(report: Report, name: str, copy: Path, scratch: Path) -> No
     done = run_tool("broker_sim", "check", str(copy), "--report", str(report_path))
     lines = done.stdout.splitlines()
     try:
-        notes = json.loads(report_path.read_text())["notes"]
-    except (OSError, ValueError, KeyError):
-        notes = []
+        checked = json.loads(report_path.read_text())
+        notes, compared = checked["notes"], checked["counts"].get("snapshots_compared", 0)
+    except (OSError, ValueError, KeyError, AttributeError):
+        notes, compared = [], 0
     skipped = [note for note in notes if "skipped" in note]
     detail = f"exit {done.returncode}: " + " | ".join(
         lines[:1] + [line for line in lines[1:] if line != "OK: no violations"]
@@ -341,7 +344,10 @@ def broker_sim_check(report: Report, name: str, copy: Path, scratch: Path) -> No
     if done.stderr.strip():
         detail += " | " + done.stderr.strip().splitlines()[-1]
     if done.returncode == 0 and not skipped:
-        detail = f"exit 0: {lines[0] if lines else ''}; no skipped record"
+        detail = (
+            f"exit 0: {lines[0] if lines else ''}; no skipped record; "
+            f"{compared} snapshot(s) held to the log replayed to their offset"
+        )
     report.check(name, done.returncode == 0 and not skipped, detail[:1500])
 
 
@@ -408,6 +414,13 @@ class Heartbeater:
             self.errors.append(f"the heartbeat connection failed: {exc!r}")
 
     def stop(self) -> None:
+        """Stop after one more round of heartbeats (up to two intervals): a run shorter than an
+        interval still has its brokers' heartbeats answered, not a check of none."""
+        with self.lock:
+            wanted = self.sent + len(self.brokers)
+        deadline = time.monotonic() + 2 * self.interval + 5
+        while self.sent < wanted and not self.errors and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.stopping.set()
         self.thread.join(10)
 
@@ -485,7 +498,7 @@ def bring_brokers_back(
             listener.stop()
         report.check(
             "heartbeats",
-            not heartbeater.errors,
+            not heartbeater.errors and heartbeater.sent > 0,
             f"{heartbeater.sent} heartbeat(s) every {heartbeater.interval:.1f} s, "
             + ("all answered NONE" if not heartbeater.errors else "; ".join(heartbeater.errors[:5])),
         )
@@ -785,7 +798,11 @@ def _adopt_copy(report: Report, source: Path, copy: Path, scratch: Path, session
     stopped = False
     try:
         document = fetch_state(metrics_port)
-        report.check("daemon", True, f"listening on 127.0.0.1:{daemon.port}, /state on 127.0.0.1:{metrics_port}")
+        report.check(
+            "daemon",
+            True,
+            f"listening on 127.0.0.1:{daemon.port}, /state on 127.0.0.1:{metrics_port}; {start_line(daemon)}",
+        )
         identity = (document["cluster_id"], document["controller_id"])
         report.check(
             "state-identity",
@@ -822,6 +839,14 @@ def _adopt_copy(report: Report, source: Path, copy: Path, scratch: Path, session
     written = quorum_epoch(copy)
     report.check("quorum-state", written == epoch, f"leaderEpoch {written} (the daemon's epoch {epoch})")
     broker_sim_check(report, "check-after", copy, scratch)
+
+
+def start_line(daemon: DaemonProcess) -> str:
+    """The daemon's start-up log line from `started:` on (what it replayed: from a snapshot or the whole log)."""
+    for line in daemon.stderr().splitlines():
+        if "started: " in line:
+            return line[line.index("started: ") :]
+    return "no start-up line logged"
 
 
 def _same(name: str, expectation: Expectation) -> str:

@@ -1,7 +1,8 @@
 """fencer adopts a data dir in Kafka's shape (issue 18, acceptance point 1), in the suite.
 
 `tests/kafka_dirs/adopt.py` is the acceptance check (`make check-kafka-dirs KAFKA_DIRS=...`), run
-by hand on data dirs real Kafka brokers wrote (they are not in the repository). Here it runs, as
+by hand on data dirs real Kafka brokers wrote (they are not in the repository;
+test_kafka_written_dirs.py runs it on those in ../shared/fixtures/kafka). Here it runs, as
 the Makefile runs it, on the dir `kafka_dir.py` writes from hand-written record bytes: three
 brokers, two topics, a snapshot, two controller epochs, controlled shutdowns, and a broker left
 unfenced (so its new incarnation meets DUPLICATE_BROKER_REGISTRATION until its session expires).
