@@ -114,3 +114,15 @@ def test_json_logs_and_idle_connections_are_closed(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in daemon.stderr().splitlines() if line.strip()]
     assert {"time", "level", "logger", "message"} <= set(lines[0])
     assert any("idle" in line["message"] for line in lines)
+
+
+def test_a_quorum_of_several_voters_without_client_certificates_needs_the_operators_word(tmp_path: Path) -> None:
+    """Without client certificates anyone who reaches a voter's listener can act as a voter:
+    refused (exit 2, one line naming the flag) unless --allow-unauthenticated-voters says so."""
+    voters = "1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093"
+    args = ("--data-dir", str(tmp_path / "x"), "--listen", "127.0.0.1:19093", "--controller-quorum-voters", voters)
+    result = run(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert "client certificates" in line and "--allow-unauthenticated-voters" in line
+    assert not (tmp_path / "x").exists()  # refused before anything was formatted

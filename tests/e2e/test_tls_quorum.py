@@ -25,10 +25,15 @@ from typing import Any
 import pytest
 from kio.schema.create_acls.v3 import request as create_acls
 
+from controller.raft import messages as rm
+from controller.raft.ids import Epoch, NodeId
+from controller.server import raft_wire as wire
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
+from protocol.error_codes import ErrorCode
 from tests.pki import Identity, Pki
 
 from .daemon_process import DaemonProcess
+from .fencer_client import FencerClient
 from .kio_client import KioClient
 from .test_quorum import Quorum, running
 
@@ -130,6 +135,33 @@ def test_a_tls_quorum_elects_a_leader_and_replicates_over_tls(quorum: TlsQuorum)
         metrics = quorum.http(node, "/metrics")
         failed = re.findall(r"^fencer_tls_handshake_failures_total\{[^}]*\} (\S+)$", metrics, re.M)
         assert sum(float(count) for count in failed) == 0
+
+
+def test_a_broker_may_cluster_action_but_not_speak_for_a_voter(quorum: TlsQuorum) -> None:
+    """Brokers hold CLUSTER_ACTION in Kafka, which lets any of them fetch as a follower (and move
+    the high watermark past what a majority wrote). Here a voter is who its certificate proves:
+    a Fetch or a Vote naming a voter from another principal is CLUSTER_AUTHORIZATION_FAILED, and
+    counted; the same principal fetching as an observer is served."""
+    leader = quorum.leader({1, 2, 3})
+    follower = next(node for node in (1, 2, 3) if node != leader)
+    assert quorum.allow(leader, "User:broker") == 0
+    broker = quorum.pki.client_context(quorum.pki.issue("broker", "127.0.0.1"))
+    view = quorum.view(leader)["quorum"]
+    epoch, end = Epoch(view["epoch"]), int(view["log_end_offset"])
+
+    def ask(request: rm.Request, version: int) -> Any:
+        with FencerClient(quorum.ports[leader - 1], tls=broker) as client:
+            return client.request(wire.request_to_wire(request, version), version)
+
+    spoofed = rm.FetchRequest(None, NodeId(follower), epoch, end, epoch, -1, 0)
+    assert ask(spoofed, 17).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    vote = rm.VoteRequest(None, Epoch(epoch + 1), NodeId(follower), NodeId(leader), epoch, end)
+    assert ask(vote, 1).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    observer = ask(rm.FetchRequest(None, NodeId(4242), epoch, 0, Epoch(0), -1, 0), 17)
+    assert observer.error_code == 0 and observer.responses[0].partitions[0].error_code == 0
+    assert quorum.view(leader)["quorum"]["epoch"] == epoch
+    metrics = quorum.http(leader, "/metrics")
+    assert denied(metrics, "Fetch", "User:broker") >= 1 and denied(metrics, "Vote", "User:broker") >= 1
 
 
 def test_a_voter_whose_principal_may_not_cluster_action_is_refused(quorum: TlsQuorum) -> None:

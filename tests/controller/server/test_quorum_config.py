@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from controller.server.quorum_config import QuorumConfigError, Voter, parse_voters, quorum_config
+from controller.auth.voters import VoterIdentities
+from controller.server.quorum_config import (
+    QuorumConfigError,
+    Voter,
+    check_voter_authentication,
+    parse_voter_principal,
+    parse_voters,
+    quorum_config,
+)
 
 
 def test_voters_parse_as_kafka_writes_them_in_id_order() -> None:
@@ -54,3 +62,48 @@ def test_the_node_must_be_a_voter_listening_at_its_own_address() -> None:
         quorum_config(2, ("127.0.0.1", 0), voters)
     with pytest.raises(QuorumConfigError, match="positive"):
         quorum_config(2, ("127.0.0.1", 9094), voters, fetch_timeout_ms=0)
+
+
+def test_a_quorum_of_several_voters_needs_client_certificates_or_the_operators_word() -> None:
+    voters = "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
+    config = quorum_config(2, ("127.0.0.1", 9094), voters)
+    with pytest.raises(QuorumConfigError, match="needs client certificates.*--allow-unauthenticated-voters"):
+        check_voter_authentication(config, clients_authenticated=False, allow_unauthenticated=False)
+    check_voter_authentication(config, clients_authenticated=False, allow_unauthenticated=True)
+    check_voter_authentication(config, clients_authenticated=True, allow_unauthenticated=False)
+    sole = quorum_config(1, ("127.0.0.1", 9093), None)  # nobody else's claim can be made to a sole voter
+    check_voter_authentication(sole, clients_authenticated=False, allow_unauthenticated=False)
+
+
+def test_voter_principals_name_voters_once_and_need_client_certificates() -> None:
+    assert parse_voter_principal("2=User:CN=controller-2,O=x") == (2, "User:CN=controller-2,O=x")
+    for text in ("2", "x=User:a", "2=", "=User:a"):
+        with pytest.raises(QuorumConfigError, match="ID=PRINCIPAL"):
+            parse_voter_principal(text)
+    voters = "1@127.0.0.1:9093,2@127.0.0.1:9094"
+
+    def check(principals: tuple[tuple[int, str], ...], authenticated: bool = True) -> None:
+        config = quorum_config(1, ("127.0.0.1", 9093), voters, voter_principals=principals)
+        check_voter_authentication(config, clients_authenticated=authenticated, allow_unauthenticated=True)
+
+    check(((1, "User:a"), (2, "User:b")))
+    with pytest.raises(QuorumConfigError, match="names 7, not a voter"):
+        check(((7, "User:a"),))
+    with pytest.raises(QuorumConfigError, match="names a voter twice"):
+        check(((2, "User:a"), (2, "User:b")))
+    with pytest.raises(QuorumConfigError, match="needs client certificates"):
+        check(((2, "User:b"),), authenticated=False)
+
+
+def test_a_voter_is_the_principal_configured_or_learned_for_it() -> None:
+    learned = VoterIdentities(1, (1, 2, 3))
+    assert learned.refusal(2, "User:controller") is not None  # not known yet: refused
+    learned.learn(2, "User:controller")
+    learned.learn(9, "User:stranger")  # not a voter: nothing to learn
+    assert learned.refusal(2, "User:controller") is None
+    assert "is not voter 2" in str(learned.refusal(2, "User:broker"))
+    assert learned.refusal(9, "User:broker") is None  # an observer's id proves nothing and claims nothing
+    assert learned.refusal(1, "User:broker") is None  # this node's own id: the Raft core refuses that itself
+    configured = VoterIdentities(1, (1, 2, 3), {2: "User:c2", 3: "User:c3"})
+    configured.learn(2, "User:controller")  # a configured principal is never replaced by a learned one
+    assert configured.refusal(2, "User:c2") is None and configured.refusal(2, "User:controller") is not None
