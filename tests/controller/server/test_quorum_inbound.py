@@ -1,0 +1,108 @@
+"""The quorum's inbound side, in one process: Raft requests queue for the quorum's task (bounded; a
+full queue makes the connection wait), and a failure while handling one is answered
+UNKNOWN_SERVER_ERROR, counted, and the node serves on."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from controller.engine import ControllerEngine
+from controller.raft import messages as rm
+from controller.raft.ids import Epoch, NodeId
+from controller.server import quorum as quorum_module
+from controller.server import raft_wire as wire
+from controller.server.connection import Pending
+from controller.server.daemon import Daemon, DaemonOptions
+from controller.server.quorum import Quorum
+from controller.server.quorum_config import QuorumConfig, Voter
+from protocol.error_codes import ErrorCode
+from protocol.framing import FrameBuffer
+from protocol.registry import decode_response, encode_request
+
+IDS = itertools.count(1)
+
+
+async def exchange(port: int, request: rm.Request, version: int) -> Any:
+    """One quorum RPC over TCP: the decoded answer."""
+    body = wire.request_to_wire(request, version)
+    correlation = next(IDS)
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(encode_request(body, version, correlation))
+        frames = FrameBuffer(1 << 20)
+        while True:
+            data = await stream.receive_some(65536)
+            assert data, "the daemon closed the connection"
+            ready, _ = frames.receive_frames(data)
+            if ready:
+                header, answer = decode_response(ready[0], body.API.key, version)
+                assert header.correlation_id == correlation
+                return answer
+
+
+async def test_a_failure_handling_one_request_is_answered_and_the_node_serves_on(tmp_path: Path) -> None:
+    engine = ControllerEngine.load(tmp_path / "data", fsync=False)
+    daemon = Daemon(engine, DaemonOptions(port=0))
+    node = daemon.quorum.node
+    handle = node.handle
+
+    def failing(now_ms: int, event: object) -> list[object]:
+        request = getattr(event, "request", None)
+        if isinstance(request, rm.BeginQuorumEpochRequest):
+            raise RuntimeError("a bug in the core")
+        return handle(now_ms, event)  # type: ignore[arg-type]
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(daemon.run)
+        node.handle = failing  # type: ignore[method-assign]
+        epoch = Epoch(node.epoch)
+        begin = rm.BeginQuorumEpochRequest(None, NodeId(2), Epoch(epoch + 1), NodeId(1))
+        answer = await exchange(port, begin, 1)
+        assert answer.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        fetch = rm.FetchRequest(None, NodeId(42), epoch, 0, Epoch(0), -1, 0)  # an observer's
+        answer = await exchange(port, fetch, 17)
+        assert answer.error_code == ErrorCode.NONE
+        assert node.is_leader and node.epoch == epoch
+        rendered = daemon.metrics.render().decode()
+        assert 'fencer_request_failures_total{stage="raft"} 1.0' in rendered
+        await daemon.shutdown()
+        nursery.cancel_scope.cancel()
+
+
+def pending() -> Pending:
+    return Pending(1, "127.0.0.1:1", b"", None, 0, 0)  # what the quorum does with it is patched out
+
+
+async def test_a_full_queue_takes_nothing_more_until_the_quorums_task_makes_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(quorum_module, "INBOUND_QUEUE_LIMIT", 2)
+    engine = ControllerEngine.load(tmp_path / "data", fsync=False)
+    quorum = Quorum(QuorumConfig(1, (Voter(1, "127.0.0.1", 9093),)), engine)
+    served: list[Pending] = []
+    quorum._receive = served.append  # type: ignore[method-assign]
+    first, second, third = (pending() for _ in range(3))
+    assert quorum.submit(first) and quorum.submit(second)
+    assert not quorum.submit(third) and quorum.queued == 2  # full: the connection must wait
+    waited = trio.Event()
+
+    async def connection() -> None:
+        await quorum.wait_for_room()
+        assert quorum.submit(third)
+        waited.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(connection)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not waited.is_set()  # still waiting: nothing was taken off the queue
+        nursery.start_soon(quorum._serve_inbound)
+        await waited.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert served == [first, second, third] and quorum.queued == 0
+        nursery.cancel_scope.cancel()
+    engine.close()
