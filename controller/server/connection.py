@@ -97,6 +97,8 @@ from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_MAPPING_RULES,
 
 _IDS = itertools.count(1)
 _READ_BYTES = 65536
+#: the most of an answer handed to a TLS stream at once (one TLS record's payload)
+_TLS_SEND_BYTES = 16384
 #: Frames above this many bytes are decoded, and answered, off the event loop.
 LARGE_FRAME_BYTES = 1 << 20
 
@@ -110,6 +112,7 @@ class Pending:
         "_waiter",
         "connection_id",
         "decided_ns",
+        "error_code",
         "frame",
         "host",
         "payload",
@@ -143,7 +146,10 @@ class Pending:
         self.received_ns = received_ns  # monotonic, for latency
         self.received_wall_ns = wall_ns  # wall clock, for the capture
         self.decided_ns = 0
+        #: the decided response, until it is encoded (then only its frame and error code are kept:
+        #: a connection whose peer reads slowly holds bytes, not a tree of objects)
         self.response: Data | None = None
+        self.error_code = 0  # the error the answer reports (`response_error_code`), for the metrics
         self.frame: bytes | None = None  # the encoded response frame, once answered
         #: the connection's non-blocking write, tried at once by `answer` (a plain socket's hot path)
         self.writer_hook: Callable[[bytes], int] | None = None
@@ -155,11 +161,13 @@ class Pending:
     def resolved(self) -> bool:
         return self._resolved
 
-    def answer(self, frame: bytes) -> None:
-        """The response frame to send (the writer's or the quorum's task; never blocks). With the
-        connection's hook, as much of it as the socket takes is written at once: the peer has its
-        answer before the connection's task next runs."""
+    def answer(self, frame: bytes, error_code: int = 0) -> None:
+        """The response frame to send, and the error it reports (the writer's or the quorum's task;
+        never blocks). With the connection's hook, as much of it as the socket takes is written at
+        once: the peer has its answer before the connection's task next runs."""
         self.frame = frame
+        self.error_code = error_code
+        self.response = None
         hook = self.writer_hook
         if hook is not None:
             self.sent = hook(frame)
@@ -482,8 +490,10 @@ class Connection:
         """Send what the hook left of `frame` (`sent` bytes went, -1: the peer is gone), waiting
         for room while the peer does not read; OSError (or the stream's error) if the peer is gone."""
         fd = self._fd
-        if fd < 0:
-            await self.stream.send_all(frame)
+        if fd < 0:  # TLS: a record's worth at a time, so that a slow reader holds no encrypted copy of it all
+            view = memoryview(frame)
+            for start in range(0, len(frame), _TLS_SEND_BYTES):
+                await self.stream.send_all(view[start : start + _TLS_SEND_BYTES])
             return
         if sent == 0:  # the hook found the socket's buffer full, or an answer made in this task
             sent = _write(fd, frame)

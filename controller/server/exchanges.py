@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from protocol.capture import INBOUND, Exchange
 from protocol.registry import peek_request
 
 from .connection import Pending
 from .logging_config import RateLimitedLogger
-from .metrics import ControllerMetrics, response_error_code
+from .metrics import ControllerMetrics
 
 log = logging.getLogger("fencer.daemon")
 
@@ -45,11 +45,10 @@ class ExchangeRecorder:
         if pending.request is not None:
             now = time.monotonic_ns()
             header = pending.request.header
-            code = _error_code(pending.response)
             self.metrics.request(
                 header.request_api_key,
                 header.request_api_version,
-                code,
+                pending.error_code,
                 (now - pending.received_ns) / 1e9,
                 (pending.decided_ns - pending.received_ns) / 1e9,
             )
@@ -86,10 +85,6 @@ class ExchangeRecorder:
                 frame[4:] if frame is not None else None,
             )
         )
-
-
-def _error_code(response: Any) -> int:
-    return response_error_code(response) if response is not None else 0
 
 
 def _identity(pending: Pending) -> tuple[int, int, int]:

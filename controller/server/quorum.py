@@ -60,7 +60,7 @@ from typing import Any
 import trio
 
 from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, response_error_code
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.registry import api, encode_response
 from protocol.spec import Data
@@ -702,7 +702,6 @@ class Quorum:
     def _respond(self, pending: Pending, response: Data) -> None:
         request = pending.request
         assert request is not None
-        pending.response = response
         try:
             frame = encode_response(response, request.api_version, request.correlation_id)
         except Exception:
@@ -711,7 +710,7 @@ class Quorum:
                 self.metrics.request_failed("encode")
             pending.close_unanswered()
             return
-        pending.answer(frame)  # the request's connection sends it
+        pending.answer(frame, response_error_code(response))  # the request's connection sends it
 
     # ------------------------------------------------------------------ from the links
     def received(self, source: int, correlation_id: int, response: rm.Response) -> None:

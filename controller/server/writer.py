@@ -55,6 +55,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from protocol.api_keys import ApiKey
+from protocol.error_codes import response_error_code
 from protocol.registry import api, encode_response
 from protocol.spec import Data
 
@@ -350,9 +351,9 @@ class Writer:
         self._finished(len(answered))
 
     async def _answer(self, pending: Pending) -> None:
-        request = pending.request
-        assert request is not None and pending.response is not None
-        encode = functools.partial(encode_response, pending.response, request.api_version, request.correlation_id)
+        request, response = pending.request, pending.response
+        assert request is not None and response is not None
+        encode = functools.partial(encode_response, response, request.api_version, request.correlation_id)
         try:
             # a response is about as large as its request: a large one is encoded off the event loop
             large = len(pending.payload) > LARGE_FRAME_BYTES
@@ -362,7 +363,7 @@ class Writer:
             self._metrics.request_failed("encode")
             pending.close_unanswered()  # the connection closes unanswered
             return
-        pending.answer(frame)  # its connection's task sends it
+        pending.answer(frame, response_error_code(response))  # its connection's task sends it
 
     def _finished(self, count: int) -> None:
         self._in_flight -= count

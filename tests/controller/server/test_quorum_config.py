@@ -67,7 +67,7 @@ def test_the_node_must_be_a_voter_listening_at_its_own_address() -> None:
 def test_a_quorum_of_several_voters_needs_client_certificates_or_the_operators_word() -> None:
     voters = "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
     config = quorum_config(2, ("127.0.0.1", 9094), voters)
-    with pytest.raises(QuorumConfigError, match="needs client certificates.*--allow-unauthenticated-voters"):
+    with pytest.raises(QuorumConfigError, match=r"needs client certificates.*--allow-unauthenticated-voters"):
         check_voter_authentication(config, clients_authenticated=False, allow_unauthenticated=False)
     check_voter_authentication(config, clients_authenticated=False, allow_unauthenticated=True)
     check_voter_authentication(config, clients_authenticated=True, allow_unauthenticated=False)

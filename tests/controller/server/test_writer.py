@@ -27,6 +27,7 @@ from controller.server.connection import Pending
 from controller.server.metrics import ControllerMetrics
 from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
+from protocol.error_codes import response_error_code
 from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
@@ -37,7 +38,7 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableTopic,
 )
 from protocol.messages.describe_cluster import DescribeClusterRequest
-from protocol.registry import decode_request, encode_request
+from protocol.registry import decode_request, decode_response, encode_request
 from protocol.spec import Data
 
 from .test_metrics import value
@@ -71,8 +72,8 @@ class Recorded(Pending):
         super().__init__(recorder.id, recorder.peer, payload, decode_request(payload), 0, 0)
         self.recorder = recorder
 
-    def answer(self, frame: bytes) -> None:
-        super().answer(frame)
+    def answer(self, frame: bytes, error_code: int = 0) -> None:
+        super().answer(frame, error_code)
         self.recorder.respond(self)
 
     def close_unanswered(self) -> None:
@@ -116,7 +117,11 @@ class Setup:
         self.writer.submit(pending)
         while pending not in self.connection.answers:
             await self.connection.answered.wait()
-        return pending.response
+        assert pending.frame is not None and pending.response is None  # only the bytes are kept
+        header, response = decode_response(pending.frame[4:], body.API.key, version)
+        assert header.correlation_id == self.correlation
+        assert pending.error_code == response_error_code(response)
+        return response
 
 
 @pytest.fixture
