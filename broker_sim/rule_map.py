@@ -895,6 +895,14 @@ RULE_MAP: tuple[Rule, ...] = (
     ),
     # ------------------------------------------------------------------ the README's "What it decides"
     Rule(
+        "decides.quorum-rpcs",
+        _R,
+        "**The quorum's RPCs**",
+        "a quorum RPC that cannot be accepted is refused with Kafka's code and changes nothing; no peer can stop a node",
+        reach="the fleet's brokers send no Raft RPC: tests/raft/test_input_machine.py (any request, any state) and "
+        "the daemon-level fuzzer (tests/fuzz/fuzz_daemon.py, make fuzz-daemon) hold it",
+    ),
+    Rule(
         "decides.authorization",
         _R,
         "**Authorization**",
