@@ -898,7 +898,7 @@ RULE_MAP: tuple[Rule, ...] = (
         "decides.quorum-rpcs",
         _R,
         "**The quorum's RPCs**",
-        "a quorum RPC that cannot be accepted is refused with Kafka's code and changes nothing; no peer can stop a node",
+        "a quorum RPC that cannot be accepted is refused with Kafka's code, changing nothing; no peer stops a node",
         reach="the fleet's brokers send no Raft RPC: tests/raft/test_input_machine.py (any request, any state) and "
         "the daemon-level fuzzer (tests/fuzz/fuzz_daemon.py, make fuzz-daemon) hold it",
     ),
