@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
+
 from tests.e2e.daemon_process import ROOT
 from tests.shared_fixtures import shared_fixture
 
@@ -74,6 +76,7 @@ def failed_checks(out: str) -> list[str]:
     return [line.strip().rsplit(": ", 1)[1] for line in out.split("FAILED:\n", 1)[1].splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # three daemons one after another: started first, so that no worker ends the suite with it
 def test_make_check_kafka_dirs_adopts_every_dir_kafka_wrote(tmp_path: Path) -> None:
     sources = [shared_fixture("kafka", kafka_dir.name) for kafka_dir in KAFKA_WRITTEN]
     before = [adopt.digest(source) for source in sources]
