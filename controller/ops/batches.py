@@ -160,10 +160,22 @@ def in_several_batches(state: ControllerState, records: int) -> bool:
 
 def in_transaction(name: str, steps: Generator[Y, None, R]) -> Generator[Y | list[RecordAndVersion], None, R]:
     """`steps` between a BeginTransactionRecord named `name` and an EndTransactionRecord, each in
-    a batch of its own; the same return value."""
-    yield [versioned(BeginTransactionRecord(name=name))]
-    result = yield from steps
-    yield [versioned(EndTransactionRecord())]
+    a batch of its own; the same return value. The Begin goes just before the first batch that
+    holds a record: an operation that writes nothing (every item refused) writes no transaction
+    either, as Kafka writes nothing for a result without records. Empty steps still pass."""
+    begun = False
+    while True:
+        try:
+            batch = next(steps)
+        except StopIteration as stop:
+            result: R = stop.value
+            break
+        if batch and not begun:
+            begun = True
+            yield [versioned(BeginTransactionRecord(name=name))]
+        yield batch
+    if begun:
+        yield [versioned(EndTransactionRecord())]
     return result
 
 

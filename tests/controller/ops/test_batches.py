@@ -16,7 +16,11 @@ import pytest
 
 from controller.ops.batches import STEP_PARTITIONS, batches, step_size
 from protocol.error_codes import ErrorCode
-from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionRequestTopicData
+from protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+)
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.records.metadata import (
     BeginTransactionRecord,
@@ -228,11 +232,33 @@ def test_alter_partition_is_split_and_a_partition_named_twice_is_refused_across_
     assert len(split.batches) == 3
 
 
-def test_batches_yields_every_step_even_without_records_inside_a_transaction() -> None:
+def test_batches_yields_every_step_and_a_transaction_only_around_records() -> None:
+    """Every step is yielded (the shell paces between them); an operation that writes nothing
+    writes no transaction, and one whose first record comes late opens it just before that."""
     h = Harness(max_records_per_operation=2)
     steps = list(batches(h.core.state, range(5), lambda item: None, name="five", first=[], last=[]))
+    assert steps == [[], [], []]
+    change = PartitionChangeRecord(partition_id=0)
+    late = list(batches(h.core.state, range(5), lambda i: change if i == 3 else None, name="five"))
     begin, end = BeginTransactionRecord(name="five"), EndTransactionRecord()
-    assert steps == [[(begin, 0)], [], [], [], [(end, 0)]]
+    assert late == [[], [(begin, 0)], [(change, 0)], [], [(end, 0)]]
+
+
+def test_a_large_alter_partition_refused_in_full_writes_nothing() -> None:
+    """More partitions than one step, every one refused (an unknown topic): no records, not even
+    an empty transaction (the log's end must not move for a refused request)."""
+    h = cluster(10_000)
+    end = h.next_offset
+    unknown = AlterPartitionRequestTopicData(
+        topic_name="no-such-topic",
+        partitions=tuple(
+            AlterPartitionRequestPartitionData(partition_index=i, leader_epoch=0, new_isr=(1, 2), partition_epoch=0)
+            for i in range(STEP_PARTITIONS + 1)
+        ),
+    )
+    response, records = h.send(AlterPartitionRequest(broker_id=1, broker_epoch=h.epoch(1), topics=(unknown,)), 0)
+    assert all(p.error_code != ErrorCode.NONE for t in response.topics for p in t.partitions)
+    assert records == [] and h.next_offset == end
 
 
 def test_an_operation_that_fits_one_batch_is_not_a_transaction() -> None:
