@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet report-screenshot clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz fuzz-daemon soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -100,6 +100,10 @@ soak: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/fuzz_decode.py --cases 1000000
 
+## fuzz-daemon: 1,000,000 valid frames with hostile values (and their bytes mutated) against the real daemon in four set-ups (single, tls, quorum leader, quorum follower), two at a time; reports exits, tracebacks, changes after refused requests, stalls, a bystander broker's heartbeat latency; findings in fuzz-daemon-out/ (about 75 minutes on 2 cores)
+fuzz-daemon: $(STAMP)
+	$(BIN)/python tests/fuzz/fuzz_daemon.py --frames 1000000
+
 ## check-kafka-dirs: fencer adopts KRaft data dirs Apache Kafka wrote: make check-kafka-dirs KAFKA_DIRS="DIR [DIR ...]" (each on a copy: dump-log, the invariant check, /state against the log, its brokers back as new incarnations, the check again)
 check-kafka-dirs: $(STAMP)
 	@test -n "$(KAFKA_DIRS)" || { echo 'usage: make check-kafka-dirs KAFKA_DIRS="DIR [DIR ...]"'; exit 2; }
@@ -117,4 +121,4 @@ mutation-fleet: $(STAMP)
 	$(BIN)/python benchmarks/mutation_fleet.py run --sample $(SAMPLE) --seed $(SEED) --out $(MUTATION_OUT)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output fuzz-daemon-out

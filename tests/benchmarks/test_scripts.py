@@ -43,6 +43,8 @@ COVERAGE = {
     "stress": "tests/stress/test_kill9.py::test_acknowledged_changes_survive_sigkill",
     "fsync-check": "tests/stress/test_fsync_order.py::test_the_daemon_answers_only_after_its_log_is_fsynced",
     "fuzz": "tests/fuzz/test_fuzz_decode.py::test_short_fuzz_run_has_no_escapes",
+    # its command line itself, at 40 frames of one set-up
+    "fuzz-daemon": "tests/fuzz/test_fuzz_daemon.py::test_make_fuzz_daemon_runs_its_command_line_at_a_small_size",
     # on demand, about 30 s a mutant: its command line is checked (--help, `make -n`) and its pure
     # parts unit-tested there; a one-mutant run costs 16 CPU s, more than the suite's 2-core budget
     # spares for a tool nobody runs from `make test` (its last run's output is in the README)
