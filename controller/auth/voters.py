@@ -8,15 +8,14 @@ authorizer, any client) could fetch as a follower and move the high watermark pa
 majority never wrote. fencer binds the id to the connection's authenticated principal.
 
 Rules:
-- Voter N's principal is configured (`--controller-quorum-voter-principal N=PRINCIPAL`), or,
-  without that flag, learned: the principal of the certificate voter N's own listener presents
-  to this node's link (checked against the CA and voter N's host, the proof any TLS client has
-  of its server), taken again at every connection. Voters' listeners and links present the same
-  certificate (`--tls-cert`), so what voter N presents as a server is what it presents as a client.
+- Voter N's principal is the one configured for it (`--controller-quorum-voter-principal
+  N=PRINCIPAL`), else this node's own: the principal of its own certificate (`--tls-cert`, mapped
+  by the principal mapping rules), as voters that share one controller identity (Kafka's usual
+  `super.users` setup) all present it. Nothing is learned from the network: an identity taken
+  from whatever answers at a voter's address could be taken over by anyone holding a
+  certificate of the same CA for that host while the voter is down.
 - `refusal(claimed, principal)`: None when the claim stands or claims no other voter (an
-  observer's id, or this node's own id, which the Raft core refuses itself); otherwise why not:
-  the principal is not voter N's, or voter N's is not known yet (then the caller asks its link
-  to voter N to connect, and the claimant's next try may stand).
+  observer's id, or this node's own id, which the Raft core refuses itself); otherwise why not.
 - Only a listener that authenticates its clients (TLS with `--tls-ca`) can prove anything;
   without one there is no `VoterIdentities`, and a quorum of several voters runs only when the
   operator allows it (`--allow-unauthenticated-voters`, README's security section).
@@ -28,28 +27,27 @@ from collections.abc import Iterable, Mapping
 
 
 class VoterIdentities:
-    def __init__(self, node_id: int, voters: Iterable[int], configured: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        voters: Iterable[int],
+        own_principal: str | None,
+        configured: Mapping[int, str] | None = None,
+    ) -> None:
         self.node_id = node_id
         self.voters = frozenset(voters)
-        self.configured = dict(configured) if configured else None
-        self._learned: dict[int, str] = {}
+        self.own_principal = own_principal
+        self.configured = dict(configured or {})
 
     def principal_of(self, voter: int) -> str | None:
-        if self.configured is not None:
-            return self.configured.get(voter)
-        return self._learned.get(voter)
-
-    def learn(self, voter: int, principal: str) -> None:
-        """Voter `voter`'s listener presented `principal` to this node's link (verified)."""
-        if self.configured is None and voter in self.voters:
-            self._learned[voter] = principal
+        return self.configured.get(voter, self.own_principal)
 
     def refusal(self, claimed: int, principal: str) -> str | None:
         if claimed not in self.voters or claimed == self.node_id:
             return None
         expected = self.principal_of(claimed)
         if expected is None:
-            return f"voter {claimed}'s principal is not known yet (its listener has not been reached)"
+            return f"voter {claimed}'s principal is unknown (name it with --controller-quorum-voter-principal)"
         if expected != principal:
             return f"{principal} is not voter {claimed} ({expected})"
         return None

@@ -39,7 +39,7 @@ from .quorum_config import (
     parse_voter_principal,
     quorum_config,
 )
-from .tls import DEFAULT_HANDSHAKE_TIMEOUT_MS, TlsConfigError, TlsOptions, server_context
+from .tls import DEFAULT_HANDSHAKE_TIMEOUT_MS, TlsConfigError, TlsOptions, certificate_principal, server_context
 
 log = logging.getLogger("fencer.cli")
 #: How long the event loop may hold the GIL while the commit thread waits for it (default 5 ms).
@@ -351,7 +351,11 @@ def tls_options(args: argparse.Namespace) -> TlsOptions | None:
         client = client_context(args.tls_cert, args.tls_key, args.tls_ca)
     except ValueError as exc:
         raise TlsConfigError(str(exc)) from exc
-    return TlsOptions(context, args.tls_handshake_timeout_ms / 1000, rules, client)
+    try:  # what voters sharing this node's certificate present (controller.auth.voters)
+        principal: str | None = certificate_principal(args.tls_cert, rules)
+    except TlsConfigError:
+        principal = None  # no voter can be proven by it: --controller-quorum-voter-principal names them
+    return TlsOptions(context, args.tls_handshake_timeout_ms / 1000, rules, client, principal)
 
 
 def daemon_options(args: argparse.Namespace, tls: TlsOptions | None = None) -> DaemonOptions:

@@ -8,10 +8,7 @@ Rules:
 - A FetchSnapshot is fetched chunk by chunk into the log's incoming snapshot before the core sees
   the answer.
 - TLS when the daemon's listener is (the node's client context, its own certificate presented,
-  the peer's checked against the CA and the voter's host), plaintext otherwise. Over TLS the
-  principal of the certificate the peer presented is handed to the quorum at every connection
-  (`Quorum.voter_presented`: how a voter's identity is learned, `controller.auth.voters`);
-  `probe` connects without a request, to learn it before the core has anything to send.
+  the peer's checked against the CA and the voter's host), plaintext otherwise.
 """
 
 from __future__ import annotations
@@ -59,29 +56,15 @@ class PeerLink:
         self._versions: dict[int, int] = {}
         self._failures = 0
         self._retry_at = 0.0
-        self._probe = False
         self.connection_failures = 0
 
     def submit(self, correlation_id: int, request: rm.Request) -> None:
         self._queue.append((correlation_id, request))
         self._ready.set()
 
-    def probe(self) -> None:
-        """Connect (if not connected) even with nothing to send: to learn the peer's principal."""
-        self._probe = True
-        self._ready.set()
-
     async def run(self) -> None:
         while True:
             while not self._queue:
-                if self._probe:
-                    self._probe = False
-                    await trio.sleep_until(self._retry_at)  # the reconnect backoff holds for probes too
-                    try:
-                        await self._connected()
-                    except (*CONNECTION_ERRORS, LogError, ValueError):
-                        pass  # logged once by `_connected`; the next request or probe tries again
-                    continue
                 self._ready = trio.Event()
                 await self._ready.wait()
             correlation_id, request = self._queue.popleft()
@@ -131,8 +114,6 @@ class PeerLink:
             self._retry_at = trio.current_time() + backoff / 1000
             raise
         assert isinstance(answer, ApiVersionsResponse)
-        if isinstance(stream, trio.SSLStream):
-            self.quorum.voter_presented(self.voter.node_id, stream.getpeercert(binary_form=True))
         self._versions = {k.api_key: k.max_version for k in answer.api_keys}
         self._failures = 0
         self._stream, self._conn = stream, conn

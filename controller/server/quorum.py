@@ -27,9 +27,9 @@ Rules:
   clients, a request naming another voter as its sender (a Fetch's or FetchSnapshot's replica
   id, a Vote's candidate, a BeginQuorumEpoch's or EndQuorumEpoch's leader) on a connection
   whose principal is not that voter's is answered CLUSTER_AUTHORIZATION_FAILED before the core
-  sees it, counted as an authorization denial, whatever the authorizer says.
-- Outbound: one link per other voter (`controller.server.peer_link`). The links are TLS when the
-  daemon's listener is; the principal each voter's certificate names is learned from them.
+  sees it, counted as an authorization denial and logged (sparsely), whatever the authorizer says.
+- Outbound: one link per other voter (`controller.server.peer_link`), TLS when the daemon's
+  listener is.
 - The controller: the leader appends its epoch's LeaderChange, and becomes the active
   controller once the high watermark passes it (everything before its epoch is then committed
   and replayed: Kafka's controller activates likewise), with the Raft epoch as its controller
@@ -65,7 +65,6 @@ from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVot
 from protocol.registry import api, encode_response
 from protocol.spec import Data
 
-from ..auth.principal import principal_name
 from ..auth.voters import VoterIdentities
 from ..core import denied_answer
 from ..engine import ControllerEngine
@@ -109,9 +108,10 @@ from ..raft.leader import Leader
 from . import raft_wire as wire
 from .connection import Pending, request_context
 from .describe_quorum import describe_quorum
+from .logging_config import RateLimitedLogger
 from .peer_link import FETCH_MAX_BYTES, PeerLink
 from .quorum_config import QuorumConfig
-from .tls import DEFAULT_MAPPING_RULES, TlsOptions
+from .tls import TlsOptions
 from .writer import run_paced
 
 log = logging.getLogger("fencer.quorum")
@@ -177,10 +177,9 @@ class Quorum:
         self.config = config
         #: the links' TLS client context (the node's certificate), None: plaintext links
         self.tls = None if tls is None else tls.client
-        self._mapping_rules = None if tls is None else tls.mapping_rules
         #: who may speak for which voter, when the listener authenticates its clients
         self.identities = (
-            VoterIdentities(config.node_id, config.voter_ids, dict(config.voter_principals))
+            VoterIdentities(config.node_id, config.voter_ids, tls.principal, dict(config.voter_principals))
             if tls is not None and tls.clients_authenticated
             else None
         )
@@ -206,6 +205,7 @@ class Quorum:
         self._inbound: dict[int, _Inbound] = {}
         #: requests handed on by connections, waiting for the quorum's task (`_serve_inbound`)
         self._queue: deque[Pending] = deque()
+        self._identity_log = RateLimitedLogger(log)  # refused voter claims, logged sparsely
         self._queue_ready = trio.Event()
         self._room = trio.Event()
         self._ids = itertools.count(1)
@@ -364,8 +364,6 @@ class Quorum:
                 nursery.start_soon(self._serve_inbound)
                 for link in self._links.values():
                     nursery.start_soon(link.run)
-                    if self.identities is not None and self.identities.configured is None:
-                        link.probe()  # learn each voter's principal before its first request
                 task_status.started()
         finally:
             self._stopped.set()
@@ -629,11 +627,17 @@ class Quorum:
         why = identities.refusal(claimed, pending.principal)
         if why is None:
             return True
-        if identities.principal_of(claimed) is None and claimed in self._links:
-            self._links[claimed].probe()
-        if self.writer is not None:
-            self.writer.denied(api(key).name, request_context(pending), pending.peer)
-        log.info("refused %s naming voter %d from %s: %s", api(key).name, claimed, pending.peer, why)
+        if self.metrics is not None:
+            self.metrics.authorization_denied(api(key).name, pending.principal)
+        self._identity_log.log(
+            logging.WARNING,
+            f"{key} {pending.principal} {claimed}",
+            "%s naming voter %d from %s refused: %s (a voter is who its certificate proves)",
+            api(key).name,
+            claimed,
+            pending.peer,
+            why,
+        )
         return False
 
     def _failed_request(self, pending: Pending, exc: Exception) -> None:
@@ -655,18 +659,6 @@ class Quorum:
                 del self._inbound[correlation]
         if not pending.resolved:
             self._respond(pending, wire.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
-
-    def voter_presented(self, voter: int, certificate: bytes | None) -> None:
-        """The certificate voter `voter`'s listener presented to this node's link: its principal is
-        voter `voter`'s (when learned rather than configured)."""
-        if self.identities is None or self.identities.configured is not None or certificate is None:
-            return
-        try:
-            principal = principal_name(certificate, self._mapping_rules or DEFAULT_MAPPING_RULES)
-        except Exception as exc:  # a DN no mapping rule maps: that voter cannot be proven
-            log.warning("voter %d: its certificate names no principal (%s)", voter, exc)
-            return
-        self.identities.learn(voter, principal)
 
     async def _answer(self, inbound: _Inbound, response: rm.Response) -> None:
         records: bytes | None = None

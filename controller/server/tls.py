@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..auth.principal import ANONYMOUS, principal_name
-from ..auth.principal_mapping import PrincipalMappingRules, parse_rules
+from ..auth.principal_mapping import NoMatchingRule, PrincipalMappingRules, parse_rules
 
 #: Kafka's default `ssl.principal.mapping.rules`: the DN as it is
 DEFAULT_MAPPING_RULES = parse_rules(None)
@@ -48,6 +48,9 @@ class TlsOptions:
     mapping_rules: PrincipalMappingRules = DEFAULT_MAPPING_RULES
     #: the control channel's client context (the same certificate, presented to brokers' SSL listeners)
     client: ssl.SSLContext | None = None
+    #: this node's own principal: its certificate's, mapped (what a voter sharing it presents);
+    #: None when no mapping rule maps its subject
+    principal: str | None = None
 
     @property
     def clients_authenticated(self) -> bool:
@@ -89,6 +92,16 @@ def server_context(cert: Path, key: Path, ca: Path | None = None) -> ssl.SSLCont
 
 def _why(exc: ssl.SSLError) -> str:
     return str(exc.reason or exc).lower().replace("_", " ")
+
+
+def certificate_principal(cert: Path, rules: PrincipalMappingRules = DEFAULT_MAPPING_RULES) -> str:
+    """The principal of the first certificate of a PEM file, as a peer presenting it would be
+    named (`TlsConfigError` if its subject maps to no principal)."""
+    try:
+        der = ssl.PEM_cert_to_DER_cert(cert.read_text())
+        return principal_name(der, rules)
+    except (OSError, ValueError, NoMatchingRule) as exc:
+        raise TlsConfigError(f"--tls-cert {cert}: its subject names no principal ({exc})") from exc
 
 
 def failure_reason(exc: BaseException | None) -> str:

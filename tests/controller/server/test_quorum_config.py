@@ -95,15 +95,14 @@ def test_voter_principals_name_voters_once_and_need_client_certificates() -> Non
         check(((2, "User:b"),), authenticated=False)
 
 
-def test_a_voter_is_the_principal_configured_or_learned_for_it() -> None:
-    learned = VoterIdentities(1, (1, 2, 3))
-    assert learned.refusal(2, "User:controller") is not None  # not known yet: refused
-    learned.learn(2, "User:controller")
-    learned.learn(9, "User:stranger")  # not a voter: nothing to learn
-    assert learned.refusal(2, "User:controller") is None
-    assert "is not voter 2" in str(learned.refusal(2, "User:broker"))
-    assert learned.refusal(9, "User:broker") is None  # an observer's id proves nothing and claims nothing
-    assert learned.refusal(1, "User:broker") is None  # this node's own id: the Raft core refuses that itself
-    configured = VoterIdentities(1, (1, 2, 3), {2: "User:c2", 3: "User:c3"})
-    configured.learn(2, "User:controller")  # a configured principal is never replaced by a learned one
-    assert configured.refusal(2, "User:c2") is None and configured.refusal(2, "User:controller") is not None
+def test_a_voter_is_the_principal_named_for_it_else_this_nodes_own() -> None:
+    shared = VoterIdentities(1, (1, 2, 3), "User:controller")  # voters sharing one certificate
+    assert shared.refusal(2, "User:controller") is None
+    assert "is not voter 2" in str(shared.refusal(2, "User:broker"))
+    assert shared.refusal(9, "User:broker") is None  # an observer's id proves nothing and claims nothing
+    assert shared.refusal(1, "User:broker") is None  # this node's own id: the Raft core refuses that itself
+    named = VoterIdentities(1, (1, 2, 3), "User:c1", {2: "User:c2"})
+    assert named.refusal(2, "User:c2") is None and named.refusal(2, "User:c1") is not None
+    assert named.refusal(3, "User:c1") is None  # not named: this node's own
+    unmappable = VoterIdentities(1, (1, 2, 3), None)  # this node's certificate maps to no principal
+    assert "--controller-quorum-voter-principal" in str(unmappable.refusal(2, "User:c2"))
