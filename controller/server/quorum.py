@@ -106,7 +106,7 @@ from ..raft import (
 from ..raft import messages as rm
 from ..raft.leader import Leader
 from . import raft_wire as wire
-from .connection import Pending, request_context
+from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .describe_quorum import describe_quorum
 from .logging_config import RateLimitedLogger
 from .peer_link import FETCH_MAX_BYTES, PeerLink
@@ -582,12 +582,45 @@ class Quorum:
             pending = self._queue.popleft()
             self._room.set()
             try:
-                self._receive(pending)
+                if len(pending.payload) > LARGE_FRAME_BYTES and not self._describes_this_partition(pending):
+                    await self._answer_large(pending)
+                else:
+                    self._receive(pending)
             except LogError:
                 raise
             except Exception as exc:  # a bug on one request: refuse it, serve the others
                 self._failed_request(pending, exc)
             await trio.lowlevel.checkpoint()
+
+    def _describes_this_partition(self, pending: Pending) -> bool:
+        request = pending.request
+        assert request is not None
+        topics: Any = getattr(request.body, "topics", ())
+        return request.api_key == ApiKey.DESCRIBE_QUORUM and len(topics) == 1 and len(topics[0].partitions) == 1
+
+    async def _answer_large(self, pending: Pending) -> None:
+        """A request over a megabyte: whatever it names beyond `__cluster_metadata-0` makes it an
+        error answer that depends on the request alone (refused by the authorizer or the wire
+        mapping, or DescribeQuorum's per-partition UNKNOWN_TOPIC_OR_PARTITION), built and encoded
+        in a worker thread, so that answering millions of entries never holds the event loop.
+        One about the metadata partition alone (a large one is all padding) is answered as usual."""
+        request = pending.request
+        assert request is not None
+        if request.api_key != ApiKey.DESCRIBE_QUORUM:
+            self._receive(pending)  # the wire mapping refuses it at once (more than one partition)
+            return
+        authorizer = self.engine.authorizer
+        if authorizer is not None and authorize_api(authorizer, request_context(pending), request.api_key) is not None:
+            self._receive(pending)  # the denial lists nothing per partition
+            return
+        node, voters, now_ms, wall_ms = self.node, self.config.voters, self._clock_ms(), self._wall_ms()
+
+        def build() -> tuple[bytes, int]:
+            answer = describe_quorum(node, request.body, request.api_version, voters, now_ms, wall_ms)
+            return encode_response(answer, request.api_version, request.correlation_id), response_error_code(answer)
+
+        frame, code = await trio.to_thread.run_sync(build)
+        pending.answer(frame, code)
 
     def _receive(self, pending: Pending) -> None:
         request = pending.request

@@ -5,6 +5,7 @@ UNKNOWN_SERVER_ERROR, counted, and the node serves on."""
 from __future__ import annotations
 
 import itertools
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,14 @@ from controller.raft import messages as rm
 from controller.raft.ids import Epoch, NodeId
 from controller.server import quorum as quorum_module
 from controller.server import raft_wire as wire
-from controller.server.connection import Pending
+from controller.server.connection import LARGE_FRAME_BYTES, Pending
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum import Quorum
 from controller.server.quorum_config import QuorumConfig, Voter
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.framing import FrameBuffer
+from protocol.messages import describe_quorum as dq
 from protocol.registry import decode_response, encode_request
 
 IDS = itertools.count(1)
@@ -106,3 +109,48 @@ async def test_a_full_queue_takes_nothing_more_until_the_quorums_task_makes_room
         assert served == [first, second, third] and quorum.queued == 0
         nursery.cancel_scope.cancel()
     engine.close()
+
+
+async def test_a_describe_quorum_of_a_million_bytes_is_answered_per_partition_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """DescribeQuorum naming other topics is answered UNKNOWN_TOPIC_OR_PARTITION per partition, as
+    Kafka does; over a megabyte, that answer is built in a worker thread (25 MB of them held the
+    event loop for seconds before)."""
+    engine = ControllerEngine.load(tmp_path / "data", fsync=False)
+    daemon = Daemon(engine, DaemonOptions(port=0))
+    topics = tuple(
+        dq.DescribeQuorumRequestTopicData(
+            topic_name=f"t{i}",
+            partitions=tuple(dq.DescribeQuorumRequestPartitionData(partition_index=j) for j in range(500)),
+        )
+        for i in range(600)
+    )
+    request = dq.DescribeQuorumRequest(topics=topics)
+    frame = encode_request(request, 1, 7)
+    assert len(frame) > LARGE_FRAME_BYTES
+    threads: list[str] = []
+    build = quorum_module.describe_quorum
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return build(*args)
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(daemon.run)
+        quorum_module.describe_quorum = recorded  # type: ignore[attr-defined]
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            async with stream:
+                await stream.send_all(frame)
+                frames = FrameBuffer(1 << 30)
+                while not (ready := frames.receive_frames(await stream.receive_some(1 << 20))[0]):
+                    pass
+            _, answer = decode_response(ready[0], ApiKey.DESCRIBE_QUORUM, 1)
+        finally:
+            quorum_module.describe_quorum = build  # type: ignore[attr-defined]
+        codes = {p.error_code for t in answer.topics for p in t.partitions}
+        assert len(answer.topics) == 600 and codes == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert threads and threads[0] != threading.main_thread().name
+        await daemon.shutdown()
+        nursery.cancel_scope.cancel()
