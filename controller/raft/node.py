@@ -153,10 +153,13 @@ class RaftNode:
 
     @property
     def voted_id(self) -> NodeId | None:
+        """The vote cast in this epoch as persisted: a candidate's for itself; none once it leads
+        (Kafka's `ElectionState.withElectedLeader`: the quorum-state file of a leader says votedId
+        -1, its leaderId being itself)."""
         state = self.state
-        if isinstance(state, Candidate | Leader):
+        if isinstance(state, Candidate):
             return self.node_id
-        if isinstance(state, Resigned):
+        if isinstance(state, Leader | Resigned):
             return None
         return state.voted_id
 

@@ -105,6 +105,7 @@ from ..raft import (
 )
 from ..raft import messages as rm
 from ..raft.leader import Leader
+from ..raft.state import Resigned
 from . import raft_wire as wire
 from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .describe_quorum import describe_quorum
@@ -230,7 +231,9 @@ class Quorum:
     # ------------------------------------------------------------------ what others read
     @property
     def leader_id(self) -> int | None:
-        return self.node.leader_id
+        """The leader a NOT_CONTROLLER answer names: none while this node has resigned its epoch
+        (the Raft core keeps itself as that epoch's leader, but it leads nothing any more)."""
+        return None if isinstance(self.node.state, Resigned) else self.node.leader_id
 
     @property
     def epoch(self) -> int:

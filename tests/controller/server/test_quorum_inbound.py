@@ -4,6 +4,7 @@ UNKNOWN_SERVER_ERROR, counted, and the node serves on."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from pathlib import Path
@@ -154,3 +155,21 @@ async def test_a_describe_quorum_of_a_million_bytes_is_answered_per_partition_of
         assert threads and threads[0] != threading.main_thread().name
         await daemon.shutdown()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_resigned_leader_names_no_controller(tmp_path: Path) -> None:
+    """A leader that resigned its epoch (check-quorum, after a pause) still is that epoch's leader
+    to the Raft core; NOT_CONTROLLER answers must not send brokers back to it."""
+    engine = ControllerEngine.load(tmp_path / "data", fsync=False)
+    voters = (Voter(1, "127.0.0.1", 9093), Voter(2, "127.0.0.1", 9094), Voter(3, "127.0.0.1", 9095))
+    quorum = Quorum(QuorumConfig(1, voters), engine)
+    node = quorum.node
+    node.start(0)
+    node.to_prospective(0)
+    node.to_candidate(0)
+    node.state = dataclasses.replace(node.state, tally=node.state.tally.record(NodeId(2), True))  # type: ignore[arg-type, call-arg, union-attr]
+    node.to_leader(0)
+    assert quorum.leader_id == 1
+    node.to_resigned(10)
+    assert node.leader_id == 1 and quorum.leader_id is None
+    engine.close()
