@@ -77,6 +77,7 @@ from .messages import (
     FetchResponse,
     Request,
 )
+from .purgatory import Purgatory
 from .requests import InFlight
 from .state import Candidate, ElectionState, Follower, Prospective, RaftError, Resigned, Tally, Unattached
 
@@ -100,16 +101,6 @@ class NotLeader:
     leader_id: NodeId | None
 
 
-@dataclass(frozen=True, slots=True)
-class ParkedFetch:
-    """A Fetch the leader holds until it has something new or `deadline_ms` (Kafka's purgatory)."""
-
-    source: NodeId
-    correlation_id: int
-    request: FetchRequest
-    deadline_ms: int
-
-
 class RaftNode:
     def __init__(
         self,
@@ -127,7 +118,7 @@ class RaftNode:
         #: the last high watermark emitted (grows only); None until known
         self.high_watermark: int | None = None
         self.in_flight = InFlight(config.retry_backoff_ms, config.request_timeout_ms)
-        self.parked: dict[tuple[NodeId, int], ParkedFetch] = {}
+        self.parked = Purgatory()
         #: the snapshot the shell is installing (whatever the state: no Fetch until it is done)
         self.installing_snapshot: OffsetAndEpoch | None = None
         self.out: list[Action] = []
@@ -221,7 +212,7 @@ class RaftNode:
             self.persisted,
             self.high_watermark,
             self.installing_snapshot,
-            dict(self.parked),
+            self.parked.copy(),
             list(self.out),
             self.in_flight.copy(),
         )
@@ -260,7 +251,7 @@ class RaftNode:
                 times.append(state.check_quorum_deadline_ms)
             if state.unacknowledged:
                 times.append(state.begin_epoch_due_ms)
-            times.extend(parked.deadline_ms for parked in self.parked.values())
+            times.extend(self.parked.deadlines())
         elif isinstance(state, Follower):
             times.append(state.fetch_deadline_ms)
         else:
@@ -459,25 +450,20 @@ class RaftNode:
 
     # ------------------------------------------------------------------ the leader's held fetches
     def park(self, source: NodeId, correlation_id: int, request: FetchRequest, now_ms: int) -> None:
-        wait = min(request.max_wait_ms, self.config.fetch_max_wait_ms)
-        self.parked[(source, correlation_id)] = ParkedFetch(source, correlation_id, request, now_ms + wait)
+        self.parked.park(source, correlation_id, request, now_ms, self.config.fetch_max_wait_ms)
 
     def complete_parked(self, now_ms: int, *, only_expired: bool = False) -> None:
         """Answer the held fetches (those past their deadline only, or all: new records or a
         new high watermark)."""
-        due = [parked for parked in self.parked.values() if not only_expired or parked.deadline_ms <= now_ms]
-        for parked in due:
-            del self.parked[(parked.source, parked.correlation_id)]
-        for parked in due:
+        for parked in self.parked.take(now_ms, only_expired=only_expired):
             if isinstance(self.state, Leader):
                 response = inbound.fetch_from_leader(self, now_ms, parked.request)
                 self.out.append(SendResponse(parked.source, parked.correlation_id, response))
 
     def _answer_parked_not_leader(self) -> None:
-        for parked in self.parked.values():
+        for parked in self.parked.take(0):
             response = FetchResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, self.leader_id, self.epoch)
             self.out.append(SendResponse(parked.source, parked.correlation_id, response))
-        self.parked.clear()
 
     # ------------------------------------------------------------------ polling
     def _take(self) -> list[Action]:
