@@ -66,7 +66,7 @@ class Voters:
                 process = DaemonProcess(self.root / f"node-{node}", "--bug", self.bug, *options, module=module)
             self.nodes[node] = process.spawn()
         for node in nodes:
-            _listening(self.nodes[node])
+            self.nodes[node].wait_listening()
 
     def signal(self, node: int, signum: int) -> None:
         process = self.nodes[node].process
@@ -112,20 +112,6 @@ class Voters:
             if process.process is not None and process.process.poll() is None:
                 process.process.send_signal(signal.SIGCONT)
                 process.stop()
-
-
-def _listening(process: DaemonProcess, timeout: float = 20.0) -> None:
-    """Wait for a spawned daemon's `listening on` line (as `DaemonProcess.start` does)."""
-    assert process.process is not None and process.process.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.process.stdout.readline()
-        if line.startswith("listening on "):
-            process.port = int(line.rsplit(":", 1)[1])
-            return
-        if not line and process.process.poll() is not None:
-            break
-    raise RuntimeError(f"daemon did not start\n{process.stderr()}")
 
 
 def heartbeat(broker: int, epoch: int) -> BrokerHeartbeatRequest:

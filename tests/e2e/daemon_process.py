@@ -64,7 +64,10 @@ class DaemonProcess:
         return self
 
     def start(self, timeout: float = 20.0) -> DaemonProcess:
-        self.spawn()
+        return self.spawn().wait_listening(timeout)
+
+    def wait_listening(self, timeout: float = 20.0) -> DaemonProcess:
+        """Wait for a spawned daemon's `listening on HOST:PORT` line (its port is then `port`)."""
         assert self.process is not None and self.process.stdout is not None
         deadline = time.monotonic() + timeout
         line = ""

@@ -124,19 +124,6 @@ class Deployment:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _wait_listening(process: DaemonProcess, timeout: float = 30.0) -> None:
-    assert process.process is not None and process.process.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.process.stdout.readline()
-        if line.startswith("listening on "):
-            process.port = int(line.rsplit(":", 1)[1])
-            return
-        if not line and process.process.poll() is not None:
-            break
-    raise RuntimeError(f"daemon did not start:\n{process.stderr()[-3000:]}")
-
-
 def start(setup: str, root: Path, certificates: Certificates | None, rng: random.Random) -> Deployment:
     """Start `setup`'s daemons under `root`, wait for an active controller, and prepare it (the
     brokers' incarnation ids drawn from `rng`)."""
@@ -161,7 +148,7 @@ def start(setup: str, root: Path, certificates: Certificates | None, rng: random
         for process in nodes.values():
             process.spawn()
     for process in nodes.values():
-        _wait_listening(process)
+        process.wait_listening(30.0)
     leader = _active_controller(nodes, metrics)
     fuzzed = leader if setup != "quorum-follower" else min(node for node in nodes if node != leader)
     tls = certificates.fuzzer_context if tls_flags and certificates is not None else None
