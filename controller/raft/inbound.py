@@ -237,8 +237,13 @@ def fetch(
     return None
 
 
-def fetch_from_leader(node: RaftNode, now_ms: int, request: FetchRequest) -> FetchResponse:
-    """Kafka's `tryCompleteFetchRequest`: the leader's answer to a valid Fetch of its epoch."""
+def fetch_from_leader(
+    node: RaftNode, now_ms: int, request: FetchRequest, fetched_ms: int | None = None
+) -> FetchResponse:
+    """Kafka's `tryCompleteFetchRequest`: the leader's answer to a valid Fetch of its epoch, at
+    `now_ms`; the replica's progress is stamped `fetched_ms`, when the fetch arrived (a held one
+    arrived earlier)."""
+    fetched_at = now_ms if fetched_ms is None else fetched_ms
     leader = node.state
     assert isinstance(leader, Leader)
     log = node.log
@@ -247,8 +252,8 @@ def fetch_from_leader(node: RaftNode, now_ms: int, request: FetchRequest) -> Fet
     if check.kind == "valid":
         replica = request.replica_id
         if replica >= 0 and replica != node.node_id:
-            leader = leader.fetched(replica, request.fetch_offset, log.end_offset, now_ms)
-            node.state = leader.voter_followed(replica, now_ms, node.config.fetch_timeout_ms)
+            leader = leader.fetched(replica, request.fetch_offset, log.end_offset, fetched_at)
+            node.state = leader.voter_followed(replica, fetched_at, node.config.fetch_timeout_ms)
             if replica in leader.voters:
                 node.leader_update_high_watermark(now_ms)
         if request.fetch_offset < log.end_offset:

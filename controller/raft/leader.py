@@ -15,6 +15,9 @@ Rules (Kafka's `LeaderState`):
 - Check-quorum: the leader resigns when a majority of the voters (itself included) has not
   fetched within `CHECK_QUORUM_TIMEOUT_FACTOR` x the fetch timeout. The timer restarts whenever
   enough distinct voters have fetched since it last restarted. A sole voter never resigns.
+- The lease (`lease_holds`): no other leader can have been elected while a majority of the voters
+  fetched within the fetch timeout, each fetch counted from its arrival (a held fetch included);
+  the controller answers only within it.
 - BeginQuorumEpoch goes to every voter that has not acknowledged the leader (by answering it or
   by fetching), at once and then every half fetch timeout.
 """
@@ -125,7 +128,9 @@ class Leader:
         voter = replica in self.voters
         old = (self.progress.get(replica) if voter else self.observers.get(replica)) or ReplicaProgress()
         caught_up = now_ms if fetch_offset >= leader_end_offset else old.last_caught_up_ms
-        updated = ReplicaProgress(fetch_offset, now_ms, caught_up)
+        # a held fetch is stamped with its arrival: a later one may have been counted already
+        last_fetch = now_ms if old.last_fetch_ms is None else max(old.last_fetch_ms, now_ms)
+        updated = ReplicaProgress(fetch_offset, last_fetch, caught_up)
         if not voter:
             self.observers.fetched(replica, updated, now_ms)
             return self
@@ -140,9 +145,30 @@ class Leader:
         fetched = self.fetched_voters | {replica}
         # the leader is a voter and counts itself: a majority of the others is one fewer
         if len(fetched) >= len(self.voters) // 2:
-            deadline = now_ms + check_quorum_timeout_ms(fetch_timeout_ms)
+            deadline = max(self.check_quorum_deadline_ms, now_ms + check_quorum_timeout_ms(fetch_timeout_ms))
             return replace(self, fetched_voters=frozenset(), check_quorum_deadline_ms=deadline)
         return replace(self, fetched_voters=fetched)
+
+    def lease_holds(self, now_ms: int, fetch_timeout_ms: int, counted_from_ms: int = -1) -> bool:
+        """Whether no other leader can have been elected yet: a majority of the voters (this one
+        counting) fetched from it within the fetch timeout, each fetch stamped with its arrival.
+        A voter that fetched successfully neither stands nor grants a pre-vote until its fetch
+        timeout has passed since it received the answer (KIP-996), which is after the fetch
+        arrived here, so the bound is safe (clocks running at the same rate). Fetches that
+        arrived at or before `counted_from_ms` (the shell's: the end of a stall of its event loop,
+        through which they may have waited in a socket) do not count."""
+        if len(self.voters) == 1:
+            return True
+
+        def last_fetch(voter: NodeId) -> int:
+            if voter == self.local_id:
+                return now_ms
+            fetched = self.progress.get(voter, ReplicaProgress()).last_fetch_ms
+            return fetched if fetched is not None and fetched > counted_from_ms else -1
+
+        fetched = sorted(last_fetch(voter) for voter in self.voters)
+        majority_fetched = fetched[(len(fetched) - 1) // 2]  # a majority fetched at or after it
+        return majority_fetched >= 0 and majority_fetched + fetch_timeout_ms > now_ms
 
     def check_quorum_expired(self, now_ms: int) -> bool:
         return len(self.voters) > 1 and now_ms >= self.check_quorum_deadline_ms

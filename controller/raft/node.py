@@ -457,7 +457,7 @@ class RaftNode:
         new high watermark)."""
         for parked in self.parked.take(now_ms, only_expired=only_expired):
             if isinstance(self.state, Leader):
-                response = inbound.fetch_from_leader(self, now_ms, parked.request)
+                response = inbound.fetch_from_leader(self, now_ms, parked.request, fetched_ms=parked.arrived_ms)
                 self.out.append(SendResponse(parked.source, parked.correlation_id, response))
 
     def _answer_parked_not_leader(self) -> None:

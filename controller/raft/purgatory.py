@@ -5,7 +5,10 @@ Rules:
 - A Fetch is held at most its own max wait, capped at `fetch_max_wait_ms` (Kafka's 500 ms).
 - Held fetches are answered (`controller.raft.node.RaftNode.complete_parked`) as a leader answers
   any valid Fetch, when records or a new high watermark come (all of them) or as their deadlines
-  pass; a node that stops leading answers each NOT_LEADER_OR_FOLLOWER.
+  pass; a node that stops leading answers each NOT_LEADER_OR_FOLLOWER. The replica's progress is
+  stamped with the fetch's arrival, never its answer: if the answer is lost, the follower's fetch
+  timer still runs from its previous answer, and a later stamp would stretch the leader's lease
+  past the moment the follower may stand.
 - At most one per (source, correlation id); they are bounded by the connections that sent them
   (each connection has one request in flight).
 """
@@ -23,6 +26,8 @@ class ParkedFetch:
     source: NodeId
     correlation_id: int
     request: FetchRequest
+    #: when it arrived: the replica's progress is stamped with this time, not the answer's
+    arrived_ms: int
     deadline_ms: int
 
 
@@ -32,7 +37,7 @@ class Purgatory:
 
     def park(self, source: NodeId, correlation_id: int, request: FetchRequest, now_ms: int, max_wait_ms: int) -> None:
         wait = min(request.max_wait_ms, max_wait_ms)
-        self._held[(source, correlation_id)] = ParkedFetch(source, correlation_id, request, now_ms + wait)
+        self._held[(source, correlation_id)] = ParkedFetch(source, correlation_id, request, now_ms, now_ms + wait)
 
     def take(self, now_ms: int, *, only_expired: bool = False) -> list[ParkedFetch]:
         """The held fetches that are due (all of them, or those past their deadline), released."""

@@ -273,29 +273,13 @@ class Quorum:
         return epoch if isinstance(state, Leader) and state.epoch == epoch else None
 
     def _lease_holds(self, state: Leader) -> bool:
-        """Whether no other leader can have been elected yet: a majority of voters (this one
-        counting) fetched from it within the fetch timeout. A voter that fetched successfully
-        neither stands nor grants a pre-vote until its fetch timeout has passed (KIP-996), and
-        the leader saw each fetch before its sender's timer restarted, so this bound is safe
-        (clocks running at the same rate). A node paused past it (SIGSTOP, a long GC) answers
-        nothing it decided, even before check-quorum (1.5 fetch timeouts) makes it resign."""
-        if len(state.voters) == 1:
-            return True
+        """The core's lease rule (`Leader.lease_holds`) at this event loop's time: a node paused
+        past it (SIGSTOP, a long GC) answers nothing it decided, even before check-quorum (1.5
+        fetch timeouts) makes it resign. Fetches read right after a stall may have waited in the
+        socket through all of it: only those that arrived once the event loop ran again count."""
         now = self._alive(self._clock_ms())
-        # fetches read right after a stall may have waited in the socket through all of it: only
-        # those that arrived once the event loop ran again count
         counted_from = self._woke_ms + STALL_GRACE_MS if self._woke_ms is not None else -1
-
-        def last_fetch(voter: NodeId) -> int:
-            if voter == state.local_id:
-                return now
-            progress = state.progress.get(voter)
-            fetched = progress.last_fetch_ms if progress is not None else None
-            return fetched if fetched is not None and fetched > counted_from else -1
-
-        fetched = sorted(last_fetch(voter) for voter in state.voters)
-        majority_fetched = fetched[len(fetched) // 2 if len(fetched) % 2 else len(fetched) // 2 - 1]
-        return majority_fetched >= 0 and majority_fetched + self.config.fetch_timeout_ms > now
+        return state.lease_holds(now, self.config.fetch_timeout_ms, counted_from)
 
     def _alive(self, now_ms: int) -> int:
         """Note that the event loop runs at `now_ms`; a gap longer than a quarter of the fetch
