@@ -256,7 +256,7 @@ def fetch_from_leader(
             node.state = leader.voter_followed(replica, fetched_at, node.config.fetch_timeout_ms)
             if replica in leader.voters:
                 node.leader_update_high_watermark(now_ms)
-        if request.fetch_offset < log.end_offset:
+        if request.fetch_offset < log.flushed_end_offset:  # what is on disk: the shell reads it from there
             records_from = request.fetch_offset
     hw = node.state.high_watermark if isinstance(node.state, Leader) else None
     return FetchResponse(

@@ -195,8 +195,11 @@ class RaftNode:
         elif isinstance(event, RequestFailed):
             self.in_flight.answered(event.destination, event.correlation_id, False, now_ms)
         elif isinstance(event, LogFlushed):
+            readable = self.log.flushed_end_offset
             self.log = self.log.flushed(event.end_offset)
             self.leader_update_high_watermark(now_ms)
+            if isinstance(self.state, Leader) and self.log.flushed_end_offset > readable:
+                self.complete_parked(now_ms)  # the held fetches can have the new records now
         elif isinstance(event, SnapshotInstalled):
             self._snapshot_installed(now_ms, event)
         elif isinstance(event, SnapshotCreated):
@@ -413,7 +416,6 @@ class RaftNode:
     def _append_as_leader(self, batch: Batch, now_ms: int) -> None:
         self.log = self.log.appended((batch,))
         self.out.append(AppendBatches((batch,)))
-        self.complete_parked(now_ms)
 
     def advance_high_watermark(self, offset: int) -> None:
         if self.high_watermark is None or offset > self.high_watermark:

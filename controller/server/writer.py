@@ -8,8 +8,11 @@ Rules:
   batches are written and fsync'd with one write and one fsync in a worker thread while the
   next group is decided, and the writer's `Durability` says when they are committed (durable on
   the commit quorum: for a single voter, that fsync). Only then are the group's requests
-  answered and the control orders their records call for handed to the channel. At most one
-  commit is in flight, so the log order is the decision order.
+  answered and the control orders their records call for handed to the channel.
+- Replication is pipelined: a commit's batches are written once the previous commit's are
+  (so the log order is the decision order), not once it is committed; up to
+  `MAX_COMMITS_IN_FLIGHT` commits wait for the quorum at once, and their answers and orders
+  leave in the log's order, each after the commits before it.
 - The writer never touches a connection: it resolves each request's outcome (`Pending.answer`
   with the encoded response frame, or `close_unanswered`), and the request's connection, which
   awaits it, sends the frame or closes.
@@ -76,6 +79,12 @@ T = TypeVar("T")
 SNAPSHOT_RETRY_S = 5.0
 SNAPSHOT_RETRY_MAX_S = 300.0
 _TICK = object()  # a session-timer wake-up in the queue
+#: commits written and waiting for the quorum at once; the next group waits for the oldest
+MAX_COMMITS_IN_FLIGHT = 16
+
+
+class _NotLeading(Exception):
+    """A commit that will never be committed: this node lost its leadership first."""
 
 
 class WriterMetrics(Protocol):
@@ -158,7 +167,11 @@ class Writer:
         #: answers that depend on no commit (a standby's NOT_CONTROLLER, any ApiVersions): sent at
         #: the next flush, never behind a commit in flight (a voter's handshake must not wait on one)
         self._free_answers: list[Pending] = []
-        self._previous: trio.Event | None = None  # set when the commit in flight has finished
+        #: set when the newest commit has finished (committed and answered, or never to be)
+        self._previous: trio.Event | None = None
+        #: set when the newest commit's batches are written (or were never to be): the next may go
+        self._written: trio.Event | None = None
+        self._committing: deque[trio.Event] = deque()  # the commits in flight, oldest first
         self._nursery: trio.Nursery | None = None
         self._deciding = trio.CancelScope()
         self._denials_log = RateLimitedLogger(log)  # refusals, per API and principal
@@ -180,10 +193,10 @@ class Writer:
             self._enqueue(_TICK)
 
     async def quiesce(self) -> None:
-        """Wait until the commit in flight (if any) has finished: its write has landed or was
-        never made (the quorum lets the log change hands only then)."""
-        while self._previous is not None and not self._previous.is_set():
-            await self._previous.wait()
+        """Wait until the commits in flight (if any) have finished: their writes have landed or
+        were never made (the quorum lets the log change hands only then)."""
+        while self._committing:
+            await self._committing[0].wait()
 
     @property
     def snapshotting(self) -> bool:
@@ -308,40 +321,60 @@ class Writer:
         answered, self._answered = self._answered, []
         if work is None and not answered:
             return
-        if self._previous is not None:
-            await self._previous.wait()
-        done = self._previous = trio.Event()
+        if self._written is not None:
+            await self._written.wait()  # the log order is the decision order
+        while len(self._committing) >= MAX_COMMITS_IN_FLIGHT:
+            await self._committing[0].wait()
+        before = self._previous
+        written, done = self._written, self._previous = trio.Event(), trio.Event()
+        self._committing.append(done)
         assert self._nursery is not None
-        self._nursery.start_soon(self._commit, work, answered, done)
+        self._nursery.start_soon(self._commit, work, answered, before, written, done)
 
-    async def _commit(self, work: Slices[Commit] | None, answered: list[Pending], done: trio.Event) -> None:
-        """The one commit path: encode, append and fsync locally, wait until committed, answer,
-        send the control orders. Answers that carry no records (reads) wait for the commits
-        before them, as their decisions saw those."""
+    async def _commit(
+        self,
+        work: Slices[Commit] | None,
+        answered: list[Pending],
+        before: trio.Event | None,
+        written: trio.Event,
+        done: trio.Event,
+    ) -> None:
+        """The one commit path: encode, append and fsync locally (then the next commit may be
+        written: replication is pipelined), wait until committed, then, once the commit before
+        has answered, answer and send the control orders. Answers that carry no records (reads)
+        wait for the commits before them, as their decisions saw those."""
         try:
-            commit = None
-            if work is not None:
-                started = time.monotonic()
-                commit = await run_paced(work)  # encoding holds the GIL: here, in slices
-                if not self.durability.appending(commit.end_offset, commit.records):
-                    self._never_committed(answered)
-                    return
-                records = await in_thread_now(self.engine.write, commit)
-                if records:
-                    self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
-            # what the answers depend on is committed (an answer without records of its own, too:
-            # its decision saw the commits before it, and a deposed leader must answer nothing)
-            end = commit.end_offset if commit is not None else self.engine.log.next_offset
-            if not await self.durability.committed(end):
-                self._never_committed(answered)
-                return
+            try:
+                commit = None
+                if work is not None:
+                    started = time.monotonic()
+                    commit = await run_paced(work)  # encoding holds the GIL: here, in slices
+                    if not self.durability.appending(commit.end_offset, commit.records):
+                        commit = None
+                        raise _NotLeading
+                    records = await in_thread_now(self.engine.write, commit)
+                    if records:
+                        self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
+                # what the answers depend on (an answer without records of its own, too: its
+                # decision saw the commits before it, and a deposed leader must answer nothing)
+                end = commit.end_offset if commit is not None else self.engine.log.next_offset
+            finally:
+                written.set()
+            committed = await self.durability.committed(end)
+            if before is not None:
+                await before.wait()  # answers leave in the log's order
+            if not committed:
+                raise _NotLeading
             for pending in answered:
                 await self._answer(pending)
             self._finished(len(answered))
             if commit is not None and commit.orders:
                 self._channel.submit(commit.orders)
+        except _NotLeading:
+            self._never_committed(answered)
         finally:
             done.set()
+            self._committing.remove(done)
 
     def _never_committed(self, answered: list[Pending]) -> None:
         """Leadership was lost before a majority held these records: nobody may hear NONE."""
@@ -377,8 +410,7 @@ class Writer:
             return
         if self._clock() < self._snapshot_not_before:
             return
-        if self._previous is not None:
-            await self._previous.wait()  # the state must equal the log: let the commit in flight land
+        await self.quiesce()  # the state must equal the log: let the commits in flight land
         committed = self.durability.high_watermark
         if not engine.active or (committed is not None and committed < engine.log.next_offset):
             return  # a snapshot holds committed records only: later

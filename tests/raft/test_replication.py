@@ -216,13 +216,29 @@ def test_a_leader_holds_a_fetch_until_there_is_something_new() -> None:
     assert not ask(node, 302, 2, fetch(2, 1, 1, 1, hw=1, wait=wait), 501)  # nothing new: held
     appended = node.append(303, 1, 2)
     assert isinstance(appended, Appended)
-    [sent] = of_type(appended.actions, SendResponse)
+    # appended, not yet on disk: the shell could not read them, so the fetch stays held
+    assert not of_type(appended.actions, SendResponse)
+    [sent] = of_type(node.handle(303, LogFlushed(3)), SendResponse)
     assert sent.correlation_id == 501 and isinstance(sent.response, FetchResponse)
     assert sent.response.records_from_offset == 1
-    assert not ask(node, 304, 3, fetch(3, 1, 3, 1, hw=1, wait=wait), 502)
+    assert fetched(node, 304, fetch(3, 1, 3, 1, hw=1)).high_watermark == 3  # a new high watermark
+    assert not ask(node, 304, 3, fetch(3, 1, 3, 1, hw=3, wait=wait), 502)  # nothing new: held
     assert not of_type(node.handle(304 + wait - 1, Tick()), SendResponse)
     [expired] = of_type(node.handle(304 + wait, Tick()), SendResponse)
     assert expired.correlation_id == 502
+
+
+def test_a_leader_serves_records_once_they_are_on_disk() -> None:
+    """Records appended but not flushed are not in a Fetch answer (the shell reads them from the
+    disk, where they are not yet): the fetch waits for the flush, then gets them at once."""
+    node = leader()
+    node.handle(300, LogFlushed(1))
+    fetched(node, 301, fetch(2, 1, 1, 1, hw=-1))
+    assert isinstance(node.append(302, 1, 2), Appended)
+    assert not ask(node, 303, 2, fetch(2, 1, 1, 1, hw=1, wait=TIMING["fetch_max_wait_ms"]), 601)
+    [sent] = of_type(node.handle(304, LogFlushed(3)), SendResponse)
+    assert sent.correlation_id == 601 and isinstance(sent.response, FetchResponse)
+    assert sent.response.records_from_offset == 1
 
 
 def test_a_leader_that_steps_down_answers_its_held_fetches() -> None:

@@ -473,3 +473,63 @@ async def test_a_standby_answers_not_controller_and_a_lost_epoch_writes_nothing(
     versions = await setup.request(ApiVersionsRequest(), 2)
     assert versions.error_code == 0 and versions.api_keys
     assert setup.engine.log.next_offset == end
+
+
+@dataclass
+class Watermark:
+    """A commit quorum whose high watermark the test moves: a commit is committed once it passes."""
+
+    asked: list[int] = field(default_factory=list)
+    moved: trio.Event = field(default_factory=trio.Event)
+    leader_id: int | None = 1
+    high_watermark: int | None = None
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        return True
+
+    def snapshot_created(self, end_offset: int, epoch: int) -> None:
+        pass
+
+    async def committed(self, end_offset: int) -> bool:
+        self.asked.append(end_offset)
+        while self.high_watermark is None or self.high_watermark < end_offset:
+            await self.moved.wait()
+        return True
+
+    def advance(self, offset: int) -> None:
+        self.high_watermark = offset
+        self.moved.set()
+        self.moved = trio.Event()
+
+
+async def test_replication_is_pipelined_and_answers_leave_in_the_logs_order(setup: Setup) -> None:
+    """A commit is written while the one before still waits for the quorum (the leader does not
+    wait a replication round trip per group), and each is answered only once the high watermark
+    passes it, in the log's order."""
+    await brokers(setup, 1, 2, 3)
+    quorum = Watermark()
+    setup.writer.durability = quorum
+    first = setup.pending(topic("first", 3), 7)
+    setup.writer.submit(first)
+    with trio.fail_after(10):
+        while len(quorum.asked) < 1:
+            await trio.sleep(0.01)
+        second = setup.pending(topic("second", 3), 7)
+        setup.writer.submit(second)
+        while len(quorum.asked) < 2:  # written before the first is committed
+            await trio.sleep(0.01)
+    first_end, second_end = quorum.asked
+    assert first_end < second_end == setup.engine.log.next_offset
+    await trio.sleep(0.05)
+    assert not {first, second} & set(setup.connection.answers)
+    quorum.advance(first_end)
+    with trio.fail_after(10):
+        while first not in setup.connection.answers:
+            await setup.connection.answered.wait()
+    await trio.sleep(0.05)
+    assert second not in setup.connection.answers
+    quorum.advance(second_end)
+    with trio.fail_after(10):
+        while second not in setup.connection.answers:
+            await setup.connection.answered.wait()
+    assert setup.connection.answers.index(first) < setup.connection.answers.index(second)
