@@ -28,7 +28,6 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import struct
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,20 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from protocol.errors import DecodeError
-from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch, decode_batch
+from protocol.records.batch import (
+    HEADER_SIZE,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_BYTE,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    batch_size,
+    decode_batch,
+    read_base_offset,
+    read_crc,
+)
 from protocol.records.control import (
     LeaderChangeMessage,
     SnapshotFooterRecord,
@@ -49,11 +61,6 @@ from protocol.spec import Data
 PARTITION_DIR = "__cluster_metadata-0"
 _SEGMENT = re.compile(r"(\d{20})\.log")
 _SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
-_LENGTH = struct.Struct(">qi")
-_MAGIC_AT = 16  # baseOffset, batchLength, partitionLeaderEpoch, then magic
-_CRC_AT = 17
-_CRC = struct.Struct(">I")
-_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 NO_END = 1 << 62  # `batches` without an end offset
 
 
@@ -204,7 +211,7 @@ class LogReader:
         """Every batch of the segments, validated as `batches` does, without decoding metadata records."""
         start = self.files[0][0] if self.files else 0
         for path, position, batch in self._checked(start, NO_END):
-            crc = _CRC.unpack_from(self._view, position + _CRC_AT)[0]
+            crc = read_crc(self._view, position)
             leader_change = None
             if batch.is_control:
                 leader_change = next(
@@ -291,7 +298,7 @@ class LogReader:
                     self._fault(view, path, position, size, fault, last)
                     return
                 yield position, batch
-                position += LOG_OVERHEAD + _LENGTH.unpack_from(view, position)[1]
+                position += batch_size(view, position)
 
     def _fault(self, view: mmap.mmap, path: Path, position: int, size: int, reason: str, last: bool) -> None:
         """A note if the bytes from `position` are the next batch cut short at the log's end, else a problem."""
@@ -312,10 +319,10 @@ class LogReader:
 def _batch_at(view: mmap.mmap | bytes, position: int, size: int) -> tuple[RecordBatch | None, str]:
     if size - position < LOG_OVERHEAD:
         return None, f"the last {size - position} bytes cannot hold a batch header"
-    _, length = _LENGTH.unpack_from(view, position)
-    end = position + LOG_OVERHEAD + length
-    if length < _MIN_LENGTH:
-        return None, f"batch length {length} is below the header's {_MIN_LENGTH}"
+    end = position + batch_size(view, position)
+    length = end - position - LOG_OVERHEAD
+    if length < MIN_BATCH_LENGTH:
+        return None, f"batch length {length} is below the header's {MIN_BATCH_LENGTH}"
     if end > size:
         return None, f"the batch declares {length} bytes, {size - position - LOG_OVERHEAD} remain"
     try:
@@ -332,31 +339,30 @@ def _cut_short(view: mmap.mmap, position: int, size: int, expected: int) -> bool
     short? (What a reader sees of a batch being appended: its base offset, magic 2, and a length
     reaching past the end. A complete batch failing its CRC, or garbage, is not.)"""
     remaining = size - position
-    if remaining >= 8 and struct.unpack_from(">q", view, position)[0] != expected:
+    if remaining >= LENGTH_OFFSET and read_base_offset(view, position) != expected:  # its baseOffset is there
         return False
     if remaining >= LOG_OVERHEAD:
-        length = _LENGTH.unpack_from(view, position)[1]
-        if length < _MIN_LENGTH or position + LOG_OVERHEAD + length <= size:
+        declared = batch_size(view, position)
+        if declared < HEADER_SIZE or declared <= remaining:
             return False
-    return remaining <= _MAGIC_AT or view[position + _MAGIC_AT] == MAGIC
+    return remaining <= MAGIC_OFFSET or view[position + MAGIC_OFFSET] == MAGIC
 
 
 def _valid_batches_after(view: mmap.mmap, start: int, size: int) -> int:
     """How many valid batches start at positions >= `start` (found by their magic byte, then decoded)."""
     count = 0
     candidate = start
-    magic = bytes([MAGIC])
     while True:
-        found = view.find(magic, candidate + _MAGIC_AT)
+        found = view.find(MAGIC_BYTE, candidate + MAGIC_OFFSET)
         if found < 0:
             return count
-        candidate = found - _MAGIC_AT
+        candidate = found - MAGIC_OFFSET
         batch, _ = _batch_at(view, candidate, size) if candidate >= 0 else (None, "")
         if batch is None:
             candidate += 1
         else:
             count += 1
-            candidate += LOG_OVERHEAD + _LENGTH.unpack_from(view, candidate)[1]
+            candidate += batch_size(view, candidate)
 
 
 def _open(path: Path) -> IO[bytes] | None:
@@ -394,7 +400,7 @@ def snapshot_records(snapshot: SnapshotFile, data: bytes) -> list[tuple[Data, in
         except DecodeError as exc:
             raise SnapshotProblem(f"{where}: {exc}") from None
         next_offset = batch.next_offset
-        position += LOG_OVERHEAD + _LENGTH.unpack_from(data, position)[1]
+        position += batch_size(data, position)
     if not footer:
         raise SnapshotProblem(f"{snapshot.path.name}: no footer, the snapshot is incomplete")
     return records

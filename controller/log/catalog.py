@@ -26,12 +26,13 @@ Rules:
 from __future__ import annotations
 
 import bisect
-import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+
+from protocol.records.batch import read_leader_epoch
 
 from .appended import AppendedBytes
 from .epochs import EpochCache, EpochEnd, ValidatedFetch, end_offset_for_epoch, validate_offset_and_epoch
@@ -39,9 +40,6 @@ from .epochs import last_fetched_epoch as last_epoch_of
 from .model import LogSizes, OffsetOutOfRangeError, SnapshotId
 from .offset_index import OffsetIndex
 from .retention import snapshots_to_delete
-
-_EPOCH = struct.Struct(">i")
-_EPOCH_POSITION = 12  # partitionLeaderEpoch, after baseOffset and batchLength
 
 
 @dataclass(slots=True)
@@ -121,7 +119,7 @@ class LogCatalog:
                 write.segment.size += write.size
             for base_offset, batch in batches:
                 self._appended.add(base_offset, len(batch))
-                self._epochs.assign(_EPOCH.unpack_from(batch, _EPOCH_POSITION)[0], base_offset)
+                self._epochs.assign(read_leader_epoch(batch), base_offset)
             self.next_offset = next_offset
             if epoch is not None:
                 self.last_epoch = max(self.last_epoch, epoch)

@@ -17,16 +17,12 @@ Rules:
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
-from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD
+from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, batch_size
 
 from .model import InvalidRecordsError
 from .segments import BadBatch, Continuity, check_batch
-
-_LENGTH = struct.Struct(">qi")
-_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 
 class FollowerBatches(NamedTuple):
@@ -45,10 +41,13 @@ def check_follower_batches(raw: bytes, log_end_offset: int, last_epoch: int | No
     batches: list[tuple[int, bytes]] = []
     position = 0
     while len(raw) - position >= LOG_OVERHEAD:
-        _, length = _LENGTH.unpack_from(raw, position)
-        end = position + LOG_OVERHEAD + length
-        if length < _MIN_LENGTH:
-            raise InvalidRecordsError(f"at byte {position}: batch length {length} is below the header's {_MIN_LENGTH}")
+        size = batch_size(raw, position)
+        end = position + size
+        if size < HEADER_SIZE:
+            length = size - LOG_OVERHEAD
+            raise InvalidRecordsError(
+                f"at byte {position}: batch length {length} is below the header's {MIN_BATCH_LENGTH}"
+            )
         if end > len(raw):
             break  # cut short by the leader's size limit
         data = raw[position:end]

@@ -17,19 +17,14 @@ Rules:
 from __future__ import annotations
 
 import os
-import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from protocol.records.batch import HEAD_SIZE, HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH, batch_size, read_head
 
 from .model import PositionOutOfRangeError
 
-#: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
-_HEADER = struct.Struct(">qiibIhi")
-_LENGTH = struct.Struct(">i")
 _BLOCK_BYTES = 64 * 1024
-_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 
 class ChangedUnderRead(Exception):
@@ -56,16 +51,21 @@ class _Headers:
 
     def at(self, position: int) -> BatchAt:
         start = position - self._block_start
-        if start < 0 or start + _HEADER.size > len(self._block):
+        if start < 0 or start + HEAD_SIZE > len(self._block):
             self._block = os.pread(self._fd, min(_BLOCK_BYTES, self._end - position), position)
             self._block_start, start = position, 0
-            if len(self._block) < _HEADER.size:
+            if len(self._block) < HEAD_SIZE:
                 raise ChangedUnderRead(f"no batch header at byte {position}")
-        base_offset, length, _, magic, _, _, last_delta = _HEADER.unpack_from(self._block, start)
-        size = LOG_OVERHEAD + length
-        if magic != MAGIC or length < _MIN_LENGTH or last_delta < 0 or position + size > self._end:
+        head = read_head(self._block, start)
+        size = head.size
+        if (
+            head.magic != MAGIC
+            or head.batch_length < MIN_BATCH_LENGTH
+            or head.last_offset_delta < 0
+            or position + size > self._end
+        ):
             raise ChangedUnderRead(f"no valid batch header at byte {position}")
-        return BatchAt(position, size, base_offset, base_offset + last_delta + 1)
+        return BatchAt(position, size, head.base_offset, head.next_offset)
 
 
 def find_batch(fd: int, position: int, end: int, offset: int) -> BatchAt:
@@ -100,12 +100,12 @@ def _whole_batches(data: bytes, first_size: int) -> int:
     """How many leading bytes of `data` (starting with a batch of `first_size`) are whole batches."""
     cut = first_size
     while cut + LOG_OVERHEAD <= len(data):
-        length: int = _LENGTH.unpack_from(data, cut + 8)[0]
-        if length < _MIN_LENGTH:
-            raise ChangedUnderRead(f"batch length {length} at byte {cut} of the read")
-        if cut + LOG_OVERHEAD + length > len(data):
+        size = batch_size(data, cut)
+        if size < HEADER_SIZE:
+            raise ChangedUnderRead(f"batch length {size - LOG_OVERHEAD} at byte {cut} of the read")
+        if cut + size > len(data):
             break
-        cut += LOG_OVERHEAD + length
+        cut += size
     return cut
 
 

@@ -26,24 +26,27 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from protocol.errors import DecodeError
-from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch, decode_batch
+from protocol.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_BYTE,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    batch_size,
+    decode_batch,
+    read_crc,
+)
 
 PARTITION_DIR = "__cluster_metadata-0"
 SEGMENT_SUFFIX = ".log"
-MAGIC_OFFSET = 16  # baseOffset, batchLength, partitionLeaderEpoch
-CRC_OFFSET = 17
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
-_LENGTH = struct.Struct(">qi")
-_CRC = struct.Struct(">I")
-_MAGIC_BYTE = bytes([MAGIC])
-_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 
 class ScannedBatch(NamedTuple):
@@ -104,15 +107,15 @@ def _scan_view(view: mmap.mmap, size: int, start: int = 0) -> Iterator[ScannedBa
     while position < size:
         if size - position < LOG_OVERHEAD:
             raise BadBatch(position, f"the {size - position} bytes left cannot hold a batch header")
-        _, length = _LENGTH.unpack_from(view, position)
-        end = position + LOG_OVERHEAD + length
-        if length < _MIN_LENGTH:
-            raise BadBatch(position, f"batch length {length} is below the header's {_MIN_LENGTH}")
+        end = position + batch_size(view, position)
+        length = end - position - LOG_OVERHEAD
+        if length < MIN_BATCH_LENGTH:
+            raise BadBatch(position, f"batch length {length} is below the header's {MIN_BATCH_LENGTH}")
         if end > size:
             raise BadBatch(position, f"the batch declares {length} bytes, {size - position - LOG_OVERHEAD} remain")
         data = view[position:end]
         batch = check_batch(data, position)
-        yield ScannedBatch(position, end - position, _CRC.unpack_from(data, CRC_OFFSET)[0], batch)
+        yield ScannedBatch(position, end - position, read_crc(data), batch)
         position = end
 
 
@@ -196,7 +199,7 @@ def count_valid_batches(path: Path, start: int) -> int:
             count = 0
             candidate = start
             while True:
-                magic_at = view.find(_MAGIC_BYTE, candidate + MAGIC_OFFSET)
+                magic_at = view.find(MAGIC_BYTE, candidate + MAGIC_OFFSET)
                 if magic_at < 0:
                     return count
                 candidate = magic_at - MAGIC_OFFSET
@@ -211,9 +214,8 @@ def count_valid_batches(path: Path, start: int) -> int:
 def _valid_batch_end(view: mmap.mmap, position: int, size: int) -> int | None:
     if size - position < HEADER_SIZE:
         return None
-    length: int = _LENGTH.unpack_from(view, position)[1]
-    end = position + LOG_OVERHEAD + length
-    if length < _MIN_LENGTH or end > size:
+    end = position + batch_size(view, position)
+    if end - position < HEADER_SIZE or end > size:
         return None
     try:
         decode_batch(view[position:end])

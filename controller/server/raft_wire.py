@@ -22,7 +22,6 @@ Rules (Kafka's `KafkaRaftClient` and `RaftUtil`):
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +34,7 @@ from protocol.messages import end_quorum_epoch as eqe
 from protocol.messages import fetch as fe
 from protocol.messages import fetch_snapshot as fs
 from protocol.messages import vote as vo
+from protocol.records.batch import HEAD_SIZE, LOG_OVERHEAD, read_head
 from protocol.spec import Data
 
 from ..raft import messages as rm
@@ -57,12 +57,6 @@ HIGHEST_VERSIONS: dict[int, int] = {
     ApiKey.FETCH: FETCH_VERSIONS[-1],
     ApiKey.FETCH_SNAPSHOT: 1,
 }
-
-#: baseOffset (8), batchLength (4), partitionLeaderEpoch (4), magic (1), crc (4), attributes (2),
-#: lastOffsetDelta (4): the first 27 bytes of a v2 record batch
-_BATCH_HEAD = struct.Struct(">qiibIhi")
-_LOG_OVERHEAD = 12  # baseOffset and batchLength precede the length's count
-
 
 _RESPONSE_KEYS: dict[type, int] = {
     rm.VoteResponse: ApiKey.VOTE,
@@ -106,9 +100,9 @@ def split_batches(records: bytes | None) -> tuple[rm.Batch, ...]:
     batches = []
     view = memoryview(records)
     position = 0
-    while position + _BATCH_HEAD.size <= len(records):
-        base, length, epoch, _magic, _crc, _attributes, last_delta = _BATCH_HEAD.unpack_from(records, position)
-        end = position + _LOG_OVERHEAD + length
+    while position + HEAD_SIZE <= len(records):
+        base, length, epoch, _magic, _crc, _attributes, last_delta = read_head(records, position)
+        end = position + LOG_OVERHEAD + length
         if length <= 0 or end > len(records):
             break  # a batch cut at max_bytes: the next fetch starts at it
         batches.append(rm.Batch(base, base + last_delta, Epoch(epoch), bytes(view[position:end])))

@@ -17,6 +17,11 @@ Rules:
   compression, the record count, every record's length and nothing left over inside the batch.
   It raises nothing but `DecodeError` subclasses, whatever the bytes.
 - Writing is `protocol.records.batch_writer`'s.
+- The header's layout is declared here only. Readers that frame or index batches without
+  decoding them (the log, replication, the checker) use `read_head` (the seven fields up to
+  lastOffsetDelta), `batch_size` (from baseOffset and batchLength alone), `read_base_offset`,
+  `read_leader_epoch`, `read_crc` and the offsets (`MAGIC_OFFSET`, `CRC_OFFSET`, ...); these
+  check nothing.
 - Decoding is on the controller's start-up path: one `unpack_from` for the header and an
   inlined one-byte varint fast path per record field; no per-record calls but `Record(...)`.
 """
@@ -26,17 +31,18 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
 from protocol.errors import CorruptRecordError, DecodeError, TruncatedError
 from protocol.primitives import read_varint, read_varlong
 
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
 MAGIC = 2
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
-HEADER_SIZE = 61
-CRC_START = 21  # offset of `attributes` inside the batch
+MAGIC_BYTE = bytes([MAGIC])  # magic as it lies at MAGIC_OFFSET: what a scan for batch starts looks for
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_FLAG = 0x08  # set: LogAppendTime
 TRANSACTIONAL_FLAG = 0x10
@@ -46,13 +52,41 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PREFIX = struct.Struct(">qiibI")  # up to and including the CRC
-_LENGTH = struct.Struct(">qi")
-_CRC_COVERED_HEADER = struct.Struct(">hiqqqhii")
+# ------------------------------------------------------------------------ the header's layout
+# The header as one big-endian format character per field, in order (the module docstring's):
+#   0 baseOffset q, 1 batchLength i, 2 partitionLeaderEpoch i, 3 magic b, 4 crc I, 5 attributes h,
+#   6 lastOffsetDelta i, 7 baseTimestamp q, 8 maxTimestamp q, 9 producerId q, 10 producerEpoch h,
+#   11 baseSequence i, 12 recordsCount i
+# Every struct, size and offset below is cut from it, so the layout is written down once.
+_FIELDS = "qiibIhiqqqhii"
+
+
+def _fields(start: int, stop: int) -> struct.Struct:
+    """The header's fields `start` to `stop - 1` (their indexes in `_FIELDS`) as one struct."""
+    return struct.Struct(">" + _FIELDS[start:stop])
+
+
+_HEADER = _fields(0, 13)  # the whole header: the codec's, one `unpack_from` per batch
+_HEAD = _fields(0, 7)  # baseOffset to lastOffsetDelta: `read_head`
+_LENGTH = _fields(0, 2)  # baseOffset and batchLength: the framing
+_BASE_OFFSET = _fields(0, 1)
+_LEADER_EPOCH = _fields(2, 3)
+_CRC = _fields(4, 5)
+_PREFIX = _fields(0, 5)  # up to and including the CRC (the writer's)
+_CRC_COVERED_HEADER = _fields(5, 13)  # attributes to recordsCount (the writer's)
+
+LOG_OVERHEAD = _LENGTH.size  # 12, baseOffset + batchLength: the bytes batchLength does not count
+LENGTH_OFFSET = _BASE_OFFSET.size  # 8: batchLength, after baseOffset
+LEADER_EPOCH_OFFSET = _fields(0, 2).size  # 12: partitionLeaderEpoch
+MAGIC_OFFSET = _fields(0, 3).size  # 16
+CRC_OFFSET = _fields(0, 4).size  # 17
+CRC_START = _PREFIX.size  # 21: `attributes`, where the CRC's coverage starts
+HEAD_SIZE = _HEAD.size  # 27: what `read_head` needs
+HEADER_SIZE = _HEADER.size  # 61
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49: the batchLength of a header with no records
+
 _MIN_RECORD_SIZE = 7  # length, attributes, timestamp, offset, key, value, headers: a byte each
 _DECODE_FAULTS = (struct.error, IndexError, ValueError, OverflowError, TypeError)
-assert _HEADER.size == HEADER_SIZE and _PREFIX.size == CRC_START
 
 Header = tuple[str, bytes | None]
 
@@ -107,6 +141,63 @@ class RecordBatch:
         return self.base_offset + self.last_offset_delta + 1
 
 
+# --------------------------------------------------------------- header fields, undecoded
+class BatchHead(NamedTuple):
+    """The seven leading fields of a batch header (`HEAD_SIZE` bytes), as read by `read_head`."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+
+    @property
+    def size(self) -> int:
+        """The whole batch's size in bytes, header included."""
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+
+_new_head = tuple.__new__  # a BatchHead from the unpacked tuple without NamedTuple's keyword-taking __new__
+
+
+def read_head(data: ReadableBuffer, position: int = 0) -> BatchHead:
+    """The leading fields of the batch header at `position`, unchecked; `struct.error` when fewer
+    than `HEAD_SIZE` bytes are there."""
+    return _new_head(BatchHead, _HEAD.unpack_from(data, position))
+
+
+def batch_size(data: ReadableBuffer, position: int = 0) -> int:
+    """The size in bytes (LOG_OVERHEAD + batchLength, unchecked: below HEADER_SIZE when the length
+    is) of the batch at `position`, for framing; `struct.error` when fewer than `LOG_OVERHEAD`
+    bytes are there."""
+    length: int = _LENGTH.unpack_from(data, position)[1]
+    return LOG_OVERHEAD + length
+
+
+def read_base_offset(data: ReadableBuffer, position: int = 0) -> int:
+    """The baseOffset of the batch header at `position` (`struct.error` when it is not whole)."""
+    base_offset: int = _BASE_OFFSET.unpack_from(data, position)[0]
+    return base_offset
+
+
+def read_leader_epoch(data: ReadableBuffer, position: int = 0) -> int:
+    """The partitionLeaderEpoch of the batch header at `position` (`struct.error` when it is not whole)."""
+    epoch: int = _LEADER_EPOCH.unpack_from(data, position + LEADER_EPOCH_OFFSET)[0]
+    return epoch
+
+
+def read_crc(data: ReadableBuffer, position: int = 0) -> int:
+    """The CRC-32C stored in the batch header at `position` (`struct.error` when it is not whole)."""
+    crc: int = _CRC.unpack_from(data, position + CRC_OFFSET)[0]
+    return crc
+
+
 # ---------------------------------------------------------------------------- decoding
 def decode_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[RecordBatch, int]:
     """Decode the batch starting at `pos`; return it and the position after it."""
@@ -143,7 +234,7 @@ def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
     if len(data) - pos < LOG_OVERHEAD:
         raise TruncatedError(f"{len(data) - pos} bytes at position {pos} cannot hold a batch header")
     base_offset, batch_length = _LENGTH.unpack_from(data, pos)
-    if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+    if batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(f"batch at offset {base_offset} has length {batch_length}, below the header's")
     end = pos + LOG_OVERHEAD + batch_length
     if end > len(data):
