@@ -147,6 +147,9 @@ class ControllerEngine:
         self._data_records = report.snapshot_records
         #: the active controller (`activate`), else a standby that decides nothing
         self.active = False
+        #: counts every `activate` and `reload`: work decided (or taken for a commit) under one
+        #: term is abandoned under another (its state is gone; its epoch may be over)
+        self.term = 0
 
     @classmethod
     def load(
@@ -308,6 +311,7 @@ class ControllerEngine:
             self._stage_now(group)
         self._transactions = TransactionReplay(_framing)
         self.active = True
+        self.term += 1
         self.core.start_sessions(now_ns)
         self.core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
 
@@ -326,6 +330,7 @@ class ControllerEngine:
         """Rebuild the state from the newest snapshot, as a standby that `catch_up` brings forward
         (after a lost epoch, or once the leader's snapshot was installed in place of the log)."""
         self.active = False
+        self.term += 1
         core = ControllerCore(self.core.config, self.core.rng)
         snapshot, snapshot_count = _load_snapshot(core, self.log)
         self.core = core
@@ -533,22 +538,27 @@ class ControllerEngine:
         control orders their records call for): None if nothing was; else the work that encodes
         the batches (paced: CPU under the GIL, on the deciding thread) and returns the `Commit`
         for `write`. The taking happens at the call (between steps: a batch still being staged is
-        not taken), the encoding as the work runs, so decisions may go on meanwhile."""
+        not taken), the encoding as the work runs, so decisions may go on meanwhile; the batches
+        carry the controller epoch of the call. A standby commits nothing: whatever was staged
+        since it stopped being active is dropped."""
         self._check_usable()
         groups, self._staged = self._staged, []
         orders = self._take_orders()
-        if not groups and not orders:
+        if not self.active or (not groups and not orders):
             return None
         records = sum(len(group) for group in groups)
         self._taken_offset += records
-        return self._encoded_commit(groups, records, orders, self._taken_offset)
+        return self._encoded_commit(groups, records, orders, self._taken_offset, self.controller_epoch)
 
     def _encoded_commit(
-        self, groups: list[Sequence[RecordAndVersion]], records: int, orders: list[ControlOrder], end_offset: int
+        self,
+        groups: list[Sequence[RecordAndVersion]],
+        records: int,
+        orders: list[ControlOrder],
+        end_offset: int,
+        epoch: int,
     ) -> Slices[Commit]:
-        prepared = yield from paced(
-            self.log.prepare_steps(groups, self.controller_epoch, _wall_ms()), self.slice_seconds
-        )
+        prepared = yield from paced(self.log.prepare_steps(groups, epoch, _wall_ms()), self.slice_seconds)
         return Commit(prepared, records, orders, end_offset)
 
     def write(self, commit: Commit) -> int:

@@ -308,6 +308,14 @@ class Quorum:
         self._enqueue(result.actions)
         return True
 
+    def written(self, end_offset: int) -> None:
+        """The writer fsync'd everything below `end_offset`: the core counts it (a leader's high
+        watermark, the held fetches it answers), whether this node still leads or not. A deposed
+        leader fetches from the new one only once its whole log is flushed: unreported, its last
+        batch kept it from ever fetching (or truncating that batch) again."""
+        if end_offset > self.node.log.flushed_end_offset:
+            self._handle(LogFlushed(end_offset))
+
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         """The writer (or a standby, `_standby_snapshot`) wrote a snapshot of committed state:
         the core may serve it to lagging followers, and its log now starts there."""
@@ -325,8 +333,6 @@ class Quorum:
         epoch = self._leader_epoch()
         if epoch is None:
             return False
-        if end_offset > self.node.log.flushed_end_offset:
-            self._handle(LogFlushed(end_offset))  # the writer fsync'd everything below it
         while True:
             state = self.node.state
             if self.active_epoch != epoch or not isinstance(state, Leader) or state.epoch != epoch:

@@ -18,6 +18,14 @@ Rules:
   awaits it, sends the frame or closes.
 - A commit that will never be committed (the node lost its leadership before a majority held
   it) answers nothing: its requests' connections are closed unanswered, never answered NONE.
+- Leadership ends between two steps of the writer (the quorum resigns the engine, whose `term`
+  moves on). Work decided under the old term is abandoned at its next step: a decision in
+  steps stops (its request closes unanswered, the rest of its records never reach the state the
+  engine went back to), and a commit taken from the engine is never encoded or written. A
+  commit counts as in flight from the moment it is taken, so `quiesce`, which the quorum awaits
+  before the log takes a new leader's batches, returns only once no commit of the old term can
+  still touch the log. Whatever was written is reported to the `Durability` (`written`) whether
+  it will be committed or not: the local log holds it until a new leader truncates it.
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
   decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
   writer lets other tasks run between slices. Once an operation in steps has staged
@@ -48,6 +56,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -84,7 +93,7 @@ MAX_COMMITS_IN_FLIGHT = 16
 
 
 class _NotLeading(Exception):
-    """A commit that will never be committed: this node lost its leadership first."""
+    """Work that will never be committed: this node lost its leadership first."""
 
 
 class WriterMetrics(Protocol):
@@ -100,6 +109,10 @@ class Durability(Protocol):
     def appending(self, end_offset: int, records: int) -> bool:
         """`records` records ending at `end_offset` are about to be appended to the local log:
         False if they never may be (this node no longer leads the epoch they were decided in)."""
+        ...
+
+    def written(self, end_offset: int) -> None:
+        """Every record below `end_offset` is in the local log and fsync'd (committed or not)."""
         ...
 
     async def committed(self, end_offset: int) -> bool:
@@ -131,6 +144,9 @@ class SoleVoter:
 
     def appending(self, end_offset: int, records: int) -> bool:
         return True
+
+    def written(self, end_offset: int) -> None:
+        pass
 
     async def committed(self, end_offset: int) -> bool:
         return True
@@ -164,6 +180,7 @@ class Writer:
         self._in_flight = 0  # submitted, not yet answered
         self._idle = trio.Event()
         self._answered: list[Pending] = []  # decided by the active controller since the last flush
+        self._answered_term = 0  # the engine's term they were decided in
         #: answers that depend on no commit (a standby's NOT_CONTROLLER, any ApiVersions): sent at
         #: the next flush, never behind a commit in flight (a voter's handshake must not wait on one)
         self._free_answers: list[Pending] = []
@@ -256,11 +273,14 @@ class Writer:
         for item in group:
             if item is _TICK:
                 if engine.active:
-                    await self._complete(engine.expire_sessions(time.monotonic_ns()))
+                    with contextlib.suppress(_NotLeading):  # the next term's own ticks fence on time
+                        await self._complete(engine.expire_sessions(time.monotonic_ns()))
                 continue
             pending: Pending = item
             request = pending.request
             assert request is not None
+            # answered at once (no commit to wait for): a standby's refusal, any ApiVersions
+            free = not engine.active or request.api_key == ApiKey.API_VERSIONS
             try:
                 work: Work[Data | None]
                 authorizer = engine.authorizer
@@ -283,6 +303,9 @@ class Writer:
                 response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
                 raise
+            except _NotLeading:  # leadership ended midway: the rest of the decision is abandoned
+                self._never_committed([pending])
+                continue
             except Exception:
                 log.exception("cannot decide %s from %s", api(request.api_key).name, pending.peer)
                 self._metrics.request_failed("decide")
@@ -291,8 +314,14 @@ class Writer:
                 continue
             pending.decided_ns = time.monotonic_ns()
             pending.response = response
-            free = not engine.active or request.api_key == ApiKey.API_VERSIONS
-            (self._free_answers if free else self._answered).append(pending)
+            if free:
+                self._free_answers.append(pending)
+                continue
+            if self._answered and self._answered_term != engine.term:
+                self._never_committed(self._answered)  # decided in a term that is over
+                self._answered = []
+            self._answered_term = engine.term
+            self._answered.append(pending)
 
     def denied(self, api_name: str, context: RequestContext, peer: str) -> None:
         """Count and log (sparsely) a request the authorizer refused (the quorum's RPCs too)."""
@@ -308,33 +337,51 @@ class Writer:
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks
-        (`COMMIT_POINT`: many records staged), commit what it staged so far first."""
-        return await run_paced(work, self._flush)
+        (`COMMIT_POINT`: many records staged), commit what it staged so far first. `_NotLeading`
+        if the engine's term ends meanwhile (the work is abandoned at its next slice)."""
+        term = self.engine.term
+        return await run_paced(work, self._flush, lambda: self.engine.term == term)
 
     async def _flush(self) -> None:
-        """Commit what is decided so far, after the commit in flight (so in decision order)."""
+        """Commit what is decided so far, after the commit in flight (so in decision order). The
+        commit counts as in flight (`quiesce` waits for it) from the moment it is taken."""
+        term = self.engine.term
+        work = self.engine.commit()
+        answered, self._answered = self._answered, []
+        if answered and self._answered_term != term:
+            self._never_committed(answered)  # decided in a term that is over
+            answered = []
+        done = trio.Event()
+        if work is not None or answered:
+            self._committing.append(done)
         free, self._free_answers = self._free_answers, []
         for pending in free:
             await self._answer(pending)
         self._finished(len(free))
-        work = self.engine.commit()
-        answered, self._answered = self._answered, []
         if work is None and not answered:
             return
-        if self._written is not None:
-            await self._written.wait()  # the log order is the decision order
-        while len(self._committing) >= MAX_COMMITS_IN_FLIGHT:
-            await self._committing[0].wait()
-        before = self._previous
-        written, done = self._written, self._previous = trio.Event(), trio.Event()
-        self._committing.append(done)
+        try:
+            if self._written is not None:
+                await self._written.wait()  # the log order is the decision order
+            while len(self._committing) > MAX_COMMITS_IN_FLIGHT:
+                await self._committing[0].wait()
+        except BaseException:  # the writer stops (drain's deadline): this commit is never made
+            self._committing.remove(done)
+            done.set()
+            for pending in answered:
+                pending.close_unanswered()
+            self._finished(len(answered))
+            raise
+        before, self._previous = self._previous, done
+        written = self._written = trio.Event()
         assert self._nursery is not None
-        self._nursery.start_soon(self._commit, work, answered, before, written, done)
+        self._nursery.start_soon(self._commit, work, answered, term, before, written, done)
 
     async def _commit(
         self,
         work: Slices[Commit] | None,
         answered: list[Pending],
+        term: int,
         before: trio.Event | None,
         written: trio.Event,
         done: trio.Event,
@@ -342,17 +389,20 @@ class Writer:
         """The one commit path: encode, append and fsync locally (then the next commit may be
         written: replication is pipelined), wait until committed, then, once the commit before
         has answered, answer and send the control orders. Answers that carry no records (reads)
-        wait for the commits before them, as their decisions saw those."""
+        wait for the commits before them, as their decisions saw those. Nothing of a term that
+        is over is encoded or written."""
         try:
             try:
                 commit = None
                 if work is not None:
                     started = time.monotonic()
-                    commit = await run_paced(work)  # encoding holds the GIL: here, in slices
+                    # encoding holds the GIL: here, in slices
+                    commit = await run_paced(work, valid=lambda: self.engine.term == term)
                     if not self.durability.appending(commit.end_offset, commit.records):
                         commit = None
                         raise _NotLeading
                     records = await in_thread_now(self.engine.write, commit)
+                    self.durability.written(commit.end_offset)  # committed or not, it is on disk
                     if records:
                         self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
                 # what the answers depend on (an answer without records of its own, too: its
@@ -440,12 +490,20 @@ class Writer:
             self._snapshotting = False
 
 
-async def run_paced(work: Work[T], at_commit_point: Callable[[], Awaitable[None]] | None = None) -> T:
+async def run_paced(
+    work: Work[T],
+    at_commit_point: Callable[[], Awaitable[None]] | None = None,
+    valid: Callable[[], bool] | None = None,
+) -> T:
     """Run paced work (`controller.slices`) to its end, letting other tasks run between its
-    slices (and awaiting `at_commit_point` where it yields `COMMIT_POINT`)."""
+    slices (and awaiting `at_commit_point` where it yields `COMMIT_POINT`). With `valid`, the work
+    is abandoned (closed, `_NotLeading`) at the first slice where `valid()` no longer holds."""
     if isinstance(work, Done):
         return work.value
     while True:
+        if valid is not None and not valid():
+            work.close()
+            raise _NotLeading
         try:
             signal = next(work)
         except StopIteration as stop:

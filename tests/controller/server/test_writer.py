@@ -38,6 +38,7 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableTopic,
 )
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.registry import decode_request, decode_response, encode_request
 from protocol.spec import Data
 
@@ -397,6 +398,9 @@ class Gate:
     def appending(self, end_offset: int, records: int) -> bool:
         return True
 
+    def written(self, end_offset: int) -> None:
+        pass
+
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         pass
 
@@ -487,6 +491,9 @@ class Watermark:
     def appending(self, end_offset: int, records: int) -> bool:
         return True
 
+    def written(self, end_offset: int) -> None:
+        pass
+
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         pass
 
@@ -533,3 +540,115 @@ async def test_replication_is_pipelined_and_answers_leave_in_the_logs_order(setu
         while second not in setup.connection.answers:
             await setup.connection.answered.wait()
     assert setup.connection.answers.index(first) < setup.connection.answers.index(second)
+
+
+@dataclass
+class Deposable(Watermark):
+    """A commit quorum that can lose its leadership: from then on nothing is appended or committed."""
+
+    leading: bool = True
+
+    def appending(self, end_offset: int, records: int) -> bool:
+        return self.leading
+
+    async def committed(self, end_offset: int) -> bool:
+        self.asked.append(end_offset)
+        while self.leading and (self.high_watermark is None or self.high_watermark < end_offset):
+            await self.moved.wait()
+        return self.leading
+
+    def depose(self) -> None:
+        self.leading = False
+        self.advance(-1)
+
+
+def newer_epoch_batch(engine: ControllerEngine, epochs_ahead: int) -> bytes:
+    """A new leader's LeaderChange, as a follower appends it after the node's own records."""
+    message = LeaderChangeMessage(
+        version=0, leader_id=2, voters=(LeaderChangeMessageVoter(voter_id=2),), granting_voters=()
+    )
+    return control_batch(engine.log.next_offset, engine.log.last_epoch + epochs_ahead, 0, [(message, 0)])
+
+
+async def test_once_quiesced_no_commit_the_deposed_leader_took_touches_the_log(setup: Setup) -> None:
+    """A leader deposed while one commit is being written and the next, already taken from the
+    engine, waits its turn: `quiesce` (what the quorum awaits before the engine resigns and the log
+    takes a new leader's batches as a follower) returns only once both have finished (never
+    committed, their connections closed), so none of them is encoded against a log of a newer epoch
+    (a commit encoded there raises "stale epoch" in the writer's task, which stops the node), and
+    the writer goes on."""
+    await brokers(setup, 1, 2, 3)
+    quorum = Deposable()
+    setup.writer.durability = quorum
+    release = threading.Event()
+    written = block(setup.engine, "write", release)
+    first, second = setup.pending(topic("first", 3), 7), setup.pending(topic("second", 3), 7)
+    quiesced = trio.Event()
+
+    async def resign() -> None:
+        await setup.writer.quiesce()
+        quiesced.set()
+
+    async with trio.open_nursery() as nursery:
+        setup.writer.submit(first)
+        with trio.fail_after(10):
+            while setup.engine.log.next_offset == setup.engine.core.state.last_offset + 1:
+                await trio.sleep(0.01)  # decided; its write waits on `release`
+            setup.writer.submit(second)
+            while not second.decided_ns:
+                await trio.sleep(0.01)
+        await trio.sleep(0.05)  # the second commit is taken and waits for the first's write
+        quorum.depose()
+        nursery.start_soon(resign)
+        await trio.sleep(0.05)
+        assert not quiesced.is_set()  # the first commit's write is still in flight
+        release.set()
+        with trio.fail_after(10):
+            await quiesced.wait()
+    setup.engine.resign()
+    setup.engine.log.append_as_follower(newer_epoch_batch(setup.engine, 3))
+    await trio.sleep(0.1)  # a commit still to be encoded would meet the newer epoch now
+    assert {first, second} <= set(setup.connection.abandoned)
+    assert not {first, second} & set(setup.connection.answers)
+    assert len(written) == 1  # the second commit never reached the log
+    answer = await setup.request(topic("third", 3), 7)  # the writer task goes on
+    assert answer.topics[0].error_code == 41
+
+
+async def test_a_decision_in_steps_that_outlives_its_leadership_changes_nothing_and_is_never_answered(
+    setup: Setup,
+) -> None:
+    """A controlled shutdown of a broker leading 6,000 partitions is decided in paced steps; the
+    node's leadership ends midway (the engine resigns between two steps and goes back to the
+    committed state). The rest of the decision is abandoned: the standby's state stays exactly what
+    the log holds (the steps went on applying records to it), and the request's connection closes
+    unanswered (a success answer would claim records nobody committed)."""
+    await brokers(setup, 1, 2, 3)
+    for index in range(3):
+        await setup.request(topic(f"t{index}", 2_000, replicas=[1, 2, 3]), 7)
+    setup.engine.slice_seconds = 0.0
+    quorum = Deposable(high_watermark=1 << 40)
+    setup.writer.durability = quorum
+    start = setup.engine.core.state.last_offset
+    epoch = setup.engine.core.state.cluster.brokers[1].epoch
+    shutdown = setup.pending(
+        BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=1 << 40, want_shut_down=True), 1
+    )
+    setup.writer.submit(shutdown)
+    with trio.fail_after(10):
+        while setup.engine.core.state.last_offset < start + 2 * REPLAY_SLICE_RECORDS:
+            await trio.sleep(0)
+    assert not shutdown.decided_ns  # midway
+    quorum.depose()
+    setup.engine.resign()  # as the quorum does: back to the committed state
+    finish(setup.engine.catch_up(setup.engine.log.next_offset))
+    with trio.fail_after(10):
+        while shutdown not in setup.connection.abandoned and shutdown not in setup.connection.answers:
+            await trio.sleep(0.01)
+    await trio.testing.wait_all_tasks_blocked()
+    assert shutdown in setup.connection.abandoned and shutdown not in setup.connection.answers
+    fresh = ControllerEngine.start(setup.engine.log.data_dir, fsync=False, now_ns=0)
+    try:
+        assert fresh.core.durable_view() == setup.engine.core.durable_view()
+    finally:
+        fresh.close()
