@@ -12,15 +12,27 @@ TCP endpoints) with `--snapshot-bytes 65536`, while load.py's mixed load (regist
 heartbeats, topic creation and deletion, ISR changes, over four connections) runs for N
 seconds; then the load stops, the daemon gets SIGTERM and the trace is read.
 
-The daemon commits one group of requests at a time: write and fsync of the group's batches in
-a worker thread (`MetadataLog._write_active`), then, back on the event loop, every answer of
-the group; the next group's write starts only after that. So the rule checked is:
+The daemon's writer commits one group of requests at a time (write and fsync of the group's
+batches in a worker thread), and replication is pipelined: the next group's write may start
+while the previous group's answers leave. So an answer may leave while log bytes are unsynced,
+but never while its own records are. The rule checked:
 
-    When the daemon writes to a connection accepted on its Kafka listener (write, writev,
-    sendto, sendmsg or sendmmsg on a TCP socket whose local port is the listener's), every
-    byte it wrote before to a segment of the metadata log (`__cluster_metadata-0/*.log`:
-    write, writev, pwrite64, pwritev, pwritev2) is covered by an fsync or fdatasync of that
-    segment that entered after the write and returned 0 before the answer.
+    When the daemon answers a request of the load on its Kafka listener (the first write,
+    writev, sendto, sendmsg or sendmmsg of the answer's frame to the connection), the log
+    write that holds the records the answer reports, and every log write before it, is
+    covered by an fsync or fdatasync of its segment that entered after the write and
+    returned 0 before the answer. An answer reporting a record no log write holds (answered
+    before its records were even written) is a violation too.
+
+The records an answer reports are found by content: strace prints every byte written (`-xx`),
+the log's writes are decoded as record batches and the answers as Kafka responses (the load
+records each request's API and version by connection and correlation id). A CreateTopics answer
+reports its topic's TopicRecord (by topic id), a DeleteTopics answer its RemoveTopicRecord, an
+AlterPartition answer the PartitionChangeRecord that gave the partition the epoch it reports (a
+partition's epoch is 0 at its PartitionRecord and one more at each change), a
+BrokerRegistration answer the RegisterBrokerRecord at the offset it reports as broker epoch.
+Each of these is in one record only, so the tie is exact. A heartbeat of an unfenced broker
+reports no record: it is counted, not tied.
 
 Ordering comes from strace: a syscall that another thread interrupts shows as `<unfinished ...>`
 and `<... resumed>`; a log write counts from its entry, an fsync from its return, an answer from
@@ -28,19 +40,14 @@ its entry. Across threads strace's order is causal: the answer is sent only afte
 thread returned from fsync and woke the event loop, and strace prints that return before it lets
 the thread go on.
 
-It is stricter than "after its own records": no answer at all may leave while any log bytes
-are unsynced, which the daemon meets by design (answers only between commits). The only
-answers sent outside a commit are KIP-511's fallback and the rest of an answer a slow peer did
-not read; the load sends neither.
-
 What it does not cover:
-- an answer sent before its records were even written (a trace cannot tie an answer to its
-  records; kill9.py sees that if a kill lands in between);
+- answers to requests other than the load's, and answers that report no record (heartbeats,
+  ApiVersions): they are counted, not tied;
 - that fsync reaches the platter (a disk cache that lies), and the directory fsyncs that make
   a new segment's or snapshot's name durable (not traced);
 - writes through mmap, io_uring, copy_file_range or sendfile, and syncfs/sync (the daemon uses
   none; a log write the trace cannot see leaves the check with nothing to prove, so a report
-  with no log write or no answer fails);
+  with no log write or no tied answer fails);
 - the HTTP listener and the control channel to brokers (not answers to Kafka requests).
 """
 
@@ -61,6 +68,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from protocol.api_keys import ApiKey
+from protocol.records.batch import iter_batches
+from protocol.records.metadata import (
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    decode_metadata_value,
+)
+from protocol.registry import decode_response
 from tests.e2e.daemon_process import DaemonProcess
 from tests.stress.load import API_NAMES, Load
 
@@ -69,14 +87,26 @@ LOG_WRITES = ("write", "writev", "pwrite64", "pwritev", "pwritev2")
 SOCKET_WRITES = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
 SYNCS = ("fsync", "fdatasync")
 TRACED = sorted({*LOG_WRITES, *SOCKET_WRITES, *SYNCS})
-STRACE_FLAGS = ("-f", "-qq", "-yy", "--seccomp-bpf", "-e", "signal=none", "-e", "trace=" + ",".join(TRACED))
+#: every byte written, in hex (a log write is a whole commit: a few KB under this load)
+STRACE_FLAGS = (
+    *("-f", "-qq", "-yy", "-xx", "-s", str(1 << 22), "--seccomp-bpf"),
+    *("-e", "signal=none", "-e", "trace=" + ",".join(TRACED)),
+)
 
 # `PID call(FD<target>, ...` (the entry, complete or `<unfinished ...>`), and `PID <... call resumed>...`
 _ENTRY = re.compile(r"^(?:(?P<pid>\d+) +)?(?P<call>\w+)\(\d+<(?P<target>.*?)>(?:, |\)| <unfinished)")
 _RESUMED = re.compile(r"^(?:(?P<pid>\d+) +)?<\.\.\. (?P<call>\w+) resumed>")
 _RESULT = re.compile(r"\) += (-?\d+)")
+_BYTES = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
+_HEX = re.compile(r"\\x([0-9a-f]{2})")
 _SEGMENT = re.compile(r"/__cluster_metadata-0/\d+\.log$")
-_TCP = re.compile(r"^TCP(?:v6)?:\[.*?:(\d+)->")
+_TCP = re.compile(r"^TCP(?:v6)?:\[.*?:(\d+)->.*:(\d+)\]$")
+
+#: what ties an answer to a record: ("topic", id), ("removed", id), ("partition", id, index,
+#: partition epoch) or ("broker epoch", offset)
+Token = tuple[object, ...]
+#: (client port, correlation id) -> (api key, version): the load's requests
+Requests = dict[tuple[int, int], tuple[int, int]]
 
 
 class StraceMissing(AssertionError):
@@ -87,72 +117,173 @@ class StraceMissing(AssertionError):
 class TraceReport:
     listener_port: int
     answers: int = 0
+    #: answers to the load's requests that report records (the ones the rule checks)
+    tied: int = 0
     log_writes: int = 0
     log_fsyncs: int = 0
-    #: (the answer's syscall line, how many log writes were not yet fsync'd, the latest of them)
-    violations: list[tuple[str, int, str]] = field(default_factory=list)
+    #: (the answer's syscall line, what is wrong, the log write it concerns)
+    violations: list[tuple[str, str, str]] = field(default_factory=list)
     load: Counter[str] = field(default_factory=Counter)
 
     @property
     def ok(self) -> bool:
-        return self.answers > 0 and self.log_writes > 0 and not self.violations
+        return self.tied > 0 and self.log_writes > 0 and not self.violations
 
     def format(self) -> str:
         lines = [
-            f"{self.answers} answers on port {self.listener_port} checked; {self.log_writes} log writes, "
-            f"{self.log_fsyncs} log fsyncs seen; {len(self.violations)} violations",
+            f"{self.answers} answers on port {self.listener_port}, {self.tied} of them reporting records, checked; "
+            f"{self.log_writes} log writes, {self.log_fsyncs} log fsyncs seen; {len(self.violations)} violations",
         ]
         if self.load:
             lines.append("load answered: " + ", ".join(f"{API_NAMES[k]} {n}" for k, n in sorted(self.load.items())))
-        if not self.answers or not self.log_writes:
-            lines.append("NOTHING PROVED: the trace holds no answer or no log write")
-        for number, (answer, count, write) in enumerate(self.violations, 1):
-            lines.append(f"violation {number}: answer\n    {answer}\n  sent while {count} log writes were not fsync'd:")
-            lines.append(f"    {write}" + ("\n    ..." if count > 1 else ""))
+        if not self.tied or not self.log_writes:
+            lines.append("NOTHING PROVED: the trace holds no answer reporting a record, or no log write")
+        for number, (answer, problem, write) in enumerate(self.violations, 1):
+            lines.append(f"violation {number}: answer\n    {answer[:300]}\n  sent while {problem}:\n    {write[:300]}")
         return "\n".join(lines)
 
 
-def check_trace(lines: Iterable[str], listener_port: int) -> TraceReport:
-    """Check strace output (`-f -yy`) against the rule of the module docstring."""
+class _Log:
+    """The log's writes as the trace shows them: which are not yet fsync'd, which record is where."""
+
+    def __init__(self) -> None:
+        self.unsynced: dict[str, list[tuple[int, str]]] = {}  # segment -> (sequence, line) not yet covered
+        self.holder: dict[Token, tuple[int, str]] = {}  # token -> the write holding its record
+        self._epochs: dict[tuple[object, int], int] = {}  # (topic id, partition) -> partition epoch
+
+    def wrote(self, segment: str, sequence: int, line: str) -> None:
+        self.unsynced.setdefault(segment, []).append((sequence, line))
+        for token in self._tokens(_written_bytes(line)):
+            self.holder[token] = (sequence, line)
+
+    def synced(self, segment: str, entered: int) -> None:
+        """An fsync of `segment` that entered at `entered` returned 0: it covers the writes before it."""
+        self.unsynced[segment] = [write for write in self.unsynced.get(segment, []) if write[0] > entered]
+
+    def _tokens(self, data: bytes) -> list[Token]:
+        tokens: list[Token] = []
+        for _, batch in iter_batches(data):
+            if batch.is_control:
+                continue
+            for record in batch.records:
+                value, _ = decode_metadata_value(record.value)
+                if isinstance(value, RegisterBrokerRecord):
+                    tokens.append(("broker epoch", batch.base_offset + record.offset_delta))
+                elif isinstance(value, TopicRecord):
+                    tokens.append(("topic", value.topic_id))
+                elif isinstance(value, RemoveTopicRecord):
+                    tokens.append(("removed", value.topic_id))
+                elif isinstance(value, PartitionRecord | PartitionChangeRecord):
+                    key = (value.topic_id, value.partition_id)
+                    epoch = value.partition_epoch if isinstance(value, PartitionRecord) else self._epochs[key] + 1
+                    self._epochs[key] = epoch
+                    tokens.append(("partition", *key, epoch))
+        return tokens
+
+
+class _Answers:
+    """The daemon's answers on its listener, framed per connection and decoded by the load's requests."""
+
+    def __init__(self, requests: Requests) -> None:
+        self._requests = requests
+        self._streams: dict[str, bytearray] = {}
+
+    def sent(self, connection: str, client_port: int, data: bytes) -> list[list[Token]]:
+        """Bytes written to a connection; the tokens of each answer whose frame ends here (an
+        answer's frame is written whole, but a partial write leaves the rest to the next)."""
+        stream = self._streams.setdefault(connection, bytearray())
+        stream += data
+        answers = []
+        while len(stream) >= 4 and len(stream) >= 4 + (size := int.from_bytes(stream[:4], "big")):
+            frame = bytes(stream[4 : 4 + size])
+            del stream[: 4 + size]
+            answers.append(self._tokens(client_port, frame))
+        return answers
+
+    def _tokens(self, client_port: int, frame: bytes) -> list[Token]:
+        request = self._requests.get((client_port, int.from_bytes(frame[:4], "big", signed=True)))
+        if request is None:
+            return []  # not one of the load's requests (the set-up's)
+        _, body = decode_response(frame, *request)
+        if request[0] == ApiKey.CREATE_TOPICS:
+            return [("topic", topic.topic_id) for topic in body.topics]
+        if request[0] == ApiKey.DELETE_TOPICS:
+            return [("removed", topic.topic_id) for topic in body.responses]
+        if request[0] == ApiKey.ALTER_PARTITION:
+            return [
+                ("partition", topic.topic_id, part.partition_index, part.partition_epoch)
+                for topic in body.topics
+                for part in topic.partitions
+            ]
+        if request[0] == ApiKey.BROKER_REGISTRATION:
+            return [("broker epoch", body.broker_epoch)]
+        return []
+
+
+def check_trace(lines: Iterable[str], listener_port: int, requests: Requests) -> TraceReport:
+    """Check strace output (`-f -yy -xx`) against the rule of the module docstring."""
     report = TraceReport(listener_port)
-    unsynced: dict[str, list[tuple[int, str]]] = {}  # segment -> (sequence, line) of writes not yet covered
+    log, answers = _Log(), _Answers(requests)
     syncing: dict[str | None, tuple[str, int]] = {}  # pid -> (segment, sequence at entry) of an unfinished fsync
     for sequence, raw in enumerate(lines):
         line = raw.rstrip("\n")
         if resumed := _RESUMED.match(line):
             started = syncing.pop(resumed["pid"], None) if resumed["call"] in SYNCS else None
             if started is not None and _succeeded(line):
-                _synced(report, unsynced, *started)
+                report.log_fsyncs += 1
+                log.synced(*started)
             continue
         entry = _ENTRY.match(line)
         if entry is None:
             continue
-        call, target = entry["call"], entry["target"]
+        call, target = entry["call"], _path(entry["target"])
         if _SEGMENT.search(target):
             if call in LOG_WRITES:
                 report.log_writes += 1
-                unsynced.setdefault(target, []).append((sequence, line))
+                log.wrote(target, sequence, line)
             elif call in SYNCS and line.endswith("<unfinished ...>"):
                 syncing[entry["pid"]] = (target, sequence)
             elif call in SYNCS and _succeeded(line):
-                _synced(report, unsynced, target, sequence)
+                report.log_fsyncs += 1
+                log.synced(target, sequence)
         elif call in SOCKET_WRITES and (tcp := _TCP.match(target)) and int(tcp[1]) == listener_port:
-            report.answers += 1
-            pending = [write for writes in unsynced.values() for write in writes]
-            if pending:
-                report.violations.append((line, len(pending), max(pending)[1]))
+            data = _written_bytes(line)
+            if (result := _RESULT.search(line)) is not None and int(result[1]) >= 0:
+                data = data[: int(result[1])]  # a partial write: the rest comes in the next one
+            for tokens in answers.sent(target, int(tcp[2]), data):
+                report.answers += 1
+                if tokens:
+                    report.tied += 1
+                    _check_answer(report, log, tokens, line)
     return report
+
+
+def _check_answer(report: TraceReport, log: _Log, tokens: list[Token], line: str) -> None:
+    holders = [log.holder.get(token) for token in tokens]
+    if None in holders:
+        missing = tokens[holders.index(None)]
+        report.violations.append((line, f"no log write holds its record {missing}", "(none)"))
+        return
+    last = max(holder[0] for holder in holders if holder is not None)
+    pending = sorted(write for writes in log.unsynced.values() for write in writes if write[0] <= last)
+    if pending:
+        problem = f"{len(pending)} log writes up to the one holding its records were not fsync'd"
+        report.violations.append((line, problem, pending[-1][1]))
+
+
+def _written_bytes(line: str) -> bytes:
+    """The bytes a write-like call's entry line shows (every buffer of a writev or sendmsg), in order."""
+    return bytes.fromhex("".join(_BYTES.findall(line)).replace("\\x", ""))
+
+
+def _path(target: str) -> str:
+    """A file's path as `-yy` prints it: with `-xx`, in hex escapes."""
+    return _HEX.sub(lambda escape: chr(int(escape[1], 16)), target)
 
 
 def _succeeded(line: str) -> bool:
     result = _RESULT.search(line)
     return result is not None and result[1] == "0"
-
-
-def _synced(report: TraceReport, unsynced: dict[str, list[tuple[int, str]]], segment: str, entered: int) -> None:
-    """An fsync of `segment` that entered at `entered` returned 0: it covers the writes before it."""
-    report.log_fsyncs += 1
-    unsynced[segment] = [write for write in unsynced.get(segment, []) if write[0] > entered]
 
 
 def require_strace() -> str:
@@ -182,7 +313,7 @@ def traced_run(
     if code != 0:
         raise AssertionError(f"the traced daemon exited with status {code}:\n{daemon.stderr()}")
     with trace.open(errors="replace") as lines:
-        report = check_trace(lines, daemon.port)
+        report = check_trace(lines, daemon.port, load.requests)
     report.load = counts
     return report
 
@@ -212,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fencer-fsync-") as tmp:
         report = traced_run(Path(tmp) / "data", args.seconds, args.seed, args.clients, module)
     print(report.format())
-    print("OK: no answer left before the fsync of the log bytes written before it" if report.ok else "FAILED")
+    print("OK: no answer left before the fsync of its records" if report.ok else "FAILED")
     return 0 if report.ok else 1
 
 

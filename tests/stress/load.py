@@ -87,6 +87,8 @@ class Load:
         self._lock = threading.Lock()
         self._armed: tuple[str, threading.Event] | None = None
         self._threads: list[threading.Thread] = []
+        #: every request the clients sent: (client port, correlation id) -> (api key, version)
+        self.requests: dict[tuple[int, int], tuple[int, int]] = {}
 
     # ------------------------------------------------------------------ the caller's side
     def start(self, port: int) -> None:
@@ -170,7 +172,10 @@ class Client:
     def _send(self, connection: FencerClient, in_flight: InFlight, request: Any, version: int) -> Any:
         self.model.in_flight = in_flight
         self.load.sending(in_flight.kind)
-        response = connection.request(request, version)
+        api_key = request.API.key
+        correlation_id = connection.send(request, version)
+        self.load.requests[(connection.sock.getsockname()[1], correlation_id)] = (api_key, version)
+        response = connection.receive(api_key, version, correlation_id)
         self.model.in_flight = None
         self.counts[in_flight.kind] += 1
         return response
