@@ -41,11 +41,13 @@ from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
 from .budget import MemoryBudget
 from .connection import Connection, Pending
+from .denials import Denials
 from .exchanges import ExchangeRecorder
 from .listen import open_listeners
 from .metrics import ControllerMetrics
-from .quorum import QUORUM_API_KEYS, Quorum
+from .quorum import Quorum
 from .quorum_config import QuorumConfig, Voter
+from .raft_inbound import QUORUM_API_KEYS, RaftInbound
 from .tls import DEFAULT_MAPPING_RULES, TlsOptions
 from .writer import Writer
 
@@ -86,9 +88,9 @@ class DaemonOptions:
 class RequestRouter:
     """Where a connection's requests go: the quorum's RPCs to the quorum, the rest to the writer."""
 
-    def __init__(self, writer: Writer, quorum: Quorum) -> None:
+    def __init__(self, writer: Writer, raft: RaftInbound) -> None:
         self.writer = writer
-        self.quorum = quorum
+        self.raft = raft
 
     @property
     def draining(self) -> bool:
@@ -97,12 +99,12 @@ class RequestRouter:
     def submit(self, pending: Pending) -> bool:
         request = pending.request
         if request is not None and request.api_key in QUORUM_API_KEYS:
-            return self.quorum.submit(pending)  # False: its queue is full
+            return self.raft.submit(pending)  # False: its queue is full
         self.writer.submit(pending)
         return True
 
     async def wait_for_room(self) -> None:
-        await self.quorum.wait_for_room()
+        await self.raft.wait_for_room()
 
 
 class Daemon:
@@ -131,11 +133,16 @@ class Daemon:
         self.channel = _make_channel(self)
         if quorum is None:
             quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
-        self.quorum = Quorum(quorum, engine, tls=options.tls)
-        self.writer = Writer(engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum)
-        self.quorum.writer, self.quorum.channel, self.quorum.metrics = self.writer, self.channel, self.metrics
-        self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.queued)
-        self.requests = RequestRouter(self.writer, self.quorum)
+        denials = Denials(self.metrics)
+        self.quorum = Quorum(
+            quorum, engine, tls=options.tls, metrics=self.metrics, channel=self.channel, denials=denials
+        )
+        self.writer = Writer(
+            engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum, denials=denials
+        )
+        self.quorum.writer = self.writer  # the writer commits through the quorum, which resigns it
+        self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.inbound.queued)
+        self.requests = RequestRouter(self.writer, self.quorum.inbound)
 
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:

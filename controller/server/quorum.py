@@ -1,4 +1,4 @@
-"""The controller quorum's shell (issue 21): the Raft core (`controller.raft`) bound to the network,
+"""The controller quorum's shell: the Raft core (`controller.raft`) bound to the network,
 the clock and the metadata log, and the controller above it bound to the quorum.
 
 Rules:
@@ -6,28 +6,10 @@ Rules:
   the next starts (`controller.raft.actions`): the quorum-state file is written and fsync'd
   before anything sent after it; a follower's appends, truncations and snapshot installs are
   the log's, done in a worker thread, then reported back (`LogFlushed`, `SnapshotInstalled`).
-- Inbound RPCs come from the daemon's connections (`submit`) into a bounded queue, and are
-  handled one at a time on the quorum's own task, never on a connection's: a full queue
-  (`INBOUND_QUEUE_LIMIT` requests) makes the submitting connection wait, reading nothing meanwhile
-  (`wait_for_room`); the queue's length is a metric. Vote, BeginQuorumEpoch, EndQuorumEpoch,
-  Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request about another
-  partition is answered INVALID_REQUEST at once); its answer comes back as an action and is sent
-  on the request's connection, a Fetch's with the log's record bytes from the offset the core
-  names (at most `FETCH_MAX_BYTES`, Kafka's 8 MiB, and only what is on disk: records the writer
-  is still writing go with a later fetch), a FetchSnapshot's with the snapshot's bytes from the
-  position asked (POSITION_OUT_OF_RANGE past its end). DescribeQuorum is answered from the
-  core's state (`describe_quorum`).
-- No request can stop the node: the core refuses what it cannot accept (`controller.raft.inbound`),
-  and an error in the handling of one request anyway is logged with the request's summary,
-  counted (`fencer_request_failures_total{stage="raft"}`) and answered UNKNOWN_SERVER_ERROR, the
-  core left as it was before the request. An answer from a peer that fails likewise is logged,
-  counted and taken as a failed request. Only the node's own disk failing stops it (a `LogError`
-  from executing an action).
-- A voter is who it proves to be (`controller.auth.voters`): when the listener authenticates its
-  clients, a request naming another voter as its sender (a Fetch's or FetchSnapshot's replica
-  id, a Vote's candidate, a BeginQuorumEpoch's or EndQuorumEpoch's leader) on a connection
-  whose principal is not that voter's is answered CLUSTER_AUTHORIZATION_FAILED before the core
-  sees it, counted as an authorization denial and logged (sparsely), whatever the authorizer says.
+- Inbound RPCs are the inbound side's (`controller.server.raft_inbound`): queued, checked, handed
+  to the core on the quorum's task, and answered when the core says (`SendResponse`). An answer
+  from a peer whose handling fails is logged, counted and taken as a failed request. Only the
+  node's own disk failing stops it (a `LogError` from executing an action).
 - Outbound: one link per other voter (`controller.server.peer_link`), TLS when the daemon's
   listener is.
 - The controller: the leader appends its epoch's LeaderChange, and becomes the active
@@ -48,30 +30,22 @@ Rules:
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 import trio
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode, response_error_code
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
-from protocol.registry import api, encode_response
-from protocol.spec import Data
 
 from ..auth.voters import VoterIdentities
-from ..core import denied_answer
+from ..control.orders import ControlOrder
 from ..engine import ControllerEngine
-from ..log import IncomingSnapshot, LogError, SnapshotId
-from ..log.model import OffsetOutOfRangeError, PositionOutOfRangeError, SnapshotNotFoundError
+from ..log import IncomingSnapshot, LogError
 from ..log.quorum_state import write_election
-from ..ops.authorization import authorize_api
 from ..raft import (
     Action,
     AppendBatches,
@@ -94,7 +68,6 @@ from ..raft import (
     RaftError,
     RaftNode,
     RequestFailed,
-    RequestReceived,
     ResponseReceived,
     SendRequest,
     SendResponse,
@@ -107,20 +80,16 @@ from ..raft import messages as rm
 from ..raft.leader import Leader
 from ..raft.state import Resigned
 from . import raft_wire as wire
-from .connection import LARGE_FRAME_BYTES, Pending, request_context
-from .describe_quorum import describe_quorum
-from .logging_config import RateLimitedLogger
-from .peer_link import FETCH_MAX_BYTES, PeerLink
+from .denials import Denials
+from .peer_link import PeerLink
 from .quorum_config import QuorumConfig
+from .raft_inbound import InboundMetrics, RaftInbound
 from .tls import TlsOptions
 from .writer import run_paced
 
 log = logging.getLogger("fencer.quorum")
-#: Raft requests waiting for the quorum's task; past it, connections wait to hand theirs on
-INBOUND_QUEUE_LIMIT = 256
 #: the payload of a batch the writer wrote itself (the core only hears of its offsets)
 _WRITTEN = object()
-QUORUM_API_KEYS = wire.RAFT_API_KEYS | {ApiKey.DESCRIBE_QUORUM}
 ALIVE_INTERVAL_S = 0.05
 #: how often a commit waiting for the lease (not for the high watermark) looks again
 LEASE_RECHECK_S = 0.05
@@ -154,12 +123,25 @@ def recovered_election(engine: ControllerEngine) -> ElectionState | None:
     return ElectionState(Epoch(max(state.leader_epoch, 0)), leader, voted)
 
 
-@dataclass
-class _Inbound:
-    pending: Pending
-    api_key: int
-    version: int
-    body: Any
+class QuorumMetrics(InboundMetrics, Protocol):
+    def raft_commit(self, seconds: float) -> None: ...
+    def election(self, seconds: float) -> None: ...
+
+
+class OrderSink(Protocol):
+    """The control channel, as the quorum uses it."""
+
+    def submit(self, orders: Sequence[ControlOrder]) -> None: ...
+    def clear(self) -> object: ...
+
+
+class _Uncounted:
+    """The metrics of a quorum built without the daemon's: nothing is counted."""
+
+    def request_failed(self, stage: str) -> None: ...
+    def authorization_denied(self, api: str, principal: str) -> None: ...
+    def raft_commit(self, seconds: float) -> None: ...
+    def election(self, seconds: float) -> None: ...
 
 
 class Quorum:
@@ -174,16 +156,15 @@ class Quorum:
         clock_ms: Callable[[], int] | None = None,
         wall_ms: Callable[[], int] | None = None,
         tls: TlsOptions | None = None,
+        metrics: QuorumMetrics | None = None,
+        channel: OrderSink | None = None,
+        denials: Denials | None = None,
     ) -> None:
+        """`channel`: where the active controller's orders go (None: nowhere, for tests);
+        `metrics`: the daemon's (None: counted nowhere)."""
         self.config = config
         #: the links' TLS client context (the node's certificate), None: plaintext links
         self.tls = None if tls is None else tls.client
-        #: who may speak for which voter, when the listener authenticates its clients
-        self.identities = (
-            VoterIdentities(config.node_id, config.voter_ids, tls.principal, dict(config.voter_principals))
-            if tls is not None and tls.clients_authenticated
-            else None
-        )
         self.engine = engine
         self.log = engine.log
         raft_config = RaftConfig(
@@ -196,20 +177,29 @@ class Quorum:
         self.node = RaftNode(raft_config, rng or random.Random(), recovered_election(engine), recovered_view(engine))
         self._clock_ms = clock_ms or (lambda: int(trio.current_time() * 1000))
         self._wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
-        #: set by the daemon: the writer (resigns with the node), the control channel (its orders)
+        #: set by the daemon once built (it commits through this quorum): resigns with the node
         self.writer: Any = None
-        self.channel: Any = None
+        self.channel = channel
+        self.metrics: QuorumMetrics = metrics or _Uncounted()
         self._actions: deque[Action] = deque()
         self._actions_ready = trio.Event()
         self._timers_changed = trio.Event()
         self._commit_moved = trio.Event()
-        self._inbound: dict[int, _Inbound] = {}
-        #: requests handed on by connections, waiting for the quorum's task (`_serve_inbound`)
-        self._queue: deque[Pending] = deque()
-        self._identity_log = RateLimitedLogger(log)  # refused voter claims, logged sparsely
-        self._queue_ready = trio.Event()
-        self._room = trio.Event()
-        self._ids = itertools.count(1)
+        self.inbound = RaftInbound(
+            self.node,
+            config,
+            engine,
+            self._handle,
+            clock_ms=self._clock_ms,
+            wall_ms=self._wall_ms,
+            identities=(
+                VoterIdentities(config.node_id, config.voter_ids, tls.principal, dict(config.voter_principals))
+                if tls is not None and tls.clients_authenticated
+                else None
+            ),
+            metrics=self.metrics,
+            denials=denials or Denials(self.metrics),
+        )
         self._links = {voter.node_id: PeerLink(self, voter) for voter in config.peers()}
         #: (epoch, the offset the high watermark must pass) while becoming the active controller
         self._activating: tuple[int, int] | None = None
@@ -220,7 +210,6 @@ class Quorum:
         self.activated = trio.Event()
         #: when this node last lost sight of a leader (for the election latency), and the metrics
         self._leaderless_since_ms: int | None = self._clock_ms()
-        self.metrics: Any = None
         #: the event loop's last sign of life, and the end of its last stall (see `_alive`)
         self._alive_ms = self._clock_ms()
         self._woke_ms: int | None = None
@@ -338,8 +327,7 @@ class Quorum:
             if self.active_epoch != epoch or not isinstance(state, Leader) or state.epoch != epoch:
                 return False
             if self.high_watermark is not None and self.high_watermark >= end_offset and self._lease_holds(state):
-                if self.metrics is not None:
-                    self.metrics.raft_commit((self._clock_ms() - started) / 1000)
+                self.metrics.raft_commit((self._clock_ms() - started) / 1000)
                 return True
             with trio.move_on_after(LEASE_RECHECK_S):  # the lease comes back with the next fetches
                 await self._commit_moved.wait()
@@ -354,7 +342,7 @@ class Quorum:
                 nursery.start_soon(self._execute)
                 nursery.start_soon(self._tick)
                 nursery.start_soon(self._keep_alive)
-                nursery.start_soon(self._serve_inbound)
+                nursery.start_soon(self.inbound.serve)
                 for link in self._links.values():
                     nursery.start_soon(link.run)
                 task_status.started()
@@ -398,9 +386,7 @@ class Quorum:
         if isinstance(action, SendRequest):
             self._links[action.destination].submit(action.correlation_id, action.request)
         elif isinstance(action, SendResponse):
-            inbound = self._inbound.pop(action.correlation_id, None)
-            if inbound is not None:
-                await self._answer(inbound, action.response)
+            await self.inbound.respond(action.correlation_id, action.response)
         elif isinstance(action, PersistQuorumState):
             election = action.election
             write = functools.partial(
@@ -430,8 +416,7 @@ class Quorum:
             if action.leader_id is None:
                 self._leaderless_since_ms = self._leaderless_since_ms or now
             elif self._leaderless_since_ms is not None:
-                if self.metrics is not None:
-                    self.metrics.election((now - self._leaderless_since_ms) / 1000)
+                self.metrics.election((now - self._leaderless_since_ms) / 1000)
                 self._leaderless_since_ms = None
         elif isinstance(action, InstallSnapshot):
             await self._install_snapshot(action)
@@ -547,212 +532,14 @@ class Quorum:
         if self.high_watermark is not None:
             await run_paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
 
-    # ------------------------------------------------------------------ inbound
-    @property
-    def queued(self) -> int:
-        """Requests waiting for the quorum's task (a metric)."""
-        return len(self._queue)
-
-    def submit(self, pending: Pending) -> bool:
-        """A quorum RPC from a connection (the daemon routes `QUORUM_API_KEYS` here), queued for the
-        quorum's task; False when the queue is full (the connection waits with `wait_for_room`)."""
-        if len(self._queue) >= INBOUND_QUEUE_LIMIT:
-            return False
-        self._queue.append(pending)
-        self._queue_ready.set()
-        return True
-
-    async def wait_for_room(self) -> None:
-        while len(self._queue) >= INBOUND_QUEUE_LIMIT:
-            self._room = trio.Event()
-            await self._room.wait()
-
-    async def _serve_inbound(self) -> None:
-        while True:
-            while not self._queue:
-                self._queue_ready = trio.Event()
-                await self._queue_ready.wait()
-            pending = self._queue.popleft()
-            self._room.set()
-            try:
-                if len(pending.payload) > LARGE_FRAME_BYTES and not self._describes_this_partition(pending):
-                    await self._answer_large(pending)
-                else:
-                    self._receive(pending)
-            except LogError:
-                raise
-            except Exception as exc:  # a bug on one request: refuse it, serve the others
-                self._failed_request(pending, exc)
-            await trio.lowlevel.checkpoint()
-
-    def _describes_this_partition(self, pending: Pending) -> bool:
-        request = pending.request
-        assert request is not None
-        topics: Any = getattr(request.body, "topics", ())
-        return request.api_key == ApiKey.DESCRIBE_QUORUM and len(topics) == 1 and len(topics[0].partitions) == 1
-
-    async def _answer_large(self, pending: Pending) -> None:
-        """A request over a megabyte: whatever it names beyond `__cluster_metadata-0` makes it an
-        error answer that depends on the request alone (refused by the authorizer or the wire
-        mapping, or DescribeQuorum's per-partition UNKNOWN_TOPIC_OR_PARTITION), built and encoded
-        in a worker thread, so that answering millions of entries never holds the event loop.
-        One about the metadata partition alone (a large one is all padding) is answered as usual."""
-        request = pending.request
-        assert request is not None
-        if request.api_key != ApiKey.DESCRIBE_QUORUM:
-            self._receive(pending)  # the wire mapping refuses it at once (more than one partition)
-            return
-        authorizer = self.engine.authorizer
-        if authorizer is not None and authorize_api(authorizer, request_context(pending), request.api_key) is not None:
-            self._receive(pending)  # the denial lists nothing per partition
-            return
-        node, voters, now_ms, wall_ms = self.node, self.config.voters, self._clock_ms(), self._wall_ms()
-
-        def build() -> tuple[bytes, int]:
-            answer = describe_quorum(node, request.body, request.api_version, voters, now_ms, wall_ms)
-            return encode_response(answer, request.api_version, request.correlation_id), response_error_code(answer)
-
-        frame, code = await trio.to_thread.run_sync(build)
-        pending.answer(frame, code)
-
-    def _receive(self, pending: Pending) -> None:
-        request = pending.request
-        assert request is not None
-        key, version, body = request.api_key, request.api_version, request.body
-        authorizer = self.engine.authorizer
-        if authorizer is not None:  # CLUSTER_ACTION (DESCRIBE for DescribeQuorum), as Kafka's ControllerApis
-            context = request_context(pending)
-            if authorize_api(authorizer, context, key) is not None:
-                if self.writer is not None:
-                    self.writer.denied(api(key).name, context, pending.peer)
-                self._respond(pending, denied_answer(key, version, body, context))
-                return
-        if key == ApiKey.DESCRIBE_QUORUM:
-            answer = describe_quorum(self.node, body, version, self.config.voters, self._clock_ms(), self._wall_ms())
-            self._respond(pending, answer)
-            return
-        try:
-            message = wire.request_from_wire(key, version, body)
-        except wire.WireRefusal as refusal:
-            self._respond(pending, refusal.response)
-            return
-        if not self._proven(pending, key, message):
-            self._respond(pending, wire.top_level_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
-            return
-        correlation = next(self._ids)
-        self._inbound[correlation] = _Inbound(pending, key, version, body)
-        self._handle(RequestReceived(_source(message), correlation, message))  # answered by an action
-
-    def _proven(self, pending: Pending, key: int, message: rm.Request) -> bool:
-        """Whether the connection may speak for the voter the request names (always, without
-        client authentication); a refusal is counted as an authorization denial."""
-        identities = self.identities
-        if identities is None:
-            return True
-        claimed = _source(message)
-        why = identities.refusal(claimed, pending.principal)
-        if why is None:
-            return True
-        if self.metrics is not None:
-            self.metrics.authorization_denied(api(key).name, pending.principal)
-        self._identity_log.log(
-            logging.WARNING,
-            f"{key} {pending.principal} {claimed}",
-            "%s naming voter %d from %s refused: %s (a voter is who its certificate proves)",
-            api(key).name,
-            claimed,
-            pending.peer,
-            why,
-        )
-        return False
-
-    def _failed_request(self, pending: Pending, exc: Exception) -> None:
-        request = pending.request
-        assert request is not None
-        log.error(
-            "quorum: %s v%d from %s failed (%s); answered UNKNOWN_SERVER_ERROR: %s",
-            api(request.api_key).name,
-            request.api_version,
-            pending.peer,
-            _summary(request.body),
-            exc,
-            exc_info=exc,
-        )
-        if self.metrics is not None:
-            self.metrics.request_failed("raft")
-        for correlation, inbound in list(self._inbound.items()):
-            if inbound.pending is pending:
-                del self._inbound[correlation]
-        if not pending.resolved:
-            self._respond(pending, wire.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
-
-    async def _answer(self, inbound: _Inbound, response: rm.Response) -> None:
-        records: bytes | None = None
-        chunk: tuple[int, int, bytes] | None = None
-        if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
-            partition_max, request_max = wire.fetch_limits(inbound.body)
-            limit = max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
-            try:
-                read = await trio.to_thread.run_sync(self.log.read_records, response.records_from_offset, limit)
-                records = read.records
-            except (LogError, ValueError, OffsetOutOfRangeError) as exc:
-                # retention, a truncation, or records the writer has not written yet: the next
-                # fetch starts over (the core's log end passes the disk's while a batch is written)
-                log.debug("no records for a fetch from %d: %s", response.records_from_offset, exc)
-        elif isinstance(response, rm.FetchSnapshotResponse) and response.snapshot_id is not None and not response.error:
-            position, max_bytes = wire.snapshot_position(inbound.body)
-            snapshot = SnapshotId(response.snapshot_id.offset, response.snapshot_id.epoch)
-            try:
-                read_chunk = await trio.to_thread.run_sync(
-                    self.log.read_snapshot_chunk, snapshot, position, max(1, min(max_bytes, FETCH_MAX_BYTES))
-                )
-                chunk = (read_chunk.size, position, read_chunk.data)
-            except (LogError, ValueError, SnapshotNotFoundError, PositionOutOfRangeError) as exc:
-                log.info("snapshot %s at %d unavailable: %s", snapshot, position, exc)
-                error = (
-                    ErrorCode.POSITION_OUT_OF_RANGE
-                    if isinstance(exc, PositionOutOfRangeError)
-                    else ErrorCode.SNAPSHOT_NOT_FOUND
-                )
-                response = rm.FetchSnapshotResponse(error, response.leader_id, response.leader_epoch)
-        self._respond(inbound.pending, wire.response_to_wire(response, records=records, snapshot_chunk=chunk))
-
-    def _respond(self, pending: Pending, response: Data) -> None:
-        request = pending.request
-        assert request is not None
-        try:
-            frame = encode_response(response, request.api_version, request.correlation_id)
-        except Exception:
-            log.exception("cannot encode the answer to api key %d from %s", request.api_key, pending.peer)
-            if self.metrics is not None:
-                self.metrics.request_failed("encode")
-            pending.close_unanswered()
-            return
-        pending.answer(frame, response_error_code(response))  # the request's connection sends it
-
     # ------------------------------------------------------------------ from the links
     def received(self, source: int, correlation_id: int, response: rm.Response) -> None:
         try:
             self._handle(ResponseReceived(NodeId(source), correlation_id, response))
         except Exception as exc:  # a bug on one answer: the core is as before it; the request failed
             log.error("quorum: voter %d's answer failed (%s): %s", source, type(response).__name__, exc, exc_info=exc)
-            if self.metrics is not None:
-                self.metrics.request_failed("raft")
+            self.metrics.request_failed("raft")
             self.failed(source, correlation_id)
 
     def failed(self, destination: int, correlation_id: int) -> None:
         self._handle(RequestFailed(NodeId(destination), correlation_id))
-
-
-def _summary(body: object, limit: int = 300) -> str:
-    text = repr(body)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _source(message: rm.Request) -> NodeId:
-    """Who sent a request (the core answers by node id; the wire answer goes on its connection)."""
-    if isinstance(message, rm.VoteRequest):
-        return message.candidate_id
-    if isinstance(message, rm.BeginQuorumEpochRequest | rm.EndQuorumEpochRequest):
-        return message.leader_id
-    return message.replica_id

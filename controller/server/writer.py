@@ -43,12 +43,11 @@ Rules:
   goes on deciding while a task of its own encodes the snapshot in slices and writes it from a
   worker thread. A failed snapshot leaves the
   log as it was: it is logged, counted, and retried after a growing delay.
-- Authorization (issue 22): with an authorizer (`engine.authorizer`), each request is decided
-  in the name of its connection's principal and host (`RequestContext`; the host as Java prints
-  it); a standby checks the API's cluster operation before answering NOT_CONTROLLER, as Kafka's
-  controller checks before forwarding. Every refusal is counted (`authorization_denied`, by API
-  and principal) and logged with principal and peer, at most once per 10 s per API and
-  principal. Without one, requests go on as before, with no context built.
+- Authorization: with an authorizer (`engine.authorizer`), each request is decided in the name
+  of its connection's principal and host (`RequestContext`; the host as Java prints it); a
+  standby checks the API's cluster operation before answering NOT_CONTROLLER, as Kafka's
+  controller checks before forwarding. Every refusal goes to `Denials` (counted, logged
+  sparsely). Without one, requests go on as before, with no context built.
 - `drain` (shutdown) answers what is queued and in flight, up to a deadline, then stops
   deciding and waits for the commit in flight and the snapshot being written to finish: the
   log may be closed only after `drain` returns.
@@ -75,11 +74,11 @@ from ..control.orders import ControlOrder
 from ..core import denied_answer
 from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
-from ..ops.authorization import DEFAULT_CONTEXT, RequestContext, authorize_api
+from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
 from ..slices import COMMIT_POINT, Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending, request_context
-from .logging_config import RateLimitedLogger
+from .denials import Denials
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
@@ -168,8 +167,11 @@ class Writer:
         *,
         clock: Callable[[], float],
         durability: Durability | None = None,
+        denials: Denials | None = None,
     ) -> None:
         self.engine = engine
+        #: the authorizer's refusals, counted and logged (shared with the quorum's RPCs)
+        self.denials = denials or Denials(metrics)
         self.durability: Durability = durability or SoleVoter(engine.config.node_id)
         self._channel = channel
         self._metrics = metrics
@@ -191,7 +193,6 @@ class Writer:
         self._committing: deque[trio.Event] = deque()  # the commits in flight, oldest first
         self._nursery: trio.Nursery | None = None
         self._deciding = trio.CancelScope()
-        self._denials_log = RateLimitedLogger(log)  # refusals, per API and principal
         self._stopped = trio.Event()
         self.draining = False
         self._snapshotting = False
@@ -287,7 +288,7 @@ class Writer:
                 context = DEFAULT_CONTEXT if authorizer is None else request_context(pending)
                 if not engine.active and request.api_key != ApiKey.API_VERSIONS:
                     if authorize_api(authorizer, context, request.api_key) is not None:
-                        self.denied(api(request.api_key).name, context, pending.peer)
+                        self.denials.denied(api(request.api_key).name, context, pending.peer)
                         answer = denied_answer(request.api_key, request.api_version, request.body, context)
                     else:
                         leader = self.durability.leader_id
@@ -298,7 +299,7 @@ class Writer:
                     work = engine.decide(request.api_key, request.api_version, request.body, now, context=context)
                     if authorizer is not None:
                         for denial in engine.take_denials():
-                            self.denied(denial.api, context, pending.peer)
+                            self.denials.denied(denial.api, context, pending.peer)
                 # the common case: decided and staged at once, nothing to pace
                 response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
@@ -322,18 +323,6 @@ class Writer:
                 self._answered = []
             self._answered_term = engine.term
             self._answered.append(pending)
-
-    def denied(self, api_name: str, context: RequestContext, peer: str) -> None:
-        """Count and log (sparsely) a request the authorizer refused (the quorum's RPCs too)."""
-        self._metrics.authorization_denied(api_name, context.principal)
-        self._denials_log.log(
-            logging.WARNING,
-            f"{api_name} {context.principal}",
-            "%s denied to %s from %s (not authorized by the ACLs)",
-            api_name,
-            context.principal,
-            peer,
-        )
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks

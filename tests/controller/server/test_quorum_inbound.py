@@ -16,7 +16,7 @@ import trio
 from controller.engine import ControllerEngine
 from controller.raft import messages as rm
 from controller.raft.ids import Epoch, NodeId
-from controller.server import quorum as quorum_module
+from controller.server import raft_inbound
 from controller.server import raft_wire as wire
 from controller.server.connection import LARGE_FRAME_BYTES, Pending
 from controller.server.daemon import Daemon, DaemonOptions
@@ -85,29 +85,29 @@ def pending() -> Pending:
 async def test_a_full_queue_takes_nothing_more_until_the_quorums_task_makes_room(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(quorum_module, "INBOUND_QUEUE_LIMIT", 2)
+    monkeypatch.setattr(raft_inbound, "INBOUND_QUEUE_LIMIT", 2)
     engine = ControllerEngine.load(tmp_path / "data", fsync=False)
-    quorum = Quorum(QuorumConfig(1, (Voter(1, "127.0.0.1", 9093),)), engine)
+    inbound = Quorum(QuorumConfig(1, (Voter(1, "127.0.0.1", 9093),)), engine).inbound
     served: list[Pending] = []
-    quorum._receive = served.append  # type: ignore[method-assign]
+    inbound._receive = served.append  # type: ignore[method-assign]
     first, second, third = (pending() for _ in range(3))
-    assert quorum.submit(first) and quorum.submit(second)
-    assert not quorum.submit(third) and quorum.queued == 2  # full: the connection must wait
+    assert inbound.submit(first) and inbound.submit(second)
+    assert not inbound.submit(third) and inbound.queued == 2  # full: the connection must wait
     waited = trio.Event()
 
     async def connection() -> None:
-        await quorum.wait_for_room()
-        assert quorum.submit(third)
+        await inbound.wait_for_room()
+        assert inbound.submit(third)
         waited.set()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(connection)
         await trio.testing.wait_all_tasks_blocked()
         assert not waited.is_set()  # still waiting: nothing was taken off the queue
-        nursery.start_soon(quorum._serve_inbound)
+        nursery.start_soon(inbound.serve)
         await waited.wait()
         await trio.testing.wait_all_tasks_blocked()
-        assert served == [first, second, third] and quorum.queued == 0
+        assert served == [first, second, third] and inbound.queued == 0
         nursery.cancel_scope.cancel()
     engine.close()
 
@@ -131,7 +131,7 @@ async def test_a_describe_quorum_of_a_million_bytes_is_answered_per_partition_of
     frame = encode_request(request, 1, 7)
     assert len(frame) > LARGE_FRAME_BYTES
     threads: list[str] = []
-    build = quorum_module.describe_quorum
+    build = raft_inbound.describe_quorum
 
     def recorded(*args: Any) -> Any:
         threads.append(threading.current_thread().name)
@@ -139,7 +139,7 @@ async def test_a_describe_quorum_of_a_million_bytes_is_answered_per_partition_of
 
     async with trio.open_nursery() as nursery:
         port = await nursery.start(daemon.run)
-        quorum_module.describe_quorum = recorded  # type: ignore[attr-defined]
+        raft_inbound.describe_quorum = recorded  # type: ignore[attr-defined]
         try:
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             async with stream:
@@ -149,7 +149,7 @@ async def test_a_describe_quorum_of_a_million_bytes_is_answered_per_partition_of
                     pass
             _, answer = decode_response(ready[0], ApiKey.DESCRIBE_QUORUM, 1)
         finally:
-            quorum_module.describe_quorum = build  # type: ignore[attr-defined]
+            raft_inbound.describe_quorum = build  # type: ignore[attr-defined]
         codes = {p.error_code for t in answer.topics for p in t.partitions}
         assert len(answer.topics) == 600 and codes == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
         assert threads and threads[0] != threading.main_thread().name
