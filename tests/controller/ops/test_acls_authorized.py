@@ -27,6 +27,7 @@ from protocol.messages.create_acls import CreateAclsRequest, CreateAclsRequestAc
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsRequestDeleteAclsFilter
 from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.records.metadata import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from protocol.registry import decode_request, encode_request
 from protocol.spec import Data
 
 from ...protocol.kio_bridge import kio_decode, kio_payload_class, to_kio
@@ -166,6 +167,24 @@ def test_create_describe_delete_round_trip_through_replayed_records(version: int
     assert {r.id for r in removals} == bob_ids
     fresh.core = h.replayed()
     assert described(fresh, version) == described(h, version) == [expected[0]]
+
+
+def test_a_version_0_filter_from_the_wire_deletes_literal_acls_only_and_its_answer_encodes() -> None:
+    """A v0 filter has no pattern type: Kafka reads it as LITERAL (the field's default), so a v0
+    DeleteAcls never matches a PREFIXED ACL, which its v0 answer could not name."""
+    h = authorized()
+    prefixed = creation("eu-", "User:bob", AclOperation.WRITE, pattern=PatternType.PREFIXED)
+    h.send(CreateAclsRequest(creations=(prefixed, creation("orders"))), 1, ADMIN)
+    frame = encode_request(
+        DeleteAclsRequest(filters=(deletion(principal_filter=None, pattern=PatternType.LITERAL),)), 0, 5
+    )
+    request = decode_request(frame[4:])
+    assert request.body.filters[0].pattern_type_filter == PatternType.LITERAL
+    response, removals = h.send(request.body, 0, ADMIN)
+    [result] = kio_read(response, 0).filter_results
+    assert [(m.resource_name, m.principal) for m in result.matching_acls] == [("orders", "User:alice")]
+    assert len(removals) == 1
+    assert [acl[1] for acl in described(h, 1)] == ["eu-"]
 
 
 def test_an_acl_already_present_is_a_success_that_writes_nothing() -> None:
