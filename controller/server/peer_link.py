@@ -3,7 +3,7 @@
 Rules:
 - One connection at a time (ApiVersions first, then the core's requests one by one: the core has
   at most one in flight per peer). A request that cannot be sent or answered is reported
-  `RequestFailed` (`Quorum.failed`); after a failed connection the link fails requests at once
+  `RequestFailed` (`RaftDriver.failed`); after a failed connection the link fails requests at once
   until its reconnect backoff (50 ms doubling to 1 s, Kafka's reconnect.backoff) has passed.
 - A FetchSnapshot is fetched chunk by chunk into the log's incoming snapshot before the core sees
   the answer.
@@ -33,7 +33,7 @@ from .connection import socket_of
 from .quorum_config import Voter
 
 if TYPE_CHECKING:
-    from .quorum import Quorum
+    from .raft_driver import RaftDriver
 
 log = logging.getLogger("fencer.quorum")
 #: the most log bytes one Fetch answer carries (Kafka's leader caps a fetch at 8 MiB likewise)
@@ -46,8 +46,8 @@ RECONNECT_BACKOFF_MAX_MS = 1000
 class PeerLink:
     """The connection to one other voter: the core's requests, one at a time."""
 
-    def __init__(self, quorum: Quorum, voter: Voter) -> None:
-        self.quorum = quorum
+    def __init__(self, driver: RaftDriver, voter: Voter) -> None:
+        self.driver = driver
         self.voter = voter
         self._queue: deque[tuple[int, rm.Request]] = deque()
         self._ready = trio.Event()
@@ -72,9 +72,9 @@ class PeerLink:
                 response = await self._exchange(request)
             except (*CONNECTION_ERRORS, LogError, ValueError) as exc:
                 self._broken(exc)
-                self.quorum.failed(self.voter.node_id, correlation_id)
+                self.driver.failed(self.voter.node_id, correlation_id)
                 continue
-            self.quorum.received(self.voter.node_id, correlation_id, response)
+            self.driver.received(self.voter.node_id, correlation_id, response)
 
     def _broken(self, exc: BaseException) -> None:
         if self._stream is not None:
@@ -94,10 +94,10 @@ class PeerLink:
             return self._conn
         if trio.current_time() < self._retry_at:
             raise PeerError("reconnect backoff")
-        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
+        timeout_s = self.driver.node.config.request_timeout_ms / 1000
         try:
             with trio.fail_after(timeout_s):
-                tls = self.quorum.tls
+                tls = self.driver.tls
                 transport = Transport.PLAINTEXT if tls is None else Transport.TLS
                 stream = await open_stream(self.voter.host, self.voter.port, transport, tls)
                 conn = BrokerConnection(stream, str(self.voter), 0)
@@ -122,7 +122,7 @@ class PeerLink:
     async def _call(self, body: Data, version: int) -> Any:
         conn = await self._connected()
         request = conn.request(body, version)
-        timeout_s = self.quorum.node.config.request_timeout_ms / 1000
+        timeout_s = self.driver.node.config.request_timeout_ms / 1000
         assert self._stream is not None
         with trio.fail_after(timeout_s):
             await self._stream.send_all(request.frame)
@@ -146,7 +146,7 @@ class PeerLink:
     async def _fetch_snapshot(self, request: rm.FetchSnapshotRequest, version: int) -> rm.Response:
         """Every chunk of the snapshot, into the log's incoming snapshot; the core then sees one
         answer carrying it (or the first error)."""
-        log_ = self.quorum.log
+        log_ = self.driver.log
         snapshot = SnapshotId(request.snapshot_id.offset, request.snapshot_id.epoch)
         incoming = log_.receive_snapshot(snapshot)
         position = 0

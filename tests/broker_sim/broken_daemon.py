@@ -271,8 +271,7 @@ def answer_before_commit() -> None:
     async def committed(self: Any, end_offset: int) -> bool:
         if self._leader_epoch() is None or not self._lease_holds(self.node.state):
             return False
-        if end_offset > self.node.log.flushed_end_offset:
-            self._handle(quorum.LogFlushed(end_offset))
+        self.driver.flushed(end_offset)
         return True
 
     quorum.Quorum.committed = committed  # type: ignore[method-assign]
