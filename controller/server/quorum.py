@@ -38,11 +38,11 @@ from ..raft.leader import Leader
 from ..raft.state import Resigned
 from ..slices import Slices
 from .denials import Denials
+from .paced import run_paced
 from .quorum_config import QuorumConfig
 from .raft_driver import DriverMetrics, RaftDriver
 from .raft_inbound import RaftInbound
 from .tls import TlsOptions
-from .writer import run_paced
 
 log = logging.getLogger("fencer.quorum")
 #: how often a commit waiting for the lease (not for the high watermark) looks again

@@ -60,7 +60,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -76,9 +76,11 @@ from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
-from ..slices import COMMIT_POINT, Done, Slices, Work
+from ..slices import Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .denials import Denials
+from .durability import Durability, SoleVoter
+from .paced import NotLeading, in_thread_now, run_paced
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
@@ -91,67 +93,11 @@ _TICK = object()  # a session-timer wake-up in the queue
 MAX_COMMITS_IN_FLIGHT = 16
 
 
-class _NotLeading(Exception):
-    """Work that will never be committed: this node lost its leadership first."""
-
-
 class WriterMetrics(Protocol):
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
     def snapshot(self, ok: bool, seconds: float) -> None: ...
     def request_failed(self, stage: str) -> None: ...
     def authorization_denied(self, api: str, principal: str) -> None: ...
-
-
-class Durability(Protocol):
-    """When appended records are committed: the commit quorum (`SoleVoter`, or the Raft quorum)."""
-
-    def appending(self, end_offset: int, records: int) -> bool:
-        """`records` records ending at `end_offset` are about to be appended to the local log:
-        False if they never may be (this node no longer leads the epoch they were decided in)."""
-        ...
-
-    def written(self, end_offset: int) -> None:
-        """Every record below `end_offset` is in the local log and fsync'd (committed or not)."""
-        ...
-
-    async def committed(self, end_offset: int) -> bool:
-        """Wait until every record below `end_offset` (already in the local log) is committed:
-        True; or False once it never will be under this node's leadership."""
-        ...
-
-    @property
-    def leader_id(self) -> int | None:
-        """The active controller as far as this node knows (for NOT_CONTROLLER answers)."""
-        ...
-
-    @property
-    def high_watermark(self) -> int | None:
-        """The committed end of the log (None: whatever the local log holds is committed)."""
-        ...
-
-    def snapshot_created(self, end_offset: int, epoch: int) -> None:
-        """A snapshot of the committed state up to `end_offset` was written."""
-        ...
-
-
-class SoleVoter:
-    """A quorum of one: what this node's log holds (written and fsync'd) is committed."""
-
-    def __init__(self, node_id: int) -> None:
-        self.leader_id: int | None = node_id
-        self.high_watermark: int | None = None
-
-    def appending(self, end_offset: int, records: int) -> bool:
-        return True
-
-    def written(self, end_offset: int) -> None:
-        pass
-
-    async def committed(self, end_offset: int) -> bool:
-        return True
-
-    def snapshot_created(self, end_offset: int, epoch: int) -> None:
-        pass
 
 
 class OrderSink(Protocol):
@@ -274,7 +220,7 @@ class Writer:
         for item in group:
             if item is _TICK:
                 if engine.active:
-                    with contextlib.suppress(_NotLeading):  # the next term's own ticks fence on time
+                    with contextlib.suppress(NotLeading):  # the next term's own ticks fence on time
                         await self._complete(engine.expire_sessions(time.monotonic_ns()))
                 continue
             pending: Pending = item
@@ -304,7 +250,7 @@ class Writer:
                 response = work.value if isinstance(work, Done) else await self._complete(work)
             except LogError:
                 raise
-            except _NotLeading:  # leadership ended midway: the rest of the decision is abandoned
+            except NotLeading:  # leadership ended midway: the rest of the decision is abandoned
                 self._never_committed([pending])
                 continue
             except Exception:
@@ -326,7 +272,7 @@ class Writer:
 
     async def _complete(self, work: Work[T]) -> T:
         """Run decided work to its end, letting other tasks run between its slices; where it asks
-        (`COMMIT_POINT`: many records staged), commit what it staged so far first. `_NotLeading`
+        (`COMMIT_POINT`: many records staged), commit what it staged so far first. `NotLeading`
         if the engine's term ends meanwhile (the work is abandoned at its next slice)."""
         term = self.engine.term
         return await run_paced(work, self._flush, lambda: self.engine.term == term)
@@ -389,7 +335,7 @@ class Writer:
                     commit = await run_paced(work, valid=lambda: self.engine.term == term)
                     if not self.durability.appending(commit.end_offset, commit.records):
                         commit = None
-                        raise _NotLeading
+                        raise NotLeading
                     records = await in_thread_now(self.engine.write, commit)
                     self.durability.written(commit.end_offset)  # committed or not, it is on disk
                     if records:
@@ -403,13 +349,13 @@ class Writer:
             if before is not None:
                 await before.wait()  # answers leave in the log's order
             if not committed:
-                raise _NotLeading
+                raise NotLeading
             for pending in answered:
                 await self._answer(pending)
             self._finished(len(answered))
             if commit is not None and commit.orders:
                 self._channel.submit(commit.orders)
-        except _NotLeading:
+        except NotLeading:
             self._never_committed(answered)
         finally:
             done.set()
@@ -477,42 +423,3 @@ class Writer:
             self._metrics.snapshot(True, self._clock() - started)
         finally:
             self._snapshotting = False
-
-
-async def run_paced(
-    work: Work[T],
-    at_commit_point: Callable[[], Awaitable[None]] | None = None,
-    valid: Callable[[], bool] | None = None,
-) -> T:
-    """Run paced work (`controller.slices`) to its end, letting other tasks run between its
-    slices (and awaiting `at_commit_point` where it yields `COMMIT_POINT`). With `valid`, the work
-    is abandoned (closed, `_NotLeading`) at the first slice where `valid()` no longer holds."""
-    if isinstance(work, Done):
-        return work.value
-    while True:
-        if valid is not None and not valid():
-            work.close()
-            raise _NotLeading
-        try:
-            signal = next(work)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if signal is COMMIT_POINT and at_commit_point is not None:
-            await at_commit_point()
-        await trio.sleep(0)
-
-
-async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` in a worker thread that starts at once; its result or exception comes back here.
-
-    Unlike `trio.to_thread.run_sync` there is no capacity limiter, whose checkpoint would send
-    this task to the back of the run queue (behind a whole group's decisions) before the thread
-    even starts. The wait cannot be cancelled: a started write or fsync must finish."""
-    token = trio.lowlevel.current_trio_token()
-    task = trio.lowlevel.current_task()
-
-    def deliver(result: Any) -> None:  # an outcome.Outcome, which trio's reschedule unwraps
-        token.run_sync_soon(trio.lowlevel.reschedule, task, result)
-
-    trio.lowlevel.start_thread_soon(functools.partial(fn, *args), deliver)
-    return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]
