@@ -7,10 +7,9 @@ Rules:
   once the high watermark passes it (everything before its epoch is then committed and replayed:
   Kafka's controller activates likewise), with the Raft epoch as its controller epoch, every
   broker's session afresh and a FULL LeaderAndIsr for every live broker.
-- It then appends through the writer, which asks `appending` (the core assigns the offsets, or
-  refuses: the epoch is over) before the write, reports `written` after the fsync, and awaits
-  `committed`: True once the high watermark passes the batch and the lease holds, False once the
-  epoch is over.
+- It then appends through the writer, which hands each commit to `write` (the core assigns its
+  offsets, or refuses: the epoch is over; the driver writes it) and awaits `committed`: True once
+  the high watermark passes the batch and the lease holds, False once the epoch is over.
 - A standby replays up to the high watermark as it moves (hot standby), snapshots its committed
   state as the active controller does, and takes a leader's snapshot when the driver installs one.
 - When the node stops leading, the controller resigns at once: nothing more is decided,
@@ -31,9 +30,9 @@ from typing import Any, Protocol
 import trio
 
 from ..control.orders import ControlOrder
-from ..engine import ControllerEngine, EncodedSnapshot
+from ..engine import Commit, ControllerEngine, EncodedSnapshot
 from ..log import LogError
-from ..raft import Epoch, NotLeader, OffsetAndEpoch, RaftError, RaftNode, SnapshotCreated, Tick
+from ..raft import Epoch, OffsetAndEpoch, RaftError, RaftNode, SnapshotCreated, Tick
 from ..raft.leader import Leader
 from ..raft.state import Resigned
 from ..slices import Slices
@@ -176,23 +175,15 @@ class Quorum:
         state = self.node.state
         return epoch if isinstance(state, Leader) and state.epoch == epoch else None
 
-    def appending(self, end_offset: int, records: int) -> bool:
+    async def write(self, commit: Commit, write: Callable[[Commit], int]) -> bool:
+        """The active controller's batches, written by the driver (the log's one writer) once the
+        core gave them their offsets; False while this node does not lead their epoch."""
         epoch = self._leader_epoch()
-        if epoch is None or records <= 0:
-            return epoch is not None
-        result = self.driver.append_written(epoch, records)
-        if isinstance(result, NotLeader):
+        if epoch is None:
             return False
-        if result.batch.end_offset != end_offset:
-            raise LogError(f"the quorum's log ends at {result.batch.end_offset}, the controller's at {end_offset}")
-        return True
-
-    def written(self, end_offset: int) -> None:
-        """The writer fsync'd everything below `end_offset`: the core counts it (a leader's high
-        watermark, the held fetches it answers), whether this node still leads or not. A deposed
-        leader fetches from the new one only once its whole log is flushed: unreported, its last
-        batch kept it from ever fetching (or truncating that batch) again."""
-        self.driver.flushed(end_offset)
+        if commit.records <= 0:
+            return True  # nothing to write (orders only)
+        return await self.driver.write_leader_batches(epoch, commit.records, commit.end_offset, lambda: write(commit))
 
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         """The writer (or a standby, `_standby_snapshot`) wrote a snapshot of committed state:

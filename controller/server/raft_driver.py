@@ -8,6 +8,9 @@ Rules:
   What concerns the controller above goes to its `RaftListener`, in the same order and
   awaited the same way: an epoch this node leads, an epoch over, the high watermark moved, a
   leader's snapshot installed.
+- The log has one writer, this driver: the leader's batches (`write_leader_batches`, called by
+  the quorum for the writer's commits, offsets from the core), its LeaderChange, a follower's
+  appends, truncations and snapshot installs, one at a time. The controller above only reads it.
 - Inbound RPCs are `raft_inbound`'s: queued, checked, handed to the core on this driver's tasks
   (`handle`), and answered when the core says (`SendResponse`). Outbound: one link per other
   voter (`peer_link`), TLS when the daemon's listener is. An answer from a peer whose handling
@@ -23,11 +26,12 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 import trio
@@ -36,12 +40,11 @@ from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVot
 
 from ..auth.voters import VoterIdentities
 from ..engine import ControllerEngine
-from ..log import IncomingSnapshot, MetadataLog
+from ..log import IncomingSnapshot, LogError, MetadataLog
 from ..log.quorum_state import write_election
 from ..raft import (
     Action,
     AppendBatches,
-    Appended,
     BecomeLeader,
     ElectionState,
     Epoch,
@@ -71,13 +74,15 @@ from ..raft import messages as rm
 from ..raft.leader import Leader
 from . import raft_wire as wire
 from .denials import Denials
+from .paced import in_thread_now
 from .peer_link import PeerLink
 from .quorum_config import QuorumConfig
 from .raft_inbound import InboundMetrics, RaftInbound
 from .tls import TlsOptions
 
 log = logging.getLogger("fencer.quorum")
-#: the payload of a batch the writer wrote itself (the core only hears of its offsets)
+#: the payload of the leader's batches, which `write_leader_batches` writes (the core only hears
+#: of their offsets)
 _WRITTEN = object()
 ALIVE_INTERVAL_S = 0.05
 #: fetches read within this long after a stall are taken as having waited through it
@@ -162,6 +167,7 @@ class RaftDriver:
         self._wall_ms = wall_ms
         self._actions: deque[Action] = deque()
         self._actions_ready = trio.Event()
+        self._log_turn = trio.Lock()
         self._timers_changed = trio.Event()
         self.inbound = RaftInbound(
             self.node,
@@ -192,16 +198,42 @@ class RaftDriver:
         """Give the core an event; the actions it answers with are executed in order."""
         self._enqueue(self.node.handle(self.clock_ms(), event))
 
-    def append_written(self, epoch: int, records: int) -> Appended | NotLeader:
-        """The leader's next `records` records, which the writer writes itself: their offsets (the
-        core only hears of them; `flushed` reports them on disk), or NotLeader."""
+    async def write_leader_batches(
+        self, epoch: int, records: int, end_offset: int, write: Callable[[], object]
+    ) -> bool:
+        """The leader's next `records` records (the writer's commit, ending at `end_offset`): the
+        core gives them their offsets, then `write` puts them on disk (in a worker thread, the
+        log's other writes waiting their turn) and the core hears they are flushed. False, writing
+        nothing, if this node no longer leads `epoch`."""
         result = self.node.append(self.clock_ms(), Epoch(epoch), records, _WRITTEN)
-        if not isinstance(result, NotLeader):
-            self._enqueue(result.actions)
-        return result
+        if isinstance(result, NotLeader):
+            return False
+        if result.batch.end_offset != end_offset:
+            raise LogError(f"the quorum's log ends at {result.batch.end_offset}, the controller's at {end_offset}")
+        self._enqueue(result.actions)
+        async with self._writing():
+            await in_thread_now(write)
+        self.flushed(end_offset)
+        return True
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """One write to the log at a time (the leader's batches, a follower's appends, truncations,
+        snapshot installs); taken without a checkpoint when free, as it nearly always is."""
+        try:
+            self._log_turn.acquire_nowait()
+        except trio.WouldBlock:
+            await self._log_turn.acquire()
+        try:
+            yield
+        finally:
+            self._log_turn.release()
 
     def flushed(self, end_offset: int) -> None:
-        """Everything below `end_offset` is in the local log and fsync'd (the writer's batches)."""
+        """Everything below `end_offset` is in the local log and fsync'd (the leader's batches):
+        the core counts it (a leader's high watermark, the held fetches it answers), whether this
+        node still leads or not. A deposed leader fetches from the new one only once its whole log
+        is flushed: unreported, its last batch kept it from ever fetching (or truncating it) again."""
         if end_offset > self.node.log.flushed_end_offset:
             self.handle(LogFlushed(end_offset))
 
@@ -304,7 +336,8 @@ class RaftDriver:
         else:  # TruncateTo
             offset = action.end_offset
             log.info("truncating the log to offset %d (a divergent tail)", offset)
-            await trio.to_thread.run_sync(self.log.truncate_to, offset)
+            async with self._writing():
+                await trio.to_thread.run_sync(self.log.truncate_to, offset)
 
     def _leader_changed(self, action: LeaderChanged) -> None:
         log.info("epoch %d: leader %s", action.epoch, "unknown" if action.leader_id is None else action.leader_id)
@@ -326,12 +359,12 @@ class RaftDriver:
             list(self.config.voter_ids),
             fsync=True,
         )
-        await trio.to_thread.run_sync(write)
+        await trio.to_thread.run_sync(write)  # the quorum-state file: not the log's segments
 
     async def _append(self, action: AppendBatches) -> None:
         first = action.batches[0]
         if first.payload is _WRITTEN:
-            return  # the writer's own: written and fsync'd by it, reported by `flushed`
+            return  # the leader's own: written by `write_leader_batches`
         if isinstance(first.payload, LeaderChangeRecord):
             record = first.payload
             message = LeaderChangeMessage(
@@ -343,14 +376,16 @@ class RaftDriver:
             raw = control_batch(first.base_offset, first.epoch, self._wall_ms(), [(message, 0)])
         else:
             raw = b"".join(wire.batch_bytes(action.batches))
-        end = await trio.to_thread.run_sync(self.log.append_as_follower, raw)
+        async with self._writing():
+            end = await trio.to_thread.run_sync(self.log.append_as_follower, raw)
         self.handle(LogFlushed(end))
 
     async def _install_snapshot(self, action: InstallSnapshot) -> None:
         incoming = action.payload
-        if isinstance(incoming, IncomingSnapshot):
-            await trio.to_thread.run_sync(incoming.complete)
-        await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
+        async with self._writing():
+            if isinstance(incoming, IncomingSnapshot):
+                await trio.to_thread.run_sync(incoming.complete)
+            await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
         self._listener.snapshot_loaded()
         log.info("installed the leader's snapshot %s", action.snapshot_id)
         self.handle(SnapshotInstalled(action.snapshot_id))

@@ -80,7 +80,7 @@ from ..slices import Done, Slices, Work
 from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .denials import Denials
 from .durability import Durability, SoleVoter
-from .paced import NotLeading, in_thread_now, run_paced
+from .paced import NotLeading, run_paced
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
@@ -333,13 +333,13 @@ class Writer:
                     started = time.monotonic()
                     # encoding holds the GIL: here, in slices
                     commit = await run_paced(work, valid=lambda: self.engine.term == term)
-                    if not self.durability.appending(commit.end_offset, commit.records):
+                    if not await self.durability.write(commit, self.engine.write):
                         commit = None
                         raise NotLeading
-                    records = await in_thread_now(self.engine.write, commit)
-                    self.durability.written(commit.end_offset)  # committed or not, it is on disk
-                    if records:
-                        self._metrics.group_commit(len(commit.prepared.batches), records, time.monotonic() - started)
+                    if commit.records:
+                        self._metrics.group_commit(
+                            len(commit.prepared.batches), commit.records, time.monotonic() - started
+                        )
                 # what the answers depend on (an answer without records of its own, too: its
                 # decision saw the commits before it, and a deposed leader must answer nothing)
                 end = commit.end_offset if commit is not None else self.engine.log.next_offset

@@ -21,9 +21,10 @@ import trio
 import trio.testing
 
 from controller.control.orders import ControlOrder
-from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
+from controller.engine import REPLAY_SLICE_RECORDS, Commit, ControllerEngine
 from controller.server import writer as writer_module
 from controller.server.connection import Pending
+from controller.server.durability import write_here
 from controller.server.metrics import ControllerMetrics
 from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
@@ -394,12 +395,13 @@ class Gate:
     arrived: trio.Event = field(default_factory=trio.Event)
     leader_id: int | None = 1
     high_watermark: int | None = None
+    #: False: this node no longer leads, its commits are never written
+    leading: bool = True
 
-    def appending(self, end_offset: int, records: int) -> bool:
-        return True
-
-    def written(self, end_offset: int) -> None:
-        pass
+    async def write(self, commit: Commit, write: Callable[[Commit], int]) -> bool:
+        if not self.leading:
+            return False
+        return await write_here(commit, write)
 
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         pass
@@ -459,13 +461,12 @@ async def test_a_standby_answers_not_controller_and_a_lost_epoch_writes_nothing(
     gate = Gate(leader_id=3)
     setup.writer.durability = gate
     end = setup.engine.log.next_offset
-    refused: list[bool] = []
-    gate.appending = lambda end_offset, records: bool(refused.append(True))  # type: ignore[method-assign]
+    gate.leading = False
     lost = setup.pending(topic("lost", 3), 7)
     setup.writer.submit(lost)
     while lost not in setup.connection.abandoned:
         await trio.sleep(0.01)
-    assert refused and setup.engine.log.next_offset == end  # nothing reached the log
+    assert setup.engine.log.next_offset == end  # nothing reached the log
 
     setup.engine.resign()
     answer = await setup.request(topic("t", 3), 7)
@@ -488,11 +489,8 @@ class Watermark:
     leader_id: int | None = 1
     high_watermark: int | None = None
 
-    def appending(self, end_offset: int, records: int) -> bool:
-        return True
-
-    def written(self, end_offset: int) -> None:
-        pass
+    async def write(self, commit: Commit, write: Callable[[Commit], int]) -> bool:
+        return await write_here(commit, write)
 
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         pass
@@ -548,8 +546,8 @@ class Deposable(Watermark):
 
     leading: bool = True
 
-    def appending(self, end_offset: int, records: int) -> bool:
-        return self.leading
+    async def write(self, commit: Commit, write: Callable[[Commit], int]) -> bool:
+        return self.leading and await write_here(commit, write)
 
     async def committed(self, end_offset: int) -> bool:
         self.asked.append(end_offset)
