@@ -163,10 +163,27 @@ class AclSnapshot:
     def acls(self, acl_filter: AclFilter) -> list[tuple[uuid.UUID, Acl]]:
         """The ACLs `acl_filter` matches, with their ids, in Kafka's order (StandardAcl.compareTo:
         resource type, name descending, pattern type, operation, principal, host, permission)."""
-        found = [(acl_id, acl) for acl_id, acl in self.by_id.items() if acl_filter.matches(acl)]
+        found = [(self._ids[acl], acl) for acl in self._candidates(acl_filter) if acl_filter.matches(acl)]
         found.sort(key=lambda item: _order_after_name(item[1]))
         found.sort(key=lambda item: java_order(item[1].resource_name), reverse=True)
         found.sort(key=lambda item: item[1].resource_type)
+        return found
+
+    def _candidates(self, acl_filter: AclFilter) -> Iterable[Acl]:
+        """The ACLs `acl_filter` may match: a named filter's from the indexes (the ACLs of that
+        name, and for MATCH those that match the name: the wildcard, the prefixes), so a request
+        of many named filters costs what they match, not the number of ACLs each; else all."""
+        name = acl_filter.resource_name
+        if name is None:
+            return self.by_id.values()
+        types = list(ResourceType) if acl_filter.resource_type == ResourceType.ANY else [acl_filter.resource_type]
+        found: dict[Acl, None] = {}  # each once, in no particular order (`acls` sorts)
+        for resource_type in types:
+            if acl_filter.pattern_type == PatternType.MATCH:
+                found.update(dict.fromkeys(self.matching(resource_type, name)))
+            else:
+                found.update(dict.fromkeys(self._literal.get((resource_type, name), ())))
+                found.update(dict.fromkeys(self._prefixed.get((resource_type, name), ())))
         return found
 
 

@@ -26,7 +26,8 @@ Rules (Kafka 3.9, AclApis `handleDescribeAcls` / `handleCreateAcls` / `handleDel
     More new ACLs than `max_records_per_operation` refuse every creation (POLICY_VIOLATION, Kafka's
     "Unable to perform excessively large batch operation.", as its controller answers a
     BoundedList overflow), nothing written.
-  - DeleteAcls: each filter in order: INVALID_REQUEST for an UNKNOWN code (`acl.filter_error`),
+  - DeleteAcls: decided a filter per step (paced), its records one batch at the end; each
+    filter in order: INVALID_REQUEST for an UNKNOWN code (`acl.filter_error`),
     else every ACL it matches, listed in Kafka's order (the error null, each matching ACL's too,
     as DeleteAclsResponse.filterResult) and removed by one RemoveAccessControlEntryRecord (an ACL
     several filters match is listed by each, removed once). A filter whose removals would take the
@@ -83,7 +84,7 @@ from ..auth.acl import (
     new_acl_error,
 )
 from ..auth.authorizer import AclSnapshot, Authorizer
-from ..state.controller_state import ControllerConfig, RecordAndVersion, Result
+from ..state.controller_state import ControllerConfig, Outcome, Result, Steps
 from .changes import versioned
 from .topics import TOO_MANY_RECORDS, new_topic_id
 
@@ -132,6 +133,7 @@ def create_acls(
         return Result(error_response(ApiKey.CREATE_ACLS, request, ErrorCode.UNKNOWN_SERVER_ERROR, None))
     snapshot, source = authorizer.acls, rng if rng is not None else random.Random()
     added: dict[Acl, uuid.UUID] = {}
+    taken: set[uuid.UUID] = set()  # the ids of `added`
     results = []
     for acl in wanted:
         refusal = new_acl_error(acl)
@@ -139,7 +141,7 @@ def create_acls(
             results.append(CreateAclsResponseAclCreationResult(error_code=refusal.code, error_message=refusal.message))
             continue
         if acl not in added and not _present(snapshot, acl):
-            added[acl] = _new_acl_id(snapshot, added, source)
+            added[acl] = _new_acl_id(snapshot, taken, source)
         results.append(CreateAclsResponseAclCreationResult())
     if len(added) > max_records:
         return Result(error_response(ApiKey.CREATE_ACLS, request, ErrorCode.POLICY_VIOLATION, TOO_MANY_RECORDS))
@@ -152,13 +154,20 @@ def delete_acls(
     version: int,
     authorizer: Authorizer | None = None,
     max_records: int = ControllerConfig.max_records_per_operation,
-) -> Result:
-    """DeleteAcls (AclApis.handleDeleteAcls, AclControlManager.deleteAcls): one result per filter, in order."""
+) -> Outcome:
+    """DeleteAcls (AclApis.handleDeleteAcls, AclControlManager.deleteAcls): one result per filter,
+    in order, decided a filter per step (a request of thousands of filters is matched in paced
+    slices, never in one hold of the event loop) and written as one batch at the end."""
     if authorizer is None:
         return Result(without_authorizer(ApiKey.DELETE_ACLS, request))
+    return _deleted(request, authorizer.acls, max_records)
+
+
+def _deleted(request: DeleteAclsRequest, snapshot: AclSnapshot, max_records: int) -> Steps:
     removed: dict[uuid.UUID, None] = {}  # ordered: the records follow the filters
     results = []
     for wanted in request.filters:
+        yield ()  # a step boundary: nothing staged, the caller may let other work run
         acl_filter = _filter_of(wanted)
         refusal = filter_error(acl_filter)
         if refusal is not None:
@@ -166,7 +175,7 @@ def delete_acls(
                 DeleteAclsResponseDeleteAclsFilterResult(error_code=refusal.code, error_message=refusal.message)
             )
             continue
-        matching = authorizer.acls.acls(acl_filter)
+        matching = snapshot.acls(acl_filter)
         new = [acl_id for acl_id, _ in matching if acl_id not in removed]
         if len(removed) + len(new) > max_records:
             results.append(
@@ -179,10 +188,9 @@ def delete_acls(
                 error_message=None, matching_acls=tuple(_matching(acl) for _, acl in matching)
             )
         )
-    records: tuple[RecordAndVersion, ...] = tuple(
-        versioned(RemoveAccessControlEntryRecord(id=acl_id)) for acl_id in removed
-    )
-    return Result(DeleteAclsResponse(filter_results=tuple(results)), records)
+    if removed:
+        yield tuple(versioned(RemoveAccessControlEntryRecord(id=acl_id)) for acl_id in removed)
+    return DeleteAclsResponse(filter_results=tuple(results))
 
 
 def _acl_of(creation: CreateAclsRequestAclCreation) -> Acl:
@@ -216,12 +224,13 @@ def _present(snapshot: AclSnapshot, acl: Acl) -> bool:
     return any(existing == acl for existing in snapshot.matching(acl.resource_type, acl.resource_name))
 
 
-def _new_acl_id(snapshot: AclSnapshot, added: dict[Acl, uuid.UUID], rng: random.Random) -> uuid.UUID:
-    """A random id no ACL has (AclControlManager.newAclId), from the core's seeded source."""
-    taken = set(added.values())
+def _new_acl_id(snapshot: AclSnapshot, taken: set[uuid.UUID], rng: random.Random) -> uuid.UUID:
+    """A random id no ACL has, nor one `taken` in this request (AclControlManager.newAclId), from
+    the core's seeded source."""
     while True:
         acl_id = new_topic_id(rng)
         if acl_id not in snapshot.by_id and acl_id not in taken:
+            taken.add(acl_id)
             return acl_id
 
 
