@@ -53,6 +53,7 @@ from protocol.messages.delete_topics import (
 )
 from protocol.records.metadata import (
     LOST_DIRECTORY,
+    METADATA_TOPIC,
     UNASSIGNED_DIRECTORY,
     PartitionRecord,
     RemoveTopicRecord,
@@ -127,6 +128,10 @@ def _requested_partitions(request: CreateTopicsRequest, default_partitions: int,
     return total
 
 
+#: ControllerApis.createTopics' answer to a creation of the metadata log's own topic
+INTERNAL_TOPIC = f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+
+
 def create_topics(
     state: ControllerState,
     request: CreateTopicsRequest,
@@ -145,6 +150,8 @@ def create_topics(
         try:
             if named[topic.name] > 1:
                 raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{_shown(topic.name)}' is named more than once.")
+            if topic.name == METADATA_TOPIC:  # ControllerApis.createTopics, before authorization
+                raise _Rejected(ErrorCode.INVALID_REQUEST, INTERNAL_TOPIC)
             if topic.name in denied:
                 raise _Rejected(ErrorCode.TOPIC_AUTHORIZATION_FAILED, CREATE_DENIED)
             assignments = _assignments(state, topic, rng)

@@ -18,11 +18,12 @@ from typing import Any
 
 from protocol.error_codes import ErrorCode
 from protocol.messages import describe_quorum as dq
+from protocol.records.metadata import METADATA_TOPIC
 
 from ..raft import RaftNode
 from ..raft.leader import Leader, ReplicaProgress
 from .quorum_config import Voter
-from .raft_wire import METADATA_PARTITION, METADATA_TOPIC
+from .raft_wire import METADATA_PARTITION
 
 
 def describe_quorum(

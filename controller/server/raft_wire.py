@@ -35,12 +35,12 @@ from protocol.messages import fetch as fe
 from protocol.messages import fetch_snapshot as fs
 from protocol.messages import vote as vo
 from protocol.records.batch import HEAD_SIZE, LOG_OVERHEAD, read_head
+from protocol.records.metadata import METADATA_TOPIC
 from protocol.spec import Data
 
 from ..raft import messages as rm
 from ..raft.ids import Epoch, NodeId, OffsetAndEpoch
 
-METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID
 METADATA_PARTITION = 0
 #: Fetch versions the quorum serves (topic ids; Kafka 3.9's highest is 17)

@@ -44,6 +44,8 @@ from protocol.spec import (
 )
 
 FRAME_VERSION = 1
+#: the log these records are the values of (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME)
+METADATA_TOPIC = "__cluster_metadata"
 UNASSIGNED_DIRECTORY = ZERO_UUID
 LOST_DIRECTORY = uuid.UUID("00000000-0000-0000-0000-000000000001")
 NO_LEADER = -1

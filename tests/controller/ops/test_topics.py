@@ -302,6 +302,13 @@ def test_one_bad_topic_does_not_stop_the_others() -> None:
     assert records[0] == TopicRecord(name="good", topic_id=response.topics[1].topic_id)
 
 
+def test_the_metadata_logs_own_topic_is_never_created() -> None:
+    """Kafka's ControllerApis refuses `__cluster_metadata` before anything else is decided."""
+    h = cluster(0, 1, 2)
+    message = "Creation of internal topic __cluster_metadata is prohibited."
+    assert_rejected(h, manual("__cluster_metadata", [0, 1, 2]), ErrorCode.INVALID_REQUEST, message)
+
+
 # ---------------------------------------------------------------------- placement
 def _placed(h: Harness, name: str) -> list[tuple[int, ...]]:
     topic = h.core.state.replication.topic_by_name(name)
