@@ -1005,6 +1005,27 @@ RULE_MAP: tuple[Rule, ...] = (
         reach=_BOUND.format(what="tests/controller/ops/test_topics_bounds.py"),
     ),
     Rule(
+        "decides.metadata-topic",
+        _R,
+        "**CreateTopics of `__cluster_metadata`**",
+        "CreateTopics of __cluster_metadata: INVALID_REQUEST, nothing written",
+        reach="the fleet never names the metadata topic: tests/controller/ops/test_topics.py",
+    ),
+    Rule(
+        "decides.create-acls-any",
+        _R,
+        "**CreateAcls naming ANY or MATCH**",
+        "CreateAcls naming ANY or MATCH: UNKNOWN_SERVER_ERROR for every creation, nothing written",
+        reach="the fleet sends no ACL requests: tests/controller/ops/test_acls_authorized.py",
+    ),
+    Rule(
+        "decides.acl-filters-indexed",
+        _R,
+        "**ACL filters are matched through the indexes**",
+        "ACL filters matched through the indexes; DeleteAcls decided a filter per step",
+        reach="a cost, not an answer: tests/controller/ops/test_acls_authorized.py counts what is tried",
+    ),
+    Rule(
         "decides.elect-leaders-bound",
         _R,
         "**ElectLeaders over the bound**",

@@ -149,7 +149,7 @@ def create_topics(
     for topic in request.topics:
         try:
             if named[topic.name] > 1:
-                raise _Rejected(ErrorCode.INVALID_REQUEST, f"Topic '{_shown(topic.name)}' is named more than once.")
+                raise _Rejected(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")  # ControllerApis' words
             if topic.name == METADATA_TOPIC:  # ControllerApis.createTopics, before authorization
                 raise _Rejected(ErrorCode.INVALID_REQUEST, INTERNAL_TOPIC)
             if topic.name in denied:

@@ -290,7 +290,10 @@ def test_a_long_illegal_name_is_refused_with_a_message_every_answer_can_hold(twi
     code = ErrorCode.INVALID_REQUEST if twice else ErrorCode.INVALID_TOPIC_EXCEPTION
     assert {(r.name, r.error_code) for r in response.topics} == {(topic.name, code)} and records == []
     message = response.topics[0].error_message
-    assert message is not None and "x" * 249 + "... (32760 characters)" in message and len(message) < 320
+    if twice:
+        assert message == "Duplicate topic name."  # Kafka's words quote no name
+    else:
+        assert message is not None and "x" * 249 + "... (32760 characters)" in message and len(message) < 320
     assert encode_response(response, 4, 1)  # the answer fits its frame
 
 
@@ -307,6 +310,17 @@ def test_the_metadata_logs_own_topic_is_never_created() -> None:
     h = cluster(0, 1, 2)
     message = "Creation of internal topic __cluster_metadata is prohibited."
     assert_rejected(h, manual("__cluster_metadata", [0, 1, 2]), ErrorCode.INVALID_REQUEST, message)
+
+
+def test_a_name_given_twice_is_refused_both_times_in_kafkas_words() -> None:
+    h = cluster(0, 1, 2)
+    response, records = create(h, manual("t", [0]), manual("t", [1]), manual("u", [2]))
+    assert [(r.name, r.error_code, r.error_message) for r in response.topics] == [
+        ("t", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
+        ("t", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
+        ("u", ErrorCode.NONE, None),
+    ]
+    assert [type(r) for r in records] == [TopicRecord, PartitionRecord]
 
 
 # ---------------------------------------------------------------------- placement
