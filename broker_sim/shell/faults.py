@@ -2,7 +2,9 @@
 
 Rules:
 - Faults other than rolling restarts fire at their scheduled time; a fault whose broker is not
-  running then (restarting, paused) is skipped and not journalled. `FaultInjected` is journalled
+  running then (restarting, paused) is skipped and not journalled. A broker's first fault, which
+  finds it down only while its first registration is still under way (a fleet started late on a
+  loaded machine), waits for it up to a session timeout instead. `FaultInjected` is journalled
   when a fault is applied.
 - A controlled shutdown starts only when every partition the broker leads has another ISR member
   that could take over (eligible and caught up, as the leader sees it) and has no fault of its own
@@ -27,6 +29,7 @@ from .broker import BrokerRunner
 from .context import FleetContext
 
 READY_WAIT_S = 3.0
+FIRST_START_POLL_S = 0.05
 
 
 class FaultDriver:
@@ -35,6 +38,7 @@ class FaultDriver:
         self.runners = runners
         self.faults = faults
         self._starts: dict[int, list[float]] = {}
+        self._had_a_fault: set[int] = set()  # brokers whose first fault came
         for fault in faults:
             if ctx.scenario != "rolling-restart" and fault.kind != "drop-connection":
                 self._starts.setdefault(fault.broker, []).append(fault.at_s)
@@ -59,6 +63,15 @@ class FaultDriver:
 
     async def apply(self, fault: Fault, *, insist: bool = False) -> bool:
         runner = self.runners[fault.broker]
+        if fault.broker not in self._had_a_fault:
+            self._had_a_fault.add(fault.broker)
+            # a broker's first fault finds it down only if its first registration is still under
+            # way (a fleet that started late on a loaded machine): it waits for it, a session
+            # timeout at most, so that the schedule's kinds still happen (chaos rotates them over
+            # the brokers' first faults)
+            with trio.move_on_after(self.ctx.timing.session_timeout_s):
+                while not runner.running:
+                    await trio.sleep(FIRST_START_POLL_S)
         if not runner.running:
             return False
         if fault.kind == "controlled-shutdown":
