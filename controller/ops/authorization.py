@@ -27,7 +27,7 @@ Rules (Kafka 3.9 ControllerApis `handleX` -> `authHelper.authorizeClusterOperati
   `logIfDenied = false` (CREATE or DELETE on the cluster before the per-topic checks) are not
   denials when the per-topic checks allow.
 - `authorize_api(authorizer, context, api_key)` is the check alone, for the shell: the quorum's
-  RPCs, answered outside the core (`controller.server.quorum`), call it on every node with
+  RPCs, answered outside the core (`controller.server.raft_inbound`), call it on every node with
   `engine.authorizer`; it answers None for CreateTopics and DeleteTopics (checked per topic).
   `quorum_denied(api_key)` is then the answer, each request's getErrorResponse: the top-level
   error code alone (Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot; Fetch from v13, all

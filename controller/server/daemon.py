@@ -2,9 +2,9 @@
 
 Rules:
 - Requests go to the group-commit writer (`controller.server.writer`), which decides them in arrival
-  order and answers each once its records are committed; the quorum's RPCs go to the quorum
-  (`controller.server.quorum`), which every node runs, a sole voter included (it leads at once,
-  and listens only once it is the active controller).
+  order and answers each once its records are committed; the quorum's RPCs go to the quorum's
+  inbound side (`controller.server.raft_inbound`), which every node runs, a sole voter included
+  (it leads at once, and listens only once it is the active controller).
 - With `tls`, the listener is TLS-only: each accepted socket is wrapped in a server-side
   `trio.SSLStream`, whose handshake the connection's own task runs (`controller.server.tls`).
 - Connections: at most `max_connections` at once (Kafka's max.connections); past it a new one

@@ -206,15 +206,12 @@ class Quorum:
             state = self.node.state
             if self.active_epoch != epoch or not isinstance(state, Leader) or state.epoch != epoch:
                 return False
-            if self.high_watermark is not None and self.high_watermark >= end_offset and self._lease_holds(state):
+            if self.high_watermark is not None and self.high_watermark >= end_offset and self.driver.lease_holds(state):
                 self.metrics.raft_commit((self._clock_ms() - started) / 1000)
                 return True
             with trio.move_on_after(LEASE_RECHECK_S):  # the lease comes back with the next fetches
                 await self._commit_moved.wait()
             self.driver.handle(Tick())
-
-    def _lease_holds(self, state: Leader) -> bool:
-        return self.driver.lease_holds(state)
 
     def _moved(self) -> None:
         """Wake the commits waiting in `committed`: the high watermark moved, or the epoch ended."""

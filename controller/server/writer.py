@@ -5,9 +5,9 @@ Rules:
 - One writer task decides. It takes the first waiting request and everything queued behind it
   (a group), decides them in order (each sees the ones before), then commits them, by the one
   commit path: `engine.commit()` takes what was decided and encodes it on the event loop, the
-  batches are written and fsync'd with one write and one fsync in a worker thread while the
-  next group is decided, and the writer's `Durability` says when they are committed (durable on
-  the commit quorum: for a single voter, that fsync). Only then are the group's requests
+  writer's `Durability` writes the batches (one write and one fsync, in a worker thread, by the
+  log's one writer: the Raft driver) while the next group is decided, and says when they are
+  committed (durable on the commit quorum: for a single voter, that fsync). Only then are the group's requests
   answered and the control orders their records call for handed to the channel.
 - Replication is pipelined: a commit's batches are written once the previous commit's are
   (so the log order is the decision order), not once it is committed; up to
@@ -24,8 +24,8 @@ Rules:
   engine went back to), and a commit taken from the engine is never encoded or written. A
   commit counts as in flight from the moment it is taken, so `quiesce`, which the quorum awaits
   before the log takes a new leader's batches, returns only once no commit of the old term can
-  still touch the log. Whatever was written is reported to the `Durability` (`written`) whether
-  it will be committed or not: the local log holds it until a new leader truncates it.
+  still touch the log. Whatever was written stays in the local log, committed or not, until a
+  new leader truncates it.
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
   decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
   writer lets other tasks run between slices. Once an operation in steps has staged

@@ -269,7 +269,7 @@ def answer_before_commit() -> None:
     from controller.server import quorum
 
     async def committed(self: Any, end_offset: int) -> bool:
-        if self._leader_epoch() is None or not self._lease_holds(self.node.state):
+        if self._leader_epoch() is None or not self.driver.lease_holds(self.node.state):
             return False
         self.driver.flushed(end_offset)
         return True
@@ -309,10 +309,10 @@ def leader_never_resigns() -> None:
     """Check-quorum off, and the lease with it: a leader cut off from the other voters goes on
     leading its epoch (and answering) until it hears of a newer one."""
     from controller.raft import leader
-    from controller.server import quorum
+    from controller.server import raft_driver
 
     leader.check_quorum_timeout_ms = lambda fetch_timeout_ms: 1 << 50  # `Leader` looks it up at each fetch
-    quorum.Quorum._lease_holds = lambda self, state: True  # type: ignore[method-assign]
+    raft_driver.RaftDriver.lease_holds = lambda self, state: True  # type: ignore[method-assign]
 
 
 def old_controller_epoch() -> None:
