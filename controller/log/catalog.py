@@ -225,6 +225,9 @@ class LogCatalog:
             if self._holds(segment) and segment is not self.active:
                 self._segments.remove(segment)
                 self._epochs.truncate_from_start(self._segments[0].base_offset)
+                # no batch left at all (the active segment is empty): an epoch no batch holds
+                # is one a reopen would not find
+                self._epochs.truncate_from_end(self.next_offset)
 
     def _holds(self, segment: Segment) -> bool:
         return any(held is segment for held in self._segments)

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, batch_size
+from protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatch, batch_size
 
 from .model import InvalidRecordsError
 from .segments import BadBatch, Continuity, check_batch
 
 
 class FollowerBatches(NamedTuple):
-    """Checked batches to append: (base offset, bytes) each, the log's new end and last epoch."""
+    """Checked batches to append: (base offset, bytes) each, the same decoded, the log's new end
+    and last epoch."""
 
     batches: list[tuple[int, bytes]]
+    decoded: list[RecordBatch]
     end_offset: int
     last_epoch: int
 
@@ -39,6 +41,7 @@ def check_follower_batches(raw: bytes, log_end_offset: int, last_epoch: int | No
     continuity = Continuity()
     continuity.next_offset, continuity.epoch = log_end_offset, last_epoch
     batches: list[tuple[int, bytes]] = []
+    decoded: list[RecordBatch] = []
     position = 0
     while len(raw) - position >= LOG_OVERHEAD:
         size = batch_size(raw, position)
@@ -59,8 +62,9 @@ def check_follower_batches(raw: bytes, log_end_offset: int, last_epoch: int | No
         if fault is not None:
             raise InvalidRecordsError(f"at byte {fault.position} (offset {fault.offset}): {fault.reason}")
         batches.append((batch.base_offset, data))
+        decoded.append(batch)
         position = end
     if not batches:
         raise InvalidRecordsError(f"no whole batch in the {len(raw)} bytes given")
     assert continuity.next_offset is not None and continuity.epoch is not None  # a batch was checked
-    return FollowerBatches(batches, continuity.next_offset, continuity.epoch)
+    return FollowerBatches(batches, decoded, continuity.next_offset, continuity.epoch)

@@ -9,7 +9,7 @@ Rules:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from protocol.errors import DecodeError
@@ -33,6 +33,17 @@ def read_entries(
         for _, _, batch in segment_batches(path, first_position if index == 0 else 0):
             if batch.base_offset + batch.last_offset_delta >= start_offset:
                 yield from _entries(path, batch, start_offset)
+
+
+def read_through(
+    held: tuple[list[tuple[Path, RecordBatch]], int], start_offset: int, rest: Callable[[int], Iterator[LogEntry]]
+) -> Iterator[LogEntry]:
+    """The records of the log's tail's decoded batches (`controller.log.tail`) from
+    `start_offset`, then what `rest` reads from the offset after them."""
+    batches, end_offset = held
+    for path, batch in batches:
+        yield from _entries(path, batch, start_offset)
+    yield from rest(end_offset)
 
 
 def segment_batches(path: Path, start: int = 0) -> Iterator[tuple[Path, int, RecordBatch]]:

@@ -41,6 +41,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
+from protocol.records.batch import RecordBatch
+
 from .catalog import LogCatalog, Segment, SnapshotFile
 from .epochs import EpochEnd, ValidatedFetch, snapshot_supersedes_log
 from .follower import check_follower_batches
@@ -48,6 +50,7 @@ from .model import LogError, SnapshotId, SnapshotNotFoundError
 from .raw import ChangedUnderRead, find_batch, read_batches, read_chunk
 from .segments import fsync_directory
 from .snapshot_transfer import IncomingSnapshot
+from .tail import Tail
 
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 _READ_ATTEMPTS = 8
@@ -81,7 +84,16 @@ class ReplicationMethods:
         _segment_deletion: threading.Lock
 
         def _check_open(self) -> None: ...
-        def _write(self, batches: list[tuple[int, bytes]], next_offset: int, epoch: int | None = None) -> None: ...
+
+        _tail: Tail
+
+        def _write(
+            self,
+            batches: list[tuple[int, bytes]],
+            next_offset: int,
+            epoch: int | None = None,
+            decoded: list[RecordBatch] | None = None,
+        ) -> None: ...
         def _new_segment(self, base_offset: int) -> Segment: ...
 
     # ------------------------------------------------------------------------ the leader's reads
@@ -91,9 +103,9 @@ class ReplicationMethods:
         `OffsetOutOfRangeError` below the log start or past the end. The bytes are read into
         memory: Kafka's leader bounds them by its own `maxFetchSizeInBytes` (8 MiB), whatever
         the request's MaxBytes, and so should the caller."""
-        if max_bytes < 0:
-            raise ValueError(f"max_bytes must not be negative, not {max_bytes}")
-        self._check_readable()
+        recent = self.read_recent_records(fetch_offset, max_bytes)
+        if recent is not None:
+            return recent
         for _ in range(_READ_ATTEMPTS):
             plan = self._catalog.plan_read(fetch_offset)
             if plan.path is None:
@@ -107,6 +119,19 @@ class ReplicationMethods:
             if self._catalog.generation == plan.generation:
                 return RecordsRead(data, plan.log_start_offset, plan.log_end_offset)
         raise LogError(f"reading offset {fetch_offset} of {self._partition} kept racing truncations or deletions")
+
+    def read_recent_records(self, fetch_offset: int, max_bytes: int) -> RecordsRead | None:
+        """`read_records` from the batches the log keeps in memory (its tail, `controller.log.tail`),
+        with no system call (a leader answers a fetch for what it just wrote on its event loop);
+        None when they do not hold `fetch_offset`."""
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must not be negative, not {max_bytes}")
+        self._check_readable()
+        held = self._tail.records(fetch_offset, max_bytes)
+        start_offset = self._catalog.log_start_offset
+        if held is None or fetch_offset < start_offset:
+            return None
+        return RecordsRead(held, start_offset, self._catalog.next_offset)
 
     @property
     def last_fetched_epoch(self) -> int:
@@ -166,7 +191,7 @@ class ReplicationMethods:
         if floor is None and snapshots:
             floor = snapshots[-1].snapshot_id.epoch
         checked = check_follower_batches(raw, self._catalog.next_offset, floor)
-        self._write(checked.batches, checked.end_offset, checked.last_epoch)
+        self._write(checked.batches, checked.end_offset, checked.last_epoch, checked.decoded)
         return checked.end_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -175,6 +200,7 @@ class ReplicationMethods:
         if offset >= self._catalog.next_offset:
             return
         self._catalog.check_truncation(offset)
+        self._tail.clear()
         position = self._batch_start(offset)
         removed = self._catalog.truncate(offset, position)  # checks again, with the snapshots as they are now
         active = self._catalog.active
@@ -230,6 +256,7 @@ class ReplicationMethods:
         latest = snapshots[-1].snapshot_id
         if not snapshot_supersedes_log(latest, self._catalog.next_offset, self._catalog.latest_batch_epoch()):
             return False
+        self._tail.clear()
         segment = self._new_segment(latest.end_offset)
         removed, older = self._catalog.restart_at(latest, segment)
         try:

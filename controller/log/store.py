@@ -59,7 +59,7 @@ from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, Sna
 from .offset_index import INDEX_INTERVAL_BYTES, OffsetIndex
 from .properties import MetaProperties, load_or_format
 from .quorum_state import QuorumState, read_quorum_state, write_quorum_state
-from .reading import read_entries, segment_batches
+from .reading import read_entries, read_through, segment_batches
 from .recovery import RecoveredLog, gap_message, recover_from_snapshots
 from .replication import ReplicationMethods
 from .retention import delete_file, sync_deletions
@@ -73,6 +73,7 @@ from .snapshots import (
     snapshot_name,
     write_snapshot_file,
 )
+from .tail import Tail, TailBatch
 
 __all__ = ["LogEntry", "LogError", "LogSizes", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
 
@@ -113,6 +114,7 @@ class MetadataLog(ReplicationMethods):
         self._failure: str | None = None
         self._fd: int | None = None
         self._segment_deletion = threading.Lock()
+        self._tail = Tail()
         segments = [
             Segment(base, path, path.stat().st_size, index)
             for (base, path), index in zip(recovered.segments, recovered.indexes, strict=True)
@@ -277,15 +279,23 @@ class MetadataLog(ReplicationMethods):
                 f"a new epoch starts with append_leader_change({epoch}, ...)"
             )
 
-    def _write(self, batches: list[tuple[int, bytes]], next_offset: int, epoch: int | None = None) -> None:
+    def _write(
+        self,
+        batches: list[tuple[int, bytes]],
+        next_offset: int,
+        epoch: int | None = None,
+        decoded: list[RecordBatch] | None = None,
+    ) -> None:
         """Write batches in order: one write and one fsync per segment touched; then register them
-        all at once (sizes, index, epochs, end: `LogCatalog.appended`)."""
+        all at once (sizes, index, epochs, end: `LogCatalog.appended`), and keep them in the tail
+        (`controller.log.tail`) with `decoded`, the same batches decoded (a follower's)."""
         writes: list[SegmentWrite] = []
         segment = self._catalog.active  # only this thread changes it
         pending: list[bytes] = []
         positions: list[tuple[int, int]] = []
+        tail: list[TailBatch] = []
         size = segment.size
-        for base_offset, batch in batches:
+        for index, (base_offset, batch) in enumerate(batches):
             if size > 0 and size + len(batch) > self._segment_bytes:
                 if pending:
                     self._write_active(b"".join(pending))
@@ -295,9 +305,12 @@ class MetadataLog(ReplicationMethods):
             positions.append((base_offset, size))
             pending.append(batch)
             size += len(batch)
+            end = batches[index + 1][0] if index + 1 < len(batches) else next_offset
+            tail.append(TailBatch(segment.path, base_offset, end, batch, None if decoded is None else decoded[index]))
         self._write_active(b"".join(pending))
         writes.append(SegmentWrite(segment, size - segment.size, positions))
         self._catalog.appended(writes, batches, next_offset, epoch)
+        self._tail.add(tail)
 
     def _write_active(self, data: bytes) -> None:
         assert self._fd is not None
@@ -351,9 +364,14 @@ class MetadataLog(ReplicationMethods):
                 f"offsets below {self.log_start_offset} were deleted from {self._partition}; "
                 f"read from a snapshot's end offset instead of {start_offset}"
             )
+        if start_offset >= self._catalog.next_offset:
+            return iter(())  # nothing there yet (no segment to scan for it)
+        held = self._tail.decoded(start_offset)
+        if held is not None:  # the newest batches, as a follower decoded them
+            return read_through(held, start_offset, self.read)
         segments = self._catalog.segments()
         position = 0
-        if segments and start_offset < self._catalog.next_offset:
+        if segments:
             plan = self._catalog.plan_read(max(start_offset, segments[0][0]))
             position = plan.position
         return read_entries(segments, start_offset, position)

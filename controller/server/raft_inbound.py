@@ -263,8 +263,12 @@ class RaftInbound:
         if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
             partition_max, request_max = wire.fetch_limits(inbound.body)
             limit = max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
+            offset, log_ = response.records_from_offset, self._engine.log
             try:
-                read = await trio.to_thread.run_sync(self._engine.log.read_records, response.records_from_offset, limit)
+                # what the leader just wrote is in memory: no worker thread to wait for
+                read = log_.read_recent_records(offset, limit)
+                if read is None:
+                    read = await trio.to_thread.run_sync(log_.read_records, offset, limit)
                 records = read.records
             except (LogError, ValueError, OffsetOutOfRangeError) as exc:
                 # retention, a truncation, or records the writer has not written yet: the next

@@ -135,6 +135,22 @@ def brute_end_offset(batches: list[Batch], epoch: int, end: int, snapshots: list
     return found
 
 
+def test_retention_deleting_every_batch_leaves_no_epoch_a_reopen_would_not_find(tmp_path: Path) -> None:
+    log = open_log(tmp_path, **SMALL)
+    grow(log, [[1, 2], []])
+    log.write_snapshot(log.next_offset, log.last_fetched_epoch, [topic("state")], 0)
+    for count in (1, 3):  # the second batch rolls a new segment, which the truncation empties
+        log.append([[topic("t")] * count], log.last_epoch, 0)
+    log.truncate_to(6)
+    log.write_snapshot(log.next_offset, log.last_fetched_epoch, [topic("state")], 0)
+    log.apply_retention(0)  # every segment below the newest snapshot goes: no batch is left
+    assert disk_batches(tmp_path) == [] and log.log_start_offset == log.next_offset
+    check_against_files(log, tmp_path)
+    log.close()
+    with open_log(tmp_path, **SMALL) as reopened:
+        check_against_files(reopened, tmp_path)
+
+
 def check_against_files(log: MetadataLog, data_dir: Path) -> None:
     batches = disk_batches(data_dir)
     snapshots = log.snapshots()

@@ -134,7 +134,8 @@ def test_reads_on_another_thread_beside_appends_see_whole_durable_batches(tmp_pa
 
 
 def test_a_read_racing_a_truncation_is_planned_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = leader_log(tmp_path, [[1, 1, 1, 1]])
+    leader_log(tmp_path, [[1, 1, 1, 1]]).close()
+    log = open_log(tmp_path, **SMALL)  # reopened: nothing in the tail, every read goes to the disk
     real_read = replication.read_batches
     raced: list[int] = []
 
