@@ -10,15 +10,15 @@ Rules:
 - It is bounded (`TAIL_BATCHES` batches, `TAIL_BYTES` bytes of batches): the oldest leave first.
 - A read from an offset the tail holds is answered from it; from below it, the caller reads
   the disk as before. Decoded records are read from the tail while its batches carry them (a
-  follower's; a leader's own batches are not decoded again), the rest from the disk. The tail is
-  read as it was when the read began (a copy under the GIL), so an append in another thread
-  never changes a read under way.
+  follower's; a leader's own batches are not decoded again), the rest from the disk. A read
+  takes the batches it needs under the tail's lock, so an append in another thread never
+  changes a read under way.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import deque
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,7 +26,7 @@ from protocol.records.batch import RecordBatch
 
 #: at most this many batches, and this many bytes of them, are kept
 TAIL_BATCHES = 4096
-TAIL_BYTES = 8 << 20
+TAIL_BYTES = 2 << 20
 
 
 class TailBatch(NamedTuple):
@@ -41,29 +41,44 @@ class Tail:
     """The newest batches of the log (see the module's rules)."""
 
     def __init__(self) -> None:
-        self._batches: deque[TailBatch] = deque()
+        # a list that only grows at its end, its first `_first` entries dropped (compacted now and
+        # then), so that a read finds its batch by bisection without copying the rest
+        self._batches: list[TailBatch] = []
+        self._first = 0
         self._bytes = 0
+        self._lock = threading.Lock()  # the writing thread adds while the event loop reads
 
     def add(self, batches: list[TailBatch]) -> None:
         """`batches` were just written at the log's end."""
-        held = self._batches
-        if held and batches and held[-1].end_offset != batches[0].base_offset:
-            self.clear()
-        for batch in batches:
-            held.append(batch)
-            self._bytes += len(batch.raw)
-        while held and (len(held) > TAIL_BATCHES or self._bytes > TAIL_BYTES):
-            self._bytes -= len(held.popleft().raw)
+        with self._lock:
+            held = self._batches
+            if len(held) > self._first and batches and held[-1].end_offset != batches[0].base_offset:
+                self._clear()
+            for batch in batches:
+                held.append(batch)
+                self._bytes += len(batch.raw)
+            while len(held) > self._first and (len(held) - self._first > TAIL_BATCHES or self._bytes > TAIL_BYTES):
+                self._bytes -= len(held[self._first].raw)
+                self._first += 1
+            if self._first > len(held) // 2:
+                del held[: self._first]
+                self._first = 0
 
     def clear(self) -> None:
-        self._batches.clear()
-        self._bytes = 0
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
+        self._batches = []
+        self._first = self._bytes = 0
 
     def _from(self, offset: int) -> list[TailBatch] | None:
-        held = tuple(self._batches)  # one copy, atomic under the GIL
-        if not held or not held[0].base_offset <= offset < held[-1].end_offset:
-            return None
-        return list(held[bisect.bisect_right(held, offset, key=lambda batch: batch.base_offset) - 1 :])
+        with self._lock:
+            held, first = self._batches, self._first
+            if len(held) == first or not held[first].base_offset <= offset < held[-1].end_offset:
+                return None
+            at = bisect.bisect_right(held, offset, lo=first, key=lambda batch: batch.base_offset) - 1
+            return held[at:]
 
     def records(self, offset: int, max_bytes: int) -> bytes | None:
         """Whole batches from the one holding `offset`, of one segment, up to `max_bytes` but at

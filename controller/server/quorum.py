@@ -114,6 +114,7 @@ class Quorum:
         #: set once this node first became the active controller
         self.activated = trio.Event()
         self._snapshotting = False
+        self._standby_catching_up = False
 
     # ------------------------------------------------------------------ what others read
     @property
@@ -228,9 +229,29 @@ class Quorum:
         activating = self._activating
         if activating is not None and offset >= activating[1]:
             await self._activate(*activating)
-        elif self.active_epoch is None:
-            await run_paced(self.engine.catch_up(min(offset, self.log.next_offset)))
-            self._maybe_standby_snapshot()
+        elif self.active_epoch is None and not self._standby_catching_up:
+            # a standby replays what was committed beside the driver, which goes on fetching
+            self._standby_catching_up = True
+            self.driver.spawn(self._standby_catch_up)
+
+    async def _standby_catch_up(self) -> None:
+        """Replay the committed records while this node is a standby, up to the high watermark
+        as it moves meanwhile; then snapshot if one is due."""
+        try:
+            while self.active_epoch is None and self.high_watermark is not None:
+                if not await self._catch_up(self.high_watermark):
+                    break
+                self._maybe_standby_snapshot()
+        finally:
+            self._standby_catching_up = False
+
+    async def _catch_up(self, offset: int) -> int:
+        """The engine replays the log up to `offset` (at most the log's end), the log's records
+        kept as they are meanwhile (`RaftDriver.stable_log`); the records replayed."""
+        async with self.driver.stable_log():
+            if self.active_epoch is not None:
+                return 0  # activated meanwhile: its state is the log's
+            return await run_paced(self.engine.catch_up(min(offset, self.log.next_offset)))
 
     def snapshot_loaded(self) -> None:
         self.engine.reload()
@@ -255,13 +276,13 @@ class Quorum:
             await self.writer.quiesce()  # its write in flight lands before the log is the follower's
         self.engine.resign()
         if self.high_watermark is not None:
-            await run_paced(self.engine.catch_up(min(self.high_watermark, self.log.next_offset)))
+            await self._catch_up(self.high_watermark)
 
     async def _activate(self, epoch: int, start: int) -> None:
         """The LeaderChange of `epoch` is committed: become the active controller."""
         self._activating = None
         engine = self.engine
-        await run_paced(engine.catch_up(self.log.next_offset))
+        await self._catch_up(self.log.next_offset)
         if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile
         aborted_before = engine.startup.aborted

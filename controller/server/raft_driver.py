@@ -7,7 +7,8 @@ Rules:
   the log's, done in a worker thread, then reported back (`LogFlushed`, `SnapshotInstalled`).
   What concerns the controller above goes to its `RaftListener`, in the same order and
   awaited the same way: an epoch this node leads, an epoch over, the high watermark moved, a
-  leader's snapshot installed.
+  leader's snapshot installed. The controller replays the log under `stable_log`, which a
+  truncation or a snapshot install waits for (and holds while it rewrites the log).
 - The log has one writer, this driver: the leader's batches (`write_leader_batches`, called by
   the quorum for the writer's commits, offsets from the core), its LeaderChange, a follower's
   appends, truncations and snapshot installs, one at a time. The controller above only reads it.
@@ -168,6 +169,7 @@ class RaftDriver:
         self._actions: deque[Action] = deque()
         self._actions_ready = trio.Event()
         self._log_turn = trio.Lock()
+        self._stable = trio.Lock()  # held by the log's readers, and by truncations and installs
         self._timers_changed = trio.Event()
         self.inbound = RaftInbound(
             self.node,
@@ -228,6 +230,13 @@ class RaftDriver:
             yield
         finally:
             self._log_turn.release()
+
+    @contextlib.asynccontextmanager
+    async def stable_log(self) -> AsyncIterator[None]:
+        """While held, the log's records stay as they are (appends go on, but no truncation or
+        snapshot install rewrites it): the controller above replays the log under it."""
+        async with self._stable:
+            yield
 
     def flushed(self, end_offset: int) -> None:
         """Everything below `end_offset` is in the local log and fsync'd (the leader's batches):
@@ -336,7 +345,7 @@ class RaftDriver:
         else:  # TruncateTo
             offset = action.end_offset
             log.info("truncating the log to offset %d (a divergent tail)", offset)
-            async with self._writing():
+            async with self._stable, self._writing():
                 await trio.to_thread.run_sync(self.log.truncate_to, offset)
 
     def _leader_changed(self, action: LeaderChanged) -> None:
@@ -382,11 +391,12 @@ class RaftDriver:
 
     async def _install_snapshot(self, action: InstallSnapshot) -> None:
         incoming = action.payload
-        async with self._writing():
-            if isinstance(incoming, IncomingSnapshot):
-                await trio.to_thread.run_sync(incoming.complete)
-            await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
-        self._listener.snapshot_loaded()
+        async with self._stable:
+            async with self._writing():
+                if isinstance(incoming, IncomingSnapshot):
+                    await trio.to_thread.run_sync(incoming.complete)
+                await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
+            self._listener.snapshot_loaded()
         log.info("installed the leader's snapshot %s", action.snapshot_id)
         self.handle(SnapshotInstalled(action.snapshot_id))
 

@@ -2,10 +2,12 @@
 Raft core, and answered on their connection.
 
 Rules:
-- Requests come from the daemon's connections (`submit`) into a bounded queue, and are handled
-  one at a time on the quorum's own task (`serve`), never on a connection's: a full queue
-  (`INBOUND_QUEUE_LIMIT` requests) makes the submitting connection wait, reading nothing
-  meanwhile (`wait_for_room`); the queue's length is a metric. Vote, BeginQuorumEpoch,
+- Requests come from the daemon's connections (`submit`), one at a time, in arrival order: one
+  that finds nothing ahead of it (an empty queue, no large request being answered) is handled
+  at once, on the submitting connection's task (handling is synchronous: it gives the core an
+  event and returns); otherwise it waits in a bounded queue for the quorum's own task (`serve`).
+  A full queue (`INBOUND_QUEUE_LIMIT` requests) makes the submitting connection wait, reading
+  nothing meanwhile (`wait_for_room`); the queue's length is a metric. Vote, BeginQuorumEpoch,
   EndQuorumEpoch, Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request
   about another partition is answered INVALID_REQUEST at once); its answer comes back as an
   action (`respond`) and is sent on the request's connection, a Fetch's with the log's record
@@ -112,6 +114,7 @@ class RaftInbound:
         self._queue: deque[Pending] = deque()
         self._queue_ready = trio.Event()
         self._room = trio.Event()
+        self._busy = False  # the quorum's task is answering a large request (it awaits a thread)
 
     @property
     def queued(self) -> int:
@@ -123,6 +126,9 @@ class RaftInbound:
         quorum's task; False when the queue is full (the connection waits with `wait_for_room`)."""
         if len(self._queue) >= INBOUND_QUEUE_LIMIT:
             return False
+        if not self._queue and not self._busy and len(pending.payload) <= LARGE_FRAME_BYTES:
+            self._handle_one(pending)  # nothing ahead of it: handled now, not a scheduling round later
+            return True
         self._queue.append(pending)
         self._queue_ready.set()
         return True
@@ -140,16 +146,27 @@ class RaftInbound:
                 await self._queue_ready.wait()
             pending = self._queue.popleft()
             self._room.set()
-            try:
-                if len(pending.payload) > LARGE_FRAME_BYTES and not self._describes_this_partition(pending):
+            if len(pending.payload) > LARGE_FRAME_BYTES and not self._describes_this_partition(pending):
+                self._busy = True
+                try:
                     await self._answer_large(pending)
-                else:
-                    self._receive(pending)
-            except LogError:
-                raise
-            except Exception as exc:  # a bug on one request: refuse it, serve the others
-                self._failed_request(pending, exc)
+                except LogError:
+                    raise
+                except Exception as exc:  # a bug on one request: refuse it, serve the others
+                    self._failed_request(pending, exc)
+                finally:
+                    self._busy = False
+            else:
+                self._handle_one(pending)
             await trio.lowlevel.checkpoint()
+
+    def _handle_one(self, pending: Pending) -> None:
+        try:
+            self._receive(pending)
+        except LogError:
+            raise
+        except Exception as exc:  # a bug on one request: refuse it, serve the others
+            self._failed_request(pending, exc)
 
     def _describes_this_partition(self, pending: Pending) -> bool:
         request = pending.request

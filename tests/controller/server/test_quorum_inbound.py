@@ -90,9 +90,12 @@ async def test_a_full_queue_takes_nothing_more_until_the_quorums_task_makes_room
     inbound = Quorum(QuorumConfig(1, (Voter(1, "127.0.0.1", 9093),)), engine).inbound
     served: list[Pending] = []
     inbound._receive = served.append  # type: ignore[method-assign]
-    first, second, third = (pending() for _ in range(3))
-    assert inbound.submit(first) and inbound.submit(second)
+    alone, first, second, third = (pending() for _ in range(4))
+    assert inbound.submit(alone) and served == [alone]  # nothing ahead of it: handled at once
+    inbound._busy = True  # the quorum's task answers a large request (it waits for a thread)
+    assert inbound.submit(first) and inbound.submit(second) and served == [alone]  # queued behind it
     assert not inbound.submit(third) and inbound.queued == 2  # full: the connection must wait
+    inbound._busy = False
     waited = trio.Event()
 
     async def connection() -> None:
@@ -107,7 +110,7 @@ async def test_a_full_queue_takes_nothing_more_until_the_quorums_task_makes_room
         nursery.start_soon(inbound.serve)
         await waited.wait()
         await trio.testing.wait_all_tasks_blocked()
-        assert served == [first, second, third] and inbound.queued == 0
+        assert served == [alone, first, second, third] and inbound.queued == 0
         nursery.cancel_scope.cancel()
     engine.close()
 
