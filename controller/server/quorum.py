@@ -223,16 +223,25 @@ class Quorum:
     def led(self, epoch: int, start_offset: int) -> None:
         self._activating = (epoch, start_offset + 1)
 
-    async def committed_to(self, offset: int) -> None:
-        self.high_watermark = offset
-        self._moved()
+    def committed_now(self, offset: int) -> bool:
         activating = self._activating
         if activating is not None and offset >= activating[1]:
-            await self._activate(*activating)
-        elif self.active_epoch is None and not self._standby_catching_up:
+            return False  # activation awaits the replay: `committed_to`
+        self.high_watermark = offset
+        self._moved()
+        if self.active_epoch is None and not self._standby_catching_up:
             # a standby replays what was committed beside the driver, which goes on fetching
             self._standby_catching_up = True
             self.driver.spawn(self._standby_catch_up)
+        return True
+
+    async def committed_to(self, offset: int) -> None:
+        if self.committed_now(offset):
+            return
+        self.high_watermark = offset
+        self._moved()
+        assert self._activating is not None
+        await self._activate(*self._activating)
 
     async def _standby_catch_up(self) -> None:
         """Replay the committed records while this node is a standby, up to the high watermark

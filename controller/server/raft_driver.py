@@ -103,6 +103,10 @@ class RaftListener(Protocol):
     async def leadership_ended(self, epoch: int) -> None:
         """This node no longer leads `epoch` (whatever it still holds of it never commits)."""
 
+    def committed_now(self, offset: int) -> bool:
+        """The high watermark moved to `offset`: True if that was taken in at once, False if it
+        needs `committed_to` (which may wait)."""
+
     async def committed_to(self, offset: int) -> None:
         """The high watermark moved to `offset`."""
 
@@ -168,6 +172,7 @@ class RaftDriver:
         self._wall_ms = wall_ms
         self._actions: deque[Action] = deque()
         self._actions_ready = trio.Event()
+        self._executing = False  # an action is being done (`_execute`, or at once in `_enqueue`)
         self._log_turn = trio.Lock()
         self._stable = trio.Lock()  # held by the log's readers, and by truncations and installs
         self._timers_changed = trio.Event()
@@ -295,9 +300,40 @@ class RaftDriver:
         await self._stopped.wait()
 
     def _enqueue(self, actions: Iterable[Action]) -> None:
-        self._actions.extend(actions)
+        """Queue actions for the executing task; while it is idle, those that complete without
+        waiting (a message to send, an answer whose records are in memory, the high watermark of
+        a node that is not becoming active) are done here at once, in order, up to the first that
+        must wait: a scheduling round sooner, where each round of a busy leader costs a fraction
+        of a millisecond."""
+        pending = list(actions)
+        if not self._actions and not self._executing and self._nursery is not None:
+            self._executing = True  # actions queued meanwhile (re-entrantly) wait their turn
+            try:
+                done = 0
+                for action in pending:
+                    if not self._do_now(action):
+                        break
+                    done += 1
+                pending = pending[done:]
+            finally:
+                self._executing = False
+        self._actions.extend(pending)
         self._actions_ready.set()
         self._timers_changed.set()
+
+    def _do_now(self, action: Action) -> bool:
+        """Do `action` if it needs no waiting (see `_enqueue`): whether it was done."""
+        if isinstance(action, SendRequest):
+            self._links[action.destination].submit(action.correlation_id, action.request)
+        elif isinstance(action, SendResponse):
+            return self.inbound.respond_now(action.correlation_id, action.response)
+        elif isinstance(action, HighWatermark):
+            return self._listener.committed_now(action.offset)
+        elif isinstance(action, LeaderChanged):
+            self._leader_changed(action)
+        else:
+            return False
+        return True
 
     async def _keep_alive(self) -> None:
         while True:
@@ -318,7 +354,11 @@ class RaftDriver:
             while not self._actions:
                 self._actions_ready = trio.Event()
                 await self._actions_ready.wait()
-            await self._do(self._actions.popleft())
+            self._executing = True
+            try:
+                await self._do(self._actions.popleft())
+            finally:
+                self._executing = False
 
     async def _do(self, action: Action) -> None:
         if isinstance(action, SendRequest):

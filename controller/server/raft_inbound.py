@@ -266,6 +266,27 @@ class RaftInbound:
         if not pending.resolved:
             self._respond(pending, wire.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
 
+    def respond_now(self, correlation_id: int, response: rm.Response) -> bool:
+        """`respond` if that needs no waiting (no record or snapshot bytes to read from disk):
+        whether it was done."""
+        inbound = self._inbound.get(correlation_id)
+        if inbound is None:
+            return True  # gone: nothing to answer
+        records: bytes | None = None
+        if isinstance(response, rm.FetchSnapshotResponse) and response.snapshot_id is not None:
+            return False
+        if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
+            try:
+                read = self._engine.log.read_recent_records(response.records_from_offset, _fetch_limit(inbound.body))
+            except (LogError, ValueError):
+                return False  # the disk path says what is wrong
+            if read is None:
+                return False
+            records = read.records
+        del self._inbound[correlation_id]
+        self._respond(inbound.pending, wire.response_to_wire(response, records=records))
+        return True
+
     async def respond(self, correlation_id: int, response: rm.Response) -> None:
         """The core's answer to the request it knows by `correlation_id` (`SendResponse`): sent on
         the request's connection, a Fetch's with the log's records, a FetchSnapshot's with the
@@ -278,14 +299,9 @@ class RaftInbound:
         records: bytes | None = None
         chunk: tuple[int, int, bytes] | None = None
         if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
-            partition_max, request_max = wire.fetch_limits(inbound.body)
-            limit = max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
-            offset, log_ = response.records_from_offset, self._engine.log
+            limit, offset, log_ = _fetch_limit(inbound.body), response.records_from_offset, self._engine.log
             try:
-                # what the leader just wrote is in memory: no worker thread to wait for
-                read = log_.read_recent_records(offset, limit)
-                if read is None:
-                    read = await trio.to_thread.run_sync(log_.read_records, offset, limit)
+                read = await trio.to_thread.run_sync(log_.read_records, offset, limit)
                 records = read.records
             except (LogError, ValueError, OffsetOutOfRangeError) as exc:
                 # retention, a truncation, or records the writer has not written yet: the next
@@ -320,6 +336,12 @@ class RaftInbound:
             pending.close_unanswered()
             return
         pending.answer(frame, response_error_code(response))  # the request's connection sends it
+
+
+def _fetch_limit(body: Any) -> int:
+    """The bytes a Fetch answer may carry: the request's limits, at most `FETCH_MAX_BYTES`."""
+    partition_max, request_max = wire.fetch_limits(body)
+    return max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
 
 
 def _summary(body: object, limit: int = 300) -> str:
