@@ -5,24 +5,13 @@ Rules:
   LeaderChange control record opens the new controller epoch (previous epoch + 1), which every
   later batch carries and every control request names. On a log without a metadata record, a
   Kafka-formatted directory's `bootstrap.checkpoint` records follow it (`log.bootstrap`).
-- `decide` runs one request through the core and stages its records: they get their offsets at
-  once and are replayed at once, so the next request sees them (as KRaft does), but nothing
-  may be answered before they are committed. The one commit path (the writer's): `commit` takes
-  every batch staged since the last (a request's records, or one step of an operation decided in
-  steps) with the control orders they call for and encodes them (one record batch each, atomic);
-  `write` appends them to the local log with one write and one fsync (one of each per segment
-  when the commit crosses a roll); they are committed once the commit quorum holds them (the
-  writer's `Durability`: for a single voter, that fsync). A failed append leaves the engine
-  unusable: the in-memory state is ahead of the disk, and only a restart's recovery can
-  reconcile them.
-- Once `snapshot_bytes` of log (default 20 MiB, as Kafka) were appended since the last snapshot
-  (`snapshot_wanted`) and the state equals the log (`settled`), `snapshot` freezes the state and
-  encodes it, and `write_snapshot` writes it; then retention runs as in
-  Kafka's metadata log: nothing is deleted until the segments and snapshots together pass
-  `metadata_retention_bytes` (default 100 MiB); then the oldest snapshots go, with the segments
-  wholly below the oldest snapshot kept. The newest snapshot and the active segment always stay.
-- A snapshot that cannot be written (or files retention cannot delete) is a `SnapshotWriteError`:
-  the log and the engine stay usable, and `snapshot_wanted` stays true: the caller picks the retry.
+- Decisions are staged by `controller.staging`; the one commit path (the writer's): `commit`
+  takes every batch staged since the last with the control orders they call for and encodes them
+  (one record batch each, atomic); `write` appends them to the local log with one write and one
+  fsync (one of each per segment when the commit crosses a roll); they are committed once the
+  commit quorum holds them. A failed append leaves the engine unusable: the in-memory state is
+  ahead of the disk, and only a restart's recovery can reconcile them.
+- Snapshots and retention: `controller.engine_snapshots`.
 - The shell reads the engine, never through it: the daemon and the CLI use its methods, not its
   log or its core's state.
 - Metadata transactions (KIP-868): an operation of several batches stages a BeginTransactionRecord
@@ -54,59 +43,39 @@ import dataclasses
 import random
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from protocol.api_keys import ApiKey
-from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
 from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
-from protocol.records.transactions import TransactionReplay, markers_in_snapshot
+from protocol.records.transactions import TransactionReplay
 from protocol.spec import Data
 
 from .auth.authorizer import Authorizer
 from .control.orders import BrokerTarget, ControlOrder, OutboundCollector, full_state_orders
-from .core import ControllerCore, batches
-from .log import LogEntry, LogError, LogSizes, MetadataLog, RecoveryReport, SnapshotId
+from .core import ControllerCore
+from .engine_snapshots import SnapshotMethods
+from .log import LogEntry, LogError, LogSizes, MetadataLog
 from .log.bootstrap import BOOTSTRAP_TRANSACTION, read_bootstrap
 from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
-from .log.snapshots import encode_snapshot
 from .log.store import DEFAULT_SEGMENT_BYTES
-from .ops.authorization import DEFAULT_CONTEXT, Denial, RequestContext, authorizer_config
-from .ops.snapshot import snapshot_records
-from .slices import COMMIT_POINT, SLICE_SECONDS, Done, Slices, Work, finish, paced
-from .state.cluster import ReplayError
-from .state.controller_state import ControllerConfig, Outcome, RecordAndVersion, Result, Steps
+from .ops.authorization import Denial, authorizer_config
+from .slices import SLICE_SECONDS, Done, Slices, Work, finish, paced
+from .staging import REPLAY_SLICE_RECORDS, NotActiveError, StagingMethods
+from .startup import StartupReport, leader_change, load_snapshot, replay_framing, wall_ms
+from .state.controller_state import ControllerConfig, RecordAndVersion
 from .state.replication import IsrChanges
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 #: the reason of the AbortTransactionRecord that closes a transaction a previous controller left
 #: open (Kafka's words)
 FAILOVER_ABORT_REASON = "Controller failover"
-#: Records replayed between two pauses of a large batch's staging (about 2-5 ms of work here).
-REPLAY_SLICE_RECORDS = 256
+__all__ = ["FAILOVER_ABORT_REASON", "REPLAY_SLICE_RECORDS", "Commit", "ControllerEngine", "NotActiveError"]
 
 
-class NotActiveError(RuntimeError):
-    """A decision asked of a standby (the writer answers NOT_CONTROLLER before it gets here)."""
-
-
-@dataclass(frozen=True)
-class StartupReport:
-    snapshot: SnapshotId | None
-    snapshot_records: int
-    replayed_records: int
-    controller_epoch: int
-    recovery: RecoveryReport
-    seconds: float
-    #: what start-up aborted: a metadata transaction the previous controller left open (else None)
-    aborted: str | None = None
-
-
-class ControllerEngine:
+class ControllerEngine(StagingMethods, SnapshotMethods):
     def __init__(
         self,
         core: ControllerCore,
@@ -142,7 +111,7 @@ class ControllerEngine:
         #: the next log offset to replay (`catch_up`): the state holds everything below it
         self._applied = report.snapshot.end_offset if report.snapshot is not None else log.log_start_offset
         #: metadata transactions seen by `catch_up` (records held until their End)
-        self._transactions: TransactionReplay[LogEntry] = TransactionReplay(_framing)
+        self._transactions: TransactionReplay[LogEntry] = TransactionReplay(replay_framing)
         #: metadata records replayed (snapshot and log; control records are not)
         self._data_records = report.snapshot_records
         #: the active controller (`activate`), else a standby that decides nothing
@@ -209,7 +178,7 @@ class ControllerEngine:
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core = ControllerCore(config, rng)
-        snapshot, snapshot_count = _load_snapshot(core, log)
+        snapshot, snapshot_count = load_snapshot(core, log)
         report = StartupReport(
             snapshot=snapshot,
             snapshot_records=snapshot_count,
@@ -234,13 +203,11 @@ class ControllerEngine:
         replayed = finish(engine.catch_up(log.next_offset))
         known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
         epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
-        offset = log.append_leader_change(epoch, core.config.node_id, _wall_ms())
-        core.replay(_leader_change(core.config.node_id), offset, epoch)  # as written (no second read of the log)
+        offset = log.append_leader_change(epoch, core.config.node_id, wall_ms())
+        core.replay(leader_change(core.config.node_id), offset, epoch)  # as written (no second read of the log)
         engine._applied = offset + 1
         engine.activate(time.monotonic_ns() if now_ns is None else now_ns)
-        work = engine.commit()
-        if work is not None:
-            engine.write(finish(work))  # durably, before anything else (the orders: the full state covers them)
+        engine.commit_now()  # durably, before anything else (the orders: the full state covers them)
         engine.startup = dataclasses.replace(  # what the log held: the new LeaderChange is not counted
             engine.startup, replayed_records=replayed, seconds=engine.startup.seconds + time.perf_counter() - started
         )
@@ -309,7 +276,7 @@ class ControllerEngine:
             groups += [[(begin, 0)], bootstrap, [(end, 0)]]
         for group in groups:
             self._stage_now(group)
-        self._transactions = TransactionReplay(_framing)
+        self._transactions = TransactionReplay(replay_framing)
         self.active = True
         self.term += 1
         self.core.start_sessions(now_ns)
@@ -332,10 +299,10 @@ class ControllerEngine:
         self.active = False
         self.term += 1
         core = ControllerCore(self.core.config, self.core.rng)
-        snapshot, snapshot_count = _load_snapshot(core, self.log)
+        snapshot, snapshot_count = load_snapshot(core, self.log)
         self.core = core
         self._applied = snapshot.end_offset if snapshot is not None else self.log.log_start_offset
-        self._transactions = TransactionReplay(_framing)
+        self._transactions = TransactionReplay(replay_framing)
         self._data_records = snapshot_count
         self._staged = []
         self._transaction = None
@@ -390,148 +357,6 @@ class ControllerEngine:
         """Bytes of the log's segments and snapshots on disk."""
         return self.log.sizes
 
-    # ------------------------------------------------------------------ decisions
-
-    def decide(
-        self, api_key: int, version: int, body: Data, now_ns: int, context: RequestContext = DEFAULT_CONTEXT
-    ) -> Work[Data | None]:
-        """Decide one request from `context` (who asks) and stage its records; the work's result is
-        the response (send it only once committed). A request the authorizer refused anything
-        leaves a `Denial` for `take_denials`.
-
-        The decision is taken at once. Staging it, and the further steps of an operation decided
-        in steps, happen at once too when small (`Done`), else as the returned work runs, paced
-        (see `controller.slices`): a caller on an event loop lets other tasks run whenever it
-        yields; `finish` runs it to the end. The control orders its records call for accumulate
-        until `commit`."""
-        self._check_usable()
-        if not self.active and api_key != ApiKey.API_VERSIONS:
-            raise NotActiveError(f"a standby decides nothing (api key {api_key}): the active controller does")
-        outcome = self.core.handle(api_key, version, body, now_ns, self._next_offset, context)
-        if type(outcome) is Result:
-            if len(outcome.records) <= REPLAY_SLICE_RECORDS:
-                self._stage_now(outcome.records)
-                return Done(outcome.response)
-            return paced(self._run(outcome), self.slice_seconds)
-        assert not isinstance(outcome, Result)
-        outcome = self._guarded(outcome)
-        for _ in range(2):  # an operation in steps of one small batch is the common case too
-            try:
-                batch = next(outcome)
-            except StopIteration as stop:
-                return Done(stop.value)
-            if len(batch) > REPLAY_SLICE_RECORDS:
-                break
-            self._stage_now(batch)
-        else:
-            return paced(self._run_after(outcome), self.slice_seconds)
-        return paced(self._run_from(batch, outcome), self.slice_seconds)
-
-    def expire_sessions(self, now_ns: int) -> Slices[None]:
-        """Fence every broker whose session ran out (each in its own batches); stage the records."""
-        self._check_usable()
-        return paced(self._expire(now_ns), self.slice_seconds)
-
-    def _expire(self, now_ns: int) -> Slices[None]:
-        while (outcome := self.core.expire_sessions(now_ns)) is not None:
-            yield from self._run(outcome)
-
-    def _run(self, outcome: Outcome) -> Slices[Data | None]:
-        return (yield from self._run_after(self._guarded(batches(outcome))))
-
-    def _guarded(self, steps: Steps) -> Steps:
-        """`steps`; if deciding them fails inside a metadata transaction, the engine is unusable."""
-        try:
-            return (yield from steps)
-        except Exception as exc:
-            if self._transaction is not None:
-                begin, name = self._transaction
-                self._broken = (
-                    f"an operation failed inside its metadata transaction ({name!r}, begun at offset {begin}): "
-                    f"{exc!r}; a restart aborts the transaction"
-                )
-            raise
-
-    def _run_after(self, steps: Steps) -> Slices[Data | None]:
-        """Stage every batch `steps` still has (a commit point after each); its response."""
-        try:
-            batch = next(steps)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        return (yield from self._run_from(batch, steps))
-
-    def _run_from(self, batch: Sequence[RecordAndVersion], steps: Steps) -> Slices[Data | None]:
-        """Stage `batch`, then every batch `steps` still has, a commit point after each; its response."""
-        while True:
-            yield from self._stage(batch)
-            # a batch boundary: the caller commits here once many records are staged
-            yield COMMIT_POINT if self.staged_records >= self.commit_records else None
-            try:
-                batch = next(steps)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-
-    @property
-    def staged_records(self) -> int:
-        """Records staged and not yet taken by `commit`."""
-        return self._next_offset - self._taken_offset
-
-    def _stage(self, records: Sequence[RecordAndVersion]) -> Slices[None]:
-        """Give one batch its offsets and replay it (yielding every `REPLAY_SLICE_RECORDS`).
-
-        The batch is handed to `commit` only once wholly replayed, so whatever runs while
-        this pauses may take the batches before it, never part of this one."""
-        base = self._next_offset
-        self._next_offset += len(records)
-        for start in range(0, len(records), REPLAY_SLICE_RECORDS):
-            if start:
-                yield None
-            self._replay(records, base, start, start + REPLAY_SLICE_RECORDS)
-        if records:
-            self._staged_whole(records, base)
-
-    def _stage_now(self, records: Sequence[RecordAndVersion]) -> None:
-        """`_stage` in one go (a small batch)."""
-        if records:
-            base = self._next_offset
-            self._next_offset += len(records)
-            self._replay(records, base, 0, len(records))
-            self._staged_whole(records, base)
-
-    def _staged_whole(self, records: Sequence[RecordAndVersion], base: int) -> None:
-        """A batch wholly replayed: hand it to the commit path, note its ISR totals and whether it
-        opens or closes a metadata transaction (a marker stands alone in its batch)."""
-        self._staged.append(records)
-        self._note_isr_changes(base + len(records))
-        if len(records) == 1:
-            self._note_marker(records[0][0], base)
-
-    def _note_marker(self, record: Data, offset: int) -> None:
-        kind = type(record)
-        if kind is BeginTransactionRecord:
-            self._transaction = (offset, record.name)  # type: ignore[attr-defined]
-        elif kind is EndTransactionRecord or kind is AbortTransactionRecord:
-            self._transaction = None
-
-    def _replay(self, records: Sequence[RecordAndVersion], base: int, start: int, stop: int) -> None:
-        chunk = records[start:stop] if start or stop < len(records) else records
-        self.core.apply([(record, base + start + i) for i, (record, _) in enumerate(chunk)], self._orders)
-
-    def _note_isr_changes(self, end_offset: int) -> None:
-        """Note the ISR totals after the batch just staged (ending at `end_offset`), if it changed them."""
-        totals = self.core.isr_changes()
-        if totals != self._isr_marks[-1][1]:
-            self._committed_isr()  # drops the notes already durable: the deque stays short
-            self._isr_marks.append((end_offset, totals))
-
-    def _committed_isr(self) -> IsrChanges:
-        """The ISR totals at the log's durable end: those of the newest note at or below it
-        (batches are written whole and in order, so every note up to there is durable)."""
-        durable, marks = self.log.next_offset, self._isr_marks
-        while len(marks) > 1 and marks[1][0] <= durable:
-            marks.popleft()
-        return marks[0][1]
-
     # ------------------------------------------------------------------ the commit path
     def commit(self) -> Slices[Commit] | None:
         """Take everything decided since the last commit (every wholly staged batch, and the
@@ -558,7 +383,7 @@ class ControllerEngine:
         end_offset: int,
         epoch: int,
     ) -> Slices[Commit]:
-        prepared = yield from paced(self.log.prepare_steps(groups, epoch, _wall_ms()), self.slice_seconds)
+        prepared = yield from paced(self.log.prepare_steps(groups, epoch, wall_ms()), self.slice_seconds)
         return Commit(prepared, records, orders, end_offset)
 
     def write(self, commit: Commit) -> int:
@@ -576,6 +401,13 @@ class ControllerEngine:
             raise
         return commit.records
 
+    def commit_now(self) -> int:
+        """`commit` and `write` on this thread, without an event loop: what was decided, made
+        durable on the local log (start-up, tools, tests: a single voter's fsync commits it); the
+        records written."""
+        work = self.commit()
+        return 0 if work is None else self.write(finish(work))
+
     def _take_orders(self) -> list[ControlOrder]:
         """The control orders of everything decided since the last call, batched per broker; none
         while a metadata transaction is open (they are held until its End is staged)."""
@@ -584,57 +416,6 @@ class ControllerEngine:
         orders = self._orders.orders()
         self._orders = OutboundCollector(self.core.state)
         return orders
-
-    @property
-    def settled(self) -> bool:
-        """Is the state exactly what the log holds (nothing decided and not yet durable)?"""
-        return self._next_offset == self.log.next_offset
-
-    @property
-    def snapshot_wanted(self) -> bool:
-        """Were `snapshot_bytes` of log appended since the last snapshot? (Take one once settled.)"""
-        return self.log.bytes_since_snapshot >= self.snapshot_bytes
-
-    def snapshot(self) -> Slices[EncodedSnapshot]:
-        """Freeze the settled state now (milliseconds), and return the work that encodes it as a
-        snapshot's batches (paced, on the deciding thread, beside decisions: encoding is CPU under
-        the GIL, so a worker thread would only take the event loop's turns); `write_snapshot`
-        writes the result."""
-        if not self.settled:
-            raise RuntimeError("cannot snapshot while decided records are not yet durable")
-        if self._transaction is not None:
-            raise RuntimeError("cannot snapshot inside a metadata transaction")
-        end, frozen, epoch = self.log.next_offset, self.core.freeze(), self.controller_epoch
-        batches = encode_snapshot(epoch, snapshot_records(frozen), _wall_ms())
-        return paced(_encoded(end, epoch, batches), self.slice_seconds)
-
-    def standby_snapshot(self) -> Slices[EncodedSnapshot] | None:
-        """A standby's snapshot of the committed state it replayed (its end: the next offset to
-        replay; its epoch: that of the batch before it), as `snapshot` for the active controller;
-        None while a metadata transaction is open there (Kafka snapshots only between them)."""
-        if self.active:
-            raise RuntimeError("the active controller snapshots with `snapshot`")
-        end = self._applied
-        if self._transactions.open is not None or end <= self.log.log_start_offset:
-            return None
-        epoch = self.log.epoch_for_offset(end - 1)
-        if epoch is None:
-            return None
-        frozen = self.core.freeze()
-        batches = encode_snapshot(epoch, snapshot_records(frozen), _wall_ms())
-        return paced(_encoded(end, epoch, batches), self.slice_seconds)
-
-    def write_snapshot(self, encoded: EncodedSnapshot) -> Path:
-        """Write an encoded snapshot, then apply retention; return its path. May run in a worker
-        thread while decisions and commits go on (the log guards what both threads touch).
-
-        Segments are not deleted because a snapshot covers them, only once retention needs the
-        space (as in Kafka). Raises `SnapshotWriteError` (the log and the engine stay usable) if
-        the snapshot cannot be written or retention cannot delete a file; `LogError` only if the
-        log itself failed."""
-        path = self.log.write_encoded_snapshot(encoded.end_offset, encoded.epoch, encoded.batches)
-        self.log.apply_retention(self.metadata_retention_bytes)
-        return path
 
     def close(self) -> None:
         self.log.close()
@@ -653,48 +434,3 @@ class Commit(NamedTuple):
     orders: list[ControlOrder]
     #: the log's end offset once these batches are appended (what must be committed)
     end_offset: int
-
-
-class EncodedSnapshot(NamedTuple):
-    end_offset: int
-    epoch: int
-    batches: list[bytes]
-
-
-def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[EncodedSnapshot]:
-    """Every batch of a snapshot, one per step (`snapshots.RECORDS_PER_BATCH` records each)."""
-    encoded = []
-    for batch in batches:
-        encoded.append(batch)
-        yield None
-    return EncodedSnapshot(end_offset, epoch, encoded)
-
-
-def _load_snapshot(core: ControllerCore, log: MetadataLog) -> tuple[SnapshotId | None, int]:
-    """Replay the newest valid snapshot into `core`: its id and record count (None, 0 if none)."""
-    loaded = log.load_latest_snapshot()
-    if loaded is None:
-        return None, 0
-    snapshot_id, records = loaded
-    offset = snapshot_id.end_offset - 1
-    for record, _ in records:
-        if isinstance(record, TRANSACTION_MARKERS):
-            raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
-        core.replay(record, offset, snapshot_id.epoch)
-    core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
-    core.authorizer()  # the ACL snapshot built once, from the snapshot's ACLs
-    return snapshot_id, len(records)
-
-
-def _framing(message: str, offset: int) -> None:  # Kafka's replay stops here too
-    raise ReplayError(f"the metadata log cannot be replayed at offset {offset}: {message}")
-
-
-def _leader_change(node_id: int) -> LeaderChangeMessage:
-    """The LeaderChange `MetadataLog.append_leader_change` writes for a single voter."""
-    voter = LeaderChangeMessageVoter(voter_id=node_id)
-    return LeaderChangeMessage(leader_id=node_id, voters=(voter,), granting_voters=(voter,))
-
-
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000

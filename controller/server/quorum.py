@@ -30,7 +30,8 @@ from typing import Any, Protocol
 import trio
 
 from ..control.orders import ControlOrder
-from ..engine import Commit, ControllerEngine, EncodedSnapshot
+from ..engine import Commit, ControllerEngine
+from ..engine_snapshots import EncodedSnapshot
 from ..log import LogError
 from ..raft import Epoch, OffsetAndEpoch, RaftError, RaftNode, SnapshotCreated, Tick
 from ..raft.leader import Leader

@@ -72,7 +72,8 @@ from protocol.spec import Data
 
 from ..control.orders import ControlOrder
 from ..core import denied_answer
-from ..engine import Commit, ControllerEngine, EncodedSnapshot
+from ..engine import Commit, ControllerEngine
+from ..engine_snapshots import EncodedSnapshot
 from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller

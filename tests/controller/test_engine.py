@@ -30,8 +30,6 @@ from protocol.messages.broker_registration import BrokerRegistrationRequest, Bro
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic
 from protocol.security_protocol import SecurityProtocol
 
-from . import engine_steps
-
 PARTITION = "__cluster_metadata-0"
 SEGMENT = f"{PARTITION}/00000000000000000000.log"
 
@@ -45,7 +43,9 @@ def workload(engine: ControllerEngine, rounds: int = 3) -> list[tuple[int, objec
     views = []
 
     def commit() -> None:
-        engine_steps.commit(engine)
+        engine.commit_now()
+        if engine.snapshot_wanted:  # as the writer does, once the state equals the log
+            engine.snapshot_now()
         views.append((engine.log.next_offset, engine.core.durable_view()))
 
     cluster_id = engine.core.config.cluster_id
@@ -88,7 +88,7 @@ def one_more_request(engine: ControllerEngine) -> object:
     before = engine.core.durable_view()
     topic = CreateTopicsRequestCreatableTopic(name="last", num_partitions=1, replication_factor=2)
     finish(engine.decide(19, 7, CreateTopicsRequest(topics=(topic,)), 0))
-    engine_steps.commit(engine)
+    engine.commit_now()
     assert engine.core.durable_view() != before
     return before
 
@@ -197,7 +197,7 @@ def test_a_failed_snapshot_leaves_the_engine_usable(tmp_path: Path) -> None:
     obstacle.rmdir()
     expected = one_more_request(engine)  # commits still work
     assert engine.core.durable_view() != expected
-    path = engine_steps.snapshot(engine)
+    path = engine.snapshot_now()
     assert path.exists() and engine.log.bytes_since_snapshot == 0
     written = SnapshotId(engine.log.next_offset, engine.controller_epoch)
     assert engine.log.snapshots()[-1] == written
@@ -317,11 +317,11 @@ def test_isr_changes_of_fencing_count_at_their_commit_and_a_batch_without_any_mo
     workload(engine, rounds=1)  # ISRs of 2 members
     before = engine.committed_isr_changes()
     finish(engine.decide(19, 7, CreateTopicsRequest(topics=(CreateTopicsRequestCreatableTopic(name="x"),)), 0))
-    engine_steps.commit(engine)
+    engine.commit_now()
     assert engine.committed_isr_changes() == before  # a creation is no ISR change
     finish(engine.expire_sessions(1 << 62))  # every session ran out: the brokers are fenced in turn
     assert engine.committed_isr_changes() == before
-    engine_steps.commit(engine)
+    engine.commit_now()
     fenced = engine.committed_isr_changes()
     assert fenced.shrinks > before.shrinks and fenced.expands == before.expands
     assert fenced == engine.core.isr_changes()  # settled: every change replayed is committed
@@ -351,9 +351,9 @@ def test_the_control_channel_reaches_a_broker_at_its_first_listener_in_that_list
         broker_id=1, cluster_id=engine.core.config.cluster_id, incarnation_id=uuid.UUID(int=1), listeners=listeners
     )
     finish(engine.decide(62, 3, request, 0))
-    engine_steps.commit(engine)
+    engine.commit_now()
     assert engine.broker_address(1) is None  # fenced until its first heartbeat
     epoch = engine.core.state.cluster.brokers[1].epoch
     finish(engine.decide(63, 1, BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=99), 0))
-    engine_steps.commit(engine)
+    engine.commit_now()
     assert engine.broker_address(1) == BrokerTarget("broker-1.example.com", 9094, epoch, SecurityProtocol.SSL)

@@ -21,8 +21,6 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.create_acls import CreateAclsRequest, CreateAclsRequestAclCreation
 from protocol.messages.describe_cluster import DescribeClusterRequest
 
-from . import engine_steps
-
 ADMIN = RequestContext("User:admin", "10.1.1.1")
 OPS = RequestContext("User:ops", "10.1.1.2")
 ALICE = RequestContext("User:alice", "10.1.1.3")
@@ -46,7 +44,7 @@ def grant_ops(engine: ControllerEngine) -> None:
     )
     response = finish(engine.decide(ApiKey.CREATE_ACLS, 3, CreateAclsRequest(creations=(grant,)), 0, ADMIN))
     assert response.results[0].error_code == 0  # type: ignore[union-attr]
-    engine_steps.commit(engine)
+    engine.commit_now()
 
 
 def describe_cluster(engine: ControllerEngine, context: RequestContext | None = None) -> int:
@@ -109,7 +107,7 @@ def test_acls_come_back_after_a_restart_and_on_a_standby(tmp_path: Path, through
     grant_ops(engine)
     assert describe_cluster(engine, OPS) == 0
     if through_snapshot:
-        engine_steps.snapshot(engine)
+        engine.snapshot_now()
     engine.close()
 
     restarted = start(tmp_path, **OPTIONS)

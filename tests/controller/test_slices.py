@@ -19,8 +19,6 @@ from protocol.messages.broker_registration import BrokerRegistrationRequest, Bro
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic, CreateTopicsResponse
 from protocol.records.metadata import PartitionRecord
 
-from . import engine_steps
-
 BIG = 9_999  # the largest single topic a CreateTopics may create (10,000 records with its TopicRecord)
 
 
@@ -60,7 +58,7 @@ def engine_with_brokers(data_dir: Path) -> ControllerEngine:
         epoch = finish(engine.decide(62, 3, request, 0)).broker_epoch  # type: ignore[union-attr]
         heartbeat = BrokerHeartbeatRequest(broker_id=broker, broker_epoch=epoch, current_metadata_offset=1 << 40)
         finish(engine.decide(63, 1, heartbeat, 0))
-    engine_steps.commit(engine)
+    engine.commit_now()
     return engine
 
 

@@ -31,7 +31,6 @@ from protocol.records.metadata import (
 )
 from protocol.spec import Data
 
-from . import engine_steps
 from .test_engine import start, workload
 
 TOPIC_ID = uuid.UUID(int=0xABC)
@@ -177,7 +176,7 @@ def shutdown_request(engine: ControllerEngine, broker: int) -> ControlledShutdow
 def test_an_operation_of_several_batches_is_one_transaction_and_its_orders_wait_for_the_end(tmp_path: Path) -> None:
     engine = split_engine(tmp_path)
     assert len(engine.core.state.replication.isrs_with(1)) >= 3  # flag + 3 changes: more than 2 batches
-    engine_steps.commit(engine)  # what split_engine decided, and its orders
+    engine.commit_now()  # what split_engine decided, and its orders
     start_offset = engine.log.next_offset
     work = engine.decide(7, 3, shutdown_request(engine, 1), 0)
     ended, orders_before_end, orders_after_end = False, [], []
@@ -224,10 +223,10 @@ def test_a_failure_inside_a_transaction_stops_the_engine_and_the_restart_aborts_
     assert len(engine.core.state.replication.isrs_with(1)) >= 3
     monkeypatch.setattr(brokers_op, "removal", failing)
     work = engine.decide(7, 3, shutdown_request(engine, 1), 0)
-    engine_steps.commit(engine)  # the Begin and the first batch reach the disk, as at a commit point
+    engine.commit_now()  # the Begin and the first batch reach the disk, as at a commit point
     with pytest.raises(RuntimeError, match="planted failure"):
         for _ in work:
-            engine_steps.commit(engine)
+            engine.commit_now()
     assert calls == 3
     with pytest.raises(LogError, match=r"failed inside its metadata transaction \('controlled shutdown of broker 1'"):
         engine.commit()

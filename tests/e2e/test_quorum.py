@@ -139,6 +139,10 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
 
 def test_one_leader_the_others_redirect(quorum: Quorum) -> None:
     leader, answer = quorum.leader()
+    deadline = time.monotonic() + 10
+    while answer.high_watermark < 1 and time.monotonic() < deadline:  # -1 until its LeaderChange commits
+        time.sleep(0.05)
+        answer = describe_quorum(quorum.port(leader))
     assert answer.leader_id == leader and answer.leader_epoch >= 1 and answer.high_watermark >= 1
     assert sorted(voter.replica_id for voter in answer.current_voters) == [1, 2, 3]
     for node in {1, 2, 3} - {leader}:

@@ -38,7 +38,6 @@ from protocol.messages.leader_and_isr import LeaderAndIsrResponse, LeaderAndIsrR
 from protocol.records.control import LeaderChangeMessage
 from protocol.spec import Data
 
-from .. import engine_steps
 from ..harness import Harness
 from ..test_engine import shrink_request, workload
 
@@ -252,7 +251,7 @@ def test_the_metrics_of_a_real_engine_count_a_committed_isr_shrink(tmp_path: Pat
     assert value(metrics, "fencer_isr_shrinks_total") == 0
     finish(engine.decide(56, 2, shrink_request(engine, 0), 0))
     assert value(metrics, "fencer_isr_shrinks_total") == 0  # decided, not yet durable
-    engine_steps.commit(engine)
+    engine.commit_now()
     assert value(metrics, "fencer_isr_shrinks_total") == 1
     assert value(metrics, "fencer_isr_expands_total") == 0
     segments = sum(path.stat().st_size for path in (tmp_path / "data").rglob("*.log"))
