@@ -40,11 +40,12 @@ from protocol.capture import from_batches, to_batches
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
 from .budget import MemoryBudget
-from .connection import Connection, Pending
+from .connection import Connection
 from .denials import Denials
 from .exchanges import ExchangeRecorder
 from .listen import open_listeners
 from .metrics import ControllerMetrics
+from .pending import Pending
 from .quorum import Quorum
 from .quorum_config import QuorumConfig, Voter
 from .raft_inbound import QUORUM_API_KEYS, RaftInbound

@@ -21,9 +21,9 @@ from typing import Protocol
 from protocol.capture import INBOUND, Exchange
 from protocol.registry import peek_request
 
-from .connection import Pending
 from .logging_config import RateLimitedLogger
 from .metrics import ControllerMetrics
+from .pending import Pending
 
 log = logging.getLogger("fencer.daemon")
 

@@ -55,11 +55,11 @@ from ..ops.authorization import authorize_api
 from ..raft import Event, NodeId, RaftNode, RequestReceived
 from ..raft import messages as rm
 from . import raft_wire as wire
-from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .denials import Denials
 from .describe_quorum import describe_quorum
 from .logging_config import RateLimitedLogger
 from .peer_link import FETCH_MAX_BYTES
+from .pending import LARGE_FRAME_BYTES, Pending, request_context
 from .quorum_config import QuorumConfig
 
 log = logging.getLogger("fencer.quorum")

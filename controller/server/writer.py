@@ -78,10 +78,10 @@ from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
 from ..slices import Done, Slices, Work
-from .connection import LARGE_FRAME_BYTES, Pending, request_context
 from .denials import Denials
 from .durability import Durability, SoleVoter
 from .paced import NotLeading, run_paced
+from .pending import LARGE_FRAME_BYTES, Pending, request_context
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")

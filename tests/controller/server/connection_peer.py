@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import trio
 
 from controller.server.budget import MemoryBudget
-from controller.server.connection import Connection, Pending
+from controller.server.connection import Connection
+from controller.server.pending import Pending
 from protocol.framing import FrameBuffer
 from protocol.messages.alter_partition import (
     AlterPartitionRequest,

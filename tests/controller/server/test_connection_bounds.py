@@ -12,7 +12,7 @@ import trio
 
 from controller.server import connection as connection_module
 from controller.server.budget import MemoryBudget
-from controller.server.connection import LARGE_FRAME_BYTES
+from controller.server.pending import LARGE_FRAME_BYTES
 
 from .connection_peer import (
     Host,

@@ -18,8 +18,8 @@ from controller.raft import messages as rm
 from controller.raft.ids import Epoch, NodeId
 from controller.server import raft_inbound
 from controller.server import raft_wire as wire
-from controller.server.connection import LARGE_FRAME_BYTES, Pending
 from controller.server.daemon import Daemon, DaemonOptions
+from controller.server.pending import LARGE_FRAME_BYTES, Pending
 from controller.server.quorum import Quorum
 from controller.server.quorum_config import QuorumConfig, Voter
 from protocol.api_keys import ApiKey

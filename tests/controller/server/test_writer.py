@@ -23,9 +23,9 @@ import trio.testing
 from controller.control.orders import ControlOrder
 from controller.engine import REPLAY_SLICE_RECORDS, Commit, ControllerEngine
 from controller.server import writer as writer_module
-from controller.server.connection import Pending
 from controller.server.durability import write_here
 from controller.server.metrics import ControllerMetrics
+from controller.server.pending import Pending
 from controller.server.writer import SNAPSHOT_RETRY_S, Writer
 from controller.slices import finish
 from protocol.error_codes import response_error_code
