@@ -52,9 +52,8 @@ import trio
 from protocol.api_keys import ApiKey
 from protocol.capture import OUTBOUND, Exchange
 from protocol.error_codes import ErrorCode
-from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.registry import api, decode_response
+from protocol.registry import decode_response
 from protocol.security_protocol import SecurityProtocol, protocol_name
 from protocol.spec import Data
 from protocol.versions import Versions
@@ -66,23 +65,19 @@ from .links import (
     CLOSE_TIMEOUT_S,
     CONNECTION_ERRORS,
     JITTER,
-    LARGE_ORDER_PARTITIONS,
     LARGE_PAYLOAD_BYTES,
     OUTBOUND_CONNECTION_IDS,
-    SMALL_ORDER_PARTITIONS,
     BrokerAddress,
     BrokerConnection,
     CaptureSink,
     Link,
     OutboundRequest,
     PeerError,
-    encode_order,
     mergeable,
-    order_pieces,
 )
 from .orders import BrokerTarget, ControlOrder
 from .outcomes import ChannelMetrics, Outcomes, log
-from .requests import common_version
+from .planning import OrderPlanner
 from .tls import Transport, failure_text, open_stream, transport_for
 
 
@@ -116,8 +111,6 @@ class ControlChannel:
         self._request_timeout_s = request_timeout_s
         self._idle_timeout_s = idle_timeout_s
         self._max_in_flight = max(1, max_in_flight)
-        # with several requests in flight, their responses must fit the socket buffers while we still send
-        self._max_in_flight_bytes = max_in_flight_bytes
         self._rng = rng if rng is not None else JITTER
         self._links: dict[int, Link] = {}
         self._nursery: trio.Nursery | None = None
@@ -125,6 +118,7 @@ class ControlChannel:
         self._connection_ids = itertools.count(OUTBOUND_CONNECTION_IDS + 1)
         #: the answers: the recent ones (`recent_answers`), error counts, stale rejections
         self.outcomes = Outcomes(metrics)
+        self._planner = OrderPlanner(broker_address, self.outcomes, self._max_in_flight, max_in_flight_bytes)
         self.connection_failures = 0
         self.dropped_orders = 0
         #: broker incarnations whose registered listener the channel cannot speak to
@@ -363,7 +357,7 @@ class ControlChannel:
 
     async def _send_batch(self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]) -> None:
         """Send orders from the front of the queue (within the in-flight limits), then read their answers in order."""
-        plans = await self._plan_batch(link, conn, versions)
+        plans = await self._planner.plan(link, conn, versions)
         await self._send(conn, [request for _, requests in plans for request in requests])
         for order, requests in plans:
             for request in requests:
@@ -373,61 +367,6 @@ class ControlChannel:
                 link.queue.popleft()
             link.failures = 0
             self._queue_changed(link)
-
-    async def _plan_batch(
-        self, link: Link, conn: BrokerConnection, versions: dict[int, Versions]
-    ) -> list[tuple[ControlOrder, list[OutboundRequest]]]:
-        """The first orders of the queue and their requests: at least one order, then within the limits."""
-        plans: list[tuple[ControlOrder, list[OutboundRequest]]] = []
-        budget = self._max_in_flight_bytes
-        for order in list(itertools.islice(link.queue, self._max_in_flight)):
-            requests = await self._requests_for(link, conn, order, versions)
-            size = sum(len(request.frame) for request in requests)
-            if plans and size > budget:
-                break
-            plans.append((order, requests))
-            budget -= size
-        return plans
-
-    async def _requests_for(
-        self, link: Link, conn: BrokerConnection, order: ControlOrder, versions: dict[int, Versions]
-    ) -> list[OutboundRequest]:
-        """The order's requests at the best common version; [] (logged, counted) if it cannot be sent.
-
-        A large order (a new big topic) becomes several requests, built one at a time with the
-        event loop running in between; only a large full LeaderAndIsr, which must stay one
-        request, is built in a worker thread (from the order and addresses taken here)."""
-        api_key = ApiKey.STOP_REPLICA if order.stops else ApiKey.LEADER_AND_ISR
-        version = common_version(api(api_key).versions, versions.get(api_key))
-        if version is None:
-            log.error("broker %d supports no version of api key %d: dropping an order", link.broker_id, api_key)
-            self.outcomes.count(link.broker_id, api_key, -1, ErrorCode.UNSUPPORTED_VERSION)
-            return []
-        live = {} if api_key == ApiKey.STOP_REPLICA else self._live_leaders(order)
-        requests: list[OutboundRequest] = []
-        try:
-            for piece in order_pieces(order):
-                build = functools.partial(encode_order, conn, piece, api_key, version, live)
-                size = len(piece.partitions) + len(piece.stops)
-                if size > LARGE_ORDER_PARTITIONS:  # a full LeaderAndIsr: whole, off the loop
-                    requests.extend(await trio.to_thread.run_sync(build))
-                else:
-                    requests.extend(build())
-                    if size > SMALL_ORDER_PARTITIONS:  # a few ms of work: let other tasks run
-                        await trio.sleep(0)
-        except (EncodeError, ValueError):
-            log.exception("broker %d: cannot encode an order at v%d of api key %d", link.broker_id, version, api_key)
-            self.outcomes.count(link.broker_id, api_key, version, ErrorCode.UNKNOWN_SERVER_ERROR)
-            return []
-        return requests
-
-    def _live_leaders(self, order: ControlOrder) -> dict[int, tuple[str, int]]:
-        out: dict[int, tuple[str, int]] = {}
-        for leader in {state.leader for state in order.partitions if state.leader >= 0}:
-            address = self._broker_address(leader)
-            if address is not None:
-                out[leader] = (address[0], address[1])
-        return out
 
     # ------------------------------------------------------------------ queues and capture
     def _queue_changed(self, link: Link) -> None:

@@ -61,7 +61,7 @@ async def test_a_channel_that_resends_a_refused_request_is_reported(
 ) -> None:
     async def send_batch(self: Any, link: Any, conn: Any, versions: Any) -> None:
         """The channel's own, then each request refused as stale sent once more on the connection."""
-        plans = await self._plan_batch(link, conn, versions)
+        plans = await self._planner.plan(link, conn, versions)
         await self._send(conn, [request for _, requests in plans for request in requests])
         again = []
         for the_order, requests in plans:

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from broker_sim.shell.listener import BrokerControlListener
-from controller.control import channel as channel_module
+from controller.control import planning as planning_module
 from controller.control.channel import ControlChannel
 from controller.control.links import LARGE_ORDER_PARTITIONS, OUTBOUND_CONNECTION_IDS
 from controller.control.orders import BrokerTarget, ControlOrder, PartitionState, StopPartition
@@ -494,7 +494,7 @@ async def test_a_large_order_is_never_built_in_one_step_of_the_event_loop(
     built on the loop; a full one must stay one request, so it is built in a worker thread."""
     one = await cluster.add(1)
     built: list[tuple[int, bool]] = []  # (partitions, on the event loop?)
-    encode = channel_module.encode_order
+    encode = planning_module.encode_order
 
     def watched(conn: object, order: ControlOrder, *args: object) -> object:
         try:
@@ -504,7 +504,7 @@ async def test_a_large_order_is_never_built_in_one_step_of_the_event_loop(
             built.append((len(order.partitions), False))
         return encode(conn, order, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(channel_module, "encode_order", watched)
+    monkeypatch.setattr(planning_module, "encode_order", watched)
     channel = cluster.channel()
     await nursery.start(channel.run)
     big = 2 * LARGE_ORDER_PARTITIONS + 1
