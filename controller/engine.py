@@ -384,7 +384,7 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         epoch: int,
     ) -> Slices[Commit]:
         prepared = yield from paced(self.log.prepare_steps(groups, epoch, wall_ms()), self.slice_seconds)
-        return Commit(prepared, records, orders, end_offset)
+        return Commit(prepared, records, orders, end_offset, epoch)
 
     def write(self, commit: Commit) -> int:
         """Append a commit's batches to the local log with one write and one fsync (one of each
@@ -434,3 +434,5 @@ class Commit(NamedTuple):
     orders: list[ControlOrder]
     #: the log's end offset once these batches are appended (what must be committed)
     end_offset: int
+    #: the controller epoch its batches carry: only that epoch's leader may append them
+    epoch: int

@@ -141,7 +141,6 @@ class Daemon:
         self.writer = Writer(
             engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum, denials=denials
         )
-        self.quorum.writer = self.writer  # the writer commits through the quorum, which resigns it
         self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.inbound.queued)
         self.requests = RequestRouter(self.writer, self.quorum.inbound)
 
@@ -162,7 +161,7 @@ class Daemon:
                 await nursery.start(
                     serve, self.options.metrics_host, self.options.metrics_port, self.metrics, lambda: self.engine.core
                 )
-            await nursery.start(self.quorum.run)  # the full state goes out once this node is elected
+            await nursery.start(self.quorum.run, self.writer)  # the full state goes out once this node is elected
             if self.quorum.config.single:
                 await self.quorum.activated.wait()  # a sole voter leads at once: listen as the active controller
             listeners = await open_listeners(self.options.host, self.options.port, "--listen")

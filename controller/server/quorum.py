@@ -60,6 +60,13 @@ class OrderSink(Protocol):
     def clear(self) -> object: ...
 
 
+class ControllerWriter(Protocol):
+    """The writer that commits through the quorum (`controller.server.writer.Writer`)."""
+
+    async def quiesce(self) -> None: ...
+    def tick(self) -> None: ...
+
+
 class _Uncounted:
     """The metrics of a quorum built without the daemon's: nothing is counted."""
 
@@ -104,8 +111,8 @@ class Quorum:
             metrics=self.metrics,
             denials=denials or Denials(self.metrics),
         )
-        #: set by the daemon once built (it commits through this quorum): resigns with the node
-        self.writer: Any = None
+        #: the writer that commits through this quorum (given to `run`): resigns with the node
+        self._writer: ControllerWriter | None = None
         self._commit_moved = trio.Event()
         #: (epoch, the offset the high watermark must pass) while becoming the active controller
         self._activating: tuple[int, int] | None = None
@@ -159,7 +166,12 @@ class Quorum:
         }
 
     # ------------------------------------------------------------------ running
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, writer: ControllerWriter | None = None, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the driver; `writer` commits through this quorum (built after it, with it as its
+        commit quorum), and is quiesced when this node resigns and woken when it activates."""
+        self._writer = writer
         await self.driver.run(task_status=task_status)
 
     async def stop(self) -> None:
@@ -181,8 +193,8 @@ class Quorum:
         """The active controller's batches, written by the driver (the log's one writer) once the
         core gave them their offsets; False while this node does not lead their epoch."""
         epoch = self._leader_epoch()
-        if epoch is None:
-            return False
+        if epoch is None or epoch != commit.epoch:
+            return False  # decided in an epoch this node no longer leads (or leads no more)
         if commit.records <= 0:
             return True  # nothing to write (orders only)
         return await self.driver.write_leader_batches(epoch, commit.records, commit.end_offset, lambda: write(commit))
@@ -282,8 +294,8 @@ class Quorum:
         )
         if self.channel is not None:
             self.channel.clear()
-        if self.writer is not None:
-            await self.writer.quiesce()  # its write in flight lands before the log is the follower's
+        if self._writer is not None:
+            await self._writer.quiesce()  # its write in flight lands before the log is the follower's
         self.engine.resign()
         if self.high_watermark is not None:
             await self._catch_up(self.high_watermark)
@@ -304,8 +316,8 @@ class Quorum:
         log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
         if self.channel is not None:
             self.channel.submit(engine.full_state_orders())
-        if self.writer is not None:
-            self.writer.tick()  # commits what activation staged (an abort, bootstrap records), if anything
+        if self._writer is not None:
+            self._writer.tick()  # commits what activation staged (an abort, bootstrap records), if anything
 
     # ------------------------------------------------------------------ the standby's snapshots
     def _maybe_standby_snapshot(self) -> None:
