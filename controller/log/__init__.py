@@ -1,9 +1,9 @@
 """The controller's metadata log: Kafka's `__cluster_metadata` format on disk, fsync'd, crash-safe.
 
 `MetadataLog` (in `store`) is the whole interface: open (format or recover), append groups
-as batches, read records back, write and load snapshots, apply retention; and what a quorum
-needs (`replication`): raw batches for Fetch, the epoch cache, a follower's verbatim appends and
-truncations, snapshots sent and received in chunks. `dump` is the read-only
+as batches, read records back; write and load snapshots, apply retention (`snapshotting`); and
+what a quorum needs (`replication`): raw batches for Fetch, the epoch cache, a follower's
+verbatim appends and truncations, snapshots sent and received in chunks. `dump` is the read-only
 `kafka-dump-log`-style inspector behind `python -m controller dump-log`.
 """
 

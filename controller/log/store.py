@@ -20,16 +20,12 @@ Rules:
   is durable, `quorum-state` is rewritten with the new epoch, as Kafka's controller keeps it.
 - A failed write or fsync leaves the log unusable (`LogError` on every later append): after
   fsync fails, what reached the disk is unknown, and only a restart's recovery can tell.
-- Snapshots and retention follow Kafka's metadata log: a snapshot deletes nothing by itself;
-  `apply_retention` deletes the oldest snapshots, and the segments wholly below the oldest
-  snapshot kept, once the segments and snapshots together pass a size (`retention`).
-- A snapshot or retention that fails on an OSError is a `SnapshotWriteError`, never a
-  `LogError`: a failed snapshot leaves nothing behind and no counter changed, a failed deletion
-  leaves the files it had not reached; appends go on either way.
+- Snapshots and retention (`snapshotting`) never fail the log: their OSErrors are
+  `SnapshotWriteError`s, and appends go on.
 - Two threads may share a log: one appending (`write_prepared`, `append_leader_change`, and a
   follower's `append_as_follower`, `truncate_to`, `truncate_to_latest_snapshot`), one
   snapshotting (`write_snapshot` or `write_encoded_snapshot`, then `apply_retention` or
-  `delete_segments_below`); and any thread may read raw batches, snapshot chunks and epochs
+  `delete_segments_below`: `snapshotting`); and any thread may read raw batches, snapshot chunks and epochs
   (`replication`). What they touch is in a `LogCatalog`, whose one lock is held only to read
   or update it: never across a write, an fsync, a file's writing or deletion. Deleting a
   segment is serialised with a follower's restart at a snapshot (`_segment_deletion`), which
@@ -43,7 +39,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
@@ -55,24 +51,16 @@ from protocol.spec import Data
 from ..slices import Slices, finish
 from .catalog import LogCatalog, Segment, SegmentWrite, SnapshotFile
 from .encoding import PreparedAppend, encode_groups
-from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId, SnapshotWriteError
+from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId
 from .offset_index import INDEX_INTERVAL_BYTES, OffsetIndex
 from .properties import MetaProperties, load_or_format
 from .quorum_state import QuorumState, read_quorum_state, write_quorum_state
 from .reading import read_entries, read_through, segment_batches
-from .recovery import RecoveredLog, gap_message, recover_from_snapshots
+from .recovery import RecoveredLog, recover_from_snapshots
 from .replication import ReplicationMethods
-from .retention import delete_file, sync_deletions
 from .segments import PARTITION_DIR, fsync_directory, segment_name
-from .snapshots import (
-    SnapshotError,
-    encode_snapshot,
-    list_snapshots,
-    partial_snapshots,
-    read_snapshot_file,
-    snapshot_name,
-    write_snapshot_file,
-)
+from .snapshots import list_snapshots, partial_snapshots
+from .snapshotting import SnapshotMethods
 from .tail import Tail, TailBatch
 
 __all__ = ["LogEntry", "LogError", "LogSizes", "MetadataLog", "PreparedAppend", "RecoveryReport", "SnapshotId"]
@@ -82,9 +70,9 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
-class MetadataLog(ReplicationMethods):
-    """An open metadata log: append, read, snapshot, retain; and replicate (`replication`). Build
-    it with `MetadataLog.open`."""
+class MetadataLog(ReplicationMethods, SnapshotMethods):
+    """An open metadata log: append and read; snapshot and retain (`snapshotting`); and replicate
+    (`replication`). Build it with `MetadataLog.open`."""
 
     cluster_id: str
     node_id: int
@@ -380,106 +368,6 @@ class MetadataLog(ReplicationMethods):
         """Every batch as (segment, byte position, batch), for the dump tool and tests."""
         for _, path in self._catalog.segments():
             yield from segment_batches(path)
-
-    # ------------------------------------------------------------------------ snapshots
-    def snapshots(self) -> list[SnapshotId]:
-        """The log's snapshots (validly named files at open, then those written), ascending."""
-        return [snapshot.snapshot_id for snapshot in self._catalog.snapshots()]
-
-    def write_snapshot(
-        self, end_offset: int, epoch: int, records: Iterable[tuple[Data, int]], timestamp_ms: int
-    ) -> Path:
-        """Write the state below `end_offset` as a snapshot, atomically; return its path.
-
-        Deletes nothing: `apply_retention` decides when older files go. Appends may go on in
-        another thread meanwhile. An OSError is a `SnapshotWriteError`, after which nothing
-        of the attempt is left and the log is as it was."""
-        return self.write_encoded_snapshot(end_offset, epoch, encode_snapshot(epoch, records, timestamp_ms))
-
-    def write_encoded_snapshot(self, end_offset: int, epoch: int, chunks: Iterable[bytes]) -> Path:
-        """`write_snapshot` of batches already encoded (`snapshots.encode_snapshot`), so that a
-        caller can encode on its own thread, in slices, and leave only the file I/O to a worker."""
-        self._check_open()
-        snapshot_id = SnapshotId(end_offset, epoch)
-        self._catalog.snapshot_started(end_offset)  # checks it; no truncation below it meanwhile
-        try:
-            last_epoch = self._catalog.last_epoch
-            if not 0 <= epoch <= last_epoch:
-                raise ValueError(f"snapshot epoch {epoch} is outside 0..{last_epoch}")
-            try:
-                path, size = write_snapshot_file(self._partition, snapshot_id, chunks, fsync=self._fsync)
-            except OSError as exc:
-                where = self._partition / snapshot_name(snapshot_id)
-                raise SnapshotWriteError(f"cannot write snapshot {where}: {exc}") from exc
-            self._catalog.add_snapshot(SnapshotFile(snapshot_id, path, size))
-        finally:
-            self._catalog.snapshot_ended(end_offset)
-        return path
-
-    def load_latest_snapshot(self) -> tuple[SnapshotId, list[tuple[Data, int]]] | None:
-        """The newest snapshot that validates completely and its records; None if there is none."""
-        for snapshot_id, path, _ in reversed(self._catalog.snapshots()):
-            try:
-                records = read_snapshot_file(path)
-            except (SnapshotError, OSError) as exc:
-                self.recovery.messages.append(f"skipped invalid snapshot {path}: {exc}")
-                continue
-            if snapshot_id.end_offset < self.log_start_offset:
-                why = f"the newest valid snapshot, {path.name}, ends at {snapshot_id.end_offset}"
-                raise LogError(gap_message(self._partition, self.log_start_offset, why))
-            return snapshot_id, records
-        if self.log_start_offset > 0:
-            raise LogError(gap_message(self._partition, self.log_start_offset, "no valid snapshot exists"))
-        return None
-
-    # ------------------------------------------------------------------------ retention
-    def apply_retention(self, max_bytes: int) -> list[Path]:
-        """Kafka's size retention: while `total_bytes` passes `max_bytes` and more than one
-        snapshot is left, delete the oldest snapshot, then every segment wholly below the oldest
-        snapshot kept. Returns the deleted files, oldest first; the directory is fsync'd after.
-
-        Until retention needs the space, segments stay (as in Kafka, where a snapshot alone
-        deletes nothing). The newest snapshot and the active segment are never deleted. An
-        OSError is a `SnapshotWriteError`; what was deleted before it stays deleted, and every
-        snapshot left still covers the start of the log."""
-        if max_bytes < 0:
-            raise ValueError(f"max_bytes must not be negative, not {max_bytes}")
-        self._check_open()
-        doomed = self._catalog.retention_victims(max_bytes)
-        deleted: list[Path] = []
-        for snapshot in doomed:  # snapshots first (see `retention`)
-            delete_file(snapshot.path)
-            self._catalog.forget_snapshot(snapshot)
-            deleted.append(snapshot.path)
-        if doomed:
-            oldest_kept = self._catalog.snapshots()[0].snapshot_id.end_offset
-            deleted += self._unlink_segments_below(oldest_kept)
-        sync_deletions(self._partition, deleted, fsync=self._fsync)
-        return deleted
-
-    def delete_segments_below(self, offset: int) -> list[Path]:
-        """Delete the segments whose every record is below `offset` (never the active one).
-
-        Only offsets a snapshot covers may go: `offset` above every snapshot's end is a `ValueError`.
-        """
-        self._check_open()
-        covered = max((snapshot_id.end_offset for snapshot_id in self.snapshots()), default=0)
-        if offset > covered:
-            raise ValueError(f"no snapshot covers the offsets below {offset} (the newest ends at {covered})")
-        deleted = self._unlink_segments_below(offset)
-        sync_deletions(self._partition, deleted, fsync=self._fsync)
-        return deleted
-
-    def _unlink_segments_below(self, offset: int) -> list[Path]:
-        deleted: list[Path] = []
-        while (oldest := self._catalog.oldest_segment_below(offset)) is not None:
-            with self._segment_deletion:  # a follower's restart may reuse the name (see `replication`)
-                if not self._catalog.holds(oldest):
-                    continue
-                delete_file(oldest.path)
-                self._catalog.forget_segment(oldest)
-            deleted.append(oldest.path)
-        return deleted
 
     # ------------------------------------------------------------------------ closing
     def close(self) -> None:
