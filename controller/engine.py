@@ -13,7 +13,8 @@ Rules:
   ahead of the disk, and only a restart's recovery can reconcile them.
 - Snapshots and retention: `controller.engine_snapshots`.
 - The shell reads the engine, never through it: the daemon and the CLI use its methods, not its
-  log or its core's state.
+  log or its core's state (/state and the metrics: `freeze`, `counts`, `committed_isr_changes`,
+  `log_sizes`).
 - Metadata transactions (KIP-868): an operation of several batches stages a BeginTransactionRecord
   batch first and an EndTransactionRecord batch last (`ops.batches.in_transaction`). While one is
   open, its control orders are held (a `commit` carries none): brokers hear of it only once the
@@ -54,7 +55,7 @@ from protocol.spec import Data
 
 from .auth.authorizer import Authorizer
 from .control.orders import BrokerTarget, ControlOrder, OutboundCollector, full_state_orders
-from .core import ControllerCore
+from .core import ClusterCounts, ControllerCore
 from .engine_snapshots import SnapshotMethods
 from .log import LogEntry, LogError, LogSizes, MetadataLog
 from .log.bootstrap import BOOTSTRAP_TRANSACTION, read_bootstrap
@@ -66,6 +67,7 @@ from .slices import SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .staging import REPLAY_SLICE_RECORDS, NotActiveError, StagingMethods
 from .startup import StartupReport, leader_change, load_snapshot, replay_framing, wall_ms
 from .state.controller_state import ControllerConfig, RecordAndVersion
+from .state.frozen import FrozenState
 from .state.replication import IsrChanges
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -356,6 +358,14 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
     def log_sizes(self) -> LogSizes:
         """Bytes of the log's segments and snapshots on disk."""
         return self.log.sizes
+
+    def freeze(self) -> FrozenState:
+        """A consistent copy of the durable state (`ControllerCore.freeze`: call on the thread that replays)."""
+        return self.core.freeze()
+
+    def counts(self) -> ClusterCounts:
+        """What the cluster holds, counted without walking every partition (`ControllerCore.counts`)."""
+        return self.core.counts()
 
     # ------------------------------------------------------------------ the commit path
     def commit(self) -> Slices[Commit] | None:

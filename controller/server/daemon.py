@@ -159,7 +159,7 @@ class Daemon:
 
                 serve = functools.partial(serve_http, quorum_provider=self.quorum.view)
                 await nursery.start(
-                    serve, self.options.metrics_host, self.options.metrics_port, self.metrics, lambda: self.engine.core
+                    serve, self.options.metrics_host, self.options.metrics_port, self.metrics, lambda: self.engine
                 )
             await nursery.start(self.quorum.run, self.writer)  # the full state goes out once this node is elected
             if self.quorum.config.single:
@@ -334,7 +334,7 @@ async def _nursery_task(*, task_status: trio.TaskStatus[trio.Nursery] = trio.TAS
 
 
 def _make_metrics(daemon: Daemon) -> ControllerMetrics:
-    return ControllerMetrics(lambda: daemon.engine.core, lambda: daemon.engine)
+    return ControllerMetrics(lambda: daemon.engine, lambda: daemon.engine)
 
 
 def _make_capture(options: DaemonOptions) -> Any:

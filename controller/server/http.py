@@ -3,8 +3,8 @@
 Routes (GET only):
 - `/metrics`: `ControllerMetrics.render()`, Prometheus' text format 0.0.4;
 - `/state`: the document of `controller.server.state_json` (`state_json_pieces` of a frozen copy of
-  the core, sent in blocks), as JSON (503 "starting" while the core does not exist yet);
-- `/healthz`: 200 "ok" once the core exists, 503 "starting" before.
+  the engine's state, sent in blocks), as JSON (503 "starting" while there is no engine yet);
+- `/healthz`: 200 "ok" once the engine exists, 503 "starting" before.
 A query string is ignored. Another path is 404; another method on a route is 405.
 
 Rules:
@@ -25,12 +25,12 @@ Rules:
   cancel scopes for the timeouts; nothing a client sends (or fails to send) may escape it: I/O
   errors close the connection quietly, a bug while answering is logged and answered 500.
 - `/state` never holds the event loop for long (at 400,000 partitions its body is ~65 MB of
-  JSON built in seconds): the core is frozen on the loop (`ControllerCore.freeze()`, copies of
-  containers only, milliseconds), then the body is built from the frozen copy in a worker thread,
-  one build at a time (concurrent requests wait their turn, asynchronously; each is frozen only
-  when its build starts, so at most one frozen copy is alive). The body is the state at that
-  freeze, whatever the loop replays meanwhile. On cancellation (shutdown) the build is abandoned:
-  it reads only its own frozen copy.
+  JSON built in seconds): the state is frozen on the loop (the engine's `freeze()`, read through
+  `engine_views.StateView`: copies of containers only, milliseconds), then the body is built from
+  the frozen copy in a worker thread, one build at a time (concurrent requests wait their turn,
+  asynchronously; each is frozen only when its build starts, so at most one frozen copy is
+  alive). The body is the state at that freeze, whatever the loop replays meanwhile. On
+  cancellation (shutdown) the build is abandoned: it reads only its own frozen copy.
 - A body is sent as the blocks it was built in (about `BODY_BLOCK_BYTES` each), never joined into one
   giant bytes object. A client that has not taken a whole block after `idle_timeout_s` is closed.
 - After a response the write side is shut and what the client still sends is drained briefly,
@@ -48,8 +48,8 @@ from typing import Any
 import h11
 import trio
 
-from ..core import ControllerCore
 from ..state.frozen import FrozenState
+from .engine_views import StateProvider
 from .listen import open_listeners
 from .metrics import ControllerMetrics
 from .state_json import state_json_pieces
@@ -76,7 +76,6 @@ _REASONS = {
 _BAD_REQUEST_DETAIL = 200  # characters of h11's complaint in a 400's body (it may quote the request)
 _ROUTES = ("/metrics", "/state", "/healthz")
 
-CoreProvider = Callable[[], ControllerCore | None]
 #: The /state body of a frozen state, as blocks of bytes; runs in a worker thread.
 StateBody = Callable[[FrozenState], list[bytes]]
 
@@ -141,7 +140,7 @@ async def serve_http(
     host: str,
     port: int,
     metrics: ControllerMetrics,
-    core_provider: CoreProvider,
+    state_provider: StateProvider,
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     state_body: StateBody = build_state_body,
@@ -152,7 +151,7 @@ async def serve_http(
 
     `state_body` builds the /state body in a worker thread (tests pass one that waits on a signal)."""
     listeners = await open_listeners(host, port, "--metrics-listen")
-    server = HttpServer(metrics, core_provider, idle_timeout_s, state_body, quorum_provider)
+    server = HttpServer(metrics, state_provider, idle_timeout_s, state_body, quorum_provider)
     bound_port: int = listeners[0].socket.getsockname()[1]
     log.info("metrics listener on %s:%d", host, bound_port)
     async with trio.open_nursery() as connection_nursery:
@@ -163,7 +162,8 @@ async def serve_http(
 @dataclass(frozen=True)
 class HttpServer:
     metrics: ControllerMetrics
-    core_provider: CoreProvider
+    #: the engine's state (the engine itself in the daemon), None while it does not exist yet
+    state_provider: StateProvider
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     state_body: StateBody = build_state_body
     #: who leads (`Quorum.view`): the /state document's first member, "quorum"
@@ -213,13 +213,13 @@ class HttpServer:
     async def _route(self, path: str) -> Response:
         if path == "/metrics":
             return Response(200, METRICS_CONTENT_TYPE, (self.metrics.render(),))
-        core = self.core_provider()
-        if core is None:
+        engine = self.state_provider()
+        if engine is None:
             return text(503, "starting\n")
         if path == "/healthz":
             return text(200, "ok\n")
         async with self.state_builds:
-            frozen = core.freeze()  # on the loop, so that the copy is one consistent state
+            frozen = engine.freeze()  # on the loop, so that the copy is one consistent state
             quorum = self.quorum_provider() if self.quorum_provider is not None else None
             body = await trio.to_thread.run_sync(self.state_body, frozen, abandon_on_cancel=True)
         if quorum is not None and body and body[0].startswith(b"{"):

@@ -6,21 +6,23 @@ Rules:
   only thread that records or scrapes: no locks), and the metric families, with their label names
   and cumulative buckets, are built only when scraped. APIs and errors are labelled by name, as
   everywhere in the daemon's metrics (`api_name`, Kafka's error names).
-- The cluster gauges are read at scrape time from the core that `core_provider` returns, so
-  they can never drift from the state; while the daemon starts (no core yet) they have no sample.
-  A scrape costs O(brokers): partition counts are the ones replay keeps (`ReplicationState`),
-  never a walk over every partition on the event loop.
+- The engine is read through its views (`controller.server.engine_views`), never through its
+  core, at each scrape; while the daemon starts (no engine yet) a collector reading it exports
+  its families without a sample.
+- The cluster gauges are the engine's counts (`StateView.counts`) at scrape time, so they can
+  never drift from the state. A scrape costs O(brokers): partition counts are the ones replay
+  keeps (`ReplicationState`), never a walk over every partition on the event loop.
 - As in Kafka, a broker counts as active when it is not fenced (one in controlled shutdown is
   still active); a partition is offline when it has no leader (-1). A broker counts as in
   controlled shutdown while its registration carries the flag, fenced or not: from its first
   ControlledShutdown (or WantShutDown) until a new incarnation registers (Kafka's
   ControlledShutdownBrokerCount), so a broker that finished shutting down is both fenced and
   counted there until it is back.
-- What the engine made durable is read from the engine that `engine_provider` returns, at
-  scrape time too: ISR shrinks and expands committed since the process started (changes
-  replayed from the log at start-up are history, as for Kafka's meters, which count since the
-  broker started; a restart resets the counters, which `rate()` and `increase()` expect), and
-  the metadata log's bytes on disk, from the sizes the log keeps (no directory scan).
+- What the engine made durable (`CommittedView`) is read at scrape time too: ISR shrinks and
+  expands committed since the process started (changes replayed from the log at start-up are
+  history, as for Kafka's meters, which count since the broker started; a restart resets the
+  counters, which `rate()` and `increase()` expect), and the metadata log's bytes on disk, from
+  the sizes the log keeps (no directory scan).
 - The quorum's gauges (Kafka's raft-metrics: current-leader, current-epoch, current-vote,
   high-watermark, log-end-offset, current-state; ActiveControllerCount; each voter's lag on the
   leader) are read at scrape time from the quorum's view (`Quorum.view`), -1 where Kafka
@@ -32,7 +34,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import accumulate
-from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -40,21 +41,7 @@ from prometheus_client.registry import Collector
 from protocol.error_codes import error_name
 from protocol.registry import api
 
-from ..core import ControllerCore
-from ..log import LogSizes
-from ..state.replication import IsrChanges
-
-CoreProvider = Callable[[], ControllerCore | None]
-
-
-class EngineView(Protocol):
-    """What the metrics read of the engine (`controller.engine.ControllerEngine`) at each scrape."""
-
-    def committed_isr_changes(self) -> IsrChanges: ...
-    def log_sizes(self) -> LogSizes: ...
-
-
-EngineProvider = Callable[[], EngineView | None]
+from .engine_views import CommittedProvider, CommittedView, StateProvider, StateView
 
 #: Request latencies: 0.1 ms .. 1 s (Prometheus adds +Inf).
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -139,7 +126,7 @@ class _LatencyHistogram:
 
 
 class ClusterCollector(Collector):
-    """Kafka's controller gauges, computed from the core at each scrape."""
+    """Kafka's controller gauges, computed from the engine's counts at each scrape."""
 
     GAUGES = (
         ("fencer_controller_active_broker_count", "Registered brokers that are not fenced"),
@@ -156,23 +143,23 @@ class ClusterCollector(Collector):
         ("fencer_controller_epoch", "The controller epoch"),
     )
 
-    def __init__(self, core_provider: CoreProvider) -> None:
-        self._core_provider = core_provider
+    def __init__(self, state_provider: StateProvider) -> None:
+        self._state_provider = state_provider
 
     def describe(self) -> Iterable[Metric]:
         return [GaugeMetricFamily(name, documentation) for name, documentation in self.GAUGES]
 
     def collect(self) -> Iterable[Metric]:
-        core = self._core_provider()
-        if core is None:
+        view = self._state_provider()
+        if view is None:
             return self.describe()
-        values = cluster_gauges(core)
+        values = cluster_gauges(view)
         return [GaugeMetricFamily(name, documentation, value=values[name]) for name, documentation in self.GAUGES]
 
 
-def cluster_gauges(core: ControllerCore) -> dict[str, float]:
-    """The values of `ClusterCollector.GAUGES` for this core."""
-    counts = core.counts()
+def cluster_gauges(view: StateView) -> dict[str, float]:
+    """The values of `ClusterCollector.GAUGES` for the engine's state as it is now."""
+    counts = view.counts()
     return {
         "fencer_controller_active_broker_count": counts.active_brokers,
         "fencer_controller_fenced_broker_count": counts.fenced_brokers,
@@ -207,16 +194,16 @@ class CommittedCollector(Collector):
         " their sum",
     )
 
-    def __init__(self, engine_provider: EngineProvider) -> None:
-        self._engine_provider = engine_provider
+    def __init__(self, committed_provider: CommittedProvider) -> None:
+        self._committed_provider = committed_provider
 
     def describe(self) -> Iterable[Metric]:
         return self._families(None)
 
     def collect(self) -> Iterable[Metric]:
-        return self._families(self._engine_provider())
+        return self._families(self._committed_provider())
 
-    def _families(self, engine: EngineView | None) -> list[Metric]:
+    def _families(self, engine: CommittedView | None) -> list[Metric]:
         shrinks, expands = CounterMetricFamily(*self.SHRINKS), CounterMetricFamily(*self.EXPANDS)
         size = GaugeMetricFamily(*self.LOG_SIZE, labels=["kind"])
         if engine is not None:

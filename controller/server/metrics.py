@@ -42,12 +42,11 @@ from protocol.errors import (
 )
 from protocol.request_checks import InvalidRequestError
 
+from .engine_views import CommittedProvider, StateProvider
 from .metric_collectors import (
     LATENCY_BUCKETS,
     ClusterCollector,
     CommittedCollector,
-    CoreProvider,
-    EngineProvider,
     RaftCollector,
     RequestStats,
     api_name,
@@ -82,15 +81,15 @@ INVALID_FRAME_REASONS = tuple(
 class ControllerMetrics:
     """Every metric of the daemon, in one private registry; `render()` is what /metrics serves."""
 
-    def __init__(self, core_provider: CoreProvider, engine_provider: EngineProvider = lambda: None) -> None:
+    def __init__(self, state_provider: StateProvider, committed_provider: CommittedProvider = lambda: None) -> None:
         self.registry = CollectorRegistry()
         self._define_request_metrics()
         self._define_log_metrics()
         self._define_outbound_metrics()
         self._define_server_metrics()
         self._define_raft_metrics()
-        self.registry.register(ClusterCollector(core_provider))
-        self.registry.register(CommittedCollector(engine_provider))
+        self.registry.register(ClusterCollector(state_provider))
+        self.registry.register(CommittedCollector(committed_provider))
 
     def _define_request_metrics(self) -> None:
         registry = self.registry

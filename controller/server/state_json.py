@@ -13,8 +13,9 @@ and timestamps (the log holds no HMACs).
 Rules:
 - `state_json_pieces` is the definition: the document as JSON text, in pieces. `state_json` is
   that text parsed (JSON-ready values), so the two cannot disagree.
-- Both read a `FrozenState` (`ControllerCore.freeze()`), never the live state, so they may run in
-  a worker thread while the event loop goes on replaying; the document is the state at the freeze.
+- Both read a `FrozenState` (the engine's `freeze()`, `engine_views.StateView`), never the live
+  state, so they may run in a worker thread while the event loop goes on replaying; the document
+  is the state at the freeze.
 - Built in a worker thread, the text still shares the GIL with the event loop, so it is built to
   hold the GIL briefly and to leave the garbage collector nothing to do:
   - A partition is written by one f-string: its fields are ints and tuples of ints, which need no
@@ -35,22 +36,22 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..core import ControllerCore
 from ..log.ids import uuid_string
 from ..state.frozen import FrozenState, FrozenTopic
 from ..state.kept import FrozenKept
 from ..state.model import BrokerRegistration, PartitionRegistration
+from .engine_views import StateView
 
 #: Partitions in one piece of text (~170 KB).
 PARTITIONS_PER_PIECE = 1000
 
 
-def state_json(state: ControllerCore | FrozenState) -> dict[str, object]:
+def state_json(state: StateView | FrozenState) -> dict[str, object]:
     """The controller's state as JSON-ready values, sorted by broker id, topic name and partition.
 
-    Given a core, it is frozen first; given a frozen state (`ControllerCore.freeze()`), this may
-    run in a worker thread while the core goes on replaying."""
-    frozen = state.freeze() if isinstance(state, ControllerCore) else state
+    Given a view of the engine's state, it is frozen first; given a frozen state (`freeze()`),
+    this may run in a worker thread while the engine goes on replaying."""
+    frozen = state if isinstance(state, FrozenState) else state.freeze()
     document: dict[str, object] = json.loads("".join(state_json_pieces(frozen)))
     return document
 

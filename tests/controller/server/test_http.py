@@ -8,18 +8,21 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from controller.core import ControllerCore
+from controller.engine import ControllerEngine
+from controller.server.engine_views import StateView
 from controller.server.http import BODY_BLOCK_BYTES, MAX_HEAD_BYTES, build_state_body, serve_http
 from controller.server.metrics import ControllerMetrics
 from controller.server.state_json import PARTITIONS_PER_PIECE, state_json
 from controller.state.frozen import FrozenState
 
 from ..harness import Harness
+from ..test_engine import workload
 
 IDLE_TIMEOUT_S = 0.2
 GATE_TIMEOUT_S = 5.0
@@ -29,7 +32,8 @@ GATE_TIMEOUT_S = 5.0
 class Server:
     port: int
     metrics: ControllerMetrics
-    core: ControllerCore | None = None
+    #: what the server reads (the engine in the daemon; a harness's core has the same methods)
+    engine: StateView | None = None
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,10 @@ class Gate:
 
 
 async def start_server(nursery: trio.Nursery, **options: Any) -> Server:
-    box = Server(port=0, metrics=ControllerMetrics(lambda: box.core))
-    serve = partial(serve_http, "127.0.0.1", 0, box.metrics, lambda: box.core, idle_timeout_s=IDLE_TIMEOUT_S, **options)
+    box = Server(port=0, metrics=ControllerMetrics(lambda: box.engine))
+    serve = partial(
+        serve_http, "127.0.0.1", 0, box.metrics, lambda: box.engine, idle_timeout_s=IDLE_TIMEOUT_S, **options
+    )
     box.port = await nursery.start(serve)
     return box
 
@@ -97,7 +103,7 @@ async def get(port: int, path: str, method: str = "GET") -> Reply:
     return parse(await exchange(port, f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()))
 
 
-def cluster() -> ControllerCore:
+def cluster() -> StateView:
     h = Harness()
     h.start_brokers(1, 2, 3)
     h.create_topic("orders", partitions=2, replication_factor=3)
@@ -108,14 +114,14 @@ def cluster() -> ControllerCore:
 async def test_healthz_is_503_while_starting_then_200(server: Server) -> None:
     starting = await get(server.port, "/healthz")
     assert (starting.status, starting.body) == (503, b"starting\n")
-    server.core = cluster()
+    server.engine = cluster()
     ready = await get(server.port, "/healthz")
     assert (ready.status, ready.body) == (200, b"ok\n")
     assert ready.headers["content-type"].startswith("text/plain")
 
 
 async def test_metrics_serves_the_prometheus_text_format(server: Server) -> None:
-    server.core = cluster()
+    server.engine = cluster()
     server.metrics.request(56, 3, 0, latency_s=0.001, queue_s=0.0005)
     reply = await get(server.port, "/metrics")
     assert reply.status == 200
@@ -126,7 +132,7 @@ async def test_metrics_serves_the_prometheus_text_format(server: Server) -> None
     assert "fencer_controller_global_partition_count 2.0" in text
 
 
-async def test_metrics_are_served_before_the_core_exists_and_ignore_a_query_string(server: Server) -> None:
+async def test_metrics_are_served_before_the_engine_exists_and_ignore_a_query_string(server: Server) -> None:
     reply = await get(server.port, "/metrics?name[]=fencer_requests_total")
     assert reply.status == 200
     assert b"# TYPE fencer_requests_total counter" in reply.body
@@ -134,11 +140,11 @@ async def test_metrics_are_served_before_the_core_exists_and_ignore_a_query_stri
 
 async def test_state_serves_state_json(server: Server) -> None:
     assert (await get(server.port, "/state")).status == 503
-    server.core = cluster()
+    server.engine = cluster()
     reply = await get(server.port, "/state")
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
-    assert json.loads(reply.body) == state_json(server.core)
+    assert json.loads(reply.body) == state_json(server.engine)
 
 
 async def test_state_of_many_partitions_is_state_json_of_that_state(server: Server) -> None:
@@ -146,17 +152,37 @@ async def test_state_of_many_partitions_is_state_json_of_that_state(server: Serv
     h.start_brokers(1, 2, 3)
     for name in ("big", "small", "another"):  # "big" spans several pieces and the body several blocks
         h.create_topic(name, partitions=PARTITIONS_PER_PIECE * 4 + 7 if name == "big" else 3, replication_factor=3)
-    server.core = h.core
+    server.engine = h.core
     reply = await get(server.port, "/state")
     assert reply.status == 200
     assert len(reply.body) > 2 * BODY_BLOCK_BYTES
     assert json.loads(reply.body) == state_json(h.core)
 
 
+async def test_an_engine_is_served_through_its_view(server: Server, tmp_path: Path) -> None:
+    """The daemon gives the engine itself: /healthz, /state and the cluster gauges read its
+    `freeze()` and `counts()`, which are its core's."""
+    engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
+    try:
+        workload(engine, rounds=0)  # brokers 1-3, "orders" with 4 partitions of 3 replicas
+        server.engine = engine
+        assert (await get(server.port, "/healthz")).status == 200
+        reply = await get(server.port, "/state")
+        assert reply.status == 200
+        document = json.loads(reply.body)
+        assert document == state_json(engine) == state_json(engine.core.freeze())
+        assert [topic["name"] for topic in document["topics"]] == ["orders"]
+        text = (await get(server.port, "/metrics")).body.decode()
+        assert "fencer_controller_active_broker_count 3.0" in text
+        assert "fencer_controller_global_partition_count 4.0" in text
+    finally:
+        engine.close()
+
+
 async def test_the_server_answers_healthz_and_metrics_while_state_is_being_built(nursery: trio.Nursery) -> None:
     gate = Gate()
     server = await start_server(nursery, state_body=gate)
-    server.core = cluster()
+    server.engine = cluster()
     replies: dict[str, Reply] = {}
 
     async def fetch_state() -> None:
@@ -171,7 +197,7 @@ async def test_the_server_answers_healthz_and_metrics_while_state_is_being_built
         assert "state" not in replies
         gate.opened.set()
     assert not gate.timed_out
-    assert json.loads(replies["state"].body) == state_json(server.core)
+    assert json.loads(replies["state"].body) == state_json(server.engine)
 
 
 async def test_state_is_the_state_frozen_when_its_build_started(nursery: trio.Nursery) -> None:
@@ -182,7 +208,7 @@ async def test_state_is_the_state_frozen_when_its_build_started(nursery: trio.Nu
     h = Harness()
     h.start_brokers(1, 2, 3)
     h.create_topic("orders", partitions=2, replication_factor=3)
-    server.core = h.core
+    server.engine = h.core
     before = state_json(h.core)
     replies: dict[str, Reply] = {}
     frozen_on: list[threading.Thread] = []
@@ -214,7 +240,7 @@ async def test_a_client_that_reads_nothing_of_a_large_body_is_closed(
 ) -> None:
     block = b" " * BODY_BLOCK_BYTES
     server = await start_server(nursery, state_body=lambda frozen: [block] * 64)  # 16 MiB, far over the buffers
-    server.core = cluster()
+    server.engine = cluster()
     client = trio.socket.socket()
     client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
     await client.connect(("127.0.0.1", server.port))
@@ -254,7 +280,7 @@ async def test_head_requests_get_no_body(server: Server) -> None:
 
 
 async def test_http_1_0_and_bare_newlines_are_understood(server: Server) -> None:
-    server.core = cluster()
+    server.engine = cluster()
     reply = parse(await exchange(server.port, b"GET /healthz HTTP/1.0\nUser-Agent: probe\n\n"))
     assert (reply.status, reply.body) == (200, b"ok\n")
 
@@ -272,7 +298,7 @@ async def test_an_http_1_1_request_without_host_is_400(server: Server) -> None:
 
 
 async def test_a_request_split_across_many_tcp_writes_is_answered(server: Server) -> None:
-    server.core = cluster()
+    server.engine = cluster()
     raw = b"GET /healthz?probe=1 HTTP/1.1\r\nHost: localhost\r\nUser-Agent: trickle\r\n\r\n"
     client = trio.socket.socket()
     client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each write its own segment
@@ -292,7 +318,7 @@ async def test_a_request_split_across_many_tcp_writes_is_answered(server: Server
 async def test_pipelined_requests_get_the_first_answer_then_the_close(server: Server) -> None:
     """No keep-alive: the second request is never answered, and the connection closes cleanly
     after the first answer (no reset that could cost the client that answer)."""
-    server.core = cluster()
+    server.engine = cluster()
     first = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
     second = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
     raw = await exchange(server.port, first + second)
@@ -389,7 +415,7 @@ async def test_clients_that_vanish_do_not_stop_the_server(server: Server) -> Non
 
 
 async def test_connections_are_served_concurrently(server: Server) -> None:
-    server.core = cluster()
+    server.engine = cluster()
     silent = await trio.open_tcp_stream("127.0.0.1", server.port)  # holds its connection open
     async with silent:
         replies: list[Reply] = []

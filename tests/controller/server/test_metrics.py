@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.core import ControllerCore
 from controller.engine import ControllerEngine
 from controller.log import LogSizes
+from controller.server.engine_views import StateView
 from controller.server.metrics import ControllerMetrics, response_error_code
 from controller.slices import finish
 from controller.state.replication import IsrChanges
@@ -161,19 +161,19 @@ def test_each_instance_has_its_own_registry() -> None:
 
 
 # ---------------------------------------------------------------------------- cluster gauges
-def test_cluster_gauges_have_no_sample_before_the_core_exists() -> None:
+def test_cluster_gauges_have_no_sample_before_the_engine_exists() -> None:
     text = ControllerMetrics(lambda: None).render().decode()
     assert "# TYPE fencer_controller_active_broker_count gauge" in text
     assert not any(line.startswith("fencer_controller_") for line in text.splitlines())
 
 
-def test_cluster_gauges_follow_the_core_at_each_scrape() -> None:
+def test_cluster_gauges_follow_the_engines_state_at_each_scrape() -> None:
     h = fenced_cluster()
-    core: ControllerCore | None = None
-    metrics = ControllerMetrics(lambda: core)
+    engine: StateView | None = None  # a harness's core has the methods the metrics read of the engine
+    metrics = ControllerMetrics(lambda: engine)
     assert value(metrics, "fencer_controller_active_broker_count") is None
 
-    core = h.core
+    engine = h.core
     assert value(metrics, "fencer_controller_active_broker_count") == 2
     assert value(metrics, "fencer_controller_fenced_broker_count") == 1
     assert value(metrics, "fencer_controller_global_topic_count") == 2
@@ -246,8 +246,12 @@ def test_committed_isr_changes_and_log_sizes_are_read_from_the_engine_at_each_sc
 
 def test_the_metrics_of_a_real_engine_count_a_committed_isr_shrink(tmp_path: Path) -> None:
     engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
-    metrics = ControllerMetrics(lambda: engine.core, lambda: engine)
+    metrics = ControllerMetrics(lambda: engine, lambda: engine)  # as the daemon makes them
     workload(engine, rounds=0)  # brokers 1-3, "orders" with 4 partitions of 3 replicas
+    assert engine.counts() == engine.core.counts()
+    assert value(metrics, "fencer_controller_active_broker_count") == 3
+    assert value(metrics, "fencer_controller_global_partition_count") == 4
+    assert value(metrics, "fencer_controller_last_applied_record_offset") == engine.core.state.last_offset
     assert value(metrics, "fencer_isr_shrinks_total") == 0
     finish(engine.decide(56, 2, shrink_request(engine, 0), 0))
     assert value(metrics, "fencer_isr_shrinks_total") == 0  # decided, not yet durable

@@ -6,10 +6,12 @@ import dataclasses
 import functools
 import json
 import uuid
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.engine import ControllerEngine
 from controller.log.ids import uuid_string
 from controller.server.state_json import PARTITIONS_PER_PIECE, state_json, state_json_pieces
 from controller.state.frozen import FrozenState, FrozenTopic
@@ -18,6 +20,7 @@ from protocol.messages.alter_replica_state import OFFLINE
 from protocol.records.metadata import LOST_DIRECTORY, NO_LEADER, UNASSIGNED_DIRECTORY
 
 from ..harness import CLUSTER_ID, Harness, incarnation
+from ..test_engine import workload
 from .test_metrics import fenced_cluster
 
 
@@ -91,6 +94,25 @@ def test_state_json_of_an_empty_controller() -> None:
         "delegation_tokens": [],
         "topics": [],
     }
+
+
+def test_state_json_of_an_engine_is_its_frozen_state(tmp_path: Path) -> None:
+    """Given a view of the engine's state (the engine itself, as /state has it), `state_json`
+    freezes it first: the document is that of `engine.freeze()`, which is its core's."""
+    engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
+    try:
+        workload(engine, rounds=0)  # brokers 1-3, "orders" with 4 partitions of 3 replicas
+        frozen = engine.freeze()
+        assert frozen == engine.core.freeze()
+        state = state_json(engine)
+        assert state == state_json(frozen)
+        assert state["last_applied_offset"] == engine.core.state.last_offset
+        brokers, topics = state["brokers"], state["topics"]
+        assert isinstance(brokers, list) and isinstance(topics, list)
+        assert [b["id"] for b in brokers] == [1, 2, 3]
+        assert [t["name"] for t in topics] == ["orders"]
+    finally:
+        engine.close()
 
 
 # ---------------------------------------------------------------------------- pieces

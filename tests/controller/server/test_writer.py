@@ -129,7 +129,7 @@ class Setup:
 @pytest.fixture
 async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     engine = ControllerEngine.start(tmp_path / "data", fsync=False, now_ns=0)
-    metrics = ControllerMetrics(lambda: engine.core)
+    metrics = ControllerMetrics(lambda: engine)
     clock = Clock()
     writer = Writer(engine, Channel(), metrics, clock=clock)
     async with trio.open_nursery() as nursery:
