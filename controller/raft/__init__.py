@@ -13,12 +13,14 @@ The shell (step 4) turns `Action`s into I/O and I/O into events. Modules:
   leader's replicas, high watermark and check-quorum; `requests`: requests in flight.
 - `node`: `RaftNode`, its interface and transitions; `inbound` answers requests, `outbound`
   reads responses, `poll` runs the timers and sends what is due.
+- `wire`, `wire_requests`, `wire_responses`: the messages to and from Kafka's wire dataclasses
+  (`protocol.messages`), for the shell; `describe_quorum`: DescribeQuorum's answer from the
+  leader's progress.
 
 Left out, on purpose (Kafka has them): dynamic voter sets (KIP-853's AddRaftVoter, RemoveRaftVoter,
 UpdateRaftVoter, directory ids and endpoints: fencer's voters are static, kraft.version 0), a
-graceful shutdown and `resign()` on request, DescribeQuorum's answer (the leader's `progress`
-holds what it needs), several retained snapshots (a node keeps its latest one), and the batching
-and linger of appends (the controller above decides its batches).
+graceful shutdown and `resign()` on request, several retained snapshots (a node keeps its
+latest one), and the batching and linger of appends (the controller above decides its batches).
 """
 
 from .actions import (

@@ -28,7 +28,7 @@ from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
 from ..control.tls import Transport, failure_text, open_stream
 from ..log import LogError, SnapshotId
 from ..raft import messages as rm
-from . import raft_wire as wire
+from ..raft import wire, wire_requests, wire_responses
 from .connection import socket_of
 from .quorum_config import Voter
 
@@ -140,8 +140,8 @@ class PeerLink:
             raise PeerError(f"voter {self.voter} speaks no pre-vote (Vote v{version})")
         if isinstance(request, rm.FetchSnapshotRequest):
             return await self._fetch_snapshot(request, version)
-        body = wire.request_to_wire(request, version, max_bytes=FETCH_MAX_BYTES)
-        return wire.response_from_wire(key, await self._call(body, version))
+        body = wire_requests.request_to_wire(request, version, max_bytes=FETCH_MAX_BYTES)
+        return wire_responses.response_from_wire(key, await self._call(body, version))
 
     async def _fetch_snapshot(self, request: rm.FetchSnapshotRequest, version: int) -> rm.Response:
         """Every chunk of the snapshot, into the log's incoming snapshot; the core then sees one
@@ -155,8 +155,8 @@ class PeerLink:
                 chunk_request = rm.FetchSnapshotRequest(
                     request.cluster_id, request.replica_id, request.current_leader_epoch, request.snapshot_id, position
                 )
-                body = wire.request_to_wire(chunk_request, version, max_bytes=SNAPSHOT_CHUNK_BYTES)
-                response = wire.response_from_wire(ApiKey.FETCH_SNAPSHOT, await self._call(body, version))
+                body = wire_requests.request_to_wire(chunk_request, version, max_bytes=SNAPSHOT_CHUNK_BYTES)
+                response = wire_responses.response_from_wire(ApiKey.FETCH_SNAPSHOT, await self._call(body, version))
                 assert isinstance(response, rm.FetchSnapshotResponse)
                 if response.error or response.payload is None or incoming is None:
                     if incoming is not None:
@@ -180,7 +180,7 @@ class PeerLink:
 
 
 def _chunk(payload: object) -> tuple[int, int, bytes]:
-    """A FetchSnapshot answer's (snapshot size, position, bytes), as `raft_wire` carries them."""
+    """A FetchSnapshot answer's (snapshot size, position, bytes), as `wire_responses` carries them."""
     if not isinstance(payload, tuple) or len(payload) != 3:
         raise PeerError(f"not a snapshot chunk: {type(payload).__name__}")
     size, position, data = payload

@@ -73,7 +73,7 @@ from ..raft import (
 )
 from ..raft import messages as rm
 from ..raft.leader import Leader
-from . import raft_wire as wire
+from ..raft.wire_responses import batch_bytes
 from .denials import Denials
 from .paced import in_thread_now
 from .peer_link import PeerLink
@@ -424,7 +424,7 @@ class RaftDriver:
             )
             raw = control_batch(first.base_offset, first.epoch, self._wall_ms(), [(message, 0)])
         else:
-            raw = b"".join(wire.batch_bytes(action.batches))
+            raw = b"".join(batch_bytes(action.batches))
         async with self._writing():
             end = await trio.to_thread.run_sync(self.log.append_as_follower, raw)
         self.handle(LogFlushed(end))

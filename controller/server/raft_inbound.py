@@ -8,7 +8,7 @@ Rules:
   event and returns); otherwise it waits in a bounded queue for the quorum's own task (`serve`).
   A full queue (`INBOUND_QUEUE_LIMIT` requests) makes the submitting connection wait, reading
   nothing meanwhile (`wait_for_room`); the queue's length is a metric. Vote, BeginQuorumEpoch,
-  EndQuorumEpoch, Fetch and FetchSnapshot go to the core (`raft_wire` maps them; a request
+  EndQuorumEpoch, Fetch and FetchSnapshot go to the core (`wire_requests` maps them; a request
   about another partition is answered INVALID_REQUEST at once); its answer comes back as an
   action (`respond`) and is sent on the request's connection, a Fetch's with the log's record
   bytes from the offset the core names (at most `FETCH_MAX_BYTES`, Kafka's 8 MiB, and only
@@ -52,11 +52,10 @@ from ..engine import ControllerEngine
 from ..log import LogError, SnapshotId
 from ..log.model import OffsetOutOfRangeError, PositionOutOfRangeError, SnapshotNotFoundError
 from ..ops.authorization import authorize_api
-from ..raft import Event, NodeId, RaftNode, RequestReceived
+from ..raft import Event, NodeId, RaftNode, RequestReceived, wire, wire_requests, wire_responses
 from ..raft import messages as rm
-from . import raft_wire as wire
+from ..raft.describe_quorum import describe_quorum
 from .denials import Denials
-from .describe_quorum import describe_quorum
 from .logging_config import RateLimitedLogger
 from .peer_link import FETCH_MAX_BYTES
 from .pending import LARGE_FRAME_BYTES, Pending, request_context
@@ -214,12 +213,12 @@ class RaftInbound:
             self._respond(pending, answer)
             return
         try:
-            message = wire.request_from_wire(key, version, body)
-        except wire.WireRefusal as refusal:
+            message = wire_requests.request_from_wire(key, version, body)
+        except wire_requests.WireRefusal as refusal:
             self._respond(pending, refusal.response)
             return
         if not self._proven(pending, key, message):
-            self._respond(pending, wire.top_level_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            self._respond(pending, wire_responses.top_level_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
             return
         correlation = next(self._ids)
         self._inbound[correlation] = _Inbound(pending, key, version, body)
@@ -264,7 +263,7 @@ class RaftInbound:
             if inbound.pending is pending:
                 del self._inbound[correlation]
         if not pending.resolved:
-            self._respond(pending, wire.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
+            self._respond(pending, wire_responses.top_level_error(request.api_key, ErrorCode.UNKNOWN_SERVER_ERROR))
 
     def respond_now(self, correlation_id: int, response: rm.Response) -> bool:
         """`respond` if that needs no waiting (no record or snapshot bytes to read from disk):
@@ -284,7 +283,7 @@ class RaftInbound:
                 return False
             records = read.records
         del self._inbound[correlation_id]
-        self._respond(inbound.pending, wire.response_to_wire(response, records=records))
+        self._respond(inbound.pending, wire_responses.response_to_wire(response, records=records))
         return True
 
     async def respond(self, correlation_id: int, response: rm.Response) -> None:
@@ -308,7 +307,7 @@ class RaftInbound:
                 # fetch starts over (the core's log end passes the disk's while a batch is written)
                 log.debug("no records for a fetch from %d: %s", response.records_from_offset, exc)
         elif isinstance(response, rm.FetchSnapshotResponse) and response.snapshot_id is not None and not response.error:
-            position, max_bytes = wire.snapshot_position(inbound.body)
+            position, max_bytes = wire_requests.snapshot_position(inbound.body)
             snapshot = SnapshotId(response.snapshot_id.offset, response.snapshot_id.epoch)
             try:
                 read_chunk = await trio.to_thread.run_sync(
@@ -323,7 +322,7 @@ class RaftInbound:
                     else ErrorCode.SNAPSHOT_NOT_FOUND
                 )
                 response = rm.FetchSnapshotResponse(error, response.leader_id, response.leader_epoch)
-        self._respond(inbound.pending, wire.response_to_wire(response, records=records, snapshot_chunk=chunk))
+        self._respond(inbound.pending, wire_responses.response_to_wire(response, records=records, snapshot_chunk=chunk))
 
     def _respond(self, pending: Pending, response: Data) -> None:
         request = pending.request
@@ -340,7 +339,7 @@ class RaftInbound:
 
 def _fetch_limit(body: Any) -> int:
     """The bytes a Fetch answer may carry: the request's limits, at most `FETCH_MAX_BYTES`."""
-    partition_max, request_max = wire.fetch_limits(body)
+    partition_max, request_max = wire_requests.fetch_limits(body)
     return max(1, min(partition_max, request_max, FETCH_MAX_BYTES))
 
 

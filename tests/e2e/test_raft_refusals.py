@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from controller.raft import messages as rm
+from controller.raft import wire_requests
 from controller.raft.ids import Epoch, NodeId, OffsetAndEpoch
-from controller.server import raft_wire as wire
 from protocol.error_codes import ErrorCode
 from tests.stress.cluster import setup
 
@@ -46,7 +46,7 @@ def quorum_view(metrics_port: int) -> tuple[object, ...]:
 
 def ask(port: int, request: rm.Request, version: int) -> Any:
     """The daemon's answer to one quorum RPC (the core's message on the wire at `version`)."""
-    body = wire.request_to_wire(request, version)
+    body = wire_requests.request_to_wire(request, version)
     with FencerClient(port) as client:
         return client.request(body, version)
 

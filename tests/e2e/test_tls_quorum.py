@@ -27,8 +27,8 @@ import pytest
 from kio.schema.create_acls.v3 import request as create_acls
 
 from controller.raft import messages as rm
+from controller.raft import wire_requests
 from controller.raft.ids import Epoch, NodeId
-from controller.server import raft_wire as wire
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.error_codes import ErrorCode
 from tests.pki import Identity, Pki
@@ -152,7 +152,7 @@ def test_a_broker_may_cluster_action_but_not_speak_for_a_voter(quorum: TlsQuorum
 
     def ask(request: rm.Request, version: int) -> Any:
         with FencerClient(quorum.ports[leader - 1], tls=broker) as client:
-            return client.request(wire.request_to_wire(request, version), version)
+            return client.request(wire_requests.request_to_wire(request, version), version)
 
     spoofed = rm.FetchRequest(None, NodeId(follower), epoch, end, epoch, -1, 0)
     assert ask(spoofed, 17).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -15,9 +15,14 @@ import trio
 
 from controller.engine import ControllerEngine
 from controller.raft import messages as rm
+from controller.raft import wire_requests
 from controller.raft.ids import Epoch, NodeId
 from controller.server import raft_inbound
+<<<<<<< HEAD
 from controller.server import raft_wire as wire
+=======
+from controller.server.connection import LARGE_FRAME_BYTES, Pending
+>>>>>>> c78fe8e (raft: the quorum's wire mapping and DescribeQuorum's answer move beside the core, typed by the protocol's dataclasses)
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.pending import LARGE_FRAME_BYTES, Pending
 from controller.server.quorum import Quorum
@@ -33,7 +38,7 @@ IDS = itertools.count(1)
 
 async def exchange(port: int, request: rm.Request, version: int) -> Any:
     """One quorum RPC over TCP: the decoded answer."""
-    body = wire.request_to_wire(request, version)
+    body = wire_requests.request_to_wire(request, version)
     correlation = next(IDS)
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:

@@ -1,5 +1,5 @@
 """DescribeQuorum's answer (Kafka's `KafkaRaftClient.handleDescribeQuorumRequest`), from the Raft
-core's state: a pure function of the node, the request and the two clocks.
+node's state: a pure function of the node, the request, the voters' listeners and the two clocks.
 
 Rules (Kafka 3.9):
 - The request must name `__cluster_metadata` partition 0 alone; any other topic or partition is
@@ -7,29 +7,44 @@ Rules (Kafka 3.9):
 - A node that does not lead answers NOT_LEADER_OR_FOLLOWER (6).
 - The leader lists every voter and every observer it tracks (`controller.raft.leader.Observers`:
   those that fetched within the last five minutes, at most `MAX_OBSERVERS`), each with its end
-  offset and its last fetch and caught-up times, turned from the monotonic clock into the wall
-  clock (-1 where unknown); itself with its log end and the time now. Version 2 adds each
-  voter's CONTROLLER listener.
+  offset and its last fetch and caught-up times from its progress, turned from the monotonic
+  clock into the wall clock (-1 where unknown); itself with its log end and the time now.
+  Version 2 adds each voter's CONTROLLER listener (`VoterListener`: the shell's voters, as
+  configured; the core knows voters by id only).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from protocol.error_codes import ErrorCode
 from protocol.messages import describe_quorum as dq
 from protocol.records.metadata import METADATA_TOPIC
+from protocol.spec import Data
 
-from ..raft import RaftNode
-from ..raft.leader import Leader, ReplicaProgress
-from .quorum_config import Voter
-from .raft_wire import METADATA_PARTITION
+from .leader import Leader, ReplicaProgress
+from .wire import METADATA_PARTITION, narrow
+
+if TYPE_CHECKING:
+    from .node import RaftNode
+
+
+class VoterListener(Protocol):
+    """A voter's CONTROLLER listener (the shell's `Voter`)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
 
 
 def describe_quorum(
-    node: RaftNode, body: Any, version: int, voters: tuple[Voter, ...], now_ms: int, wall_ms: int
+    node: RaftNode, body: Data, version: int, voters: tuple[VoterListener, ...], now_ms: int, wall_ms: int
 ) -> dq.DescribeQuorumResponse:
-    topics = body.topics
+    """The answer to DescribeQuorum `body` (as the codec decoded it) at `version`."""
+    topics = narrow(body, dq.DescribeQuorumRequest).topics
     if (
         len(topics) != 1
         or topics[0].topic_name != METADATA_TOPIC
@@ -92,7 +107,7 @@ def _leader_partition(
     )
 
 
-def _listeners(voters: tuple[Voter, ...]) -> tuple[dq.DescribeQuorumResponseNode, ...]:
+def _listeners(voters: tuple[VoterListener, ...]) -> tuple[dq.DescribeQuorumResponseNode, ...]:
     return tuple(
         dq.DescribeQuorumResponseNode(
             node_id=voter.node_id,

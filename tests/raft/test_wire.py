@@ -1,15 +1,17 @@
-"""The quorum's RPCs between the Raft core's messages and Kafka's wire (controller.server.raft_wire):
-every message survives core -> wire -> bytes -> wire -> core at every version the quorum sends,
-requests about anything but `__cluster_metadata-0` are refused before the core sees them, and a
-Fetch response's record bytes arrive as whole batches with their offsets and epochs."""
+"""The quorum's RPCs between the Raft core's messages and Kafka's wire (controller.raft.wire_requests,
+wire_responses): every message survives core -> wire -> bytes -> wire -> core at every version the
+quorum sends, requests about anything but `__cluster_metadata-0` are refused before the core sees
+them, and a Fetch response's record bytes arrive as whole batches with their offsets and epochs."""
 
 from __future__ import annotations
 
 import pytest
 
 from controller.raft import messages as rm
+from controller.raft import wire
 from controller.raft.ids import Epoch, NodeId, OffsetAndEpoch
-from controller.server import raft_wire as wire
+from controller.raft.wire_requests import WireRefusal, request_from_wire, request_to_wire
+from controller.raft.wire_responses import batch_bytes, response_from_wire, response_to_wire, split_batches
 from protocol.api_keys import ApiKey
 from protocol.compiler import codec
 from protocol.error_codes import ErrorCode
@@ -51,8 +53,8 @@ def test_requests_round_trip_at_every_version_sent(request_: rm.Request) -> None
     for version in versions:
         if getattr(request_, "pre_vote", False) and version < 2:
             continue  # a pre-vote exists from Vote v2 (KIP-996)
-        body = through_bytes(wire.request_to_wire(request_, version), version)
-        back = wire.request_from_wire(key, version, body)
+        body = through_bytes(request_to_wire(request_, version), version)
+        back = request_from_wire(key, version, body)
         if key == ApiKey.VOTE and version == 0:
             assert back == rm.VoteRequest(**{**_fields(request_), "voter_id": NodeId(-1)})  # v0 has no voter id
         elif key == ApiKey.BEGIN_QUORUM_EPOCH and version == 0:
@@ -67,27 +69,27 @@ def _fields(message: object) -> dict[str, object]:
 
 def test_a_pre_vote_cannot_go_below_vote_v2() -> None:
     with pytest.raises(Exception, match="pre_vote"):
-        codec(vo.VoteRequest, 1).encode(wire.request_to_wire(REQUESTS[1], 1))
+        codec(vo.VoteRequest, 1).encode(request_to_wire(REQUESTS[1], 1))
 
 
 def test_requests_about_another_partition_are_refused_before_the_core() -> None:
-    body = wire.request_to_wire(REQUESTS[0], 2)
+    body = request_to_wire(REQUESTS[0], 2)
     other = vo.VoteRequest(
         cluster_id="c1",
         topics=(vo.VoteRequestTopicData(topic_name="orders", partitions=body.topics[0].partitions),),  # type: ignore[attr-defined]
     )
-    with pytest.raises(wire.WireRefusal) as info:
-        wire.request_from_wire(ApiKey.VOTE, 2, other)
+    with pytest.raises(WireRefusal) as info:
+        request_from_wire(ApiKey.VOTE, 2, other)
     assert info.value.response == vo.VoteResponse(error_code=ErrorCode.INVALID_REQUEST, topics=())
-    fetch = wire.request_to_wire(REQUESTS[4], 17)
+    fetch = request_to_wire(REQUESTS[4], 17)
     for version in (12, 17):
         wrong = fe.FetchRequest(
             max_wait_ms=0, min_bytes=0, topics=(fe.FetchRequestFetchTopic(topic="x", partitions=()),)
         )
-        with pytest.raises(wire.WireRefusal):
-            wire.request_from_wire(ApiKey.FETCH, version, wrong)
-    with pytest.raises(wire.WireRefusal):
-        wire.request_from_wire(ApiKey.FETCH, 12, fetch)  # names the topic by id: v13 and later only
+        with pytest.raises(WireRefusal):
+            request_from_wire(ApiKey.FETCH, version, wrong)
+    with pytest.raises(WireRefusal):
+        request_from_wire(ApiKey.FETCH, 12, fetch)  # names the topic by id: v13 and later only
 
 
 def test_responses_round_trip_and_fetch_records_arrive_as_batches() -> None:
@@ -102,24 +104,24 @@ def test_responses_round_trip_and_fetch_records_arrive_as_batches() -> None:
         log_start_offset=0,
         records_from_offset=100,
     )
-    body = through_bytes(wire.response_to_wire(fetched, records=records), 17)
-    back = wire.response_from_wire(ApiKey.FETCH, body)
+    body = through_bytes(response_to_wire(fetched, records=records), 17)
+    back = response_from_wire(ApiKey.FETCH, body)
     assert isinstance(back, rm.FetchResponse)
     assert [(b.base_offset, b.last_offset, b.epoch) for b in back.records] == [
         (100, 100, 4),
         (101, 102, 5),
         (103, 105, 6),
     ]
-    assert b"".join(wire.batch_bytes(back.records)) == records
+    assert b"".join(batch_bytes(back.records)) == records
     assert (back.error, back.leader_id, back.leader_epoch, back.high_watermark) == (ErrorCode.NONE, 2, 7, 99)
     assert back.diverging_epoch is None and back.snapshot_id is None
-    cut = wire.split_batches(records[:-5])  # a last batch cut short is left for the next fetch
+    cut = split_batches(records[:-5])  # a last batch cut short is left for the next fetch
     assert [b.base_offset for b in cut] == [100, 101]
 
     diverging = rm.FetchResponse(
         ErrorCode.NONE, NodeId(2), Epoch(7), 99, 0, diverging_epoch=OffsetAndEpoch(90, Epoch(5))
     )
-    assert wire.response_from_wire(ApiKey.FETCH, through_bytes(wire.response_to_wire(diverging), 13)) == diverging
+    assert response_from_wire(ApiKey.FETCH, through_bytes(response_to_wire(diverging), 13)) == diverging
     for response, key in [
         (rm.VoteResponse(ErrorCode.NONE, None, Epoch(7), True), ApiKey.VOTE),
         (rm.VoteResponse(ErrorCode.FENCED_LEADER_EPOCH, NodeId(1), Epoch(8), False), ApiKey.VOTE),
@@ -127,13 +129,13 @@ def test_responses_round_trip_and_fetch_records_arrive_as_batches() -> None:
         (rm.EndQuorumEpochResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER, None, Epoch(7)), ApiKey.END_QUORUM_EPOCH),
     ]:
         for version in api(key).versions:
-            assert wire.response_from_wire(key, through_bytes(wire.response_to_wire(response), version)) == response
+            assert response_from_wire(key, through_bytes(response_to_wire(response), version)) == response
     # a top-level error reaches the core alone
     top = rm.FetchResponse(ErrorCode.INCONSISTENT_CLUSTER_ID, None, Epoch(-1))
-    assert wire.response_from_wire(ApiKey.FETCH, through_bytes(wire.response_to_wire(top), 17)) == top
+    assert response_from_wire(ApiKey.FETCH, through_bytes(response_to_wire(top), 17)) == top
     snap = rm.FetchSnapshotResponse(ErrorCode.NONE, NodeId(2), Epoch(7), OffsetAndEpoch(400, Epoch(5)))
-    back_snap = wire.response_from_wire(
-        ApiKey.FETCH_SNAPSHOT, through_bytes(wire.response_to_wire(snap, snapshot_chunk=(9000, 4096, b"abc")), 1)
+    back_snap = response_from_wire(
+        ApiKey.FETCH_SNAPSHOT, through_bytes(response_to_wire(snap, snapshot_chunk=(9000, 4096, b"abc")), 1)
     )
     assert back_snap == rm.FetchSnapshotResponse(
         ErrorCode.NONE, NodeId(2), Epoch(7), OffsetAndEpoch(400, Epoch(5)), payload=(9000, 4096, b"abc")
