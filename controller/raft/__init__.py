@@ -11,8 +11,9 @@ The shell (step 4) turns `Action`s into I/O and I/O into events. Modules:
 - `log`: `LogView`, the local log as the core sees it (ends, flushed end, epoch cache, snapshot).
 - `state`: the persisted `ElectionState`, the election states and `Tally`; `leader`: the
   leader's replicas, high watermark and check-quorum; `requests`: requests in flight.
-- `node`: `RaftNode`, its interface and transitions; `inbound` answers requests, `outbound`
-  reads responses, `poll` runs the timers and sends what is due.
+- `node`: `RaftNode`, its interface, log and high watermark; `transitions`: its state
+  transitions (Kafka's `QuorumState`); `inbound` answers requests, `outbound` reads responses,
+  `poll` runs the timers and sends what is due.
 - `wire`, `wire_requests`, `wire_responses`: the messages to and from Kafka's wire dataclasses
   (`protocol.messages`), for the shell; `describe_quorum`: DescribeQuorum's answer from the
   leader's progress.

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 from protocol.error_codes import ErrorCode
 
+from . import transitions
 from .ids import MAX_EPOCH, Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
 from .messages import (
@@ -142,12 +143,12 @@ def vote(node: RaftNode, now_ms: int, request: VoteRequest) -> VoteResponse:
     if error is not None:
         return answer(error)
     if candidate_epoch > node.epoch:
-        node.to_unattached(candidate_epoch, None, now_ms)
+        transitions.to_unattached(node, candidate_epoch, None, now_ms)
     up_to_date = OffsetAndEpoch(request.last_offset, last_epoch).at_least(node.log.end)
     granted = can_grant(node.state, request.candidate_id, up_to_date, request.pre_vote)
     state = node.state
     if granted and not request.pre_vote and isinstance(state, Unattached | Prospective) and state.voted_id is None:
-        node.add_vote(request.candidate_id, now_ms)
+        transitions.add_vote(node, request.candidate_id, now_ms)
     return answer(ErrorCode.NONE, granted)
 
 
@@ -174,7 +175,7 @@ def begin_quorum_epoch(node: RaftNode, now_ms: int, request: BeginQuorumEpochReq
     if error is None and not _meant_for(node, request.voter_id):
         error = ErrorCode.INVALID_VOTER_KEY
     if error is None:
-        node.maybe_transition(request.leader_id, request.leader_epoch, now_ms)
+        transitions.maybe_transition(node, request.leader_id, request.leader_epoch, now_ms)
     return BeginQuorumEpochResponse(error or ErrorCode.NONE, node.leader_id, node.epoch)
 
 
@@ -184,7 +185,7 @@ def end_quorum_epoch(node: RaftNode, now_ms: int, request: EndQuorumEpochRequest
     error = _leader_claim_error(node, request.leader_id, request.leader_epoch)
     if error is not None:
         return EndQuorumEpochResponse(error, node.leader_id, node.epoch)
-    node.maybe_transition(request.leader_id, request.leader_epoch, now_ms)
+    transitions.maybe_transition(node, request.leader_id, request.leader_epoch, now_ms)
     state = node.state
     if isinstance(state, Follower) and state.leader_id == request.leader_id:
         backoff = end_epoch_backoff_ms(node, request.preferred_successors)

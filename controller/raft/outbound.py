@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from protocol.error_codes import ErrorCode
 
+from . import transitions
 from .actions import AppendBatches, InstallSnapshot, TruncateTo
 from .ids import MAX_EPOCH, Epoch, NodeId, OffsetAndEpoch
 from .leader import Leader
@@ -78,10 +79,10 @@ def common(node: RaftNode, error: int, leader_id: NodeId | None, epoch: Epoch, n
         return False
     if epoch > node.epoch or error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
         before = (node.epoch, node.leader_id)
-        node.maybe_transition(leader_id, epoch, now_ms)
+        transitions.maybe_transition(node, leader_id, epoch, now_ms)
         return (node.epoch, node.leader_id) != before
     if leader_id is not None and node.leader_id is None:
-        node.maybe_transition(leader_id, epoch, now_ms)
+        transitions.maybe_transition(node, leader_id, epoch, now_ms)
         return None if error == ErrorCode.NONE else True
     if error == ErrorCode.NONE:
         return None
@@ -99,11 +100,11 @@ def vote(node: RaftNode, now_ms: int, source: NodeId, response: VoteResponse) ->
     node.state = replace(state, tally=tally)
     if tally.won:
         if isinstance(state, Prospective):
-            node.to_candidate(now_ms)
+            transitions.to_candidate(node, now_ms)
         else:
-            node.to_leader(now_ms)
+            transitions.to_leader(node, now_ms)
     elif tally.lost and isinstance(state, Prospective):
-        node.after_prospective_loss(now_ms)
+        transitions.after_prospective_loss(node, now_ms)
     return True
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from . import transitions
 from .ids import MAX_EPOCH, Epoch, NodeId
 from .leader import Leader
 from .messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest, VoteRequest
@@ -52,9 +53,9 @@ def _poll_once(node: RaftNode, now_ms: int) -> None:
     elif isinstance(state, Candidate | Prospective):
         if now_ms >= state.election_deadline_ms:
             if isinstance(state, Candidate):
-                node.to_prospective(now_ms)
+                transitions.to_prospective(node, now_ms)
             else:
-                node.after_prospective_loss(now_ms)
+                transitions.after_prospective_loss(node, now_ms)
         elif not state.tally.lost:
             for voter in sorted(state.tally.unrecorded):
                 node.send(voter, _vote_request(node, voter), now_ms)
@@ -63,7 +64,7 @@ def _poll_once(node: RaftNode, now_ms: int) -> None:
     elif isinstance(state, Unattached):
         deadline = state.election_deadline_ms
         if node.config.is_voter and deadline is not None and now_ms >= deadline:
-            node.to_prospective(now_ms)
+            transitions.to_prospective(node, now_ms)
         elif not node.config.is_voter and not node.in_flight.any_in_flight(now_ms):
             voters = sorted(node.config.voters)
             send_fetch(node, voters[node.rng.randrange(len(voters))], now_ms)
@@ -75,14 +76,14 @@ def _poll_once(node: RaftNode, now_ms: int) -> None:
             node.send(voter, request, now_ms)
         if now_ms >= state.election_deadline_ms:
             if state.epoch < MAX_EPOCH:
-                node.to_unattached(Epoch(state.epoch + 1), None, now_ms)
+                transitions.to_unattached(node, Epoch(state.epoch + 1), None, now_ms)
             else:  # no epoch after it: stand in vain, as a node in MAX_EPOCH does
-                node.to_prospective(now_ms)
+                transitions.to_prospective(node, now_ms)
 
 
 def _leader(node: RaftNode, state: Leader, now_ms: int) -> None:
     if state.check_quorum_expired(now_ms):
-        node.to_resigned(now_ms)
+        transitions.to_resigned(node, now_ms)
         return
     node.complete_parked(now_ms, only_expired=True)
     current = node.state
@@ -97,9 +98,9 @@ def _leader(node: RaftNode, state: Leader, now_ms: int) -> None:
 def _follower(node: RaftNode, state: Follower, now_ms: int) -> None:
     if now_ms >= state.fetch_deadline_ms:
         if node.config.is_voter:
-            node.to_prospective(now_ms)
+            transitions.to_prospective(node, now_ms)
         else:
-            node.to_unattached(state.epoch, state.leader_id, now_ms)
+            transitions.to_unattached(node, state.epoch, state.leader_id, now_ms)
     elif node.in_flight.is_ready(state.leader_id, now_ms):
         if state.fetching_snapshot is not None:
             request = FetchSnapshotRequest(node.config.cluster_id, node.node_id, state.epoch, state.fetching_snapshot)

@@ -15,7 +15,7 @@ import trio
 
 from controller.engine import ControllerEngine
 from controller.raft import messages as rm
-from controller.raft import wire_requests
+from controller.raft import transitions, wire_requests
 from controller.raft.ids import Epoch, NodeId
 from controller.server import raft_inbound
 <<<<<<< HEAD
@@ -173,11 +173,11 @@ async def test_a_resigned_leader_names_no_controller(tmp_path: Path) -> None:
     quorum = Quorum(QuorumConfig(1, voters), engine)
     node = quorum.node
     node.start(0)
-    node.to_prospective(0)
-    node.to_candidate(0)
+    transitions.to_prospective(node, 0)
+    transitions.to_candidate(node, 0)
     node.state = dataclasses.replace(node.state, tally=node.state.tally.record(NodeId(2), True))  # type: ignore[arg-type, call-arg, union-attr]
-    node.to_leader(0)
+    transitions.to_leader(node, 0)
     assert quorum.leader_id == 1
-    node.to_resigned(10)
+    transitions.to_resigned(node, 10)
     assert node.leader_id == 1 and quorum.leader_id is None
     engine.close()
