@@ -18,11 +18,6 @@ from controller.raft import messages as rm
 from controller.raft import transitions, wire_requests
 from controller.raft.ids import Epoch, NodeId
 from controller.server import raft_inbound
-<<<<<<< HEAD
-from controller.server import raft_wire as wire
-=======
-from controller.server.connection import LARGE_FRAME_BYTES, Pending
->>>>>>> c78fe8e (raft: the quorum's wire mapping and DescribeQuorum's answer move beside the core, typed by the protocol's dataclasses)
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.pending import LARGE_FRAME_BYTES, Pending
 from controller.server.quorum import Quorum
