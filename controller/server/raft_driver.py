@@ -41,7 +41,7 @@ from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVot
 
 from ..auth.voters import VoterIdentities
 from ..engine import ControllerEngine
-from ..log import IncomingSnapshot, LogError, MetadataLog
+from ..log import IncomingSnapshot, LogError
 from ..log.quorum_state import write_election
 from ..raft import (
     Action,
@@ -49,17 +49,14 @@ from ..raft import (
     BecomeLeader,
     ElectionState,
     Epoch,
-    EpochStart,
     Event,
     HighWatermark,
     InstallSnapshot,
     LeaderChanged,
     LeaderChangeRecord,
     LogFlushed,
-    LogView,
     NodeId,
     NotLeader,
-    OffsetAndEpoch,
     PersistQuorumState,
     RaftConfig,
     RaftNode,
@@ -79,6 +76,7 @@ from .paced import in_thread_now
 from .peer_link import PeerLink
 from .quorum_config import QuorumConfig
 from .raft_inbound import InboundMetrics, RaftInbound
+from .raft_recovery import recovered_election, recovered_view
 from .tls import TlsOptions
 
 log = logging.getLogger("fencer.quorum")
@@ -112,31 +110,6 @@ class RaftListener(Protocol):
 
     def snapshot_loaded(self) -> None:
         """The log now starts at the leader's snapshot just installed: state from it."""
-
-
-def recovered_view(log_: MetadataLog) -> LogView:
-    """The log as the core must see it at start-up: from the newest snapshot (if any) to its end,
-    with the epochs of its batches."""
-    snapshots = log_.snapshots()
-    snapshot = OffsetAndEpoch(snapshots[-1].end_offset, Epoch(snapshots[-1].epoch)) if snapshots else None
-    start = snapshot.offset if snapshot is not None else 0
-    kept: list[EpochStart] = []
-    for epoch, offset in log_.epoch_entries():
-        if offset < start:
-            kept = [EpochStart(Epoch(epoch), start)]  # an epoch that began before the snapshot goes on after it
-        else:
-            kept.append(EpochStart(Epoch(epoch), offset))
-    kept = [entry for entry in kept if entry.start_offset < log_.next_offset]
-    return LogView(start, log_.next_offset, log_.next_offset, tuple(kept), snapshot)
-
-
-def recovered_election(log_: MetadataLog) -> ElectionState | None:
-    state = log_.quorum_state
-    if state is None:
-        return None
-    leader = NodeId(state.leader_id) if state.leader_id >= 0 else None
-    voted = NodeId(state.voted_id) if state.voted_id >= 0 else None
-    return ElectionState(Epoch(max(state.leader_epoch, 0)), leader, voted)
 
 
 class RaftDriver:
