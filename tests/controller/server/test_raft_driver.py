@@ -17,7 +17,6 @@ from controller.engine import ControllerEngine
 from controller.raft import ElectionState, Epoch, HighWatermark, NodeId, PersistQuorumState, TruncateTo
 from controller.raft import messages as rm
 from controller.raft.actions import SendRequest
-from controller.server import raft_driver
 from controller.server.denials import Denials
 from controller.server.peer_link import PeerLink
 from controller.server.quorum_config import QuorumConfig, Voter
@@ -161,7 +160,7 @@ async def test_while_a_truncation_rewrites_the_log_no_reader_starts(
         await release.wait()
         events.append("truncated")
 
-    monkeypatch.setattr(raft_driver.trio.to_thread, "run_sync", slow_truncate)
+    monkeypatch.setattr(trio.to_thread, "run_sync", slow_truncate)
     driver._enqueue([TruncateTo(0)])
     await trio.testing.wait_all_tasks_blocked()
 
