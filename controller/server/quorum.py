@@ -197,7 +197,7 @@ class Quorum:
             return False  # decided in an epoch this node no longer leads (or leads no more)
         if commit.records <= 0:
             return True  # nothing to write (orders only)
-        return await self.driver.write_leader_batches(epoch, commit.records, commit.end_offset, lambda: write(commit))
+        return await self.driver.write_leader_batches(commit, write)
 
     def snapshot_created(self, end_offset: int, epoch: int) -> None:
         """The writer (or a standby, `_standby_snapshot`) wrote a snapshot of committed state:

@@ -40,7 +40,7 @@ import trio
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 
 from ..auth.voters import VoterIdentities
-from ..engine import ControllerEngine
+from ..engine import Commit, ControllerEngine
 from ..log import IncomingSnapshot, LogError
 from ..log.quorum_state import write_election
 from ..raft import (
@@ -80,9 +80,6 @@ from .raft_recovery import recovered_election, recovered_view
 from .tls import TlsOptions
 
 log = logging.getLogger("fencer.quorum")
-#: the payload of the leader's batches, which `write_leader_batches` writes (the core only hears
-#: of their offsets)
-_WRITTEN = object()
 ALIVE_INTERVAL_S = 0.05
 #: fetches read within this long after a stall are taken as having waited through it
 STALL_GRACE_MS = 100
@@ -178,22 +175,23 @@ class RaftDriver:
         """Give the core an event; the actions it answers with are executed in order."""
         self._enqueue(self.node.handle(self.clock_ms(), event))
 
-    async def write_leader_batches(
-        self, epoch: int, records: int, end_offset: int, write: Callable[[], object]
-    ) -> bool:
-        """The leader's next `records` records (the writer's commit, ending at `end_offset`): the
-        core gives them their offsets, then `write` puts them on disk (in a worker thread, the
-        log's other writes waiting their turn) and the core hears they are flushed. False, writing
-        nothing, if this node no longer leads `epoch`."""
-        result = self.node.append(self.clock_ms(), Epoch(epoch), records, _WRITTEN)
+    async def write_leader_batches(self, commit: Commit, write: Callable[[Commit], int]) -> bool:
+        """The writer's commit, the leader's next records: the core gives them their offsets (the
+        commit is the payload it hands back in its append action, which the driver skips), then
+        `write` puts them on disk (in a worker thread, the log's other writes waiting their
+        turn) and the core hears they are flushed. False, writing nothing, if this node does not
+        lead the commit's epoch."""
+        result = self.node.append(self.clock_ms(), Epoch(commit.epoch), commit.records, commit)
         if isinstance(result, NotLeader):
             return False
-        if result.batch.end_offset != end_offset:
-            raise LogError(f"the quorum's log ends at {result.batch.end_offset}, the controller's at {end_offset}")
+        if result.batch.end_offset != commit.end_offset:
+            raise LogError(
+                f"the quorum's log ends at {result.batch.end_offset}, the controller's at {commit.end_offset}"
+            )
         self._enqueue(result.actions)
         async with self._writing():
-            await in_thread_now(write)
-        self.flushed(end_offset)
+            await in_thread_now(write, commit)
+        self.flushed(commit.end_offset)
         return True
 
     @contextlib.asynccontextmanager
@@ -385,7 +383,7 @@ class RaftDriver:
 
     async def _append(self, action: AppendBatches) -> None:
         first = action.batches[0]
-        if first.payload is _WRITTEN:
+        if isinstance(first.payload, Commit):
             return  # the leader's own: written by `write_leader_batches`
         if isinstance(first.payload, LeaderChangeRecord):
             record = first.payload
