@@ -54,14 +54,14 @@ from broker_sim.model.quorum import (
 from broker_sim.model.schedule import ControllerFault
 from broker_sim.report import FinalCheck, run_quorum_check
 from broker_sim.shell.fleet import FleetConfig, run_fleet, timing_of
-from broker_sim.shell.quorum import QuorumPlan, open_quorum
+from broker_sim.shell.quorum import QuorumPlan, open_quorum, pick_ports
 from broker_sim.shell.quorum_faults import ControllerFaults
 from broker_sim.shell.runner import warm_codecs
 from broker_sim.stats import FleetStats, percentile
 from protocol.framing import FrameBuffer
 from protocol.messages.describe_quorum import DescribeQuorumResponse
 from protocol.registry import decode_response, encode_request
-from tests.e2e.daemon_process import DaemonProcess, free_port
+from tests.e2e.daemon_process import DaemonProcess
 from tests.stress.cluster import setup
 
 SESSION_TIMEOUT_MS = 9000
@@ -176,7 +176,7 @@ def describe(port: int) -> LeaderView | None:
 
 def start_quorum(work: Path, name: str) -> tuple[list[DaemonProcess], int]:
     """Three voters on their real addresses; the leader's port once its epoch's LeaderChange committed."""
-    ports = [free_port() for _ in range(3)]
+    ports = pick_ports(3)  # one draw: three distinct ports
     voters = ",".join(f"{node}@127.0.0.1:{port}" for node, port in enumerate(ports, start=1))
     nodes = []
     for node, port in enumerate(ports, start=1):

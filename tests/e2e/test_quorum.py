@@ -53,7 +53,8 @@ class Quorum:
         self.extra = extra
         # below the ephemeral range, as the fleet's quorum picks them: a daemon of another test that
         # listens on port 0 (or any outgoing connection) cannot take a voter's port meanwhile
-        self.ports, self.metrics_ports = pick_ports(size), pick_ports(size)
+        ports = pick_ports(2 * size)  # one draw: a metrics port is never a voter's port too
+        self.ports, self.metrics_ports = ports[:size], ports[size:]
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(self.ports))
         self.nodes: dict[int, DaemonProcess] = {}
 
