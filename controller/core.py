@@ -15,7 +15,7 @@ Rules (architecture.md "Records, then replay"):
   `collector` (see `controller.control.orders`).
 - Time (monotonic ns) and randomness (a seeded `random.Random`) are arguments; nothing here
   reads a clock, a socket or the environment.
-- Authorization (issue 22; `controller.ops.authorization` states the rules): `handle` takes who
+- Authorization (`controller.ops.authorization` states the rules): `handle` takes who
   asks, a `RequestContext(principal, host)`, defaulting to "User:ANONYMOUS" from an unknown host
   (the seam: the shell passes each connection's TLS principal and peer address through
   `ControllerEngine.decide(..., context=...)`). With an authorizer configured

@@ -23,7 +23,7 @@ Rules:
   that fails inside its transaction leaves the engine unusable (Kafka's controller resigns on
   such a fault): the in-memory state holds part of it, and only a restart's replay, which aborts
   the open transaction, reconciles state and log. No snapshot is taken inside a transaction.
-- Authorization (issue 22): `load` takes the authorization options (`authorizer`: None or
+- Authorization: `load` takes the authorization options (`authorizer`: None or
   "standard", `super_users`, `allow_everyone_if_no_acl_found`; checked by
   `ops.authorization.authorizer_config`, a ValueError naming what is wrong); none: no authorizer,
   nothing checked. `decide` takes who asks (`context`, a `RequestContext`; anonymous by default);

@@ -129,12 +129,12 @@ INBOUND_API_KEYS = frozenset(
         ApiKey.BROKER_REGISTRATION,
         ApiKey.BROKER_HEARTBEAT,
         ApiKey.ALTER_REPLICA_STATE,
-        # issue 22's ACL APIs: answered SECURITY_DISABLED while no authorizer is configured
+        # the ACL APIs: answered SECURITY_DISABLED while no authorizer is configured
         # (controller.ops.acls), NOT_CONTROLLER by a standby, as the other admin APIs
         ApiKey.DESCRIBE_ACLS,
         ApiKey.CREATE_ACLS,
         ApiKey.DELETE_ACLS,
-        # the controller quorum's (issue 21): KRaft's Raft RPCs, served by every node, a sole
+        # the controller quorum's: KRaft's Raft RPCs, served by every node, a sole
         # voter included (Fetch of `__cluster_metadata` partition 0 only: `SERVED_VERSIONS`)
         ApiKey.FETCH,
         ApiKey.VOTE,

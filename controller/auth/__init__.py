@@ -1,4 +1,4 @@
-"""Authentication and authorization, pure (issue 22): who a TLS peer is and what it may do.
+"""Authentication and authorization, pure: who a TLS peer is and what it may do.
 
 - `acl`: Kafka's ACL model (resource, operation, permission and pattern types with their wire
   codes), filters, CreateAcls/DeleteAcls validation, metadata records <-> ACLs.

@@ -1,7 +1,7 @@
 """The control channel's transports: which registered listeners it can speak to, and its TLS client
 (the quorum's Raft links open theirs with the same `open_stream` and context).
 
-Rules (issue 22):
+Rules:
 - The channel reaches a broker at the listener `engine.broker_address` gives (the broker's first
   registered listener, fencer's choice since the channel exists; Kafka's ZooKeeper-era controller
   takes the inter-broker listener) and speaks that listener's security protocol: PLAINTEXT over

@@ -63,7 +63,7 @@ def render(node_id: int, epoch: int) -> str:
 
 
 def render_election(leader_id: int, epoch: int, voted_id: int, voters: list[int]) -> str:
-    """The version-0 text Kafka 3.9 writes for a static quorum's election state (issue 21): the
+    """The version-0 text Kafka 3.9 writes for a static quorum's election state: the
     leader it knows (-1: none), the epoch, the vote it cast in it (-1: none), and the voters."""
     state = {
         "clusterId": "",

@@ -1,4 +1,4 @@
-"""What a controller quorum needs of the metadata log (issue 21), as `MetadataLog` methods: Kafka's
+"""What a controller quorum needs of the metadata log, as `MetadataLog` methods: Kafka's
 `ReplicatedLog` as `KafkaMetadataLog` implements it, over fencer's segments and snapshots.
 
     leader:   read_records (Fetch), end_offset_for_epoch / validate_offset_and_epoch (a Fetch's

@@ -1,4 +1,4 @@
-"""What a controller that is not the active one answers (issue 21): NOT_CONTROLLER (41).
+"""What a controller that is not the active one answers: NOT_CONTROLLER (41).
 
 Rules (Kafka's QuorumController raises NotControllerException, and each request's
 `getErrorResponse` shapes the answer):
@@ -9,7 +9,7 @@ Rules (Kafka's QuorumController raises NotControllerException, and each request'
   names or ids from v6).
 - ElectLeaders: every requested partition with the error and the message, and from v1 the
   top-level code too (v0 has none: a v0 request for every partition, null, gets an empty answer).
-- The ACL APIs (issue 22), as `ops.acls.error_response` shapes them: DescribeAcls the top-level
+- The ACL APIs, as `ops.acls.error_response` shapes them: DescribeAcls the top-level
   code with the message, CreateAcls every creation, DeleteAcls every filter. This is protocol.md's
   rule, not quite Kafka 3.9's: its AclApis answers on any controller without asking the quorum, so
   a standby without an authorizer says SECURITY_DISABLED, and with StandardAuthorizer only

@@ -1,5 +1,5 @@
 """KRaft's consensus (Kafka's `raft` module, KIP-595 with KIP-996's pre-vote) as a pure state
-machine: the core of the controller quorum of issue 21 (docs/quorum.md, step 3).
+machine: the core of the controller quorum (docs/quorum.md, step 3).
 
 Rules: nothing here imports trio, sockets, the clock, logging or the filesystem; time is passed
 in (`now_ms`, monotonic milliseconds), randomness is the `random.Random` given to each node.

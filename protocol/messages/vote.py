@@ -9,11 +9,11 @@ announces it with BeginQuorumEpoch. Only the controller listener serves it.
 
 Kafka 3.9 speaks v0-1; v2 is Kafka 4.0's (KIP-996): the PreVote flag, last in the partition data,
 asks whether the voter would grant a vote without anybody bumping the epoch or persisting a
-vote. fencer's voters speak it among themselves (issue 21's pre-vote); its layout is Kafka 4.0's
+vote. fencer's voters speak it among themselves (KIP-996's pre-vote); its layout is Kafka 4.0's
 VoteRequest.json (the response is unchanged in v2).
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the quorum of issue 21, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
 and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the candidate's epoch and id
