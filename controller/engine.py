@@ -313,6 +313,11 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
 
     # ------------------------------------------------------------------ what the shell reads
     @property
+    def applied(self) -> int:
+        """The next log offset to replay: the state holds every record below it."""
+        return self._applied
+
+    @property
     def controller_epoch(self) -> int:
         return self.core.state.controller_epoch
 

@@ -10,13 +10,20 @@ Rules:
 - It then appends through the writer, which hands each commit to `write` (the core assigns its
   offsets, or refuses: the epoch is over; the driver writes it) and awaits `committed`: True once
   the high watermark passes the batch and the lease holds, False once the epoch is over.
-- A standby replays up to the high watermark as it moves (hot standby), snapshots its committed
-  state as the active controller does, and takes a leader's snapshot when the driver installs one.
+- Events flow one way, from the driver up; what they ask of the engine (replay, activate,
+  resign, reload) runs on the writer's task, in its queue's turn (`Writer.apply`): one task
+  drives the engine, as Kafka's controller replays on its own event queue. Reads of the log run
+  under the driver's `stable_log`, which a truncation or a snapshot install holds while it
+  rewrites the log; an installed snapshot is taken in (the state rebuilt from it) before the
+  engine next reads the log.
+- A standby replays up to the high watermark as it moves (hot standby), `REPLAY_STEP_RECORDS` at
+  a time so that requests are answered in between, snapshots its committed state as the active
+  controller does, and takes a leader's snapshot when the driver installs one.
 - When the node stops leading, the controller resigns at once: nothing more is decided,
   acknowledged or pushed in that epoch; held commits answer nothing (their connections close);
-  queued control orders are dropped; the writer's commits of the epoch land or are abandoned
-  before the driver goes on (the log becomes the new leader's); the state goes back to what is
-  committed.
+  queued control orders are dropped; no commit of the epoch is appended any more (a commit
+  carries its epoch); then, in the writer's turn, its commits in flight land and the state goes
+  back to what is committed.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import trio
@@ -47,6 +54,8 @@ from .tls import TlsOptions
 log = logging.getLogger("fencer.quorum")
 #: how often a commit waiting for the lease (not for the high watermark) looks again
 LEASE_RECHECK_S = 0.05
+#: records a standby replays in one step of the writer's (about 20-40 ms here): requests in between
+REPLAY_STEP_RECORDS = 1000
 
 
 class QuorumMetrics(DriverMetrics, Protocol):
@@ -61,10 +70,11 @@ class OrderSink(Protocol):
 
 
 class ControllerWriter(Protocol):
-    """The writer that commits through the quorum (`controller.server.writer.Writer`)."""
+    """The writer that commits through the quorum (`controller.server.writer.Writer`), the
+    engine's one driver: the quorum's work on the engine runs on its task."""
 
     async def quiesce(self) -> None: ...
-    def tick(self) -> None: ...
+    def apply(self, step: Callable[[], Awaitable[None]]) -> None: ...
 
 
 class _Uncounted:
@@ -122,7 +132,8 @@ class Quorum:
         #: set once this node first became the active controller
         self.activated = trio.Event()
         self._snapshotting = False
-        self._standby_catching_up = False
+        self._replay_queued = False  # a standby's replay step waits in the writer's queue
+        self._installed = False  # the leader's snapshot replaced the log: the engine reloads first
 
     # ------------------------------------------------------------------ what others read
     @property
@@ -237,46 +248,24 @@ class Quorum:
         self._activating = (epoch, start_offset + 1)
 
     def committed_now(self, offset: int) -> bool:
-        activating = self._activating
-        if activating is not None and offset >= activating[1]:
-            return False  # activation awaits the replay: `committed_to`
         self.high_watermark = offset
         self._moved()
-        if self.active_epoch is None and not self._standby_catching_up:
-            # a standby replays what was committed beside the driver, which goes on fetching
-            self._standby_catching_up = True
-            self.driver.spawn(self._standby_catch_up)
+        activating = self._activating
+        if activating is not None and offset >= activating[1]:
+            self._activating = None  # its LeaderChange is committed: become the active controller
+            self._on_engine(lambda: self._activate(*activating))
+        elif self.active_epoch is None:
+            self._replay_soon()
         return True
 
     async def committed_to(self, offset: int) -> None:
-        if self.committed_now(offset):
-            return
-        self.high_watermark = offset
-        self._moved()
-        assert self._activating is not None
-        await self._activate(*self._activating)
-
-    async def _standby_catch_up(self) -> None:
-        """Replay the committed records while this node is a standby, up to the high watermark
-        as it moves meanwhile; then snapshot if one is due."""
-        try:
-            while self.active_epoch is None and self.high_watermark is not None:
-                if not await self._catch_up(self.high_watermark):
-                    break
-                self._maybe_standby_snapshot()
-        finally:
-            self._standby_catching_up = False
-
-    async def _catch_up(self, offset: int) -> int:
-        """The engine replays the log up to `offset` (at most the log's end), the log's records
-        kept as they are meanwhile (`RaftDriver.stable_log`); the records replayed."""
-        async with self.driver.stable_log():
-            if self.active_epoch is not None:
-                return 0  # activated meanwhile: its state is the log's
-            return await run_paced(self.engine.catch_up(min(offset, self.log.next_offset)))
+        self.committed_now(offset)
 
     def snapshot_loaded(self) -> None:
-        self.engine.reload()
+        """The log was replaced by the leader's snapshot (the driver holds the log stable): the
+        engine rebuilds its state from it at its next step, before it reads the log again."""
+        self._installed = True
+        self._replay_soon()
 
     async def leadership_ended(self, epoch: int) -> None:
         self._activating = None
@@ -294,18 +283,65 @@ class Quorum:
         )
         if self.channel is not None:
             self.channel.clear()
-        if self._writer is not None:
-            await self._writer.quiesce()  # its write in flight lands before the log is the follower's
+        self._on_engine(self._resign)
+
+    # ------------------------------------------------------------------ on the writer's task
+    def _on_engine(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Work on the engine, done by the writer's task in its turn (the engine's one driver)."""
+        assert self._writer is not None, "the quorum runs with its writer"
+        self._writer.apply(step)
+
+    def _replay_soon(self) -> None:
+        if not self._replay_queued:
+            self._replay_queued = True
+            self._on_engine(self._replay_step)
+
+    async def _replay_step(self) -> None:
+        """A standby replays what is committed, `REPLAY_STEP_RECORDS` at a time (requests are
+        answered between two steps); then snapshots if one is due."""
+        self._replay_queued = False
+        if not self._standby():
+            return
+        async with self.driver.stable_log():  # awaited: the node may have become active meanwhile
+            self._reload_if_installed()
+            if not self._standby() or self.high_watermark is None:
+                return
+            committed = min(self.high_watermark, self.log.next_offset)
+            await run_paced(self.engine.catch_up(min(committed, self.engine.applied + REPLAY_STEP_RECORDS)))
+        if self.engine.applied < min(self.high_watermark, self.log.next_offset):
+            self._replay_soon()
+        else:
+            self._maybe_standby_snapshot()
+
+    def _standby(self) -> bool:
+        return self.active_epoch is None
+
+    def _reload_if_installed(self) -> None:
+        if self._installed:
+            self._installed = False
+            self.engine.reload()
+
+    async def _resign(self) -> None:
+        """This node's epoch is over: its commits in flight land (or are refused), the state goes
+        back to what is committed, and the standby replays on."""
+        assert self._writer is not None
+        await self._writer.quiesce()
+        if self.active_epoch is not None:
+            return  # led again meanwhile: its activation rebuilt the state from the log
         self.engine.resign()
-        if self.high_watermark is not None:
-            await self._catch_up(self.high_watermark)
+        self._replay_soon()
 
     async def _activate(self, epoch: int, start: int) -> None:
-        """The LeaderChange of `epoch` is committed: become the active controller."""
-        self._activating = None
+        """The LeaderChange of `epoch` is committed: replay the whole log, become the active
+        controller; the writer commits what activation staged (an abort, bootstrap records) with
+        the requests around it."""
         engine = self.engine
-        await self._catch_up(self.log.next_offset)
-        if not self.node.is_leader or self.node.epoch != epoch:
+        async with self.driver.stable_log():
+            self._reload_if_installed()
+            if engine.active:
+                engine.resign()  # an epoch of its own it had not yet resigned: back to the log
+            await run_paced(engine.catch_up(self.log.next_offset))
+        if not self.node.is_leader or self.node.epoch != epoch or self.active_epoch is not None:
             return  # lost meanwhile
         aborted_before = engine.startup.aborted
         engine.activate(time.monotonic_ns())
@@ -316,8 +352,6 @@ class Quorum:
         log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
         if self.channel is not None:
             self.channel.submit(engine.full_state_orders())
-        if self._writer is not None:
-            self._writer.tick()  # commits what activation staged (an abort, bootstrap records), if anything
 
     # ------------------------------------------------------------------ the standby's snapshots
     def _maybe_standby_snapshot(self) -> None:

@@ -18,14 +18,18 @@ Rules:
   awaits it, sends the frame or closes.
 - A commit that will never be committed (the node lost its leadership before a majority held
   it) answers nothing: its requests' connections are closed unanswered, never answered NONE.
-- Leadership ends between two steps of the writer (the quorum resigns the engine, whose `term`
-  moves on). Work decided under the old term is abandoned at its next step: a decision in
-  steps stops (its request closes unanswered, the rest of its records never reach the state the
-  engine went back to), and a commit taken from the engine is never encoded or written. A
-  commit counts as in flight from the moment it is taken, so `quiesce`, which the quorum awaits
-  before the log takes a new leader's batches, returns only once no commit of the old term can
-  still touch the log. Whatever was written stays in the local log, committed or not, until a
-  new leader truncates it.
+- The writer's task is the engine's one driver: the quorum's work on the engine (a standby's
+  replay of what is committed, a step of at most `quorum.REPLAY_STEP_RECORDS` records at a time;
+  activation; resignation) comes through the same queue as the requests (`apply`) and runs in
+  its turn, so requests are answered between two replay steps.
+- Leadership ends between two steps of the writer (the quorum's resignation step resigns the
+  engine, whose `term` moves on). Work decided under the old term is abandoned at its next step:
+  a decision in steps stops (its request closes unanswered, the rest of its records never reach
+  the state the engine went back to), and a commit taken from the engine is never encoded or
+  written (nor appended: a commit carries its epoch, which the quorum must still lead). A commit
+  counts as in flight from the moment it is taken, so `quiesce`, which resignation awaits,
+  returns only once no commit of the old term can still touch the log. Whatever was written
+  stays in the local log, committed or not, until a new leader truncates it.
 - No step holds the event loop for long: a decision's replay, the further steps of an operation
   decided in steps, and a commit's encoding run as paced slices (`controller.slices`), and the
   writer lets other tasks run between slices. Once an operation in steps has staged
@@ -60,7 +64,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -90,6 +94,17 @@ T = TypeVar("T")
 SNAPSHOT_RETRY_S = 5.0
 SNAPSHOT_RETRY_MAX_S = 300.0
 _TICK = object()  # a session-timer wake-up in the queue
+
+
+class _Step:
+    """The quorum's work on the engine, waiting in the queue (`Writer.apply`)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Callable[[], Awaitable[None]]) -> None:
+        self.run = run
+
+
 #: commits written and waiting for the quorum at once; the next group waits for the oldest
 MAX_COMMITS_IN_FLIGHT = 16
 
@@ -151,6 +166,11 @@ class Writer:
         """Queue a request (never blocks, no checkpoint)."""
         self._in_flight += 1
         self._enqueue(pending)
+
+    def apply(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Work on the engine that the quorum asks for (a standby's replay, activation,
+        resignation), run on this task in its turn among the requests: one task drives the engine."""
+        self._enqueue(_Step(step))
 
     def tick(self) -> None:
         """A session may have expired: fence whoever is due, as the next write."""
@@ -219,6 +239,9 @@ class Writer:
     async def _decide(self, group: list[Any]) -> None:
         engine = self.engine
         for item in group:
+            if type(item) is _Step:
+                await item.run()
+                continue
             if item is _TICK:
                 if engine.active:
                     with contextlib.suppress(NotLeading):  # the next term's own ticks fence on time

@@ -650,3 +650,34 @@ async def test_a_decision_in_steps_that_outlives_its_leadership_changes_nothing_
         assert fresh.core.durable_view() == setup.engine.core.durable_view()
     finally:
         fresh.close()
+
+
+async def test_the_quorums_work_on_the_engine_runs_on_the_writers_task_in_its_turn(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply`: the quorum's steps (a standby's replay, activation, resignation) run on the
+    writer's task, between the requests queued before and after them, never beside a decision."""
+    s = setup
+    order: list[tuple[str, object]] = []
+    decide = s.engine.decide
+
+    def recorded_decide(*args: Any, **kwargs: Any) -> Any:
+        order.append(("decide", trio.lowlevel.current_task()))
+        return decide(*args, **kwargs)
+
+    async def step() -> None:
+        order.append(("step started", trio.lowlevel.current_task()))
+        await trio.sleep(0.01)  # a paced replay lets other tasks run: the writer decides nothing meanwhile
+        order.append(("step done", trio.lowlevel.current_task()))
+
+    monkeypatch.setattr(s.engine, "decide", recorded_decide)
+    first, second = s.pending(DescribeClusterRequest(), 0), s.pending(DescribeClusterRequest(), 0)
+    s.writer.submit(first)
+    s.writer.apply(step)
+    s.writer.submit(second)
+    with trio.fail_after(5):
+        while second not in s.connection.answers:
+            await s.connection.answered.wait()
+    assert [what for what, _ in order] == ["decide", "step started", "step done", "decide"]
+    assert len({task for _, task in order}) == 1  # one task: the writer's
+    assert first in s.connection.answers and second in s.connection.answers
