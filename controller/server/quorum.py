@@ -247,7 +247,7 @@ class Quorum:
     def led(self, epoch: int, start_offset: int) -> None:
         self._activating = (epoch, start_offset + 1)
 
-    def committed_now(self, offset: int) -> bool:
+    def committed_to(self, offset: int) -> None:
         self.high_watermark = offset
         self._moved()
         activating = self._activating
@@ -256,10 +256,6 @@ class Quorum:
             self._on_engine(lambda: self._activate(*activating))
         elif self.active_epoch is None:
             self._replay_soon()
-        return True
-
-    async def committed_to(self, offset: int) -> None:
-        self.committed_now(offset)
 
     def snapshot_loaded(self) -> None:
         """The log was replaced by the leader's snapshot (the driver holds the log stable): the
@@ -326,8 +322,6 @@ class Quorum:
         back to what is committed, and the standby replays on."""
         assert self._writer is not None
         await self._writer.quiesce()
-        if self.active_epoch is not None:
-            return  # led again meanwhile: its activation rebuilt the state from the log
         self.engine.resign()
         self._replay_soon()
 
@@ -338,10 +332,8 @@ class Quorum:
         engine = self.engine
         async with self.driver.stable_log():
             self._reload_if_installed()
-            if engine.active:
-                engine.resign()  # an epoch of its own it had not yet resigned: back to the log
             await run_paced(engine.catch_up(self.log.next_offset))
-        if not self.node.is_leader or self.node.epoch != epoch or self.active_epoch is not None:
+        if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile
         aborted_before = engine.startup.aborted
         engine.activate(time.monotonic_ns())

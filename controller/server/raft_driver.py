@@ -98,12 +98,9 @@ class RaftListener(Protocol):
     async def leadership_ended(self, epoch: int) -> None:
         """This node no longer leads `epoch` (whatever it still holds of it never commits)."""
 
-    def committed_now(self, offset: int) -> bool:
-        """The high watermark moved to `offset`: True if that was taken in at once, False if it
-        needs `committed_to` (which may wait)."""
-
-    async def committed_to(self, offset: int) -> None:
-        """The high watermark moved to `offset`."""
+    def committed_to(self, offset: int) -> None:
+        """The high watermark moved to `offset` (taken in at once: what it asks of the
+        controller's state waits its turn there)."""
 
     def snapshot_loaded(self) -> None:
         """The log now starts at the leader's snapshot just installed: state from it."""
@@ -272,8 +269,8 @@ class RaftDriver:
 
     def _enqueue(self, actions: Iterable[Action]) -> None:
         """Queue actions for the executing task; while it is idle, those that complete without
-        waiting (a message to send, an answer whose records are in memory, the high watermark of
-        a node that is not becoming active) are done here at once, in order, up to the first that
+        waiting (a message to send, an answer whose records are in memory, the high watermark)
+        are done here at once, in order, up to the first that
         must wait: a scheduling round sooner, where each round of a busy leader costs a fraction
         of a millisecond."""
         pending = list(actions)
@@ -299,7 +296,7 @@ class RaftDriver:
         elif isinstance(action, SendResponse):
             return self.inbound.respond_now(action.correlation_id, action.response)
         elif isinstance(action, HighWatermark):
-            return self._listener.committed_now(action.offset)
+            self._listener.committed_to(action.offset)
         elif isinstance(action, LeaderChanged):
             self._leader_changed(action)
         else:
@@ -341,7 +338,7 @@ class RaftDriver:
         elif isinstance(action, AppendBatches):
             await self._append(action)
         elif isinstance(action, HighWatermark):
-            await self._listener.committed_to(action.offset)
+            self._listener.committed_to(action.offset)
         elif isinstance(action, BecomeLeader):
             log.info(
                 "node %d leads epoch %d from offset %d", self.config.node_id, action.epoch, action.epoch_start_offset

@@ -290,9 +290,10 @@ class RaftInbound:
         """The core's answer to the request it knows by `correlation_id` (`SendResponse`): sent on
         the request's connection, a Fetch's with the log's records, a FetchSnapshot's with the
         snapshot's bytes. Nothing when the request is gone (it failed meanwhile)."""
-        inbound = self._inbound.pop(correlation_id, None)
-        if inbound is not None:
-            await self._answer(inbound, response)
+        if self.respond_now(correlation_id, response):
+            return
+        inbound = self._inbound.pop(correlation_id)  # respond_now answers a request that is gone
+        await self._answer(inbound, response)
 
     async def _answer(self, inbound: _Inbound, response: rm.Response) -> None:
         records: bytes | None = None

@@ -28,7 +28,6 @@ class Listener:
 
     def __init__(self) -> None:
         self.heard: list[tuple[str, int]] = []
-        self.now = True  # whether `committed_now` takes the high watermark at once
 
     def led(self, epoch: int, start_offset: int) -> None:
         self.heard.append(("led", epoch))
@@ -36,12 +35,7 @@ class Listener:
     async def leadership_ended(self, epoch: int) -> None:
         self.heard.append(("ended", epoch))
 
-    def committed_now(self, offset: int) -> bool:
-        if self.now:
-            self.heard.append(("committed now", offset))
-        return self.now
-
-    async def committed_to(self, offset: int) -> None:
+    def committed_to(self, offset: int) -> None:
         self.heard.append(("committed", offset))
 
     def snapshot_loaded(self) -> None:
@@ -101,7 +95,7 @@ async def test_an_action_that_needs_no_waiting_is_done_at_once_while_the_driver_
 ) -> None:
     driver, listener, _ = running
     driver._enqueue([HighWatermark(5)])
-    assert listener.heard == [("committed now", 5)]  # before any other task ran
+    assert listener.heard == [("committed", 5)]  # before any other task ran
 
 
 async def test_actions_after_one_that_must_wait_wait_for_it_in_order(
