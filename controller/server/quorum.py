@@ -181,7 +181,7 @@ class Quorum:
         self, writer: ControllerWriter | None = None, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Run the driver; `writer` commits through this quorum (built after it, with it as its
-        commit quorum), and is quiesced when this node resigns and woken when it activates."""
+        commit quorum) and runs what the quorum asks of the engine (`Writer.apply`)."""
         self._writer = writer
         await self.driver.run(task_status=task_status)
 
