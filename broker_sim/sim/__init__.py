@@ -1,0 +1,1 @@
+"""The deterministic whole-cluster simulator: many trio programs in one `trio.run` on a mock clock."""
