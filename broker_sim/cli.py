@@ -400,12 +400,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         checker = importlib.import_module("broker_sim.check.cli")  # the checker's own command line
         status: int = checker.main(rest)
         return status
+    if command == "sim":
+        simulator = importlib.import_module("broker_sim.sim.cli")  # the simulator: controllers in this process
+        sim_status: int = simulator.main(rest)
+        return sim_status
     if command in ("-h", "--help"):
         print(f"usage: {MODULE_PROG} run [OPTIONS] | check DATA_DIR [--journal PATH] [--report PATH]")
         print("  run: a fleet run (`run --help` lists its options; `fencer-fleet` is the same command)")
         print("  check: the invariant checker alone, on a controller's data dir and a run's journal")
+        print("  sim: the whole cluster under deterministic simulation (`sim --help`)")
         return 0
-    print(f"{MODULE_PROG}: error: expected a command, run or check (got {command or 'none'!r})", file=sys.stderr)
+    print(f"{MODULE_PROG}: error: expected a command, run, check or sim (got {command or 'none'!r})", file=sys.stderr)
     return 2
 
 

@@ -63,9 +63,10 @@ from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.store import DEFAULT_SEGMENT_BYTES
 from .ops.authorization import Denial, authorizer_config
+from .runtime import monotonic_ns, wall_ms
 from .slices import SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .staging import REPLAY_SLICE_RECORDS, NotActiveError, StagingMethods
-from .startup import StartupReport, leader_change, load_snapshot, replay_framing, wall_ms
+from .startup import StartupReport, leader_change, load_snapshot, replay_framing
 from .state.controller_state import ControllerConfig, RecordAndVersion
 from .state.frozen import FrozenState
 from .state.replication import IsrChanges
@@ -208,7 +209,7 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         offset = log.append_leader_change(epoch, core.config.node_id, wall_ms())
         core.replay(leader_change(core.config.node_id), offset, epoch)  # as written (no second read of the log)
         engine._applied = offset + 1
-        engine.activate(time.monotonic_ns() if now_ns is None else now_ns)
+        engine.activate(monotonic_ns() if now_ns is None else now_ns)
         engine.commit_now()  # durably, before anything else (the orders: the full state covers them)
         engine.startup = dataclasses.replace(  # what the log held: the new LeaderChange is not counted
             engine.startup, replayed_records=replayed, seconds=engine.startup.seconds + time.perf_counter() - started

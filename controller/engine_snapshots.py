@@ -26,8 +26,8 @@ from .core import ControllerCore
 from .log import LogEntry, MetadataLog
 from .log.snapshots import encode_snapshot
 from .ops.snapshot import snapshot_records
+from .runtime import wall_ms
 from .slices import Slices, finish, paced
-from .startup import wall_ms
 
 
 class EncodedSnapshot(NamedTuple):

@@ -3,7 +3,6 @@ a core, the LeaderChange a single voter writes, how start-up went."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
@@ -51,7 +50,3 @@ def leader_change(node_id: int) -> LeaderChangeMessage:
     """The LeaderChange `MetadataLog.append_leader_change` writes for a single voter."""
     voter = LeaderChangeMessageVoter(voter_id=node_id)
     return LeaderChangeMessage(leader_id=node_id, voters=(voter,), granting_voters=(voter,))
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -8,7 +8,9 @@
   and allowed) or the log.
 - The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in;
   its checker (`broker_sim/check`) reads files, never the network; trio lives in `broker_sim/shell`.
-- `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet.
+- `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet. The
+  one exception is the simulator (`broker_sim/sim`), where the fleet's brokers meet real controllers
+  in one process: it may import both, and nothing imports it but the fleet's command line (lazily).
 Checked two ways: statically over every module's imports (relative ones resolved), and by
 importing `protocol` alone in a fresh interpreter.
 """
@@ -47,8 +49,13 @@ RINGS: dict[str, tuple[list[str], set[str]]] = {
     "fleet model": (["broker_sim/model"], IMPURE | {"controller", "broker_sim.shell"}),
     "fleet checker": (["broker_sim/check"], {"trio", "socket", "asyncio", "controller", "broker_sim.shell"}),
     "fleet outside its shell": (["broker_sim/*.py"], {"trio", "asyncio", "controller"}),
-    "fleet": (["broker_sim"], {"controller"}),
+    "fleet": (
+        ["broker_sim/*.py", "broker_sim/model", "broker_sim/check", "broker_sim/shell"],
+        {"controller", "broker_sim.sim"},
+    ),
+    "controller": (["controller"], {"broker_sim", "analytics"}),
     "analytics": (["analytics"], {"controller", "broker_sim", "trio"}),
+    "simulator": (["broker_sim/sim"], {"analytics"}),
 }
 
 

@@ -29,7 +29,6 @@ Rules:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import trio
@@ -58,6 +57,7 @@ from protocol.spec import ZERO_UUID, Data
 
 from .connection import CONNECTION_IDS, BadAnswer, ConnectionLost, ControllerConnection, OnSwitch
 from .context import FleetContext
+from .runtime import wall_ns
 from .tls import LISTENER_PROTOCOL
 
 CONTROL_NAMES: dict[int, str] = {ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica"}
@@ -224,7 +224,7 @@ class BrokerRunner:
             self.end_incarnation(self.downtime_s)
         wake = self._wake_lifecycle if loop == "lifecycle" else self._wake_data
         if not wake.is_set():
-            with trio.move_on_at(self.ctx.t0 + t):
+            with trio.move_on_at(self.ctx.deadline(t)):
                 await wake.wait()
         if loop == "lifecycle":
             self._wake_lifecycle = trio.Event()
@@ -375,7 +375,7 @@ class BrokerRunner:
             self._observed[key] = epochs
             self.ctx.recorder.write(
                 journal.StateObserved(
-                    wall_ns=time.time_ns(),
+                    wall_ns=wall_ns(),
                     broker=self.broker_id,
                     controller_epoch=request.controller_epoch,
                     topic_id=str(self.ctx.topic_ids.get(topic, topic_id)),
@@ -400,7 +400,7 @@ class BrokerRunner:
         capture.add(
             Exchange(
                 received_ns,
-                time.time_ns(),
+                wall_ns(),
                 INBOUND,
                 connection_id,
                 peer,

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from protocol.capture import OUTBOUND, Exchange, part_name, to_table, write_parquet
+
+from .runtime import wall_ns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,7 +35,7 @@ class FleetCapture:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.rows: list[Exchange] = []
         self.sequence = sequence_base
-        self.window_started_ns = time.time_ns()
+        self.window_started_ns = wall_ns()
         self.rows_written = self.parts_written = self.rows_dropped = 0
         # pyarrow's first conversion initialises itself for half a second: not during the run
         to_table([Exchange(0, None, OUTBOUND, 0, "", 0, 0, 0, b"", None)])
@@ -48,7 +49,7 @@ class FleetCapture:
         rows, self.rows = self.rows, []
         name = part_name(PREFIX, self.window_started_ns, self.sequence)
         self.sequence += 1
-        self.window_started_ns = time.time_ns()
+        self.window_started_ns = wall_ns()
         try:
             table = to_table(rows)
             await trio.to_thread.run_sync(_write, table, self.directory, name)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import itertools
 import ssl
 import struct
-import time
 from collections.abc import Callable, Sequence
 
 import trio
@@ -47,6 +46,7 @@ from protocol.framing import FrameBuffer
 from protocol.registry import api, decode_response, encode_request
 from protocol.spec import Data
 
+from .runtime import wall_ns
 from .tls import open_stream
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
@@ -135,7 +135,7 @@ class ControllerConnection:
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         correlation_id = self.last_correlation_id = self._correlation
         frame = encode_request(body, version, correlation_id, client_id=self.client_id)
-        sent_ns = time.time_ns()
+        sent_ns = wall_ns()
         payload: bytes | None = None
         peer = self.peer
         try:
@@ -226,7 +226,7 @@ class ControllerConnection:
     ) -> None:
         if self.capture is None:
             return
-        answered_ns = time.time_ns() if payload is not None else None
+        answered_ns = wall_ns() if payload is not None else None
         self.capture(
             Exchange(
                 sent_ns,

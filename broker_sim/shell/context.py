@@ -51,4 +51,10 @@ class FleetContext:
                     served(t, peer)
 
     async def sleep_until(self, t: float) -> None:
-        await trio.sleep_until(self.t0 + t)
+        await trio.sleep_until(self.deadline(t))
+
+    def deadline(self, t: float) -> float:
+        """Trio's time for model time `t`, at least a microsecond ahead: `t0 + t` may round to the
+        clock's reading while `now()` still reads just below `t`, and a loop waiting for `t` would
+        spin without the clock moving (a simulation's clock moves only when every task waits)."""
+        return max(self.t0 + t, trio.current_time() + 1e-6)

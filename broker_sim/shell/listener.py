@@ -48,7 +48,6 @@ import itertools
 import logging
 import re
 import ssl
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -78,6 +77,8 @@ from protocol.spec import ZERO_UUID, Data
 from protocol.versions import Versions
 
 from ..model.views import PartitionView
+from . import runtime
+from .runtime import wall_ns
 
 __all__ = [
     "BrokerControlListener",
@@ -148,8 +149,8 @@ class BrokerControlListener:
         self, host: str = "127.0.0.1", port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Listen on (host, port) until cancelled; `task_status.started` gets the actual port."""
-        tcp_listeners = await trio.open_tcp_listeners(port, host=host)
-        actual_port: int = tcp_listeners[0].socket.getsockname()[1]
+        tcp_listeners = await runtime.current().open_tcp_listeners(port, host)
+        actual_port: int = tcp_listeners[0].socket.getsockname()[1]  # type: ignore[attr-defined]
         listeners: list[trio.abc.Listener[trio.abc.Stream]] = (
             list(tcp_listeners) if self.tls is None else [trio.SSLListener(tcp, self.tls) for tcp in tcp_listeners]
         )
@@ -169,7 +170,7 @@ class BrokerControlListener:
                 while data := await stream.receive_some(65536):
                     frames.receive_data(data)
                     while (payload := frames.next_frame()) is not None:
-                        received_ns = time.time_ns()
+                        received_ns = wall_ns()
                         while (gate := self.gate) is not None:
                             await gate.wait()
                         self.serving_connection = number

@@ -386,6 +386,10 @@ class Quorum:
                 starting.start_soon(start, node)
         if failed:
             raise failed[0]
+        await self._elected()
+
+    async def _elected(self) -> None:
+        """Wait for a leader (`LEADER_WAIT_S`), else `QuorumError`."""
         with trio.move_on_after(LEADER_WAIT_S):
             while (await self.round()).leader is None:
                 await trio.sleep(0.1)

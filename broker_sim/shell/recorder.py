@@ -1,6 +1,6 @@
 """Where the shell writes what happened: live counters (`FleetStats`), the journal and the capture.
 
-Rules: journal entries carry the wall clock when they are written (`now_ns`, `time.time_ns()`),
+Rules: journal entries carry the wall clock when they are written (`now_ns`, `wall_ns()`),
 so that entries of several processes share one timeline; the model times an event carries (a
 controlled shutdown's start and end: seconds since the fleet started, monotonic) become
 wall-clock nanoseconds as `wall0_ns + t`. Counters: every answered request by API name, its top-level error and
@@ -14,7 +14,6 @@ makes it: times in milliseconds, rounded to 0.1).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +27,7 @@ from protocol.registry import api
 from protocol.spec import Data
 
 from .capture import FleetCapture
+from .runtime import wall_ns
 
 NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
@@ -55,7 +55,7 @@ class Recorder:
         return self.wall0_ns + int(t * 1e9)
 
     def now_ns(self) -> int:
-        return time.time_ns()
+        return wall_ns()
 
     def write(self, entry: journal.Entry) -> None:
         if self.writer is not None:

@@ -28,7 +28,6 @@ import gc
 import logging
 import resource
 import ssl
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from .connection import Address, BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
 from .faults import FaultDriver
 from .recorder import Recorder
+from .runtime import wall_ns
 from .tls import FleetTls
 
 log = logging.getLogger("fencer.broker_sim.shell.fleet")
@@ -136,7 +136,7 @@ async def run(
         return False, unreachable
     capture = FleetCapture(spec.capture_dir, spec.broker_ids[0] * 1_000_000) if spec.capture_dir else None
     writer = journal.JournalWriter(spec.journal_path) if spec.journal_path is not None else None
-    recorder = Recorder(stats, writer, capture, trio.current_time(), time.time_ns())
+    recorder = Recorder(stats, writer, capture, trio.current_time(), wall_ns())
     ctx = FleetContext(
         controllers=spec.controllers,
         listen_host=spec.listen_host,
@@ -258,7 +258,7 @@ async def _close(
         runner.model.abandon_shutdown()
         ctx.recorder.events(runner.broker_id, runner.model.events)
         runner.model.events.clear()
-    ctx.recorder.write(journal.RunEnded(time.time_ns(), finished))
+    ctx.recorder.write(journal.RunEnded(wall_ns(), finished))
     if writer is not None:
         writer.close()
     if capture is not None:

@@ -28,6 +28,8 @@ import trio
 
 from protocol.security_protocol import SecurityProtocol
 
+from . import runtime
+
 #: what a broker registers its listener as, by whether it is TLS
 LISTENER_PROTOCOL = {False: SecurityProtocol.PLAINTEXT, True: SecurityProtocol.SSL}
 
@@ -93,7 +95,7 @@ def _why(exc: ssl.SSLError) -> str:
 async def open_stream(host: str, port: int, context: ssl.SSLContext | None) -> trio.abc.Stream:
     """A connection to HOST:PORT, over TLS (handshake done, the name checked against `host`) when
     a client context is given, plain TCP otherwise; the caller bounds the time."""
-    tcp = await trio.open_tcp_stream(host, port)
+    tcp = await runtime.current().open_tcp_stream(host, port)
     if context is None:
         return tcp
     stream = trio.SSLStream(tcp, context, server_hostname=host)

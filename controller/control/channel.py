@@ -44,7 +44,6 @@ import itertools
 import logging
 import random
 import ssl
-import time
 from collections.abc import Sequence
 
 import trio
@@ -58,6 +57,7 @@ from protocol.security_protocol import SecurityProtocol, protocol_name
 from protocol.spec import Data
 from protocol.versions import Versions
 
+from ..runtime import in_thread, wall_ns
 from .links import (
     API_VERSIONS_VERSION,
     CLIENT_SOFTWARE_NAME,
@@ -338,7 +338,7 @@ class ControlChannel:
             return {k.api_key: Versions(k.min_version, k.max_version) for k in response.api_keys}
 
     async def _send(self, conn: BrokerConnection, requests: list[OutboundRequest]) -> None:
-        now = time.time_ns()
+        now = wall_ns()
         for request in requests:
             request.sent_ns = now
         await conn.stream.send_all(b"".join(request.frame for request in requests))
@@ -349,7 +349,7 @@ class ControlChannel:
             payload = await conn.receive_frame()
         decode = functools.partial(decode_response, payload, request.api_key, request.version)
         # a broker's answer to a large order is decoded off the event loop
-        header, response = await trio.to_thread.run_sync(decode) if len(payload) > LARGE_PAYLOAD_BYTES else decode()
+        header, response = await in_thread(decode) if len(payload) > LARGE_PAYLOAD_BYTES else decode()
         if header.correlation_id != request.correlation_id:
             raise PeerError(f"correlation id {header.correlation_id}, expected {request.correlation_id}")
         self._record_capture(conn, request, payload)
@@ -379,7 +379,7 @@ class ControlChannel:
         try:
             exchange = Exchange(
                 request_time_ns=request.sent_ns,
-                response_time_ns=time.time_ns(),
+                response_time_ns=wall_ns(),
                 direction=OUTBOUND,
                 connection_id=conn.connection_id,
                 peer=conn.peer,

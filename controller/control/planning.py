@@ -25,6 +25,7 @@ from protocol.errors import EncodeError
 from protocol.registry import api
 from protocol.versions import Versions
 
+from ..runtime import in_thread
 from .links import (
     LARGE_ORDER_PARTITIONS,
     SMALL_ORDER_PARTITIONS,
@@ -87,7 +88,7 @@ class OrderPlanner:
                 build = functools.partial(encode_order, conn, piece, api_key, version, live)
                 size = len(piece.partitions) + len(piece.stops)
                 if size > LARGE_ORDER_PARTITIONS:  # a full LeaderAndIsr: whole, off the loop
-                    requests.extend(await trio.to_thread.run_sync(build))
+                    requests.extend(await in_thread(build))
                 else:
                     requests.extend(build())
                     if size > SMALL_ORDER_PARTITIONS:  # a few ms of work: let other tasks run

@@ -27,6 +27,8 @@ import trio
 
 from protocol.security_protocol import SecurityProtocol
 
+from .. import runtime
+
 
 class Transport(enum.Enum):
     PLAINTEXT = "plaintext"
@@ -45,7 +47,7 @@ def transport_for(security_protocol: int, tls: ssl.SSLContext | None) -> Transpo
 async def open_stream(host: str, port: int, transport: Transport, tls: ssl.SSLContext | None) -> trio.abc.Stream:
     """A connection to a broker's listener (or another voter's), its TLS handshake done, the peer's
     certificate checked against `host` (the caller bounds the time)."""
-    tcp = await trio.open_tcp_stream(host, port)
+    tcp = await runtime.current().open_tcp_stream(host, port)
     if transport is Transport.PLAINTEXT:
         return tcp
     if tls is None:

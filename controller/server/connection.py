@@ -70,7 +70,6 @@ import contextlib
 import functools
 import itertools
 import os
-import time
 from collections import deque
 from collections.abc import Callable
 
@@ -88,6 +87,7 @@ from protocol.registry import INBOUND_API_KEYS, api, encode_response
 from protocol.request_checks import decode_served
 
 from ..auth.principal_mapping import PrincipalMappingRules
+from ..runtime import in_thread, monotonic_ns, wall_ns
 from .budget import MemoryBudget, Reservation
 from .pending import LARGE_FRAME_BYTES, ExchangeSink, Pending, RequestSink
 from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_MAPPING_RULES, failure_reason, peer_principal
@@ -311,9 +311,7 @@ class Connection:
         """One request: decode it, hand it on, await its outcome, send the answer. False: close."""
         if self.writer.draining:  # a shutdown began: nobody decides anything more
             return False
-        pending = Pending(
-            self.id, self.peer, payload, None, time.monotonic_ns(), time.time_ns(), self.principal, self.host
-        )
+        pending = Pending(self.id, self.peer, payload, None, monotonic_ns(), wall_ns(), self.principal, self.host)
         self.in_flight = pending
         try:
             if len(payload) > LARGE_FRAME_BYTES:
@@ -380,7 +378,7 @@ class Connection:
         decode = functools.partial(decode_served, pending.payload, allowed=self.allowed)
         error: DecodeError | None = None
         try:
-            pending.request = await trio.to_thread.run_sync(decode)
+            pending.request = await in_thread(decode)
         except DecodeError as exc:
             error = exc
         if self.stopped or self.writer.draining:  # never handed on: nobody would answer it

@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import random
 import resource
 import signal
 import time
@@ -39,11 +40,12 @@ from protocol.capture import from_batches, to_batches
 
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
+from ..runtime import in_thread, monotonic_ns
 from .budget import MemoryBudget
 from .connection import Connection
 from .denials import Denials
 from .exchanges import ExchangeRecorder
-from .listen import open_listeners
+from .listen import bound_port, open_listeners
 from .metrics import ControllerMetrics
 from .pending import Pending
 from .quorum import Quorum
@@ -84,6 +86,8 @@ class DaemonOptions:
     metrics_port: int = 0
     drain_timeout_s: float = 5.0
     tls: TlsOptions | None = None  # the listener is TLS-only with these
+    #: SIGTERM/SIGINT drain the daemon (False: its host decides, as a simulation of several in one process)
+    handle_signals: bool = True
 
 
 class RequestRouter:
@@ -109,10 +113,17 @@ class RequestRouter:
 
 
 class Daemon:
-    def __init__(self, engine: ControllerEngine, options: DaemonOptions, quorum: QuorumConfig | None = None) -> None:
+    def __init__(
+        self,
+        engine: ControllerEngine,
+        options: DaemonOptions,
+        quorum: QuorumConfig | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         """`engine`: loaded (`ControllerEngine.load`, a standby: the quorum makes it active once
         elected; a sole voter replays its whole log first, all of it being committed). `quorum`:
-        the voters (None: this node alone, at the listener's address)."""
+        the voters (None: this node alone, at the listener's address). `rng`: the quorum's
+        randomness (election timeouts; None: unseeded)."""
         if engine.active:
             raise ValueError("the daemon's quorum activates the engine: give it a loaded one, not a started one")
         self.engine = engine
@@ -136,7 +147,7 @@ class Daemon:
             quorum = QuorumConfig(engine.config.node_id, (Voter(engine.config.node_id, options.host, options.port),))
         denials = Denials(self.metrics)
         self.quorum = Quorum(
-            quorum, engine, tls=options.tls, metrics=self.metrics, channel=self.channel, denials=denials
+            quorum, engine, rng=rng, tls=options.tls, metrics=self.metrics, channel=self.channel, denials=denials
         )
         self.writer = Writer(
             engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum, denials=denials
@@ -147,7 +158,8 @@ class Daemon:
     # ------------------------------------------------------------------ running
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch_signals, nursery.cancel_scope)
+            if self.options.handle_signals:
+                nursery.start_soon(self._watch_signals, nursery.cancel_scope)
             await nursery.start(self.writer.run)
             nursery.start_soon(self._session_timer)
             nursery.start_soon(self._sweep_idle)
@@ -165,12 +177,12 @@ class Daemon:
             if self.quorum.config.single:
                 await self.quorum.activated.wait()  # a sole voter leads at once: listen as the active controller
             listeners = await open_listeners(self.options.host, self.options.port, "--listen")
-            self.port = listeners[0].socket.getsockname()[1]
+            self.port = bound_port(listeners[0])
             handlers: trio.Nursery = await nursery.start(_nursery_task)
             nursery.start_soon(self._accept, listeners, handlers)
             task_status.started(self.port)
 
-    async def _accept(self, listeners: list[trio.SocketListener], handlers: trio.Nursery) -> None:
+    async def _accept(self, listeners: list[trio.abc.Listener[Any]], handlers: trio.Nursery) -> None:
         """Accept until shutdown; then close the listeners (the handlers run on in `handlers`)."""
         try:
             with self._accepting:
@@ -181,7 +193,7 @@ class Daemon:
             for listener in listeners:
                 await trio.aclose_forcefully(listener)
 
-    async def _accept_from(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
+    async def _accept_from(self, listener: trio.abc.Listener[Any], handlers: trio.Nursery) -> None:
         while True:
             try:
                 stream = await listener.accept()
@@ -204,7 +216,7 @@ class Daemon:
             self._open += 1
             handlers.start_soon(self._connection, stream)
 
-    async def _connection(self, stream: trio.SocketStream) -> None:
+    async def _connection(self, stream: trio.abc.Stream) -> None:
         tls = self.options.tls
         connection = Connection(
             stream if tls is None else trio.SSLStream(stream, tls.context, server_side=True),
@@ -255,7 +267,7 @@ class Daemon:
         await self.quorum.stop()  # a follower's append in flight finishes first: the log closes below
         if self.capture is not None:
             try:
-                await trio.to_thread.run_sync(self.capture.close)
+                await in_thread(self.capture.close)
             except Exception as exc:  # best effort: a full capture disk must not keep the log open
                 self.metrics.capture_failure()
                 log.error(
@@ -285,7 +297,7 @@ class Daemon:
     async def _session_timer(self) -> None:
         while True:
             deadline = self.engine.next_session_deadline_ns()
-            now = time.monotonic_ns()
+            now = monotonic_ns()
             if deadline is not None and deadline < now:
                 self.writer.tick()
                 await trio.sleep(0.05)
@@ -307,7 +319,7 @@ class Daemon:
         except Exception:
             self.capture.dropped(part)
             raise
-        await trio.to_thread.run_sync(self.capture.write, part, from_batches(batches))
+        await in_thread(self.capture.write, part, from_batches(batches))
 
     async def _capture_flusher(self) -> None:
         assert self.capture is not None

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..engine import Commit
-from .paced import in_thread_now
+from ..runtime import in_thread_now
 
 
 class Durability(Protocol):

@@ -15,12 +15,12 @@ Rules:
 from __future__ import annotations
 
 import logging
-import time
 from typing import Protocol
 
 from protocol.capture import INBOUND, Exchange
 from protocol.registry import peek_request
 
+from ..runtime import monotonic_ns, wall_ns
 from .logging_config import RateLimitedLogger
 from .metrics import ControllerMetrics
 from .pending import Pending
@@ -43,7 +43,7 @@ class ExchangeRecorder:
     def answered(self, pending: Pending) -> None:
         assert pending.request is not None or pending.frame is not None
         if pending.request is not None:
-            now = time.monotonic_ns()
+            now = monotonic_ns()
             header = pending.request.header
             self.metrics.request(
                 header.request_api_key,
@@ -74,7 +74,7 @@ class ExchangeRecorder:
         self.capture.add(
             Exchange(
                 pending.received_wall_ns,
-                time.time_ns() if frame is not None else None,
+                wall_ns() if frame is not None else None,
                 INBOUND,
                 pending.connection_id,
                 pending.peer,

@@ -50,7 +50,7 @@ import trio
 
 from ..state.frozen import FrozenState
 from .engine_views import StateProvider
-from .listen import open_listeners
+from .listen import bound_port, open_listeners
 from .metrics import ControllerMetrics
 from .state_json import state_json_pieces
 
@@ -152,10 +152,10 @@ async def serve_http(
     `state_body` builds the /state body in a worker thread (tests pass one that waits on a signal)."""
     listeners = await open_listeners(host, port, "--metrics-listen")
     server = HttpServer(metrics, state_provider, idle_timeout_s, state_body, quorum_provider)
-    bound_port: int = listeners[0].socket.getsockname()[1]
-    log.info("metrics listener on %s:%d", host, bound_port)
+    port = bound_port(listeners[0])
+    log.info("metrics listener on %s:%d", host, port)
     async with trio.open_nursery() as connection_nursery:
-        task_status.started(bound_port)
+        task_status.started(port)
         await trio.serve_listeners(server.handle, listeners, handler_nursery=connection_nursery)
 
 

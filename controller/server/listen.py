@@ -7,16 +7,25 @@ the address, which `cli.run` prints as `fencer-controller: cannot listen on ...`
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
+
+from .. import runtime
 
 
 class ListenError(Exception):
     """A listener could not be opened: the message names the flag, the address and the reason."""
 
 
-async def open_listeners(host: str, port: int, flag: str) -> list[trio.SocketListener]:
+async def open_listeners(host: str, port: int, flag: str) -> list[trio.abc.Listener[Any]]:
     try:
-        return await trio.open_tcp_listeners(port, host=host)
+        return list(await runtime.current().open_tcp_listeners(port, host))
     except OSError as exc:  # socket.gaierror (an unknown host) is one too
         reason = exc.strerror or str(exc)
         raise ListenError(f"cannot listen on {host}:{port} ({flag}): {reason}") from exc
+
+
+def bound_port(listener: trio.abc.Listener[Any]) -> int:
+    """The port a listener took (a port-0 bind's choice): a socket listener's, or a simulated one's."""
+    return int(listener.socket.getsockname()[1])  # type: ignore[attr-defined]

@@ -1,11 +1,10 @@
 """Long work on the event loop without holding it: paced work (`controller.slices`) run slice by
-slice, and a worker thread that starts at once."""
+slice (a worker thread that starts at once: `controller.runtime.in_thread_now`)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import trio
 
@@ -39,19 +38,3 @@ async def run_paced(
         if signal is COMMIT_POINT and at_commit_point is not None:
             await at_commit_point()
         await trio.sleep(0)
-
-
-async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` in a worker thread that starts at once; its result or exception comes back here.
-
-    Unlike `trio.to_thread.run_sync` there is no capacity limiter, whose checkpoint would send
-    this task to the back of the run queue (behind a whole group's decisions) before the thread
-    even starts. The wait cannot be cancelled: a started write or fsync must finish."""
-    token = trio.lowlevel.current_trio_token()
-    task = trio.lowlevel.current_task()
-
-    def deliver(result: Any) -> None:  # an outcome.Outcome, which trio's reschedule unwraps
-        token.run_sync_soon(trio.lowlevel.reschedule, task, result)
-
-    trio.lowlevel.start_thread_soon(functools.partial(fn, *args), deliver)
-    return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]

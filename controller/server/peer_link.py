@@ -29,6 +29,7 @@ from ..control.tls import Transport, failure_text, open_stream
 from ..log import LogError, SnapshotId
 from ..raft import messages as rm
 from ..raft import wire, wire_requests, wire_responses
+from ..runtime import in_thread
 from .connection import socket_of
 from .quorum_config import Voter
 
@@ -167,7 +168,7 @@ class PeerLink:
                 size, at, data = _chunk(response.payload)
                 if at != position or (not data and position < size):
                     raise PeerError(f"snapshot chunk at {at}, expected {position}")
-                await trio.to_thread.run_sync(incoming.append, position, data)
+                await in_thread(incoming.append, position, data)
                 position += len(data)
                 if position >= size:
                     return rm.FetchSnapshotResponse(

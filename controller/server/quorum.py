@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -43,6 +42,8 @@ from ..log import LogError
 from ..raft import Epoch, OffsetAndEpoch, RaftError, RaftNode, SnapshotCreated, Tick
 from ..raft.leader import Leader
 from ..raft.state import Resigned
+from ..runtime import in_thread, monotonic_ns
+from ..runtime import wall_ms as runtime_wall_ms
 from ..slices import Slices
 from .denials import Denials
 from .paced import run_paced
@@ -116,7 +117,7 @@ class Quorum:
             self,
             rng=rng or random.Random(),
             clock_ms=self._clock_ms,
-            wall_ms=wall_ms or (lambda: time.time_ns() // 1_000_000),
+            wall_ms=wall_ms or runtime_wall_ms,
             tls=tls,
             metrics=self.metrics,
             denials=denials or Denials(self.metrics),
@@ -336,7 +337,7 @@ class Quorum:
         if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile
         aborted_before = engine.startup.aborted
-        engine.activate(time.monotonic_ns())
+        engine.activate(monotonic_ns())
         if engine.startup.aborted is not None and engine.startup.aborted != aborted_before:
             log.warning("%s", engine.startup.aborted)
         self.active_epoch = epoch
@@ -360,7 +361,7 @@ class Quorum:
     async def _standby_snapshot(self, work: Slices[EncodedSnapshot]) -> None:
         try:
             encoded = await run_paced(work)
-            await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)
+            await in_thread(self.engine.write_snapshot, encoded)
         except LogError:
             raise
         except Exception as exc:  # the log is intact: the next high watermark tries again

@@ -71,8 +71,8 @@ from ..raft import (
 from ..raft import messages as rm
 from ..raft.leader import Leader
 from ..raft.wire_responses import batch_bytes
+from ..runtime import in_thread, in_thread_now
 from .denials import Denials
-from .paced import in_thread_now
 from .peer_link import PeerLink
 from .quorum_config import QuorumConfig
 from .raft_inbound import InboundMetrics, RaftInbound
@@ -312,7 +312,10 @@ class RaftDriver:
         while True:
             wake = self.node.next_wakeup_ms(self.clock_ms())
             changed = self._timers_changed = trio.Event()
-            with trio.move_on_at(float("inf") if wake is None else wake / 1000):
+            # half a millisecond past the wake-up: at `wake / 1000` itself the clock's reading in
+            # whole milliseconds may still round down to `wake - 1`, and the core would not be due
+            # yet (a loop that spins until the clock moves, for ever on a simulation's clock)
+            with trio.move_on_at(float("inf") if wake is None else (wake + 0.5) / 1000):
                 await changed.wait()
             if not changed.is_set():
                 self.handle(Tick())
@@ -354,7 +357,7 @@ class RaftDriver:
             offset = action.end_offset
             log.info("truncating the log to offset %d (a divergent tail)", offset)
             async with self._stable, self._writing():
-                await trio.to_thread.run_sync(self.log.truncate_to, offset)
+                await in_thread(self.log.truncate_to, offset)
 
     def _leader_changed(self, action: LeaderChanged) -> None:
         log.info("epoch %d: leader %s", action.epoch, "unknown" if action.leader_id is None else action.leader_id)
@@ -376,7 +379,7 @@ class RaftDriver:
             list(self.config.voter_ids),
             fsync=True,
         )
-        await trio.to_thread.run_sync(write)  # the quorum-state file: not the log's segments
+        await in_thread(write)  # the quorum-state file: not the log's segments
 
     async def _append(self, action: AppendBatches) -> None:
         first = action.batches[0]
@@ -394,7 +397,7 @@ class RaftDriver:
         else:
             raw = b"".join(batch_bytes(action.batches))
         async with self._writing():
-            end = await trio.to_thread.run_sync(self.log.append_as_follower, raw)
+            end = await in_thread(self.log.append_as_follower, raw)
         self.handle(LogFlushed(end))
 
     async def _install_snapshot(self, action: InstallSnapshot) -> None:
@@ -402,8 +405,8 @@ class RaftDriver:
         async with self._stable:
             async with self._writing():
                 if isinstance(incoming, IncomingSnapshot):
-                    await trio.to_thread.run_sync(incoming.complete)
-                await trio.to_thread.run_sync(self.log.truncate_to_latest_snapshot)
+                    await in_thread(incoming.complete)
+                await in_thread(self.log.truncate_to_latest_snapshot)
             self._listener.snapshot_loaded()
         log.info("installed the leader's snapshot %s", action.snapshot_id)
         self.handle(SnapshotInstalled(action.snapshot_id))

@@ -55,6 +55,7 @@ from ..ops.authorization import authorize_api
 from ..raft import Event, NodeId, RaftNode, RequestReceived, wire, wire_requests, wire_responses
 from ..raft import messages as rm
 from ..raft.describe_quorum import describe_quorum
+from ..runtime import in_thread
 from .denials import Denials
 from .logging_config import RateLimitedLogger
 from .peer_link import FETCH_MAX_BYTES
@@ -194,7 +195,7 @@ class RaftInbound:
             answer = describe_quorum(node, request.body, request.api_version, voters, now_ms, wall_ms)
             return encode_response(answer, request.api_version, request.correlation_id), response_error_code(answer)
 
-        frame, code = await trio.to_thread.run_sync(build)
+        frame, code = await in_thread(build)
         pending.answer(frame, code)
 
     def _receive(self, pending: Pending) -> None:
@@ -301,7 +302,7 @@ class RaftInbound:
         if isinstance(response, rm.FetchResponse) and response.records_from_offset is not None:
             limit, offset, log_ = _fetch_limit(inbound.body), response.records_from_offset, self._engine.log
             try:
-                read = await trio.to_thread.run_sync(log_.read_records, offset, limit)
+                read = await in_thread(log_.read_records, offset, limit)
                 records = read.records
             except (LogError, ValueError, OffsetOutOfRangeError) as exc:
                 # retention, a truncation, or records the writer has not written yet: the next
@@ -311,7 +312,7 @@ class RaftInbound:
             position, max_bytes = wire_requests.snapshot_position(inbound.body)
             snapshot = SnapshotId(response.snapshot_id.offset, response.snapshot_id.epoch)
             try:
-                read_chunk = await trio.to_thread.run_sync(
+                read_chunk = await in_thread(
                     self._engine.log.read_snapshot_chunk, snapshot, position, max(1, min(max_bytes, FETCH_MAX_BYTES))
                 )
                 chunk = (read_chunk.size, position, read_chunk.data)

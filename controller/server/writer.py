@@ -81,6 +81,7 @@ from ..engine_snapshots import EncodedSnapshot
 from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
+from ..runtime import in_thread, monotonic_ns
 from ..slices import Done, Slices, Work
 from .denials import Denials
 from .durability import Durability, SoleVoter
@@ -245,7 +246,7 @@ class Writer:
             if item is _TICK:
                 if engine.active:
                     with contextlib.suppress(NotLeading):  # the next term's own ticks fence on time
-                        await self._complete(engine.expire_sessions(time.monotonic_ns()))
+                        await self._complete(engine.expire_sessions(monotonic_ns()))
                 continue
             pending: Pending = item
             request = pending.request
@@ -265,7 +266,7 @@ class Writer:
                         answer = not_controller(request.api_key, request.api_version, request.body, leader)
                     work = Done(answer)
                 else:
-                    now = time.monotonic_ns()
+                    now = monotonic_ns()
                     work = engine.decide(request.api_key, request.api_version, request.body, now, context=context)
                     if authorizer is not None:
                         for denial in engine.take_denials():
@@ -283,7 +284,7 @@ class Writer:
                 pending.close_unanswered()  # the connection closes unanswered
                 self._finished(1)
                 continue
-            pending.decided_ns = time.monotonic_ns()
+            pending.decided_ns = monotonic_ns()
             pending.response = response
             if free:
                 self._free_answers.append(pending)
@@ -399,7 +400,7 @@ class Writer:
         try:
             # a response is about as large as its request: a large one is encoded off the event loop
             large = len(pending.payload) > LARGE_FRAME_BYTES
-            frame = await trio.to_thread.run_sync(encode) if large else encode()
+            frame = await in_thread(encode) if large else encode()
         except Exception:  # a bug of the decision or the codec: this connection pays, not the daemon
             log.exception("cannot encode the answer to %s from %s", api(request.api_key).name, pending.peer)
             self._metrics.request_failed("encode")
@@ -432,7 +433,7 @@ class Writer:
         started = self._clock()
         try:
             encoded = await run_paced(work)  # CPU: here, in slices
-            path = await trio.to_thread.run_sync(self.engine.write_snapshot, encoded)  # I/O: in a thread
+            path = await in_thread(self.engine.write_snapshot, encoded)  # I/O: in a thread
         except LogError:
             raise  # the log itself failed: as fatal as a failed commit
         except Exception as exc:  # SnapshotWriteError and the like: the log is intact, retry later

@@ -1,0 +1,218 @@
+"""A controller quorum inside the simulation: every node the real daemon (`controller.server.daemon`:
+connections, the writer, the Raft driver, the control channel, the engine over its metadata log),
+in this process, on the simulated network and clock.
+
+Rules:
+- Node i is host `controller-i` of the network, listening on `PORT`; its voters are the other
+  nodes' addresses. Its runtime (`NodeRuntime`) is its network view, its clocks (the simulation's
+  clock, which every node shares, plus the node's skew: a skewed node's wall clock and session
+  clock run ahead or behind) and its disk: blocking work runs inline (one scheduler), then the
+  node waits out the disk's latency, as an fsync would (shielded: a started write finishes).
+- The fleet's interface to a quorum (`broker_sim.shell.quorum.Quorum`: `round`, `whole`, `kill`,
+  `restart`, `pause`, `resume`, `cut`, `heal`, `stop`), so that the fleet's controller faults
+  (`quorum_faults`) and probes run unchanged:
+  - `kill`: the node's tasks are cancelled and every connection to or from it is reset (a crash:
+    what it wrote stays on its disk, as the real log writes and fsyncs before it acknowledges);
+    `restart` loads the engine from the data dir again, as the process would.
+  - `pause` (SIGSTOP): the node is cut from every host, its bytes held both ways until `resume`;
+    its own timers run on (a simplification: a stopped process's do not).
+  - `cut`: the node cannot reach the other nodes, nor they it (the brokers still reach it).
+- Every random choice (each engine's and each Raft driver's) comes from the run's seed.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from broker_sim.shell.proxy import Address
+from broker_sim.shell.quorum import Probe, Quorum, QuorumPlan
+from controller import runtime as controller_runtime
+from controller.engine import ControllerEngine
+from controller.server.daemon import Daemon, DaemonOptions
+from controller.server.quorum_config import QuorumConfig, Voter
+
+from .network import HostNetwork, SimNetwork
+
+log = logging.getLogger("fencer.sim.cluster")
+T = TypeVar("T")
+PORT = 9093
+#: the wall clock at the simulation's time 0 (2026-01-01T00:00:00Z): record timestamps look real
+EPOCH_NS = 1_767_225_600 * 1_000_000_000
+
+
+class NodeRuntime:
+    """One node's runtime (`controller.runtime.Runtime`) in the simulation."""
+
+    def __init__(self, net: HostNetwork, rng: random.Random, skew_ns: int = 0, disk_s: tuple[float, float] = (0, 0)):
+        self.net = net
+        self.rng = rng
+        self.skew_ns = skew_ns
+        self.disk_s = disk_s
+
+    async def open_tcp_stream(self, host: str, port: int) -> trio.abc.Stream:
+        return await self.net.open_tcp_stream(host, port)
+
+    async def open_tcp_listeners(self, port: int, host: str) -> Sequence[trio.abc.Listener[Any]]:
+        return await self.net.open_tcp_listeners(port, host)
+
+    async def run_blocking(self, fn: Callable[[], T], now: bool) -> T:
+        result = fn()
+        low, high = self.disk_s
+        with trio.CancelScope(shield=True):
+            await trio.sleep(self.rng.uniform(low, high) if high > 0 else 0)
+        return result
+
+    def wall_ns(self) -> int:
+        return EPOCH_NS + self.monotonic_ns()
+
+    def monotonic_ns(self) -> int:
+        return int(trio.current_time() * 1e9) + self.skew_ns
+
+
+class SimNode:
+    """One node across its incarnations (what the fleet's probes and faults read of it)."""
+
+    def __init__(self, node_id: int, address: Address, data_dir: Path) -> None:
+        self.node_id = node_id
+        self.address = address
+        self.data_dir = data_dir
+        self.running = False
+        self.paused = False
+        self.cut = False
+        self.starts = 0
+        self.skew_ns = 0
+        self.scope: trio.CancelScope | None = None
+        self.daemon: Daemon | None = None
+
+
+class SimQuorum(Quorum):
+    """The quorum of `plan.nodes` daemons in this process (see the module rules)."""
+
+    def __init__(self, plan: QuorumPlan, network: SimNetwork, seed: int, disk_s: tuple[float, float] = (0, 0)) -> None:
+        # the attributes the fleet reads of a quorum (`Quorum`), without processes or proxies
+        self.plan = plan
+        self.network = network
+        self.seed = seed
+        self.disk_s = disk_s
+        self.ids = list(range(1, plan.nodes + 1))
+        self.addresses: dict[int, Address] = {node: (host_name(node), PORT) for node in self.ids}
+        self.proxies = {}
+        self.client_tls = None
+        self.probes = {node: Probe(address) for node, address in self.addresses.items()}
+        self.failures: list[str] = []
+        self._nursery: trio.Nursery | None = None
+        self.nodes: dict[int, SimNode] = {  # type: ignore[assignment]
+            node: SimNode(node, address, plan.node_dir(node)) for node, address in self.addresses.items()
+        }
+        #: the voters, as every node is configured with them
+        self.voter_list = tuple(Voter(node, host, port) for node, (host, port) in self.addresses.items())
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self.plan.data_dir.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            await self._start(node)
+        await super()._elected()
+
+    async def _start(self, node: SimNode) -> None:
+        assert self._nursery is not None
+        node.starts += 1
+        node.running = True
+        await self._nursery.start(self._run_node, node)
+
+    async def _run_node(self, node: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        rng = random.Random(f"{self.seed}:node-{node.node_id}:{node.starts}")
+        runtime = NodeRuntime(self.network.host(node.address[0]), rng, node.skew_ns, self.disk_s)
+        plan = self.plan
+        with trio.CancelScope() as scope, controller_runtime.use(runtime):
+            node.scope = scope
+            engine = ControllerEngine.load(
+                node.data_dir,
+                cluster_id=plan.cluster_id,
+                node_id=node.node_id,
+                session_timeout_ms=plan.session_timeout_ms,
+                host=node.address[0],
+                port=PORT,
+                fsync=False,  # the simulated disk: what is written survives a crash (see the rules)
+                rng=random.Random(rng.random()),
+            )
+            quorum = QuorumConfig(
+                node.node_id,
+                self.voter_list,
+                election_timeout_ms=round(plan.timing.election_timeout_s * 1000),
+                fetch_timeout_ms=round(plan.timing.fetch_timeout_s * 1000),
+            )
+            options = DaemonOptions(host=node.address[0], port=PORT, handle_signals=False)
+            daemon = node.daemon = Daemon(engine, options, quorum, rng=rng)
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(daemon.run)
+                    task_status.started()
+            finally:
+                engine.close()  # a crash's descriptors go with the process
+        node.running = False
+
+    # ------------------------------------------------------------------ faults
+    async def kill(self, node: int) -> None:
+        target = self.nodes[node]
+        if target.scope is not None:
+            target.scope.cancel()
+        self.network.crash(target.address[0])
+        while target.running:
+            await trio.sleep(0.001)
+        await self.probes[node].close()
+
+    async def restart(self, node: int) -> None:
+        target = self.nodes[node]
+        if not target.running:
+            await self._start(target)
+
+    def pause(self, node: int) -> None:
+        self.nodes[node].paused = True
+        self.network.isolate(host_name(node))
+
+    def resume(self, node: int) -> None:
+        self.nodes[node].paused = False
+        self.network.heal_host(host_name(node))
+        self._reapply_cuts()
+
+    def cut(self, node: int) -> None:
+        self.nodes[node].cut = True
+        for other in self.ids:
+            if other != node:
+                self.network.partition(host_name(node), host_name(other))
+
+    def heal(self, node: int) -> None:
+        self.nodes[node].cut = False
+        for other in self.ids:
+            if other != node and not self.nodes[other].cut:
+                self.network.heal(host_name(node), host_name(other))
+
+    def _reapply_cuts(self) -> None:
+        for node in self.ids:
+            if self.nodes[node].cut:
+                self.cut(node)
+
+    async def stop(self) -> None:
+        """Every node stopped as SIGTERM stops it (drained, its log closed)."""
+        for node in self.nodes.values():
+            if node.paused:
+                self.resume(node.node_id)
+        for node in self.nodes.values():
+            if node.running and node.daemon is not None:
+                with trio.move_on_after(20):
+                    await node.daemon.shutdown()
+                if node.scope is not None:
+                    node.scope.cancel()
+        for probe in self.probes.values():
+            await probe.close()
+
+
+def host_name(node: int) -> str:
+    return f"controller-{node}"

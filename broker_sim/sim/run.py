@@ -1,0 +1,160 @@
+"""One seed of the simulation: a quorum of real daemons and the fleet's brokers in one process, on
+one scheduler, with simulated time and network; then the fleet's final check of every node's log.
+
+Rules:
+- Everything runs in one `trio.run` on trio's mock clock (time jumps whenever every task waits),
+  with trio's deterministic scheduling seeded from the seed; the network (`network`), the nodes
+  (`cluster`), the fleet (the seed is its seed) and the controller faults of the scenario
+  (`model.schedule.controller_fault_schedule`) draw from the seed too. The same seed, in a process
+  with the same hash seed (`PYTHONHASHSEED`, which the command line fixes), runs the same way.
+- The brokers are the fleet's (`broker_sim.shell`: its model, its connections, its listeners, its
+  journal), on the network's host `fleet`; the controller faults and the quorum's probes are the
+  fleet's too, applied to the simulated nodes.
+- The verdict is the fleet's: the violations found while running and by the final check of the
+  nodes' data dirs with the journal (`report.run_quorum_check`), and the run's failures (a node
+  that could not start, a fleet that could not reach the quorum).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from broker_sim.model.quorum import QuorumTiming
+from broker_sim.model.schedule import controller_fault_schedule
+from broker_sim.report import FinalCheck, RunResult, exit_status, run_quorum_check
+from broker_sim.shell import runtime as fleet_runtime
+from broker_sim.shell.fleet import FleetConfig, run_fleet, timing_of
+from broker_sim.shell.quorum import QuorumError, QuorumPlan
+from broker_sim.shell.quorum_faults import ControllerFaults
+from broker_sim.stats import FleetStats
+
+from .cluster import EPOCH_NS, SimQuorum
+from .network import HostNetwork, SimNetwork
+
+FLEET_HOST = "fleet"
+CLUSTER_ID = "c2ltdWxhdGVkLWNsdXN0ZXI"  # 22 characters of base64, as Kafka's cluster ids
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """What one simulated run is: the cluster, the fleet's scenario and how long it runs (simulated)."""
+
+    seed: int
+    scenario: str = "controller-failover"
+    voters: int = 3
+    brokers: int = 5
+    topics: int = 2
+    partitions: int = 3
+    replication_factor: int = 3
+    duration_s: float = 40.0
+    session_timeout_ms: int = 9000
+    heartbeat_ms: int = 2000
+    timing: QuorumTiming = field(default_factory=QuorumTiming)
+    #: the disk's latency per blocking write (seconds, low and high)
+    disk_s: tuple[float, float] = (0.0005, 0.003)
+
+
+@dataclass
+class SimResult:
+    spec: SimSpec
+    run: RunResult
+    final: FinalCheck | None
+    status: int  # the fleet's exit status: 0 clean, 1 a violation or a failure
+    simulated_s: float
+    directory: Path
+
+    @property
+    def violations(self) -> list[str]:
+        """Every violation: found while running, then by the final check."""
+        found = list(self.run.stats.violations)
+        return found + ([] if self.final is None else [line for _rule, line in self.final.violations])
+
+
+class FleetRuntime:
+    """The fleet's runtime (`broker_sim.shell.runtime.Runtime`) on the simulated network and clock."""
+
+    def __init__(self, net: HostNetwork) -> None:
+        self.net = net
+
+    async def open_tcp_stream(self, host: str, port: int) -> trio.abc.Stream:
+        return await self.net.open_tcp_stream(host, port)
+
+    async def open_tcp_listeners(self, port: int, host: str) -> Sequence[trio.abc.Listener[Any]]:
+        return await self.net.open_tcp_listeners(port, host)
+
+    def wall_ns(self) -> int:
+        return EPOCH_NS + int(trio.current_time() * 1e9)
+
+
+def run_seed(spec: SimSpec, directory: Path) -> SimResult:
+    """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    plan = QuorumPlan(
+        nodes=spec.voters,
+        data_dir=directory / "quorum",
+        cluster_id=CLUSTER_ID,
+        session_timeout_ms=spec.session_timeout_ms,
+        timing=spec.timing,
+    )
+    config = FleetConfig(
+        brokers=spec.brokers,
+        topics=spec.topics,
+        partitions=spec.partitions,
+        replication_factor=spec.replication_factor,
+        duration_s=spec.duration_s,
+        seed=spec.seed,
+        scenario=spec.scenario,
+        heartbeat_ms=spec.heartbeat_ms,
+        session_timeout_ms=spec.session_timeout_ms,
+        journal_path=directory / "journal.jsonl",
+        listen_host=FLEET_HOST,
+    )
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    _deterministic_scheduling(spec.seed)
+    result = trio.run(_simulate, spec, config, plan, clock=clock)
+    final = None
+    if result.unreachable is None:
+        final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
+    return SimResult(spec, result, final, exit_status(result, final), clock.current_time(), directory)
+
+
+async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> RunResult:
+    result = RunResult(stats=FleetStats())
+    network = SimNetwork(random.Random(f"{spec.seed}:network"))
+    quorum = SimQuorum(plan, network, spec.seed, spec.disk_s)
+    with fleet_runtime.use(FleetRuntime(network.host(FLEET_HOST))):
+        async with trio.open_nursery() as nursery:
+            try:
+                await quorum.start(nursery)
+                (host, port), *others = quorum.controllers
+                config = replace(config, controller_host=host, controller_port=port, other_controllers=tuple(others))
+                faults = controller_fault_schedule(
+                    config.seed, config.scenario, config.duration_s, timing_of(config), plan.timing
+                )
+                driver = ControllerFaults(quorum, faults, config.duration_s)
+                outcome = await run_fleet(config, result.stats, alongside=[driver.run])
+                result.finished, result.unreachable = outcome.finished, outcome.unreachable
+            except QuorumError as error:
+                result.unreachable = str(error)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await quorum.stop()
+                nursery.cancel_scope.cancel()
+    result.failures.extend(quorum.failures)
+    return result
+
+
+def _deterministic_scheduling(seed: int) -> None:
+    """Trio's scheduler runs the tasks ready at once in an order of its random generator's choice;
+    seeded (and in creation order first, as trio does under Hypothesis), the order is the seed's."""
+    import trio._core._run as trio_run
+
+    trio_run._ALLOW_DETERMINISTIC_SCHEDULING = True  # type: ignore[misc]
+    trio_run._r.seed(seed)
