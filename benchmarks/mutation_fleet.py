@@ -1,4 +1,5 @@
-"""`make mutation-fleet`: how many single-point bugs in the controller's decisions the fleet finds.
+"""`make mutation-fleet` and `make mutation-sim`: how many single-point bugs in the controller's
+decisions the fleet finds, and the simulator (`python -m broker_sim sim`) with the same mutants.
 
 cosmic-ray (PyPI) makes the mutants of `controller/ops`, `controller/state` and `controller/control`
 and applies them one at a time, on disk, to a copy of the repository (never to the working tree:
@@ -28,6 +29,14 @@ run; the others are marked skipped in the session. Outcomes, per mutant:
 - survived: every seed's run was clean;
 - timeout: a fleet run overran its bound (the trial's own, or cosmic-ray's above it);
 - incompetent: cosmic-ray could not apply or test the mutant, or the harness failed on its own.
+
+With `--judge sim` (`make mutation-sim`), the same sample (same N and S) is judged by the simulator
+instead: `python -m broker_sim sim` with a fixed budget of seeds (`--sim-seeds`, the scenarios taken
+in turn, stopping at the first seed that fails), whose controllers run in its own process. It runs
+from `judge/`, where `controller` is the mutated copy's and everything else (the fleet, its
+checker, the simulator, the codec) the pristine one's: the checker imports nothing of `controller`,
+so the mutant cannot blind it. Killed: the simulator exited non-zero (a violation, a failed run, or a
+crash of the mutated code); survived: every seed was clean.
 
 The score is killed / (killed + survived). DIR/summary.md and DIR/summary.json list the counts and
 every survivor (file, line, operator, diff), grouped by operator kind and by package.
@@ -60,6 +69,10 @@ COPIED = ("controller", "protocol", "broker_sim")  # what the daemon and the fle
 SESSION_TIMEOUT_MS = 3000
 VERDICT = "MUTATION-FLEET-VERDICT "
 DEFAULT_SAMPLE = 100
+#: the simulator's budget per mutant (`--judge sim`): seeds, and the scenarios they take in turn
+SIM_SEEDS = 6
+SIM_SCENARIOS = "chaos,controller-failover"
+SIM_DURATION = 30
 OUTCOMES = ("killed", "survived", "timeout", "incompetent")
 
 
@@ -409,8 +422,43 @@ def one_fleet_run(
     return verdict, evidence
 
 
+def one_sim_run(judge: Path, work: Path, seeds: int, scenarios: str, duration: int) -> tuple[str, str] | None:
+    """The simulator over `seeds` seeds with `judge`'s code (the mutated controller): its verdict (None: clean)."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": str(judge), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+    command = [sys.executable, "-m", "broker_sim", "sim", f"--seeds={seeds}", f"--scenario={scenarios}"]
+    command += [f"--duration={duration}", "--brokers=5", "--stop-at-first", f"--keep={work / 'seeds'}"]
+    try:
+        done = subprocess.run(
+            command, cwd=judge, env=env, capture_output=True, text=True, timeout=seeds * (duration + 60)
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", "the simulator overran its bound"
+    if done.returncode == 0:
+        return None
+    rules = sorted({line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")})
+    if done.returncode == 1 and rules:
+        return "killed", "violations: " + ", ".join(rules)
+    last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
+    return "killed", f"the simulator exited {done.returncode}: {last[:200]}"
+
+
+def judge_tree(out: Path, tree: Path, fleet: Path) -> Path:
+    """`out/judge`: the mutated `controller`, the pristine everything else (see the module rules)."""
+    judge = out / "judge"
+    judge.mkdir(exist_ok=True)
+    for name in COPIED:
+        link = judge / name
+        if not link.exists():
+            link.symlink_to((tree if name == "controller" else fleet) / name)
+    return judge
+
+
 def trial(args: argparse.Namespace) -> int:
     began = time.monotonic()
+    if args.judge == "sim":
+        return sim_trial(args, began)
     seeds = [int(s) for s in args.fleet_seeds.split(",")]
     work = Path(args.work)
     ran: list[int] = []
@@ -429,6 +477,20 @@ def trial(args: argparse.Namespace) -> int:
     line = {"outcome": outcome, "reason": reason, "seeds": ran, "seconds": round(time.monotonic() - began, 1)}
     if evidence:
         line["evidence"] = evidence
+    print(VERDICT + json.dumps(line), flush=True)
+    return exit_code(outcome)
+
+
+def sim_trial(args: argparse.Namespace, began: float) -> int:
+    invalid = invalid_modules(Path(args.tree))
+    if invalid:
+        verdict: tuple[str, str] | None = ("incompetent", "not valid Python: " + ", ".join(invalid))
+    else:
+        verdict = one_sim_run(
+            Path(args.judge_dir), Path(args.work) / "current", args.sim_seeds, args.sim_scenarios, args.sim_duration
+        )
+    outcome, reason = verdict or ("survived", f"{args.sim_seeds} clean simulated seeds ({args.sim_scenarios})")
+    line = {"outcome": outcome, "reason": reason, "seconds": round(time.monotonic() - began, 1)}
     print(VERDICT + json.dumps(line), flush=True)
     return exit_code(outcome)
 
@@ -498,6 +560,12 @@ def run(args: argparse.Namespace) -> int:
             f"{sys.executable} {out / 'mutation_fleet.py'} trial --tree {tree} --fleet {fleet} "
             f"--work {out / 'trial'} --fleet-seeds {fleet_seeds} --duration {args.duration}"
         )
+        if args.judge == "sim":
+            budget = args.sim_seeds * (args.sim_duration + 60) + 60
+            test_command += (
+                f" --judge sim --judge-dir {judge_tree(out, tree, fleet)} --sim-seeds {args.sim_seeds}"
+                f" --sim-scenarios {args.sim_scenarios} --sim-duration {args.sim_duration}"
+            )
         modules = ", ".join(json.dumps(str(tree / p)) for p in PACKAGES)
         (out / "cosmic-ray.toml").write_text(
             "[cosmic-ray]\n"
@@ -531,7 +599,11 @@ def run(args: argparse.Namespace) -> int:
             "sample_size": len(chosen),
             "sample_seed": args.seed,
             "fleet": f"chaos, 5 brokers, 3 x 4 partitions, RF 3, {args.duration} s, seeds {fleet_seeds} "
-            "(the next only when the previous run was clean), session timeout 3 s, heartbeats 1 s",
+            "(the next only when the previous run was clean), session timeout 3 s, heartbeats 1 s"
+            if args.judge == "fleet"
+            else f"the simulator: {args.sim_seeds} seeds of {args.sim_duration} simulated s, scenarios "
+            f"{args.sim_scenarios} in turn, 3 voters, 5 brokers (up to the first failing seed)",
+            "judge": args.judge,
             "command": " ".join(sys.argv),
         }
         meta_path.write_text(json.dumps(meta, indent=2))
@@ -615,9 +687,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_parser.add_argument("--fleet-seeds", default="1,2", help="the fleet's seeds, the next only if clean")
     run_parser.add_argument("--duration", type=int, default=15, help="seconds per fleet run")
     run_parser.add_argument("--resume", action="store_true", help="go on with the session already in --out")
+    trial_parser = commands.add_parser("trial", help="cosmic-ray's test command: one mutant against its judge")
+    for sub_parser in (run_parser, trial_parser):
+        sub_parser.add_argument("--judge", choices=("fleet", "sim"), default="fleet", help="who judges each mutant")
+        sub_parser.add_argument("--sim-seeds", type=int, default=SIM_SEEDS, help="the simulator's seeds per mutant")
+        sub_parser.add_argument("--sim-scenarios", default=SIM_SCENARIOS, help="the simulator's scenarios, in turn")
+        sub_parser.add_argument("--sim-duration", type=int, default=SIM_DURATION, help="simulated seconds per seed")
     report_parser = commands.add_parser("report", help="the summary again, from --out's session")
     report_parser.add_argument("--out", default=str(ROOT / "mutation-out"))
-    trial_parser = commands.add_parser("trial", help="cosmic-ray's test command: one mutant against the fleet")
+    trial_parser.add_argument("--judge-dir", default="")
     trial_parser.add_argument("--tree", required=True)
     trial_parser.add_argument("--fleet", required=True)
     trial_parser.add_argument("--work", default=tempfile.gettempdir())

@@ -4,7 +4,8 @@
                              [--brokers B] [--duration SECONDS] [--keep DIR]
 
 Rules:
-- Seeds S, S+1, ..., S+N-1 run one after the other, each in a fresh directory (under `--keep DIR`,
+- Seeds S, S+1, ..., S+N-1 run one after the other (seed K runs the K mod n-th of the n scenarios
+  given), each in a fresh directory (under `--keep DIR`,
   kept, as DIR/seed-K; else a temporary one, removed once the seed is clean and kept when it is
   not). A line per seed: its verdict, simulated and real seconds; at the end the totals and the
   ratio of simulated to real time.
@@ -19,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import sys
@@ -27,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from broker_sim.cli import CommandLineParser, non_negative_int, positive_int, positive_seconds
+from broker_sim.cli import CommandLineParser, UsageError, non_negative_int, positive_int, positive_seconds
 from broker_sim.model.schedule import ALL_SCENARIOS
 
 from .run import SimResult, SimSpec, run_seed
@@ -40,25 +42,40 @@ def build_parser() -> CommandLineParser:
     add = parser.add_argument
     add("--seeds", type=positive_int, required=True, help="how many seeds to run")
     add("--first-seed", type=non_negative_int, default=0, help="the first seed (default 0)")
-    add("--scenario", choices=ALL_SCENARIOS, default="controller-failover", help="the fleet's scenario")
+    add(
+        "--scenario",
+        type=scenario_list,
+        default=("controller-failover",),
+        help=f"the fleet's scenario, or several (commas), taken in turn by the seeds: {', '.join(ALL_SCENARIOS)}",
+    )
     add("--voters", type=int, choices=(1, 3, 5), default=3, help="controller voters (default 3)")
     add("--brokers", type=positive_int, default=5, help="brokers (default 5)")
     add("--duration", type=positive_seconds, default=40.0, help="simulated seconds per seed (default 40)")
     add("--keep", type=Path, metavar="DIR", help="keep every seed's files under DIR/seed-K")
+    add("--stop-at-first", action="store_true", help="stop at the first seed that is not clean")
+    # hidden, for tests and the mutation score: MODULE:FUNCTION called before any seed runs (a planted bug)
+    add("--patch", action="append", default=[], metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(list(argv))
+    try:
+        args = build_parser().parse_args(list(argv))
+    except UsageError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
     if os.environ.get("PYTHONHASHSEED") != "0":
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, "-m", "broker_sim", "sim", *argv])
+    for patch in args.patch:
+        module, _, function = patch.partition(":")
+        getattr(importlib.import_module(module), function)()
     failed = 0
     simulated = real = 0.0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         spec = SimSpec(
             seed=seed,
-            scenario=args.scenario,
+            scenario=args.scenario[seed % len(args.scenario)],
             voters=args.voters,
             brokers=args.brokers,
             replication_factor=min(3, args.brokers),
@@ -75,14 +92,25 @@ def main(argv: Sequence[str]) -> int:
             failed += 1
             for line in describe(result, args):
                 print(f"  {line}", flush=True)
+            if args.stop_at_first:
+                break
         elif args.keep is None:
             shutil.rmtree(directory, ignore_errors=True)
     ratio = simulated / real if real else 0.0
+    ran = seed - args.first_seed + 1
     print(
-        f"{args.seeds - failed} of {args.seeds} seeds clean; {simulated:.0f} s simulated in {real:.1f} s "
+        f"{ran - failed} of {ran} seeds clean; {simulated:.0f} s simulated in {real:.1f} s "
         f"({ratio:.1f} simulated seconds per second)"
     )
     return 1 if failed else 0
+
+
+def scenario_list(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in ALL_SCENARIOS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown scenario {', '.join(unknown)!r}: one of {', '.join(ALL_SCENARIOS)}")
+    return names
 
 
 def verdict(result: SimResult) -> str:
@@ -98,7 +126,8 @@ def describe(result: SimResult, args: argparse.Namespace) -> list[str]:
     if result.final is not None:
         lines += list(result.final.problems)
     lines.append(f"files: {result.directory}")
-    options = [f"--scenario {args.scenario}", f"--voters {args.voters}", f"--brokers {args.brokers}"]
+    options = [f"--scenario {result.spec.scenario}", f"--voters {args.voters}", f"--brokers {args.brokers}"]
     options.append(f"--duration {args.duration:g}")
+    options += [f"--patch {patch}" for patch in args.patch]
     lines.append(f"replay: {PROG} --seeds 1 --first-seed {result.spec.seed} {' '.join(options)}")
     return lines
