@@ -41,6 +41,16 @@ RUN_BY: list[tuple[str, str, str]] = [
         "tests/broker_sim/test_demo.py::test_a_short_demo_on_a_quorum",
         "the demo's script with --quorum 3, 10 s, analytics skipped (the same job as the demo above)",
     ),
+    (
+        r"make sim( SEEDS=\d+)?",
+        "tests/broker_sim/sim/test_sim.py::test_make_sim_runs_its_seeds_and_reports_the_time",
+        "the Makefile's command, two seeds",
+    ),
+    (
+        r"\.venv/bin/python -m broker_sim sim --seeds \d+ .*",
+        "tests/broker_sim/sim/test_sim.py::test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it",
+        "the same command with a planted bug, and its replay line",
+    ),
     (r"make test( PYTHON=python3)?", "tests/test_readme_commands.py::test_ci_runs_the_readme_test_command", ".ci/run"),
     # Quick start, run as written below
     # Safe to expose, run as written (ports and paths aside)

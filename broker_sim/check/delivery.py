@@ -9,8 +9,9 @@ replica of the partition as LeaderAndIsr; queued orders may merge, the latest st
   broker journals a StateObserved of the partition at that partition epoch or a later one (a
   merged, newer state delivers the older one).
 - Excused, as the log says at the deadline: the broker's incarnation changed, it is fenced or
-  shutting down, its replica went offline, the topic is gone; or the run ended before the
-  deadline; or the broker journalled, within the window, a state it could not name (a topic
+  shutting down, its replica went offline, the topic is gone; or the incarnation crashed before
+  the deadline (the journal's crash fault: `liveness.crashed_incarnations`); or the run ended
+  before the deadline; or the broker journalled, within the window, a state it could not name (a topic
   known by name only: LeaderAndIsr v0-4 before the fleet learnt its id). Faults need no excuse
   of their own: a crashed or paused broker is fenced within a session timeout (a fenced broker's
   queue may be dropped), and unfencing it sends a full LeaderAndIsr, which delivers every state
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from broker_sim.journal import RunStarted
 
 from .events import LogEnd, Subscriber
-from .liveness import NS_PER_MS, run_covering, run_end_ns, runs_of
+from .liveness import NS_PER_MS, crashed_incarnations, run_covering, run_end_ns, runs_of
 from .log import Batch
 from .rules import LogRules
 from .state import Model, Partition, partition_label
@@ -79,6 +80,7 @@ class Delivery(Subscriber):
         self.owed: deque[Owed] = deque()
         self.late: list[tuple[Owed, int]] = []  # (obligation, highest epoch seen by then)
         self.seen: dict[tuple[int, int, int], Seen] = {}
+        self.crashed: dict[tuple[int, int], int] = {}  # (broker, broker epoch) -> when it crashed (ms)
 
     # ------------------------------------------------------------------ events
     def on_journal_end(self, plan: JournalPlan) -> None:
@@ -86,6 +88,7 @@ class Delivery(Subscriber):
         end_ns = run_end_ns(plan.lifecycle)
         self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
         self.observations, self.unnamed = plan.observations, plan.unnamed_observations
+        self.crashed = crashed_incarnations([*plan.judged, *plan.lifecycle])
         self.wants_changes = self.enabled
         for key, seen in self.observations.items():
             ordered = sorted(seen)
@@ -159,6 +162,8 @@ class Delivery(Subscriber):
             return
         if partition is None or owed.broker in partition.offline or owed.broker not in partition.replica_set:
             return
+        if self.crashed.get((owed.broker, owed.broker_epoch), owed.deadline_ms + 1) <= owed.deadline_ms:
+            return  # that incarnation was gone: nothing could reach it
         unnamed = self.unnamed.get(owed.broker, ())
         if unnamed and bisect.bisect_left(unnamed, owed.since_ms) < bisect.bisect_right(unnamed, owed.deadline_ms):
             return  # it observed states it could not name meanwhile: one may be this one

@@ -31,7 +31,8 @@ Rules:
 - Each duty is owed by the broker's incarnation then registered, by the run's bound
   (`shutdown_bound_ms`, as `delivery`), counting what the broker journalled from the change's
   timestamp to the deadline. Excused, as the log says at the deadline: the broker's incarnation
-  changed, or it was fenced at any time from the change on (a fenced broker's queue may be
+  changed, or it crashed before the deadline (`liveness.crashed_incarnations`), or it was fenced
+  at any time from the change on (a fenced broker's queue may be
   dropped: a full LeaderAndIsr follows its unfence; a broker whose controlled shutdown is answered
   complete leaves at once, often before its stops arrive, and is fenced a session later); for
   `stop-delivery`, the topic is gone; for both stops, a new controller epoch began (a controller
@@ -63,7 +64,7 @@ from protocol.records.metadata import (
 from protocol.spec import Data
 
 from .events import LogEnd, RecordHandler, SnapshotRecords, Subscriber
-from .liveness import NS_PER_MS, run_covering, run_end_ns, runs_of
+from .liveness import NS_PER_MS, crashed_incarnations, run_covering, run_end_ns, runs_of
 from .log import Batch, SnapshotFile
 from .rules import LogRules
 from .state import NO_OFFLINE, Model, Partition, Topic, partition_label
@@ -138,6 +139,7 @@ class Duties(Subscriber):
         self.offline: dict[Partition, frozenset[int]] = {}  # the offline replicas of each partition with any
         self.owed: list[Owed] = []  # a heap
         self.late: list[Owed] = []
+        self.crashed: dict[tuple[int, int], int] = {}  # (broker, broker epoch) -> when it crashed (ms)
         self.judged: Counter[str] = Counter()  # duties judged, by rule
 
     # ------------------------------------------------------------------ the journal
@@ -157,6 +159,7 @@ class Duties(Subscriber):
         end_ns = run_end_ns(plan.lifecycle)
         self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
         self.wants_changes = bool(self.fulls) and bool(self.runs) and self.run_end_ms is not None
+        self.crashed = crashed_incarnations([*plan.judged, *plan.lifecycle])
 
     def follows(self, hook: str) -> bool:
         if hook in ("on_time", "on_base_snapshot", "on_batch_end"):
@@ -319,6 +322,8 @@ class Duties(Subscriber):
         self.judged[owed.rule] += 1
         if _excused(model, self.image, owed) or self._delivered(owed):
             return
+        if self.crashed.get((owed.broker, owed.broker_epoch), owed.deadline_ms + 1) <= owed.deadline_ms:
+            return  # that incarnation was gone: nothing could reach it
         if owed.rule != "full-state-delivery" and model.controller_epoch != owed.controller_epoch:
             return  # a new controller sends no old stops: its full LeaderAndIsr deletes strays (v5+)
         if owed.rule == "stop-delivery" and self._topic_gone(model, owed):

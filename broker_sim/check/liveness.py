@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, NamedTuple
 
-from broker_sim.journal import Entry, FaultInjected, Fenced, RunEnded, RunStarted, ShutdownTracked
+from broker_sim.journal import Entry, FaultInjected, Fenced, Registered, RunEnded, RunStarted, ShutdownTracked
 from broker_sim.model.timing import silence_slack_s
 
 from .events import LogEnd, Subscriber
@@ -282,6 +282,22 @@ class Liveness(Subscriber):
             broker=fenced.broker,
             records=tuple(event.rendering for event in events[-1:]),
         )
+
+
+def crashed_incarnations(entries: Iterable[Entry]) -> dict[tuple[int, int], int]:
+    """(broker, broker epoch) -> when (ms) that incarnation ended in a crash: the broker's first
+    crash fault journalled after the incarnation's registration. A controller may keep a crashed
+    incarnation registered for long (each failover starts every session afresh, KAFKA-14392), but
+    nothing can reach it: whatever it was owed reaches the broker's next incarnation as the full
+    LeaderAndIsr at its unfence."""
+    alive: dict[int, int] = {}  # broker -> the epoch of its incarnation registered last
+    ended: dict[tuple[int, int], int] = {}
+    for entry in sorted((e for e in entries if isinstance(e, Registered | FaultInjected)), key=lambda e: e.wall_ns):
+        if isinstance(entry, Registered):
+            alive[entry.broker] = entry.broker_epoch
+        elif entry.fault == "crash" and entry.broker in alive:
+            ended[(entry.broker, alive.pop(entry.broker))] = entry.wall_ns // NS_PER_MS
+    return ended
 
 
 def runs_of(entries: Iterable[Entry]) -> list[RunStarted]:

@@ -10,6 +10,8 @@ Rules:
 - The brokers are the fleet's (`broker_sim.shell`: its model, its connections, its listeners, its
   journal), on the network's host `fleet`; the controller faults and the quorum's probes are the
   fleet's too, applied to the simulated nodes.
+- Every log line of the run (the nodes' and the fleet's, INFO and up) goes to the seed's `sim.log`,
+  stamped with the simulation's time and the host that wrote it.
 - The verdict is the fleet's: the violations found while running and by the final check of the
   nodes' data dirs with the journal (`report.run_quorum_check`), and the run's failures (a node
   that could not start, a fleet that could not reach the quorum).
@@ -17,8 +19,10 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,8 +38,9 @@ from broker_sim.shell.fleet import FleetConfig, run_fleet, timing_of
 from broker_sim.shell.quorum import QuorumError, QuorumPlan
 from broker_sim.shell.quorum_faults import ControllerFaults
 from broker_sim.stats import FleetStats
+from controller import runtime as controller_runtime
 
-from .cluster import EPOCH_NS, SimQuorum
+from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
 from .network import HostNetwork, SimNetwork
 
 FLEET_HOST = "fleet"
@@ -118,7 +123,8 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     )
     clock = trio.testing.MockClock(autojump_threshold=0)
     _deterministic_scheduling(spec.seed)
-    result = trio.run(_simulate, spec, config, plan, clock=clock)
+    with _logged_to(directory / "sim.log"):
+        result = trio.run(_simulate, spec, config, plan, clock=clock)
     final = None
     if result.unreachable is None:
         final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
@@ -149,6 +155,37 @@ async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> Run
                 nursery.cancel_scope.cancel()
     result.failures.extend(quorum.failures)
     return result
+
+
+class _Stamp(logging.Filter):
+    """Each line with the simulation's time and the host that wrote it (a node, or the fleet)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            now = f"{trio.current_time():10.4f}"
+        except RuntimeError:  # outside the run
+            now = " " * 10
+        node = controller_runtime.current()
+        record.sim = f"{now} {node.net.name if isinstance(node, NodeRuntime) else FLEET_HOST:>12}"
+        return True
+
+
+@contextlib.contextmanager
+def _logged_to(path: Path) -> Iterator[None]:
+    """Every log line of the run (INFO and up) into `path`, and nowhere else meanwhile."""
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(sim)s %(levelname)-7s %(name)s: %(message)s"))
+    handler.addFilter(_Stamp())
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+        handler.close()
 
 
 def _deterministic_scheduling(seed: int) -> None:

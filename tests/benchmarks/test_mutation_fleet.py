@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import mutation_fleet
 from benchmarks.mutation_fleet import (
     VERDICT,
     Mutant,
@@ -203,6 +204,31 @@ def test_the_script_runs_and_the_makefile_target_calls_it() -> None:
         text=True,
     )
     assert "benchmarks/mutation_fleet.py run --sample 7 --seed 3 --out mutation-out" in dry.stdout
+
+
+def test_mutation_sim_judges_the_same_sample_by_simulation() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "mutation-sim", "SAMPLE=7", "SEED=3", "SIM_SEEDS=4"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert "mutation_fleet.py run --judge sim --sim-seeds 4 --sample 7 --seed 3 --out mutation-sim-out" in dry.stdout
+    helped = subprocess.run(
+        [sys.executable, "benchmarks/mutation_fleet.py", "trial", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert "--judge" in helped.stdout and "--sim-seeds" in helped.stdout
+
+
+def test_the_sim_judges_tree_takes_the_mutated_controller_only(tmp_path: Path) -> None:
+    tree, fleet = tmp_path / "tree", tmp_path / "fleet"
+    for copy in (tree, fleet):
+        for name in mutation_fleet.COPIED:
+            (copy / name).mkdir(parents=True)
+    judge = mutation_fleet.judge_tree(tmp_path, tree, fleet)
+    assert (judge / "controller").resolve() == (tree / "controller").resolve()
+    assert (judge / "broker_sim").resolve() == (fleet / "broker_sim").resolve()
+    assert (judge / "protocol").resolve() == (fleet / "protocol").resolve()
 
 
 def test_a_kills_evidence_is_the_tail_of_its_files(tmp_path: Path) -> None:

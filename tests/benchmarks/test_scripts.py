@@ -49,6 +49,8 @@ COVERAGE = {
     # parts unit-tested there; a one-mutant run costs 16 CPU s, more than the suite's 2-core budget
     # spares for a tool nobody runs from `make test` (its last run's output is in the README)
     "mutation-fleet": "tests/benchmarks/test_mutation_fleet.py::test_the_script_runs_and_the_makefile_target_calls_it",
+    # the same harness with the simulator as the judge: its command line checked the same way
+    "mutation-sim": "tests/benchmarks/test_mutation_fleet.py::test_mutation_sim_judges_the_same_sample_by_simulation",
 }
 
 

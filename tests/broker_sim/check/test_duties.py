@@ -13,7 +13,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from broker_sim.check import CheckResult, check
-from broker_sim.journal import Entry, LeaderAndIsrObserved, RunEnded, RunStarted, StateObserved, StopObserved
+from broker_sim.check.liveness import crashed_incarnations
+from broker_sim.journal import (
+    Entry,
+    FaultInjected,
+    LeaderAndIsrObserved,
+    Registered,
+    RunEnded,
+    RunStarted,
+    StateObserved,
+    StopObserved,
+)
 from protocol.error_codes import ErrorCode
 from protocol.records.metadata import LOST_DIRECTORY, UNASSIGNED_DIRECTORY, RemoveTopicRecord
 
@@ -102,6 +112,34 @@ def test_a_replica_of_a_deleted_topic_never_told_to_delete_it_is_reported(tmp_pa
     assert rules(checked(tmp_path / "before", [*unfenced(), *before], delete)) == ["delete-delivery"]
     late = [*deletions(but=(3, 1)), stop(3, 1, delete=True, epoch=-2, at_ms=TIMESTAMP_MS + BOUND_MS + 1_000)]
     assert rules(checked(tmp_path / "late", [*unfenced(), *late], delete)) == ["delete-delivery"]
+
+
+def test_a_deletion_is_not_owed_by_an_incarnation_that_crashed_before_the_deadline(tmp_path: Path) -> None:
+    """A controller may keep a crashed incarnation registered past the bound (each failover starts
+    every session afresh, KAFKA-14392): nothing can reach it, and its next incarnation learns what
+    it hosts from the full LeaderAndIsr at its unfence."""
+    registered = Registered((TIMESTAMP_MS - 1_000) * MS, 3, "incarnation", 3)  # cluster(): broker 3's epoch is 3
+    crash = FaultInjected(LATER_MS * MS, 3, "crash", 5_000.0)
+    journal = [*unfenced(), *deletions(but=(3, 1)), registered, crash]
+    assert duties(checked(tmp_path, journal, delete)) == []
+    paused = FaultInjected(LATER_MS * MS, 3, "pause", 5_000.0)  # a paused broker is still there: it owes it
+    journal = [*unfenced(), *deletions(but=(3, 1)), registered, paused]
+    assert duties(checked(tmp_path / "paused", journal, delete)) == ["delete-delivery"]
+    after = FaultInjected((TIMESTAMP_MS + BOUND_MS + 5_000) * MS, 3, "crash", 5_000.0)  # after the deadline
+    journal = [*unfenced(), *deletions(but=(3, 1)), registered, after]
+    assert duties(checked(tmp_path / "after", journal, delete)) == ["delete-delivery"]
+
+
+def test_crashed_incarnations_are_each_broker_s_registered_one_at_its_crash() -> None:
+    entries = [
+        Registered(1_000 * MS, 1, "a", 10),
+        FaultInjected(2_000 * MS, 1, "pause", 100.0),
+        FaultInjected(3_000 * MS, 1, "crash", 100.0),
+        FaultInjected(3_500 * MS, 1, "crash", 100.0),  # no incarnation registered since: nothing ends
+        Registered(4_000 * MS, 1, "b", 20),
+        FaultInjected(5_000 * MS, 2, "crash", 100.0),  # broker 2 never registered
+    ]
+    assert crashed_incarnations(entries) == {(1, 10): 3_000}
 
 
 def test_a_deletion_is_not_owed_by_a_broker_fenced_then_or_since_nor_after_the_run(tmp_path: Path) -> None:

@@ -9,9 +9,17 @@ faster than the clock on the wall (so thousands of schedules fit in minutes).
 from __future__ import annotations
 
 import hashlib
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from broker_sim.sim.run import SimSpec, run_seed
+from tests.benchmarks.test_scripts import make_command
+from tests.e2e.daemon_process import ROOT
 
 
 def digests(directory: Path) -> dict[str, str]:
@@ -34,6 +42,15 @@ def test_a_failover_seed_runs_clean_and_its_faults_happen(tmp_path: Path) -> Non
     assert result.simulated_s > 40
 
 
+def test_a_chaos_seed_with_a_crashed_broker_across_failovers_runs_clean(tmp_path: Path) -> None:
+    """Seed 1 of `chaos`: broker 2 crashes at 14 s; the quorum's failovers keep its old incarnation
+    registered (each starts every session afresh, KAFKA-14392) and its new one unregistered to the
+    end. The checker once held that dead incarnation to LeaderAndIsr deliveries nothing could make."""
+    result = run_seed(SimSpec(seed=1, scenario="chaos", duration_s=40), tmp_path)
+    assert result.status == 0, result.violations
+    assert '"fault":"crash"' in (tmp_path / "journal.jsonl").read_text()
+
+
 def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     spec = SimSpec(seed=3, duration_s=30)
     run_seed(spec, tmp_path / "a")
@@ -44,3 +61,50 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     other = SimSpec(seed=4, duration_s=30)
     run_seed(other, tmp_path / "c")
     assert digests(tmp_path / "c") != first
+
+
+def sim_command(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "broker_sim", "sim", *arguments], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_bad_arguments_exit_2_with_one_line() -> None:
+    for arguments in (["--seeds", "0"], ["--seeds", "1", "--scenario", "chaos,nope"], ["--voters", "3"]):
+        done = sim_command(*arguments)
+        assert done.returncode == 2, done
+        assert done.stderr.startswith("python -m broker_sim sim: error:") and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("bug", "rules"),
+    [
+        ("vote_for_shorter_log", {"quorum-stale-vote"}),
+        ("old_controller_epoch", {"controller-epoch-leader", "observed-controller-epoch"}),
+    ],
+)
+def test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it(bug: str, rules: set[str]) -> None:
+    """A quorum bug (tests/broker_sim/broken_daemon.py, patched into the controller the simulator runs):
+    exit 1, the violation named, and the printed replay command fails the same way."""
+    patch = f"tests.broker_sim.broken_daemon:{bug}"
+    done = sim_command("--seeds", "2", "--duration", "30", "--stop-at-first", "--patch", patch)
+    assert done.returncode == 1, done.stdout
+    named = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
+    assert named & rules, done.stdout
+    replay = next(line.split("replay: ", 1)[1] for line in done.stdout.splitlines() if "replay: " in line)
+    again = subprocess.run([sys.executable, *shlex.split(replay)[1:]], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1
+    violations = [line for line in done.stdout.splitlines() if line.startswith("  [")]
+    assert violations == [line for line in again.stdout.splitlines() if line.startswith("  [")]
+
+
+def test_make_sim_runs_its_seeds_and_reports_the_time() -> None:
+    command = make_command("sim")
+    command[command.index("--seeds") + 1] = "2"
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("seed 0: clean (") and lines[1].startswith("seed 1: clean (")
+    assert re.fullmatch(
+        r"2 of 2 seeds clean; \d+ s simulated in [\d.]+ s \([\d.]+ simulated seconds per second\)", lines[-1]
+    )
