@@ -3,6 +3,8 @@
     python -m broker_sim run [OPTIONS]     a fleet run; `fencer-fleet [OPTIONS]` is the same command
     python -m broker_sim check DATA_DIR [--journal PATH] [--report PATH]
                                            the invariant checker alone (the checker's own command line)
+    python -m broker_sim sim --seeds N [OPTIONS]
+                                           the whole cluster under simulation (`broker_sim.sim.cli`)
 
 Rules:
 - Bad arguments exit 2 with one line on stderr (`<prog>: error: <why>`), never a traceback, and
@@ -43,7 +45,8 @@ Rules:
   and the file). With `--quorum`, every node of the fleet's quorum serves TLS with the same three
   files (so the fleet's certificate must also name 127.0.0.1, the nodes' host), its Raft links
   included, and the fleet's DescribeQuorum and vote probes speak TLS to them.
-- `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for.
+- `check` is the checker's (`broker_sim.check.cli.main`), imported when it is asked for; `sim` the
+  simulator's (`broker_sim.sim.cli.main`), likewise (it imports the controller).
 """
 
 from __future__ import annotations

@@ -149,9 +149,9 @@ RUN_BY: list[tuple[str, str, str]] = [
         "the daemon's command line",
     ),
     (
-        r"\.venv/bin/python -m broker_sim run\\\|check \.\.\.",
+        r"\.venv/bin/python -m broker_sim run\\\|check\\\|sim \.\.\.",
         "tests/broker_sim/test_cli.py::test_the_final_check_runs_on_the_data_dir",
-        "run, then check",
+        "run, then check (sim: tests/broker_sim/sim/test_sim.py)",
     ),
     # A session
     (
