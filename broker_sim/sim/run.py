@@ -14,7 +14,8 @@ Rules:
   stamped with the simulation's time and the host that wrote it.
 - The verdict is the fleet's: the violations found while running and by the final check of the
   nodes' data dirs with the journal (`report.run_quorum_check`), and the run's failures (a node
-  that could not start, a fleet that could not reach the quorum).
+  that could not start, a fleet that could not reach the quorum); and the simulation's own
+  invariants on the journal (`invariants`: what a wall clock cannot hold a quorum to).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from broker_sim.journal import read_journal
 from broker_sim.model.quorum import QuorumTiming
 from broker_sim.model.schedule import controller_fault_schedule
 from broker_sim.report import FinalCheck, RunResult, exit_status, run_quorum_check
@@ -41,6 +43,7 @@ from broker_sim.stats import FleetStats
 from controller import runtime as controller_runtime
 
 from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
+from .invariants import elections_without_fault
 from .network import HostNetwork, SimNetwork
 
 FLEET_HOST = "fleet"
@@ -74,12 +77,14 @@ class SimResult:
     status: int  # the fleet's exit status: 0 clean, 1 a violation or a failure
     simulated_s: float
     directory: Path
+    #: the simulation's own invariants broken (`invariants`)
+    simulated: list[str] = field(default_factory=list)
 
     @property
     def violations(self) -> list[str]:
-        """Every violation: found while running, then by the final check."""
+        """Every violation: found while running, by the final check, then the simulation's own."""
         found = list(self.run.stats.violations)
-        return found + ([] if self.final is None else [line for _rule, line in self.final.violations])
+        return found + ([] if self.final is None else [line for _rule, line in self.final.violations]) + self.simulated
 
 
 class FleetRuntime:
@@ -118,7 +123,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         scenario=spec.scenario,
         heartbeat_ms=spec.heartbeat_ms,
         session_timeout_ms=spec.session_timeout_ms,
-        journal_path=directory / "journal.jsonl",
+        journal_path=directory / "journal.jsonl",  # read again by the simulation's invariants
         listen_host=FLEET_HOST,
     )
     clock = trio.testing.MockClock(autojump_threshold=0)
@@ -128,7 +133,10 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     final = None
     if result.unreachable is None:
         final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
-    return SimResult(spec, result, final, exit_status(result, final), clock.current_time(), directory)
+    journal = directory / "journal.jsonl"
+    simulated = elections_without_fault(read_journal(journal)) if journal.exists() else []
+    status = max(exit_status(result, final), 1 if simulated else 0)
+    return SimResult(spec, result, final, status, clock.current_time(), directory, simulated)
 
 
 async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> RunResult:

@@ -83,7 +83,7 @@ def test_the_console_script_is_declared() -> None:
 def test_a_missing_or_unknown_command_exits_2(arguments: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(arguments) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "expected a command, run or check" in err
+    assert err.count("\n") == 1 and "expected a command, run, check or sim" in err
 
 
 def test_controller_takes_one_address_or_a_list_in_the_order_to_try_them() -> None:

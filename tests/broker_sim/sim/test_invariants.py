@@ -1,0 +1,74 @@
+"""The simulation's own invariants (`broker_sim.sim.invariants`), on journals and on a planted bug."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from broker_sim.journal import ControllerFaulted, QuorumLeaderSeen, QuorumStarted
+from broker_sim.sim.cluster import EPOCH_NS
+from broker_sim.sim.invariants import elections_without_fault
+
+S = 1_000_000_000
+
+
+def at(seconds: float) -> int:
+    return EPOCH_NS + int(seconds * S)
+
+
+STARTED = QuorumStarted(at(0), [1, 2, 3], 1000, 2000)  # deposed in 1.5 x 2 + 2 x 1 = 5 s
+
+
+def test_the_first_leader_and_epochs_within_a_fault_s_reach_are_clean() -> None:
+    journal = [
+        STARTED,
+        QuorumLeaderSeen(at(1), 1, 1, 0),
+        ControllerFaulted(at(10), 1, "kill", 1500.0, 1, 1),
+        QuorumLeaderSeen(at(13), 2, 2, 40),
+        ControllerFaulted(at(11.5), 1, "restart", 0.0, 2, 2),
+        QuorumLeaderSeen(at(21), 3, 3, 50),  # 11.5 + 2 x 5 = 21.5: still in reach
+        QuorumLeaderSeen(at(30), 3, 3, 90),  # the same epoch again: no election
+    ]
+    assert elections_without_fault(journal) == []
+
+
+def test_an_epoch_with_no_fault_in_reach_is_reported() -> None:
+    early = [STARTED, QuorumLeaderSeen(at(1), 1, 1, 0), QuorumLeaderSeen(at(6), 2, 2, 9)]
+    assert [line.split("]")[0] for line in elections_without_fault(early)] == ["[sim-election-without-fault"]
+    late = [
+        STARTED,
+        QuorumLeaderSeen(at(1), 1, 1, 0),
+        ControllerFaulted(at(10), 1, "cut", 3000.0, 1, 1),
+        QuorumLeaderSeen(at(12), 2, 2, 40),
+        ControllerFaulted(at(13), 1, "heal", 0.0, 2, 2),
+        QuorumLeaderSeen(at(24), 1, 3, 70),  # 13 + 10 = 23 < 24
+    ]
+    found = elections_without_fault(late)
+    assert len(found) == 1 and "node 1 led epoch 3 (after 2)" in found[0] and "23.000 s" in found[0]
+
+
+def test_a_follower_whose_fetch_timer_is_never_reset_fails_a_steady_seed() -> None:
+    """The planted bug deposes a healthy leader every fetch timeout; no fleet rule names it, this one does."""
+    planted = "tests.broker_sim.sim.planted:fetch_timer_never_reset"
+    command = [
+        "-m",
+        "broker_sim",
+        "sim",
+        "--seeds",
+        "1",
+        "--scenario",
+        "steady",
+        "--duration",
+        "20",
+        "--patch",
+        planted,
+    ]
+    done = subprocess.run(
+        [sys.executable, *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout
+    rules = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
+    assert rules == {"sim-election-without-fault"}
