@@ -9,18 +9,41 @@ Rules:
   no later than `DEPOSED_SLACK` deposition times (`QuorumTiming.deposed_s`: 1.5 fetch timeouts
   and 2 election timeouts) after the end of the last fault that began before it. A follower whose
   fetch timer is never reset, or a leader that stops answering fetches, breaks it.
+- `sim-live-broker-fenced`: a broker that heartbeats on time is never fenced in the log, whatever
+  it was answered (a fence that the next heartbeat undoes is still a fence: every replica it led
+  lost its leadership). Every fence in the committed log (the longest node log's
+  BrokerRegistrationChangeRecord fenced=1 and FenceBrokerRecord), at its batch's timestamp T,
+  needs a cause in the journal: the broker crashed or was paused from T less a session timeout and
+  `FENCE_SLACK_MS` on, or its controlled shutdown began before T (a broker that shut down stops
+  heartbeating). An activation that starts the brokers' sessions on a wrong clock (KAFKA-14392)
+  breaks it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
-from broker_sim.journal import ControllerFaulted, Entry, QuorumLeaderSeen, QuorumStarted
+from broker_sim.check.log import CheckError, LogReader
+from broker_sim.journal import (
+    ControllerFaulted,
+    Entry,
+    FaultInjected,
+    QuorumLeaderSeen,
+    QuorumStarted,
+    RunStarted,
+    ShutdownTracked,
+)
 from broker_sim.model.quorum import QuorumTiming
+from protocol.records.metadata import BrokerRegistrationChangeRecord, FenceBrokerRecord
 
 from .cluster import EPOCH_NS
 
 NS_PER_S = 1_000_000_000
+NS_PER_MS = 1_000_000
+#: a fence may come this long after the session timeout of a broker's last sign of life (the
+#: controller's session timer runs every 250 ms at most, and a crash stops heartbeats one interval early)
+FENCE_SLACK_MS = 3_000
 #: how many deposition times after a fault's end a new epoch may still come from it
 DEPOSED_SLACK = 2.0
 
@@ -48,6 +71,58 @@ def elections_without_fault(entries: Iterable[Entry]) -> list[str]:
                 )
             epoch = entry.leader_epoch if epoch is None else max(epoch, entry.leader_epoch)
     return found
+
+
+def fences_of_live_brokers(node_dirs: Iterable[Path], entries: Iterable[Entry]) -> list[str]:
+    """The violations of `sim-live-broker-fenced` (see the rules): the fences of the longest log
+    among `node_dirs` (the committed one holds no more), each with the journal's causes."""
+    session_ms: int | None = None
+    down: dict[int, list[tuple[int, int]]] = {}  # broker -> (from, to) ms of its crashes and pauses
+    shutting: dict[int, list[int]] = {}  # broker -> when each of its controlled shutdowns began (ms)
+    for entry in entries:
+        if isinstance(entry, RunStarted):
+            session_ms = entry.session_timeout_ms
+        elif isinstance(entry, FaultInjected) and entry.fault in ("crash", "pause"):
+            start = entry.wall_ns // NS_PER_MS
+            down.setdefault(entry.broker, []).append((start, start + int(entry.duration_ms)))
+        elif isinstance(entry, ShutdownTracked):
+            shutting.setdefault(entry.broker, []).append(entry.started_wall_ns // NS_PER_MS)
+    if session_ms is None:
+        return []
+    found = []
+    for broker, at_ms in _fences(node_dirs):
+        since = at_ms - session_ms - FENCE_SLACK_MS
+        if any(start <= at_ms and end >= since for start, end in down.get(broker, ())):
+            continue
+        if any(began <= at_ms for began in shutting.get(broker, ())):
+            continue
+        found.append(
+            f"[sim-live-broker-fenced] broker {broker} was fenced at {_at(at_ms * NS_PER_MS)} with no crash, "
+            f"pause or controlled shutdown of it since {_at(since * NS_PER_MS)} (a session timeout before)"
+        )
+    return found
+
+
+def _fences(node_dirs: Iterable[Path]) -> list[tuple[int, int]]:
+    """(broker, batch timestamp ms) of every fence in the longest of the nodes' logs."""
+    longest: list[tuple[int, int]] = []
+    longest_end = -1
+    for node_dir in node_dirs:
+        fences, end = [], -1
+        try:
+            with LogReader(node_dir) as reader:
+                for batch in reader.batches(0):
+                    for offset, record, _version in batch.records:
+                        end = offset
+                        if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == 1:
+                            fences.append((record.broker_id, batch.timestamp_ms))
+                        elif isinstance(record, FenceBrokerRecord):
+                            fences.append((record.id, batch.timestamp_ms))
+        except CheckError:
+            continue  # an unreadable log is the final check's to report
+        if end > longest_end:
+            longest, longest_end = fences, end
+    return longest
 
 
 def _at(wall_ns: int) -> str:

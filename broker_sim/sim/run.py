@@ -43,7 +43,7 @@ from broker_sim.stats import FleetStats
 from controller import runtime as controller_runtime
 
 from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
-from .invariants import elections_without_fault
+from .invariants import elections_without_fault, fences_of_live_brokers
 from .network import HostNetwork, SimNetwork
 
 FLEET_HOST = "fleet"
@@ -134,7 +134,10 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     if result.unreachable is None:
         final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
     journal = directory / "journal.jsonl"
-    simulated = elections_without_fault(read_journal(journal)) if journal.exists() else []
+    simulated = []
+    if journal.exists():
+        entries = list(read_journal(journal))
+        simulated = elections_without_fault(entries) + fences_of_live_brokers(plan.node_dirs, entries)
     status = max(exit_status(result, final), 1 if simulated else 0)
     return SimResult(spec, result, final, status, clock.current_time(), directory, simulated)
 

@@ -23,3 +23,17 @@ def fetch_timer_never_reset() -> None:
         return handled
 
     outbound.fetch = fetch
+
+
+def activation_on_a_wrong_clock() -> None:
+    """KAFKA-14392: a new active controller starts every broker's session from a time a minute
+    back, so its first session sweep fences every live broker (and their next heartbeats unfence
+    them: no broker is ever answered fenced)."""
+    from controller.engine import ControllerEngine
+
+    original = ControllerEngine.activate
+
+    def activate(self: Any, now_ns: int) -> None:
+        original(self, now_ns - 60_000_000_000)
+
+    ControllerEngine.activate = activate  # type: ignore[method-assign]

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
-from broker_sim.journal import ControllerFaulted, QuorumLeaderSeen, QuorumStarted
+from broker_sim.journal import (
+    ControllerFaulted,
+    FaultInjected,
+    QuorumLeaderSeen,
+    QuorumStarted,
+    ShutdownTracked,
+    read_journal,
+)
 from broker_sim.sim.cluster import EPOCH_NS
-from broker_sim.sim.invariants import elections_without_fault
+from broker_sim.sim.invariants import elections_without_fault, fences_of_live_brokers
+from broker_sim.sim.run import SimSpec, run_seed
 
 S = 1_000_000_000
 
@@ -72,3 +81,26 @@ def test_a_follower_whose_fetch_timer_is_never_reset_fails_a_steady_seed() -> No
     assert done.returncode == 1, done.stdout
     rules = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
     assert rules == {"sim-election-without-fault"}
+
+
+def test_an_activation_on_a_wrong_clock_fences_live_brokers_and_is_caught() -> None:
+    """KAFKA-14392 planted: the brokers' next heartbeats unfence them, so no broker is ever answered
+    fenced and no fleet rule speaks; the log's fences of brokers that never stopped do."""
+    planted = "tests.broker_sim.sim.planted:activation_on_a_wrong_clock"
+    command = ["-m", "broker_sim", "sim", "--seeds", "1", "--scenario", "steady", "--duration", "20"]
+    done = subprocess.run([sys.executable, *command, "--patch", planted], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout
+    rules = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
+    assert rules == {"sim-live-broker-fenced"}
+
+
+def test_fences_of_crashed_paused_or_shutting_down_brokers_have_their_cause(tmp_path: Path) -> None:
+    """A chaos seed's fences (brokers crashed, paused, shut down) are each excused by the journal;
+    without those entries the same fences are reported."""
+    run_seed(SimSpec(seed=3, scenario="chaos", duration_s=40), tmp_path)
+    nodes = sorted((tmp_path / "quorum").glob("node-*"))
+    entries = list(read_journal(tmp_path / "journal.jsonl"))
+    assert fences_of_live_brokers(nodes, entries) == []
+    causes = (FaultInjected, ShutdownTracked)
+    stripped = [entry for entry in entries if not isinstance(entry, causes)]
+    assert len(fences_of_live_brokers(nodes, stripped)) >= 1
