@@ -87,7 +87,7 @@ def test_an_activation_on_a_wrong_clock_fences_live_brokers_and_is_caught() -> N
     """KAFKA-14392 planted: the brokers' next heartbeats unfence them, so no broker is ever answered
     fenced and no fleet rule speaks; the log's fences of brokers that never stopped do."""
     planted = "tests.broker_sim.sim.planted:activation_on_a_wrong_clock"
-    command = ["-m", "broker_sim", "sim", "--seeds", "1", "--scenario", "steady", "--duration", "20"]
+    command = ["-m", "broker_sim", "sim", "--seeds", "1", "--scenario", "controller-failover", "--duration", "25"]
     done = subprocess.run([sys.executable, *command, "--patch", planted], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout
     rules = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
