@@ -73,6 +73,9 @@ DEFAULT_SAMPLE = 100
 SIM_SEEDS = 6
 SIM_SCENARIOS = "chaos,controller-failover"
 SIM_DURATION = 30
+#: real seconds a seed may take before the trial is a timeout (a clean one takes 1-3 s: a mutant
+#: that loops without letting the simulated clock move would otherwise hold the run for ever)
+SIM_SEED_REAL_S = 30
 OUTCOMES = ("killed", "survived", "timeout", "incompetent")
 
 
@@ -431,7 +434,7 @@ def one_sim_run(judge: Path, work: Path, seeds: int, scenarios: str, duration: i
     command += [f"--duration={duration}", "--brokers=5", "--stop-at-first", f"--keep={work / 'seeds'}"]
     try:
         done = subprocess.run(
-            command, cwd=judge, env=env, capture_output=True, text=True, timeout=seeds * (duration + 60)
+            command, cwd=judge, env=env, capture_output=True, text=True, timeout=seeds * SIM_SEED_REAL_S + 60
         )
     except subprocess.TimeoutExpired:
         return "timeout", "the simulator overran its bound"
@@ -561,7 +564,7 @@ def run(args: argparse.Namespace) -> int:
             f"--work {out / 'trial'} --fleet-seeds {fleet_seeds} --duration {args.duration}"
         )
         if args.judge == "sim":
-            budget = args.sim_seeds * (args.sim_duration + 60) + 60
+            budget = args.sim_seeds * SIM_SEED_REAL_S + 120
             test_command += (
                 f" --judge sim --judge-dir {judge_tree(out, tree, fleet)} --sim-seeds {args.sim_seeds}"
                 f" --sim-scenarios {args.sim_scenarios} --sim-duration {args.sim_duration}"
