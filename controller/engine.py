@@ -286,12 +286,9 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         self.core.freeze()  # fills every topic's frozen copy now, so no later freeze copies them all on the event loop
 
     def resign(self) -> None:
-        """Stop being the active controller (a quorum's leader lost its epoch): decide nothing
-        more, and go back to the committed state. What was decided and not committed may never
-        be (a new leader may truncate it away), so the state is rebuilt from the newest snapshot
-        and `catch_up` replays the log again, up to what is committed; the control orders not
-        yet taken are dropped (their controller epoch is over). A standby's state is committed
-        already: it only stops."""
+        """Stop being the active controller (its epoch is over): what was decided and not committed
+        may be truncated away, so the state is rebuilt from the newest snapshot (`catch_up` replays
+        the committed log) and untaken control orders are dropped. A standby only stops."""
         was_active, self.active = self.active, False
         if was_active:
             self.reload()
