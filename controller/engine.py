@@ -415,9 +415,8 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         return commit.records
 
     def commit_now(self) -> int:
-        """`commit` and `write` on this thread, without an event loop: what was decided, made
-        durable on the local log (start-up, tools, tests: a single voter's fsync commits it); the
-        records written."""
+        """`commit` and `write` here, without an event loop (start-up, tools, tests: a single
+        voter's fsync commits what was decided); the records written."""
         work = self.commit()
         return 0 if work is None else self.write(finish(work))
 
