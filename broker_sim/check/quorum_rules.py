@@ -120,7 +120,7 @@ DEPOSED_SLACK_MS = 250
 DIVERGENT_BOUND = 3
 RESTART_ALLOWANCE_MS = 5_000  # a restarted node's start-up (a Python process), before it can fetch
 #: the controller faults that end a fault (the others begin one)
-FAULT_ENDS = {"kill": "restart", "pause": "resume", "cut": "heal"}
+FAULT_ENDS = {"kill": "restart", "shutdown": "restart", "wipe": "restart", "pause": "resume", "cut": "heal"}
 
 
 # ---------------------------------------------------------------------- across the logs

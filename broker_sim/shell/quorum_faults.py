@@ -76,18 +76,22 @@ class ControllerFaults:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self._watch)
-                for fault in self.faults:
-                    await ctx.sleep_until(fault.at_s)
-                    await self._wait_whole()
-                    if ctx.now() + fault.duration_s > self.duration_s - TAIL_S:
-                        log.info("controller fault %s skipped: it could not end before the run does", fault)
-                        continue
-                    failover = await self._apply(fault)
-                    await self._measured(failover)
-                    self._probing.cancel()
+                await self._faults(ctx)
                 self.finished.set()
         finally:
             self._record(self.clock.close_all())
+
+    async def _faults(self, ctx: FleetContext) -> None:
+        """The schedule's faults, one at a time (see the module rules)."""
+        for fault in self.faults:
+            await ctx.sleep_until(fault.at_s)
+            await self._wait_whole()
+            if ctx.now() + fault.duration_s > self.duration_s - TAIL_S:
+                log.info("controller fault %s skipped: it could not end before the run does", fault)
+                continue
+            failover = await self._apply(fault)
+            await self._measured(failover)
+            self._probing.cancel()
 
     # ------------------------------------------------------------------ the watcher
     async def _watch(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -32,7 +32,11 @@ from pathlib import Path
 from broker_sim.cli import CommandLineParser, UsageError, non_negative_int, positive_int, positive_seconds
 from broker_sim.model.schedule import ALL_SCENARIOS
 
-from .run import SimResult, SimSpec, run_seed
+from .run import SimResult, SimSpec, run_seed, voters_of
+from .scenarios import RAFT_SCENARIOS
+
+#: every scenario a seed may run: the fleet's, then Kafka's Raft simulation's (`scenarios`)
+SIM_SCENARIOS = ALL_SCENARIOS + tuple(RAFT_SCENARIOS)
 
 PROG = "python -m broker_sim sim"
 
@@ -46,9 +50,14 @@ def build_parser() -> CommandLineParser:
         "--scenario",
         type=scenario_list,
         default=("controller-failover",),
-        help=f"the fleet's scenario, or several (commas), taken in turn by the seeds: {', '.join(ALL_SCENARIOS)}",
+        help=f"a scenario, or several (commas), taken in turn by the seeds: {', '.join(SIM_SCENARIOS)}",
     )
-    add("--voters", type=int, choices=(1, 3, 5), default=3, help="controller voters (default 3)")
+    add(
+        "--voters",
+        type=int,
+        choices=range(1, 6),
+        help="controller voters, 1-5 (default: 3, or a Raft scenario's seeded choice)",
+    )
     add("--brokers", type=positive_int, default=5, help="brokers (default 5)")
     add("--duration", type=positive_seconds, default=40.0, help="simulated seconds per seed (default 40)")
     add("--keep", type=Path, metavar="DIR", help="keep every seed's files under DIR/seed-K")
@@ -107,9 +116,9 @@ def main(argv: Sequence[str]) -> int:
 
 def scenario_list(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(","))
-    unknown = [name for name in names if name not in ALL_SCENARIOS]
+    unknown = [name for name in names if name not in SIM_SCENARIOS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown scenario {', '.join(unknown)!r}: one of {', '.join(ALL_SCENARIOS)}")
+        raise argparse.ArgumentTypeError(f"unknown scenario {', '.join(unknown)!r}: one of {', '.join(SIM_SCENARIOS)}")
     return names
 
 
@@ -126,7 +135,7 @@ def describe(result: SimResult, args: argparse.Namespace) -> list[str]:
     if result.final is not None:
         lines += list(result.final.problems)
     lines.append(f"files: {result.directory}")
-    options = [f"--scenario {result.spec.scenario}", f"--voters {args.voters}", f"--brokers {args.brokers}"]
+    options = [f"--scenario {result.spec.scenario}", f"--voters {voters_of(result.spec)}", f"--brokers {args.brokers}"]
     options.append(f"--duration {args.duration:g}")
     options += [f"--patch {patch}" for patch in args.patch]
     lines.append(f"replay: {PROG} --seeds 1 --first-seed {result.spec.seed} {' '.join(options)}")

@@ -17,6 +17,8 @@ Rules:
   - `pause` (SIGSTOP): the node is cut from every host, its bytes held both ways until `resume`;
     its own timers run on (a simplification: a stopped process's do not).
   - `cut`: the node cannot reach the other nodes, nor they it (the brokers still reach it).
+- `shutdown` (SIGTERM) drains the node first; `wipe` kills it and deletes its persistent state;
+  `split` cuts a minority of the nodes from the rest (Kafka's simulation scenarios, `scenarios`).
 - Every random choice (each engine's and each Raft driver's) comes from the run's seed.
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import random
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +41,7 @@ from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum_config import QuorumConfig, Voter
 
 from .network import HostNetwork, SimNetwork
+from .raft_watch import RaftWatch
 
 log = logging.getLogger("fencer.sim.cluster")
 T = TypeVar("T")
@@ -112,6 +116,8 @@ class SimQuorum(Quorum):
         }
         #: the voters, as every node is configured with them
         self.voter_list = tuple(Voter(node, host, port) for node, (host, port) in self.addresses.items())
+        #: Kafka's Raft invariants, after every step of every node's Raft core
+        self.watch = RaftWatch(self.ids, trio.current_time)
 
     async def start(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -150,12 +156,14 @@ class SimQuorum(Quorum):
             )
             options = DaemonOptions(host=node.address[0], port=PORT, handle_signals=False)
             daemon = node.daemon = Daemon(engine, options, quorum, rng=rng)
+            daemon.quorum.driver.observer = self.watch.step
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(daemon.run)
                     task_status.started()
             finally:
                 engine.close()  # a crash's descriptors go with the process
+                self.watch.down(node.node_id)
         node.running = False
 
     # ------------------------------------------------------------------ faults
@@ -172,6 +180,30 @@ class SimQuorum(Quorum):
         target = self.nodes[node]
         if not target.running:
             await self._start(target)
+
+    async def shutdown(self, node: int) -> None:
+        """A graceful stop (SIGTERM): the daemon drains and closes its log, then its connections go."""
+        target = self.nodes[node]
+        if target.running and target.daemon is not None:
+            await target.daemon.shutdown()
+        await self.kill(node)
+
+    async def wipe(self, node: int) -> None:
+        """`node` killed and its persistent state gone (its metadata log, snapshots and quorum-state;
+        `meta.properties`, the formatting, stays): Kafka's `killAndDeletePersistentState`."""
+        await self.kill(node)
+        for path in self.nodes[node].data_dir.iterdir():
+            if path.name != "meta.properties":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+    def split(self, minority: Sequence[int]) -> None:
+        """The nodes of `minority` reach each other but none of the others, nor they them (each
+        is `cut`: `heal` them one by one)."""
+        for node in minority:
+            self.nodes[node].cut = True
+            for other in self.ids:
+                if other not in minority:
+                    self.network.partition(host_name(node), host_name(other))
 
     def pause(self, node: int) -> None:
         self.nodes[node].paused = True

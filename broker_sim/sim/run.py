@@ -45,6 +45,8 @@ from controller import runtime as controller_runtime
 from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
 from .invariants import elections_without_fault, fences_of_live_brokers
 from .network import HostNetwork, SimNetwork
+from .raft_watch import RaftWatch
+from .scenarios import RAFT_SCENARIOS, ScenarioFaults
 
 FLEET_HOST = "fleet"
 CLUSTER_ID = "c2ltdWxhdGVkLWNsdXN0ZXI"  # 22 characters of base64, as Kafka's cluster ids
@@ -56,7 +58,7 @@ class SimSpec:
 
     seed: int
     scenario: str = "controller-failover"
-    voters: int = 3
+    voters: int | None = None  # None: the Raft scenario's seeded choice (`scenarios`), else 3
     brokers: int = 5
     topics: int = 2
     partitions: int = 3
@@ -103,11 +105,21 @@ class FleetRuntime:
         return EPOCH_NS + int(trio.current_time() * 1e9)
 
 
+def voters_of(spec: SimSpec) -> int:
+    """The voters of `spec`'s quorum (see `SimSpec.voters`)."""
+    if spec.voters is not None:
+        return spec.voters
+    raft = RAFT_SCENARIOS.get(spec.scenario)
+    return 3 if raft is None else random.Random(f"{spec.seed}:voters").randint(*raft.voters)
+
+
 def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
+    spec = replace(spec, voters=voters_of(spec))
+    raft = RAFT_SCENARIOS.get(spec.scenario)
     plan = QuorumPlan(
-        nodes=spec.voters,
+        nodes=spec.voters or 3,
         data_dir=directory / "quorum",
         cluster_id=CLUSTER_ID,
         session_timeout_ms=spec.session_timeout_ms,
@@ -120,7 +132,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         replication_factor=spec.replication_factor,
         duration_s=spec.duration_s,
         seed=spec.seed,
-        scenario=spec.scenario,
+        scenario="steady" if raft is not None else spec.scenario,  # a Raft scenario: its own script
         heartbeat_ms=spec.heartbeat_ms,
         session_timeout_ms=spec.session_timeout_ms,
         journal_path=directory / "journal.jsonl",  # read again by the simulation's invariants
@@ -129,7 +141,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     clock = trio.testing.MockClock(autojump_threshold=0)
     _deterministic_scheduling(spec.seed)
     with _logged_to(directory / "sim.log"):
-        result = trio.run(_simulate, spec, config, plan, clock=clock)
+        result, watch = trio.run(_simulate, spec, config, plan, clock=clock)
     final = None
     if result.unreachable is None:
         final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
@@ -138,26 +150,28 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     if journal.exists():
         entries = list(read_journal(journal))
         simulated = elections_without_fault(entries) + fences_of_live_brokers(plan.node_dirs, entries)
+    simulated = watch.violations + simulated
     status = max(exit_status(result, final), 1 if simulated else 0)
     return SimResult(spec, result, final, status, clock.current_time(), directory, simulated)
 
 
-async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> RunResult:
+async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> tuple[RunResult, RaftWatch]:
     result = RunResult(stats=FleetStats())
     network = SimNetwork(random.Random(f"{spec.seed}:network"))
     quorum = SimQuorum(plan, network, spec.seed, spec.disk_s)
+    raft = RAFT_SCENARIOS.get(spec.scenario)
+    quorum.watch.relaxed = raft is not None and raft.relaxed
     with fleet_runtime.use(FleetRuntime(network.host(FLEET_HOST))):
         async with trio.open_nursery() as nursery:
             try:
                 await quorum.start(nursery)
                 (host, port), *others = quorum.controllers
                 config = replace(config, controller_host=host, controller_port=port, other_controllers=tuple(others))
-                faults = controller_fault_schedule(
-                    config.seed, config.scenario, config.duration_s, timing_of(config), plan.timing
-                )
-                driver = ControllerFaults(quorum, faults, config.duration_s)
+                driver = _driver(spec, config, quorum)
                 outcome = await run_fleet(config, result.stats, alongside=[driver.run])
                 result.finished, result.unreachable = outcome.finished, outcome.unreachable
+                if isinstance(driver, ScenarioFaults):
+                    result.stats.violations.extend(driver.stuck)
             except QuorumError as error:
                 result.unreachable = str(error)
             finally:
@@ -165,7 +179,18 @@ async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> Run
                     await quorum.stop()
                 nursery.cancel_scope.cancel()
     result.failures.extend(quorum.failures)
-    return result
+    return result, quorum.watch
+
+
+def _driver(spec: SimSpec, config: FleetConfig, quorum: SimQuorum) -> ControllerFaults:
+    """The controller faults of the run: a Raft scenario's script, or the fleet's schedule."""
+    raft = RAFT_SCENARIOS.get(spec.scenario)
+    if raft is not None:
+        return ScenarioFaults(quorum, raft, random.Random(f"{spec.seed}:script"), config.duration_s)
+    faults = controller_fault_schedule(
+        config.seed, config.scenario, config.duration_s, timing_of(config), quorum.plan.timing
+    )
+    return ControllerFaults(quorum, faults, config.duration_s)
 
 
 class _Stamp(logging.Filter):

@@ -32,7 +32,7 @@ import functools
 import logging
 import random
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import trio
@@ -166,6 +166,9 @@ class RaftDriver:
         self._woke_ms: int | None = None
         self._nursery: trio.Nursery | None = None
         self._stopped = trio.Event()  # set once `run` has ended
+        #: called with the core and its actions after each step it takes, before they run (a
+        #: simulation's invariants read the core there); None: nobody watches
+        self.observer: Callable[[RaftNode, Sequence[Action]], None] | None = None
 
     # ------------------------------------------------------------------ the core
     def handle(self, event: Event) -> None:
@@ -274,6 +277,8 @@ class RaftDriver:
         must wait: a scheduling round sooner, where each round of a busy leader costs a fraction
         of a millisecond."""
         pending = list(actions)
+        if self.observer is not None:
+            self.observer(self.node, pending)
         if not self._actions and not self._executing and self._nursery is not None:
             self._executing = True  # actions queued meanwhile (re-entrantly) wait their turn
             try:

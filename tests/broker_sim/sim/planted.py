@@ -37,3 +37,49 @@ def activation_on_a_wrong_clock() -> None:
         original(self, now_ns - 60_000_000_000)
 
     ControllerEngine.activate = activate  # type: ignore[method-assign]
+
+
+def high_watermark_of_the_leader_alone() -> None:
+    """A leader counts only its own log for the high watermark: it commits what no follower holds."""
+    from controller.raft.leader import Leader
+
+    def majority_offset(self: Any, local_flushed_end: int) -> int | None:
+        return local_flushed_end
+
+    Leader.majority_offset = majority_offset  # type: ignore[method-assign]
+
+
+def election_not_persisted() -> None:
+    """The quorum-state file is never written: a restarted voter forgets its epoch and its vote."""
+    from controller.server import raft_driver
+
+    async def persist(self: Any, election: Any) -> None:
+        return None
+
+    raft_driver.RaftDriver._persist = persist  # type: ignore[method-assign]
+
+
+def vote_granted_twice() -> None:
+    """A voter that voted in an epoch grants its vote again to another candidate of that epoch."""
+    from controller.raft import inbound
+
+    original = inbound.can_grant
+
+    def can_grant(state: Any, candidate_id: Any, up_to_date: bool, pre_vote: bool) -> bool:
+        if getattr(state, "voted_id", None) is not None and up_to_date and not pre_vote:
+            return True
+        return original(state, candidate_id, up_to_date, pre_vote)
+
+    inbound.can_grant = can_grant
+
+
+def vote_for_a_stale_log() -> None:
+    """A voter grants its vote whatever the candidate's log: a candidate missing committed entries wins."""
+    from controller.raft import inbound
+
+    original = inbound.can_grant
+
+    def can_grant(state: Any, candidate_id: Any, up_to_date: bool, pre_vote: bool) -> bool:
+        return original(state, candidate_id, True, pre_vote)
+
+    inbound.can_grant = can_grant

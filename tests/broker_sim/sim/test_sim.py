@@ -70,7 +70,13 @@ def sim_command(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_bad_arguments_exit_2_with_one_line() -> None:
-    for arguments in (["--seeds", "0"], ["--seeds", "1", "--scenario", "chaos,nope"], ["--voters", "3"]):
+    bad = (
+        ["--seeds", "0"],
+        ["--seeds", "1", "--scenario", "chaos,nope"],
+        ["--voters", "3"],
+        ["--seeds", "1", "--voters", "6"],
+    )
+    for arguments in bad:
         done = sim_command(*arguments)
         assert done.returncode == 2, done
         assert done.stderr.startswith("python -m broker_sim sim: error:") and done.stderr.count("\n") == 1

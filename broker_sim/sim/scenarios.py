@@ -1,0 +1,239 @@
+"""Kafka's Raft simulation scenarios (RaftEventSimulationTest, each by its name there) played on the
+whole simulated cluster: the real daemons, the fleet's brokers writing through them.
+
+Rules:
+- A scenario is a script of controller faults, each step waiting for what Kafka's test waits
+  for (a leader, a leader other than the one faulted) up to `STEP_BOUND` deposition times
+  (`QuorumTiming.deposed_s`); a step that does not happen in time is a violation
+  (`sim-scenario-stuck`) and ends the script. The fleet runs its `steady` scenario beside it, so
+  the log grows by the brokers' registrations, heartbeats' fences and ISR changes, not by a
+  counter as in Kafka's test.
+- Every action on a node is journalled as the fleet's controller faults are (`ControllerFaulted`:
+  "kill", "shutdown", "wipe", "restart", "cut", "heal"); a split is journalled as a "cut" of
+  each minority node, and its end as their "heal".
+- Each script ends when every running node reached the high watermark its leader had when the
+  last step was taken (Kafka's `allReachedHighWatermark`), within the same bound.
+- The voters: a seeded number in the scenario's range (Kafka's `@IntRange`), unless given.
+- Observers: none (fencer's quorum has none: Kafka's tests add 0-5, which only fetch).
+- The leader of a step is the newest epoch's leader among the nodes' Raft cores (`RaftWatch`).
+- `initial-election` (canElectInitialLeader): 1-5 voters elect a leader; no fault.
+- `leader-failure` (canElectNewLeaderAfterOldLeaderFailure): 3-5 voters; the leader shut down
+  gracefully or killed (seeded); another leads; the old one restarted.
+- `all-nodes-killed` (canRecoverAfterAllNodesKilled): 1-5 voters, all killed; a majority
+  restarted (the lowest ids, as Kafka's test), a leader elected, then the others.
+- `leader-partitioned` (canElectNewLeaderAfterOldLeaderPartitionedAway): 3-5 voters; the leader
+  cut off; another leads; healed.
+- `majority-reachable` (canMakeProgressIfMajorityIsReachable): 5 voters split 2/3 (a seeded
+  pair); the three make progress with a leader of their own; healed.
+- `back-to-back-leader-failures` (canMakeProgressAfterBackToBackLeaderFailures): 3-5 voters; the
+  leader cut off; as soon as another leads, the first healed and the second cut off; a third
+  leads; healed.
+- `single-node-data-loss` (canRecoverFromSingleNodeCommittedDataLoss): 3-5 voters; a seeded node
+  killed with its persistent state deleted; restarted once another node leads. Kafka's two
+  invariants that this breaks on purpose are off (`RaftWatch.relaxed`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import trio
+
+from broker_sim.shell.context import FleetContext
+from broker_sim.shell.quorum_faults import ControllerFaults
+
+from .cluster import SimQuorum
+
+POLL_S = 0.01
+#: how many deposition times a step may take (an election, a restart's catching up)
+STEP_BOUND = 8.0
+#: the scripts' first fault, in simulated seconds after the fleet started (its brokers registered)
+START_S = (3.0, 4.0)
+
+
+class Stuck(Exception):
+    pass
+
+
+Script = Callable[["ScenarioFaults"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RaftScenario:
+    name: str
+    kafka: str  # RaftEventSimulationTest's method
+    voters: tuple[int, int]  # the range drawn from (both included)
+    script: Script
+    relaxed: bool = False  # see `RaftWatch.relaxed`
+
+
+class ScenarioFaults(ControllerFaults):
+    """The fleet's controller-fault driver (its watcher and journal) playing a scenario's script."""
+
+    def __init__(self, quorum: SimQuorum, scenario: RaftScenario, rng: random.Random, duration_s: float) -> None:
+        super().__init__(quorum, (), duration_s)
+        self.sim = quorum
+        self.scenario = scenario
+        self.rng = rng
+        self.stuck: list[str] = []
+
+    async def _faults(self, ctx: FleetContext) -> None:
+        await ctx.sleep_until(self.rng.uniform(*START_S))
+        await self._wait_whole()
+        try:
+            await self.scenario.script(self)
+            await self.caught_up()
+        except Stuck as stuck:
+            self.stuck.append(f"[sim-scenario-stuck] {self.scenario.name}: {stuck} (at {trio.current_time():.4f} s)")
+
+    # ------------------------------------------------------------------ the scripts' steps
+    def act(self, node: int, kind: str) -> None:
+        assert self._ctx is not None
+        self._ctx.recorder.controller_fault(node, kind, 0.0, self.leader)
+
+    async def wait_leader(self, *, other_than: frozenset[int] = frozenset(), what: str = "a leader") -> int:
+        """The newest epoch's leader, once there is one not in `other_than`."""
+        bound = STEP_BOUND * self.sim.plan.timing.deposed_s
+        with trio.move_on_after(bound):
+            while True:
+                found = self.sim.watch.leader()
+                if found is not None and found[0] not in other_than:
+                    return found[0]
+                await trio.sleep(POLL_S)
+        raise Stuck(f"no {what} within {bound:g} s")
+
+    async def caught_up(self) -> None:
+        """Every running node reaches the high watermark its leader had when the script ended
+        (Kafka's `allReachedHighWatermark`)."""
+        target = self.sim.watch.high_watermark
+        bound = STEP_BOUND * self.sim.plan.timing.deposed_s
+        with trio.move_on_after(bound):
+            while True:
+                behind = [
+                    node
+                    for node in self.sim.ids
+                    if self.sim.nodes[node].running and self.sim.watch.high_watermark_of(node) < target
+                ]
+                if not behind:
+                    return
+                await trio.sleep(POLL_S)
+        raise Stuck(f"nodes {behind} did not reach the high watermark {target} within {bound:g} s")
+
+    async def pause_for(self, low: float, high: float) -> None:
+        """A seeded wait, in fetch timeouts."""
+        await trio.sleep(self.rng.uniform(low, high) * self.sim.plan.timing.fetch_timeout_s)
+
+    async def kill(self, node: int) -> None:
+        self.act(node, "kill")
+        await self.sim.kill(node)
+
+    async def restart(self, node: int) -> None:
+        self.act(node, "restart")
+        await self.sim.restart(node)
+
+    def cut(self, node: int) -> None:
+        self.act(node, "cut")
+        self.sim.cut(node)
+
+    def heal(self, node: int) -> None:
+        self.act(node, "heal")
+        self.sim.heal(node)
+
+
+# ---------------------------------------------------------------------- the scripts
+async def _initial_election(f: ScenarioFaults) -> None:
+    await f.wait_leader()
+
+
+async def _leader_failure(f: ScenarioFaults) -> None:
+    leader = await f.wait_leader()
+    if f.rng.random() < 0.5:
+        f.act(leader, "shutdown")
+        await f.sim.shutdown(leader)
+    else:
+        await f.kill(leader)
+    await f.wait_leader(other_than=frozenset({leader}), what=f"leader other than {leader}")
+    await f.pause_for(0.5, 1.5)
+    await f.restart(leader)
+
+
+async def _all_nodes_killed(f: ScenarioFaults) -> None:
+    await f.wait_leader()
+    ids = f.sim.ids
+    for node in ids:
+        await f.kill(node)
+    await f.pause_for(0.1, 0.5)
+    majority = len(ids) // 2 + 1
+    for node in ids[:majority]:
+        await f.restart(node)
+    await f.wait_leader(what="leader among the restarted majority")
+    for node in ids[majority:]:
+        await f.restart(node)
+
+
+async def _leader_partitioned(f: ScenarioFaults) -> None:
+    leader = await f.wait_leader()
+    f.cut(leader)
+    await f.wait_leader(other_than=frozenset({leader}), what=f"leader other than the cut-off {leader}")
+    await f.pause_for(0.5, 1.5)
+    f.heal(leader)
+
+
+async def _majority_reachable(f: ScenarioFaults) -> None:
+    await f.wait_leader()
+    minority = sorted(f.rng.sample(f.sim.ids, len(f.sim.ids) // 2))
+    for node in minority:
+        f.act(node, "cut")
+    f.sim.split(minority)
+    await f.wait_leader(other_than=frozenset(minority), what="leader among the majority")
+    await f.pause_for(1.0, 2.0)  # the majority goes on committing the brokers' changes
+    for node in minority:
+        f.heal(node)
+
+
+async def _back_to_back(f: ScenarioFaults) -> None:
+    first = await f.wait_leader()
+    f.cut(first)
+    second = await f.wait_leader(other_than=frozenset({first}), what=f"leader other than {first}")
+    f.heal(first)
+    f.cut(second)
+    await f.wait_leader(other_than=frozenset({second}), what=f"leader other than {second}")
+    await f.pause_for(0.5, 1.5)
+    f.heal(second)
+
+
+async def _single_node_data_loss(f: ScenarioFaults) -> None:
+    await f.wait_leader()
+    node = f.rng.choice(f.sim.ids)
+    f.act(node, "wipe")
+    await f.sim.wipe(node)
+    f.sim.watch.forget(node)
+    await f.wait_leader(other_than=frozenset({node}), what=f"leader other than the wiped {node}")
+    await f.pause_for(0.5, 1.5)
+    await f.restart(node)
+
+
+RAFT_SCENARIOS = {
+    scenario.name: scenario
+    for scenario in (
+        RaftScenario("initial-election", "canElectInitialLeader", (1, 5), _initial_election),
+        RaftScenario("leader-failure", "canElectNewLeaderAfterOldLeaderFailure", (3, 5), _leader_failure),
+        RaftScenario("all-nodes-killed", "canRecoverAfterAllNodesKilled", (1, 5), _all_nodes_killed),
+        RaftScenario(
+            "leader-partitioned", "canElectNewLeaderAfterOldLeaderPartitionedAway", (3, 5), _leader_partitioned
+        ),
+        RaftScenario("majority-reachable", "canMakeProgressIfMajorityIsReachable", (5, 5), _majority_reachable),
+        RaftScenario(
+            "back-to-back-leader-failures", "canMakeProgressAfterBackToBackLeaderFailures", (3, 5), _back_to_back
+        ),
+        RaftScenario(
+            "single-node-data-loss",
+            "canRecoverFromSingleNodeCommittedDataLoss",
+            (3, 5),
+            _single_node_data_loss,
+            relaxed=True,
+        ),
+    )
+}

@@ -1,0 +1,64 @@
+"""Kafka's Raft simulation scenarios on the whole simulated cluster (`broker_sim.sim.scenarios`): each
+scenario's seeds run clean, its script's faults happen, and its voters are the seed's choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker_sim.journal import ControllerFaulted, QuorumStarted, read_journal
+from broker_sim.sim.run import SimSpec, run_seed, voters_of
+from broker_sim.sim.scenarios import RAFT_SCENARIOS
+
+#: seeds per scenario in the suite (`make sim` runs as many as asked)
+SEEDS = 2
+DURATION_S = 15.0
+
+#: what each scenario's journal shows of its script, whatever the seed
+FAULTS = {
+    "initial-election": set(),
+    "leader-failure": {"restart"},
+    "all-nodes-killed": {"kill", "restart"},
+    "leader-partitioned": {"cut", "heal"},
+    "majority-reachable": {"cut", "heal"},
+    "back-to-back-leader-failures": {"cut", "heal"},
+    "single-node-data-loss": {"wipe", "restart"},
+}
+
+
+def test_every_scenario_of_kafkas_simulation_is_here() -> None:
+    assert set(RAFT_SCENARIOS) == set(FAULTS)
+    assert {scenario.kafka for scenario in RAFT_SCENARIOS.values()} == {
+        "canElectInitialLeader",
+        "canElectNewLeaderAfterOldLeaderFailure",
+        "canRecoverAfterAllNodesKilled",
+        "canElectNewLeaderAfterOldLeaderPartitionedAway",
+        "canMakeProgressIfMajorityIsReachable",
+        "canMakeProgressAfterBackToBackLeaderFailures",
+        "canRecoverFromSingleNodeCommittedDataLoss",
+    }
+
+
+@pytest.mark.parametrize("scenario", sorted(FAULTS))
+def test_the_scenario_runs_clean_with_its_faults(scenario: str, tmp_path: Path) -> None:
+    for seed in range(SEEDS):
+        spec = SimSpec(seed=seed, scenario=scenario, duration_s=DURATION_S, brokers=3)
+        result = run_seed(spec, tmp_path / f"seed-{seed}")
+        assert result.status == 0, "\n".join(result.violations + result.run.failures)
+        entries = list(read_journal(result.directory / "journal.jsonl"))
+        started = next(entry for entry in entries if isinstance(entry, QuorumStarted))
+        low, high = RAFT_SCENARIOS[scenario].voters
+        assert len(started.nodes) == voters_of(spec) and low <= len(started.nodes) <= high
+        kinds = {entry.fault for entry in entries if isinstance(entry, ControllerFaulted)}
+        assert FAULTS[scenario] <= kinds, kinds
+        if scenario == "leader-failure":
+            assert kinds & {"kill", "shutdown"}
+
+
+def test_the_voters_are_drawn_in_the_scenarios_range_unless_given() -> None:
+    drawn = {voters_of(SimSpec(seed=seed, scenario="initial-election")) for seed in range(40)}
+    assert drawn == {1, 2, 3, 4, 5}
+    assert {voters_of(SimSpec(seed=seed, scenario="majority-reachable")) for seed in range(10)} == {5}
+    assert voters_of(SimSpec(seed=3, scenario="initial-election", voters=2)) == 2
+    assert voters_of(SimSpec(seed=3, scenario="chaos")) == 3
