@@ -16,7 +16,7 @@ serves, a template request (tests/fuzz/daemon/templates.py) made hostile field b
 (daemon/values.py) or mutated byte by byte (daemon/frames.py), against four set-ups of real
 daemons (daemon/setups.py: `single`, `tls`, `quorum-leader`, `quorum-follower`). After every
 frame (daemon/runner.py, daemon/checks.py): every daemon alive and without a new traceback, a
-bystander broker's heartbeats answered within a second, and a refused request having changed
+bystander broker's heartbeats answered within the stall bound (3 s), and a refused request having changed
 nothing of the fuzzed node (daemon/observe.py: `/state`, the leader's DescribeQuorum, the
 quorum-state file). Every random choice comes from `random.Random(f"{seed}:{setup}")`.
 

@@ -10,7 +10,7 @@ Findings besides changes: a daemon that exited; a new `Traceback` on a daemon's 
 incrementally: a request the daemon failed to decide or to encode an answer for is logged with
 its traceback, then closed unanswered); an answer that does not decode as that API's response or
 carries another correlation id; a frame neither answered nor closed within
-`client.STALL_SECONDS`; a bystander heartbeat not answered within a second, closed, or refused.
+`client.STALL_SECONDS`; a bystander heartbeat not answered within `client.HEARTBEAT_DEADLINE`, closed, or refused.
 A well-formed request closed unanswered is not a finding by itself (the daemon refuses requests
 Kafka would fail to parse that way, e.g. CreateAcls naming an UNKNOWN resource type); the run
 counts them by API and version for review.

@@ -17,7 +17,7 @@ Changes that happen by themselves are kept out by design, not by a looser check:
   anyway: that keeps its state small (observations cheap) and every broker session far from expiry;
 - a refused request's change is read once more before it is reported, and reported with both.
 A bystander heartbeat answered with an error (NOT_CONTROLLER while an accepted request's election
-runs) is counted, not a finding: it was answered. Not answered within a second, or closed, is.
+runs) is counted, not a finding: it was answered. Not answered within `client.HEARTBEAT_DEADLINE`, or closed, is.
 """
 
 from __future__ import annotations
