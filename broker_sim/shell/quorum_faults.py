@@ -3,7 +3,7 @@ the quorum's leader watched, and each failover timed.
 
 Rules:
 - The quorum's nodes and timeouts are journalled first (`QuorumStarted`). A watcher asks every node
-  DescribeQuorum every `POLL_S` (`Quorum.round`) for the whole run: each leader (or epoch) not seen
+  DescribeQuorum every `poll_s` (`POLL_S` unless given; `Quorum.round`) for the whole run: each leader (or epoch) not seen
   before is journalled (`QuorumLeaderSeen`), and the measurements in progress
   (`model.quorum.FailoverClock`) hear of it; so is every round whose nodes answering as leaders
   differ from the round before's (`QuorumLeadersSeen`: a deposed leader that goes on saying it
@@ -50,7 +50,10 @@ MEASURE_S = 30.0
 
 
 class ControllerFaults:
-    def __init__(self, quorum: Quorum, faults: tuple[ControllerFault, ...], duration_s: float) -> None:
+    def __init__(
+        self, quorum: Quorum, faults: tuple[ControllerFault, ...], duration_s: float, poll_s: float = POLL_S
+    ) -> None:
+        self.poll_s = poll_s
         self.quorum = quorum
         self.faults = faults
         self.duration_s = duration_s
@@ -98,7 +101,7 @@ class ControllerFaults:
         await self._look()
         task_status.started()
         while True:
-            await trio.sleep(POLL_S)
+            await trio.sleep(self.poll_s)
             await self._look()
 
     async def _look(self) -> None:
@@ -132,7 +135,7 @@ class ControllerFaults:
     async def _wait_whole(self) -> None:
         with trio.move_on_after(WHOLE_WAIT_S):
             while not (self.quorum.whole(self.answered) and self.leader is not None):
-                await trio.sleep(POLL_S)
+                await trio.sleep(self.poll_s)
 
     def target(self, fault: ControllerFault) -> tuple[int, str]:
         """The node the fault hits, and its role (see the module rules)."""
@@ -187,6 +190,6 @@ class ControllerFaults:
         assert ctx is not None
         with trio.move_on_at(ctx.t0 + failover.at + MEASURE_S):
             while failover in self.clock.open:
-                await trio.sleep(POLL_S)
+                await trio.sleep(self.poll_s)
             return
         self._record(self.clock.close(failover))

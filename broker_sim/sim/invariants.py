@@ -12,11 +12,13 @@ Rules:
 - `sim-live-broker-fenced`: a broker that heartbeats on time is never fenced in the log, whatever
   it was answered (a fence that the next heartbeat undoes is still a fence: every replica it led
   lost its leadership). Every fence in the committed log (the longest node log's
-  BrokerRegistrationChangeRecord fenced=1 and FenceBrokerRecord), at its batch's timestamp T,
-  needs a cause in the journal: the broker crashed or was paused from T less a session timeout and
-  `FENCE_SLACK_MS` on, or its controlled shutdown began before T (a broker that shut down stops
-  heartbeating). An activation that starts the brokers' sessions on a wrong clock (KAFKA-14392)
-  breaks it.
+  BrokerRegistrationChangeRecord fenced=1 and FenceBrokerRecord) of an incarnation the broker was
+  answered the registration of and that had not crashed (a quorum's failovers restart every
+  session, KAFKA-14392, so a dead or an unacknowledged incarnation's fence may come late), at its
+  batch's timestamp T, needs a cause in the journal: the broker crashed or was paused from T less
+  a session timeout and `FENCE_SLACK_MS` on, or its controlled shutdown began before T (a broker
+  that shut down stops heartbeating). An activation that starts the brokers' sessions on a wrong
+  clock (KAFKA-14392) breaks it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from broker_sim.check.liveness import crashed_incarnations
 from broker_sim.check.log import CheckError, LogReader
 from broker_sim.journal import (
     ControllerFaulted,
@@ -31,6 +34,7 @@ from broker_sim.journal import (
     FaultInjected,
     QuorumLeaderSeen,
     QuorumStarted,
+    Registered,
     RunStarted,
     ShutdownTracked,
 )
@@ -76,9 +80,11 @@ def elections_without_fault(entries: Iterable[Entry]) -> list[str]:
 def fences_of_live_brokers(node_dirs: Iterable[Path], entries: Iterable[Entry]) -> list[str]:
     """The violations of `sim-live-broker-fenced` (see the rules): the fences of the longest log
     among `node_dirs` (the committed one holds no more), each with the journal's causes."""
+    entries = list(entries)
     session_ms: int | None = None
     down: dict[int, list[tuple[int, int]]] = {}  # broker -> (from, to) ms of its crashes and pauses
     shutting: dict[int, list[int]] = {}  # broker -> when each of its controlled shutdowns began (ms)
+    known: set[tuple[int, int]] = set()  # (broker, epoch) of every registration the broker was answered
     for entry in entries:
         if isinstance(entry, RunStarted):
             session_ms = entry.session_timeout_ms
@@ -87,25 +93,30 @@ def fences_of_live_brokers(node_dirs: Iterable[Path], entries: Iterable[Entry]) 
             down.setdefault(entry.broker, []).append((start, start + int(entry.duration_ms)))
         elif isinstance(entry, ShutdownTracked):
             shutting.setdefault(entry.broker, []).append(entry.started_wall_ns // NS_PER_MS)
+        elif isinstance(entry, Registered):
+            known.add((entry.broker, entry.broker_epoch))
     if session_ms is None:
         return []
+    crashed = crashed_incarnations(entries)
     found = []
-    for broker, at_ms in _fences(node_dirs):
+    for broker, epoch, at_ms in _fences(node_dirs):
+        if (broker, epoch) not in known or crashed.get((broker, epoch), at_ms + 1) <= at_ms:
+            continue  # an incarnation the broker never learnt of, or one that had crashed
         since = at_ms - session_ms - FENCE_SLACK_MS
         if any(start <= at_ms and end >= since for start, end in down.get(broker, ())):
             continue
         if any(began <= at_ms for began in shutting.get(broker, ())):
             continue
         found.append(
-            f"[sim-live-broker-fenced] broker {broker} was fenced at {_at(at_ms * NS_PER_MS)} with no crash, "
-            f"pause or controlled shutdown of it since {_at(since * NS_PER_MS)} (a session timeout before)"
+            f"[sim-live-broker-fenced] broker {broker} (epoch {epoch}) was fenced at {_at(at_ms * NS_PER_MS)} with "
+            f"no crash, pause or controlled shutdown of it since {_at(since * NS_PER_MS)} (a session timeout before)"
         )
     return found
 
 
-def _fences(node_dirs: Iterable[Path]) -> list[tuple[int, int]]:
-    """(broker, batch timestamp ms) of every fence in the longest of the nodes' logs."""
-    longest: list[tuple[int, int]] = []
+def _fences(node_dirs: Iterable[Path]) -> list[tuple[int, int, int]]:
+    """(broker, broker epoch, batch timestamp ms) of every fence in the longest of the nodes' logs."""
+    longest: list[tuple[int, int, int]] = []
     longest_end = -1
     for node_dir in node_dirs:
         fences, end = [], -1
@@ -115,9 +126,9 @@ def _fences(node_dirs: Iterable[Path]) -> list[tuple[int, int]]:
                     for offset, record, _version in batch.records:
                         end = offset
                         if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == 1:
-                            fences.append((record.broker_id, batch.timestamp_ms))
+                            fences.append((record.broker_id, record.broker_epoch, batch.timestamp_ms))
                         elif isinstance(record, FenceBrokerRecord):
-                            fences.append((record.id, batch.timestamp_ms))
+                            fences.append((record.id, record.epoch, batch.timestamp_ms))
         except CheckError:
             continue  # an unreadable log is the final check's to report
         if end > longest_end:

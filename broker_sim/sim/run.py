@@ -49,6 +49,9 @@ from .raft_watch import RaftWatch
 from .scenarios import RAFT_SCENARIOS, ScenarioFaults
 
 FLEET_HOST = "fleet"
+#: how often the fleet's quorum watcher asks every node DescribeQuorum in a simulation: half of a
+#: seed's scheduler steps went to it at the fleet's 0.1 s, and every bound it feeds is seconds long
+POLL_S = 0.5
 CLUSTER_ID = "c2ltdWxhdGVkLWNsdXN0ZXI"  # 22 characters of base64, as Kafka's cluster ids
 
 
@@ -186,11 +189,11 @@ def _driver(spec: SimSpec, config: FleetConfig, quorum: SimQuorum) -> Controller
     """The controller faults of the run: a Raft scenario's script, or the fleet's schedule."""
     raft = RAFT_SCENARIOS.get(spec.scenario)
     if raft is not None:
-        return ScenarioFaults(quorum, raft, random.Random(f"{spec.seed}:script"), config.duration_s)
+        return ScenarioFaults(quorum, raft, random.Random(f"{spec.seed}:script"), config.duration_s, POLL_S)
     faults = controller_fault_schedule(
         config.seed, config.scenario, config.duration_s, timing_of(config), quorum.plan.timing
     )
-    return ControllerFaults(quorum, faults, config.duration_s)
+    return ControllerFaults(quorum, faults, config.duration_s, POLL_S)
 
 
 class _Stamp(logging.Filter):

@@ -72,8 +72,10 @@ class RaftScenario:
 class ScenarioFaults(ControllerFaults):
     """The fleet's controller-fault driver (its watcher and journal) playing a scenario's script."""
 
-    def __init__(self, quorum: SimQuorum, scenario: RaftScenario, rng: random.Random, duration_s: float) -> None:
-        super().__init__(quorum, (), duration_s)
+    def __init__(
+        self, quorum: SimQuorum, scenario: RaftScenario, rng: random.Random, duration_s: float, poll_s: float
+    ) -> None:
+        super().__init__(quorum, (), duration_s, poll_s)
         self.sim = quorum
         self.scenario = scenario
         self.rng = rng
