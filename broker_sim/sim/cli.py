@@ -15,6 +15,10 @@ Rules:
   stderr, `<prog>: error: <why>`, nothing run).
 - The hash seed is fixed (`PYTHONHASHSEED=0`; the command runs itself again with it when it is
   not): a seed's run depends on the order of sets of names, which the hash seed decides.
+- Each seed runs in a child forked from this process after its imports and patches, and this
+  process does nothing else between the forks: a seed's run also depends on the order of sets of
+  objects, which their addresses decide, so a seed run after others in one process ran otherwise
+  than alone (its replay command). Forked, seed K runs the same whatever ran before it.
 """
 
 from __future__ import annotations
@@ -79,39 +83,61 @@ def main(argv: Sequence[str]) -> int:
     for patch in args.patch:
         module, _, function = patch.partition(":")
         getattr(importlib.import_module(module), function)()
-    failed = 0
-    simulated = real = 0.0
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        spec = SimSpec(
-            seed=seed,
-            scenario=args.scenario[seed % len(args.scenario)],
-            voters=args.voters,
-            brokers=args.brokers,
-            replication_factor=min(3, args.brokers),
-            duration_s=args.duration,
-        )
-        directory = (args.keep / f"seed-{seed}") if args.keep else Path(tempfile.mkdtemp(prefix=f"fencer-sim-{seed}-"))
-        started = time.perf_counter()
-        result = run_seed(spec, directory)
-        took = time.perf_counter() - started
-        simulated += result.simulated_s
-        real += took
-        print(f"seed {seed}: {verdict(result)} ({result.simulated_s:.1f} s simulated in {took:.1f} s)", flush=True)
-        if result.status != 0:
-            failed += 1
-            for line in describe(result, args):
-                print(f"  {line}", flush=True)
-            if args.stop_at_first:
-                break
-        elif args.keep is None:
-            shutil.rmtree(directory, ignore_errors=True)
+    failed = ran = 0
+    with tempfile.NamedTemporaryFile("r", prefix="fencer-sim-times-") as times:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            ran += 1
+            sys.stdout.flush()
+            child = os.fork()
+            if child == 0:  # the seed, in a process the same as every other seed's (see the rules)
+                status = 3
+                try:
+                    status = one_seed(seed, args, Path(times.name))
+                finally:
+                    sys.stdout.flush()
+                    os._exit(status)
+            status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            if status != 0:
+                failed += 1
+                if status != 1:
+                    print(f"seed {seed}: the simulation itself failed (exit status {status})", flush=True)
+                if args.stop_at_first:
+                    break
+        pairs = [line.split() for line in times.read().splitlines()]
+    simulated = sum(float(pair[0]) for pair in pairs)
+    real = sum(float(pair[1]) for pair in pairs)
     ratio = simulated / real if real else 0.0
-    ran = seed - args.first_seed + 1
     print(
         f"{ran - failed} of {ran} seeds clean; {simulated:.0f} s simulated in {real:.1f} s "
         f"({ratio:.1f} simulated seconds per second)"
     )
     return 1 if failed else 0
+
+
+def one_seed(seed: int, args: argparse.Namespace, times: Path) -> int:
+    """Run `seed`, print its lines, add its simulated and real seconds to `times`; its status."""
+    spec = SimSpec(
+        seed=seed,
+        scenario=args.scenario[seed % len(args.scenario)],
+        voters=args.voters,
+        brokers=args.brokers,
+        replication_factor=min(3, args.brokers),
+        duration_s=args.duration,
+    )
+    directory = (args.keep / f"seed-{seed}") if args.keep else Path(tempfile.mkdtemp(prefix=f"fencer-sim-{seed}-"))
+    started = time.perf_counter()
+    result = run_seed(spec, directory)
+    took = time.perf_counter() - started
+    with times.open("a") as sink:
+        sink.write(f"{result.simulated_s} {took}\n")
+    print(f"seed {seed}: {verdict(result)} ({result.simulated_s:.1f} s simulated in {took:.1f} s)")
+    if result.status != 0:
+        for line in describe(result, args):
+            print(f"  {line}")
+        return 1
+    if args.keep is None:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
 
 
 def scenario_list(text: str) -> tuple[str, ...]:
