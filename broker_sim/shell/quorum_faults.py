@@ -3,8 +3,8 @@ the quorum's leader watched, and each failover timed.
 
 Rules:
 - The quorum's nodes and timeouts are journalled first (`QuorumStarted`). A watcher asks every node
-  DescribeQuorum every `poll_s` (`POLL_S` unless given; `Quorum.round`) for the whole run: each leader (or epoch) not seen
-  before is journalled (`QuorumLeaderSeen`), and the measurements in progress
+  DescribeQuorum every `poll_s` (`POLL_S` unless given; `Quorum.round`) for the whole run: each
+  leader (or epoch) not seen before is journalled (`QuorumLeaderSeen`), and the measurements in progress
   (`model.quorum.FailoverClock`) hear of it; so is every round whose nodes answering as leaders
   differ from the round before's (`QuorumLeadersSeen`: a deposed leader that goes on saying it
   leads shows there); every answer to a broker's request (`FleetContext.on_served`) goes to the
