@@ -37,10 +37,10 @@ from broker_sim.cli import CommandLineParser, UsageError, non_negative_int, posi
 from broker_sim.model.schedule import ALL_SCENARIOS
 
 from .run import SimResult, SimSpec, run_seed, voters_of
-from .scenarios import RAFT_SCENARIOS
+from .scenarios import COMPOSED, RAFT_SCENARIOS
 
-#: every scenario a seed may run: the fleet's, then Kafka's Raft simulation's (`scenarios`)
-SIM_SCENARIOS = ALL_SCENARIOS + tuple(RAFT_SCENARIOS)
+#: every scenario a seed may run: the fleet's, Kafka's Raft simulation's, fencer's own (`scenarios`)
+SIM_SCENARIOS = ALL_SCENARIOS + tuple(RAFT_SCENARIOS) + tuple(COMPOSED)
 
 PROG = "python -m broker_sim sim"
 

@@ -46,7 +46,7 @@ from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
 from .invariants import elections_without_fault, fences_of_live_brokers
 from .network import HostNetwork, SimNetwork
 from .raft_watch import RaftWatch
-from .scenarios import RAFT_SCENARIOS, ScenarioFaults
+from .scenarios import COMPOSED, RAFT_SCENARIOS, ScenarioFaults
 
 FLEET_HOST = "fleet"
 #: how often the fleet's quorum watcher asks every node DescribeQuorum in a simulation: half of a
@@ -120,7 +120,6 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
     spec = replace(spec, voters=voters_of(spec))
-    raft = RAFT_SCENARIOS.get(spec.scenario)
     plan = QuorumPlan(
         nodes=spec.voters or 3,
         data_dir=directory / "quorum",
@@ -135,7 +134,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         replication_factor=spec.replication_factor,
         duration_s=spec.duration_s,
         seed=spec.seed,
-        scenario="steady" if raft is not None else spec.scenario,  # a Raft scenario: its own script
+        scenario=_fleet_scenario(spec.scenario),
         heartbeat_ms=spec.heartbeat_ms,
         session_timeout_ms=spec.session_timeout_ms,
         journal_path=directory / "journal.jsonl",  # read again by the simulation's invariants
@@ -185,14 +184,20 @@ async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> tup
     return result, quorum.watch
 
 
+def _fleet_scenario(name: str) -> str:
+    """The fleet's scenario for the brokers of a simulated `name` (a Raft scenario: steady, under its script)."""
+    if name in RAFT_SCENARIOS:
+        return "steady"
+    return COMPOSED.get(name, name)
+
+
 def _driver(spec: SimSpec, config: FleetConfig, quorum: SimQuorum) -> ControllerFaults:
     """The controller faults of the run: a Raft scenario's script, or the fleet's schedule."""
     raft = RAFT_SCENARIOS.get(spec.scenario)
     if raft is not None:
         return ScenarioFaults(quorum, raft, random.Random(f"{spec.seed}:script"), config.duration_s, POLL_S)
-    faults = controller_fault_schedule(
-        config.seed, config.scenario, config.duration_s, timing_of(config), quorum.plan.timing
-    )
+    faulted = "controller-failover" if spec.scenario in COMPOSED else config.scenario
+    faults = controller_fault_schedule(config.seed, faulted, config.duration_s, timing_of(config), quorum.plan.timing)
     return ControllerFaults(quorum, faults, config.duration_s, POLL_S)
 
 

@@ -28,6 +28,10 @@ Rules:
 - `back-to-back-leader-failures` (canMakeProgressAfterBackToBackLeaderFailures): 3-5 voters; the
   leader cut off; as soon as another leads, the first healed and the second cut off; a third
   leads; healed.
+- fencer's own (`COMPOSED`): a fleet scenario's broker faults under the controller faults of
+  `controller-failover`: `shutdown-during-failover` (rolling-restart), `offline-replicas-during-failover`
+  (disk-failures). A bounced broker's stale requests across a failover are `chaos` (its crashes and
+  replays, and the same controller faults).
 - `single-node-data-loss` (canRecoverFromSingleNodeCommittedDataLoss): 3-5 voters; a seeded node
   killed with its persistent state deleted; restarted once another node leads. Kafka's two
   invariants that this breaks on purpose are off (`RaftWatch.relaxed`).
@@ -238,4 +242,15 @@ RAFT_SCENARIOS = {
             relaxed=True,
         ),
     )
+}
+
+#: fencer's own scenarios: a fleet scenario's broker faults under the controller faults of
+#: `controller-failover` (the fleet's seeded kills, pauses and cut-offs of the quorum's nodes)
+COMPOSED = {
+    # brokers shutting down one at a time (KIP-841: a shutting-down replica joins no ISR) while the
+    # controller fails over: a shutdown's leadership moves and its answer span two controllers
+    "shutdown-during-failover": "rolling-restart",
+    # every broker loses a log dir once (AlterReplicaState OFFLINE: the replica leaves the ISR and
+    # leadership) while the controller fails over
+    "offline-replicas-during-failover": "disk-failures",
 }

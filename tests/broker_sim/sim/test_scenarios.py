@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker_sim.journal import ControllerFaulted, QuorumStarted, read_journal
+from broker_sim.journal import ControllerFaulted, FaultInjected, QuorumStarted, read_journal
 from broker_sim.sim.run import SimSpec, run_seed, voters_of
 from broker_sim.sim.scenarios import RAFT_SCENARIOS
 
@@ -62,3 +62,17 @@ def test_the_voters_are_drawn_in_the_scenarios_range_unless_given() -> None:
     assert {voters_of(SimSpec(seed=seed, scenario="majority-reachable")) for seed in range(10)} == {5}
     assert voters_of(SimSpec(seed=3, scenario="initial-election", voters=2)) == 2
     assert voters_of(SimSpec(seed=3, scenario="chaos")) == 3
+
+
+@pytest.mark.parametrize(
+    ("scenario", "broker_fault"),
+    [("shutdown-during-failover", "controlled-shutdown"), ("offline-replicas-during-failover", "disk-failure")],
+)
+def test_fencers_own_scenarios_put_broker_faults_under_failovers(
+    scenario: str, broker_fault: str, tmp_path: Path
+) -> None:
+    result = run_seed(SimSpec(seed=1, scenario=scenario, duration_s=30), tmp_path)
+    assert result.status == 0, "\n".join(result.violations + result.run.failures)
+    entries = list(read_journal(result.directory / "journal.jsonl"))
+    assert {entry.fault for entry in entries if isinstance(entry, FaultInjected)} == {broker_fault}
+    assert {entry.fault for entry in entries if isinstance(entry, ControllerFaulted)} & {"kill", "pause", "cut"}
