@@ -72,7 +72,6 @@ class RaftWatch:
         self.committed_end = 0
         self.high_watermark = 0  # the highest any leader announced
         self.violations: list[str] = []
-        self.steps = 0
 
     # ------------------------------------------------------------------ what the scenarios ask
     def leader(self) -> tuple[int, int] | None:
@@ -98,7 +97,6 @@ class RaftWatch:
 
     # ------------------------------------------------------------------ a step
     def step(self, core: RaftNode, actions: Sequence[Action]) -> None:
-        self.steps += 1
         node_id = int(core.node_id)
         node = self.nodes[node_id]
         state = core.state

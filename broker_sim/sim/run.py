@@ -119,9 +119,10 @@ def voters_of(spec: SimSpec) -> int:
 def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
-    spec = replace(spec, voters=voters_of(spec))
+    voters = voters_of(spec)
+    spec = replace(spec, voters=voters)
     plan = QuorumPlan(
-        nodes=spec.voters or 3,
+        nodes=voters,
         data_dir=directory / "quorum",
         cluster_id=CLUSTER_ID,
         session_timeout_ms=spec.session_timeout_ms,
