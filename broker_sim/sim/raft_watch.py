@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from controller.raft import Action, InstallSnapshot, RaftNode
 from controller.raft.leader import Leader
 from controller.raft.log import LogView
-from controller.raft.state import Resigned
+from controller.raft.state import Candidate, Prospective, Resigned
 
 MAX_VIOLATIONS = 20
 UNKNOWN = -1  # a committed run whose epoch the watch did not see (in a leader's snapshot)
@@ -57,6 +57,7 @@ class _Node:
     epoch: int = 0
     high_watermark: int | None = None
     leading: int | None = None  # the epoch it leads (None: it does not)
+    electing: bool = False  # a prospective or candidate: it asks for (pre-)votes
 
 
 class RaftWatch:
@@ -82,6 +83,10 @@ class RaftWatch:
         epoch, node_id = max(found)
         return node_id, epoch
 
+    def electing(self) -> list[int]:
+        """The nodes asking for (pre-)votes now."""
+        return [node_id for node_id, node in self.nodes.items() if node.electing]
+
     def high_watermark_of(self, node: int) -> int:
         return self.nodes[node].high_watermark or 0
 
@@ -93,6 +98,7 @@ class RaftWatch:
         """`node` crashed: it leads nothing and knows no high watermark (its log stays as it was)."""
         state = self.nodes[node]
         state.leading = None
+        state.electing = False
         state.high_watermark = None
 
     # ------------------------------------------------------------------ a step
@@ -121,6 +127,7 @@ class RaftWatch:
             self._holds_committed(node_id, view, self.committed_end, f"became the leader of epoch {epoch}")
         node.view, node.epoch = view, max(node.epoch, epoch)
         node.leading = epoch if leading else None
+        node.electing = isinstance(state, Prospective | Candidate)
         if high_watermark is not None and high_watermark != node.high_watermark:
             node.high_watermark = high_watermark
             if leading:

@@ -32,6 +32,10 @@ Rules:
   `controller-failover`: `shutdown-during-failover` (rolling-restart), `offline-replicas-during-failover`
   (disk-failures). A bounced broker's stale requests across a failover are `chaos` (its crashes and
   replays, and the same controller faults).
+- `overlapping-faults` (fencer's own, a Jepsen-style nemesis): 3-5 voters; 3-8 seeded kills,
+  graceful shutdowns, cut-offs and pauses of seeded nodes (the leader half the time), each at a
+  seeded time or as an election begins, overlapping up to a minority of the voters (see
+  `_overlapping_faults`); then every fault ends and a leader is elected.
 - `single-node-data-loss` (canRecoverFromSingleNodeCommittedDataLoss): 3-5 voters; a seeded node
   killed with its persistent state deleted; restarted once another node leads. Kafka's two
   invariants that this breaks on purpose are off (`RaftWatch.relaxed`).
@@ -67,7 +71,7 @@ Script = Callable[["ScenarioFaults"], Awaitable[None]]
 @dataclass(frozen=True)
 class RaftScenario:
     name: str
-    kafka: str  # RaftEventSimulationTest's method
+    kafka: str  # RaftEventSimulationTest's method (empty: fencer's own)
     voters: tuple[int, int]  # the range drawn from (both included)
     script: Script
     relaxed: bool = False  # see `RaftWatch.relaxed`
@@ -147,6 +151,17 @@ class ScenarioFaults(ControllerFaults):
         self.act(node, "heal")
         self.sim.heal(node)
 
+    def time_left(self) -> float:
+        """Simulated seconds until the run ends."""
+        assert self._ctx is not None
+        return self.duration_s - self._ctx.now()
+
+    async def election(self) -> None:
+        """Until a node asks for (pre-)votes, for at most a fetch timeout (none may come)."""
+        with trio.move_on_after(self.sim.plan.timing.fetch_timeout_s):
+            while not self.sim.watch.electing():
+                await trio.sleep(POLL_S)
+
 
 # ---------------------------------------------------------------------- the scripts
 async def _initial_election(f: ScenarioFaults) -> None:
@@ -221,6 +236,51 @@ async def _single_node_data_loss(f: ScenarioFaults) -> None:
     await f.restart(node)
 
 
+#: the faults of `overlapping-faults`, each with the action that ends it
+NEMESIS = {"kill": "restart", "shutdown": "restart", "cut": "heal", "pause": "resume"}
+
+
+async def _overlapping_faults(f: ScenarioFaults) -> None:
+    """3 to 8 seeded faults (`NEMESIS`) on seeded nodes, at a seeded time or as soon as an election
+    begins (none started less than two deposition times before the run ends) (a voter killed before its vote reached its log, a stale node healed as the leader
+    dies); faulted nodes are kept a minority by ending the oldest fault first, with no wait (the
+    healed node may still be behind when the next fault strikes). Then every fault ends."""
+    await f.wait_leader()
+    faulted: dict[int, str] = {}  # node -> its fault, oldest first
+    for _ in range(f.rng.randint(3, 8)):
+        if f.rng.random() < 0.4:
+            await f.election()
+            await trio.sleep(f.rng.uniform(0.0, 0.02))
+        else:
+            await f.pause_for(0.0, 1.0)
+        if f.time_left() < 2 * f.sim.plan.timing.deposed_s:
+            break  # what is left of the run is for ending the faults and electing a leader
+        if len(faulted) >= len(f.sim.ids) // 2:
+            await _end_fault(f, next(iter(faulted)), faulted)
+        leader = f.sim.watch.leader()
+        healthy = [node for node in f.sim.ids if node not in faulted]
+        node = leader[0] if leader and leader[0] in healthy and f.rng.random() < 0.5 else f.rng.choice(healthy)
+        kind = f.rng.choice(sorted(NEMESIS))
+        faulted[node] = kind
+        f.act(node, kind)
+        if kind in ("kill", "shutdown"):
+            await (f.sim.kill(node) if kind == "kill" else f.sim.shutdown(node))
+        else:
+            f.sim.cut(node) if kind == "cut" else f.sim.pause(node)
+    for node in list(faulted):
+        await _end_fault(f, node, faulted)
+    await f.wait_leader(what="leader once every fault ended")
+
+
+async def _end_fault(f: ScenarioFaults, node: int, faulted: dict[int, str]) -> None:
+    kind = NEMESIS[faulted.pop(node)]
+    f.act(node, kind)
+    if kind == "restart":
+        await f.sim.restart(node)
+    else:
+        f.sim.heal(node) if kind == "heal" else f.sim.resume(node)
+
+
 RAFT_SCENARIOS = {
     scenario.name: scenario
     for scenario in (
@@ -241,6 +301,7 @@ RAFT_SCENARIOS = {
             _single_node_data_loss,
             relaxed=True,
         ),
+        RaftScenario("overlapping-faults", "", (3, 5), _overlapping_faults),
     )
 }
 

@@ -137,9 +137,16 @@ def test_a_leader_installing_a_snapshot_is_reported() -> None:
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def sim(scenario: str, seed: int, patch: str) -> subprocess.CompletedProcess[str]:
+def sim(scenario: str, seed: int, patch: str, duration_s: int = 20) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "broker_sim", "sim", "--seeds", "1", "--first-seed", str(seed)]
-    command += ["--scenario", scenario, "--duration", "20", "--patch", f"tests.broker_sim.sim.planted:{patch}"]
+    command += [
+        "--scenario",
+        scenario,
+        "--duration",
+        str(duration_s),
+        "--patch",
+        f"tests.broker_sim.sim.planted:{patch}",
+    ]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -150,3 +157,13 @@ def test_planted_raft_bugs_break_kafkas_invariants() -> None:
     assert alone.returncode == 1 and "[raft-majority-reached-high-watermark]" in alone.stdout, alone.stdout
     twice = sim("leader-failure", 10, "vote_granted_twice")  # 4 of 48 seeds meet a split vote (pre-votes first)
     assert twice.returncode == 1 and "[raft-single-leader]" in twice.stdout, twice.stdout
+
+
+def test_planted_durability_and_log_comparison_bugs_break_them_under_overlapping_faults() -> None:
+    """A voter whose election is never persisted (restarted, its epoch goes back to its log's), and
+    one that votes whatever the candidate's log (a node healed behind wins as the leader dies, and
+    truncates committed entries): Kafka's seven scripts reach neither; overlapping faults do."""
+    forgotten = sim("overlapping-faults", 1, "election_not_persisted", 25)  # 5 of seeds 0-19
+    assert forgotten.returncode == 1 and "[raft-monotonic-epoch]" in forgotten.stdout, forgotten.stdout
+    stale = sim("overlapping-faults", 8, "vote_for_a_stale_log", 25)  # 7 of seeds 0-39
+    assert stale.returncode == 1 and "[raft-committed-entry-kept]" in stale.stdout, stale.stdout

@@ -3,17 +3,20 @@ scenario's seeds run clean, its script's faults happen, and its voters are the s
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from broker_sim.journal import ControllerFaulted, FaultInjected, QuorumStarted, read_journal
 from broker_sim.sim.run import SimSpec, run_seed, voters_of
-from broker_sim.sim.scenarios import RAFT_SCENARIOS
+from broker_sim.sim.scenarios import NEMESIS, RAFT_SCENARIOS
 
 #: seeds per scenario in the suite (`make sim` runs as many as asked)
 SEEDS = 2
 DURATION_S = 15.0
+#: a longer run where the script needs it (faults stop two deposition times before the end)
+DURATIONS_S = {"overlapping-faults": 25.0}
 
 #: what each scenario's journal shows of its script, whatever the seed
 FAULTS = {
@@ -24,12 +27,13 @@ FAULTS = {
     "majority-reachable": {"cut", "heal"},
     "back-to-back-leader-failures": {"cut", "heal"},
     "single-node-data-loss": {"wipe", "restart"},
+    "overlapping-faults": set(),  # 3-8 of kill, shutdown, cut, pause, each ended (below)
 }
 
 
 def test_every_scenario_of_kafkas_simulation_is_here() -> None:
     assert set(RAFT_SCENARIOS) == set(FAULTS)
-    assert {scenario.kafka for scenario in RAFT_SCENARIOS.values()} == {
+    assert {scenario.kafka for scenario in RAFT_SCENARIOS.values()} - {""} == {
         "canElectInitialLeader",
         "canElectNewLeaderAfterOldLeaderFailure",
         "canRecoverAfterAllNodesKilled",
@@ -43,7 +47,7 @@ def test_every_scenario_of_kafkas_simulation_is_here() -> None:
 @pytest.mark.parametrize("scenario", sorted(FAULTS))
 def test_the_scenario_runs_clean_with_its_faults(scenario: str, tmp_path: Path) -> None:
     for seed in range(SEEDS):
-        spec = SimSpec(seed=seed, scenario=scenario, duration_s=DURATION_S, brokers=3)
+        spec = SimSpec(seed=seed, scenario=scenario, duration_s=DURATIONS_S.get(scenario, DURATION_S), brokers=3)
         result = run_seed(spec, tmp_path / f"seed-{seed}")
         assert result.status == 0, "\n".join(result.violations + result.run.failures)
         entries = list(read_journal(result.directory / "journal.jsonl"))
@@ -54,6 +58,12 @@ def test_the_scenario_runs_clean_with_its_faults(scenario: str, tmp_path: Path) 
         assert FAULTS[scenario] <= kinds, kinds
         if scenario == "leader-failure":
             assert kinds & {"kill", "shutdown"}
+        if scenario == "overlapping-faults":
+            faults = [entry.fault for entry in entries if isinstance(entry, ControllerFaulted)]
+            started = [fault for fault in faults if fault in NEMESIS]
+            assert 3 <= len(started) <= 8, faults
+            ended = Counter(fault for fault in faults if fault not in NEMESIS)
+            assert ended == Counter(NEMESIS[fault] for fault in started), faults  # every fault ended
 
 
 def test_the_voters_are_drawn_in_the_scenarios_range_unless_given() -> None:
