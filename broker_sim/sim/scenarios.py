@@ -242,9 +242,10 @@ NEMESIS = {"kill": "restart", "shutdown": "restart", "cut": "heal", "pause": "re
 
 async def _overlapping_faults(f: ScenarioFaults) -> None:
     """3 to 8 seeded faults (`NEMESIS`) on seeded nodes, at a seeded time or as soon as an election
-    begins (none started less than two deposition times before the run ends) (a voter killed before its vote reached its log, a stale node healed as the leader
-    dies); faulted nodes are kept a minority by ending the oldest fault first, with no wait (the
-    healed node may still be behind when the next fault strikes). Then every fault ends."""
+    begins, none less than two deposition times before the run ends (a voter killed before its
+    vote reached its log, a stale node healed as the leader dies); faulted nodes are kept a
+    minority by ending the oldest fault first, with no wait (the healed node may still be behind
+    when the next fault strikes). Then every fault ends."""
     await f.wait_leader()
     faulted: dict[int, str] = {}  # node -> its fault, oldest first
     for _ in range(f.rng.randint(3, 8)):
