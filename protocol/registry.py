@@ -194,6 +194,17 @@ def all_apis() -> list[ApiInfo]:
     return [api(key) for key in sorted(_APIS)]
 
 
+def compile_codecs(keys: frozenset[int]) -> None:
+    """Compile the request and response codecs of `keys` at every version, and the headers', now
+    rather than at first use (a process that forks many short runs pays for them once)."""
+    for key in sorted(keys):
+        info = api(key)
+        for version in info.versions:
+            _request_codecs(key, version, None)
+            codec(info.response, version)
+            codec(ResponseHeader, response_header_version(info.key, info.response_flexible(version)))
+
+
 def api_keys() -> list[int]:
     return sorted(_APIS)
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocol import registry
 from protocol.api_keys import ApiKey
 from protocol.errors import TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from protocol.framing import frame
@@ -183,3 +184,15 @@ def test_api_versions_response_falls_back_to_v0_body() -> None:
     assert header.correlation_id == 4
     assert isinstance(body, ApiVersionsResponse)
     assert body.error_code == 35
+
+
+def test_compile_codecs_compiles_every_version_of_the_apis_given() -> None:
+    from protocol.compiler import _CODECS
+    from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+
+    registry.compile_codecs(frozenset({ApiKey.BROKER_HEARTBEAT}))
+    info = registry.api(ApiKey.BROKER_HEARTBEAT)
+    assert info.request is BrokerHeartbeatRequest and info.response is BrokerHeartbeatResponse
+    for version in info.versions:
+        assert (BrokerHeartbeatRequest, version) in _CODECS and (BrokerHeartbeatResponse, version) in _CODECS
+        assert (ApiKey.BROKER_HEARTBEAT, version) in registry._REQUEST_CODECS
