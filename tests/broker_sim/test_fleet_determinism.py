@@ -79,6 +79,12 @@ def request_sequences(run: FleetRun) -> Sequences:
     return sequences
 
 
+def diverged(client: str, shorter: list[Any], longer: list[Any]) -> str:
+    """Where two sequences part, in full (a wall-clock run's divergence is rare: what differed)."""
+    index = next(i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b)
+    return f"{client} diverged at request {index}:\n  one:   {shorter[index]!r}\n  other: {longer[index]!r}"
+
+
 async def side_by_side(tmp_path: Path, seeds: dict[str, int], duration_s: float) -> dict[str, Sequences]:
     """One steady run per name, each against its own fresh daemon, at the same time."""
     runs: dict[str, Sequences] = {}
@@ -101,7 +107,7 @@ async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp
     alter_partitions = 0
     for client in sorted(first):
         shorter, longer = sorted((first[client], second[client]), key=len)
-        assert longer[: len(shorter)] == shorter, f"{client} diverged"
+        assert longer[: len(shorter)] == shorter, diverged(client, shorter, longer)
         assert len(longer) - len(shorter) <= 2, f"{client}: more than the end of a run differs"
         alter_partitions += sum(1 for item in shorter if item[0] == 56)
     assert alter_partitions >= 3
