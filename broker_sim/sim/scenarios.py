@@ -135,21 +135,16 @@ class ScenarioFaults(ControllerFaults):
         """A seeded wait, in fetch timeouts."""
         await trio.sleep(self.rng.uniform(low, high) * self.sim.plan.timing.fetch_timeout_s)
 
-    async def kill(self, node: int) -> None:
-        self.act(node, "kill")
-        await self.sim.kill(node)
-
-    async def restart(self, node: int) -> None:
-        self.act(node, "restart")
-        await self.sim.restart(node)
-
-    def cut(self, node: int) -> None:
-        self.act(node, "cut")
-        self.sim.cut(node)
-
-    def heal(self, node: int) -> None:
-        self.act(node, "heal")
-        self.sim.heal(node)
+    async def fault(self, node: int, kind: str) -> None:
+        """`kind` journalled on `node`, then applied to it: "kill", "shutdown", "wipe" and "restart"
+        wait for the node; "cut", "heal", "pause" and "resume" take effect at once (no checkpoint)."""
+        self.act(node, kind)
+        sim = self.sim
+        waited = {"kill": sim.kill, "shutdown": sim.shutdown, "wipe": sim.wipe, "restart": sim.restart}
+        if kind in waited:
+            await waited[kind](node)
+        else:
+            {"cut": sim.cut, "heal": sim.heal, "pause": sim.pause, "resume": sim.resume}[kind](node)
 
     def time_left(self) -> float:
         """Simulated seconds until the run ends."""
@@ -170,36 +165,32 @@ async def _initial_election(f: ScenarioFaults) -> None:
 
 async def _leader_failure(f: ScenarioFaults) -> None:
     leader = await f.wait_leader()
-    if f.rng.random() < 0.5:
-        f.act(leader, "shutdown")
-        await f.sim.shutdown(leader)
-    else:
-        await f.kill(leader)
+    await f.fault(leader, "shutdown" if f.rng.random() < 0.5 else "kill")
     await f.wait_leader(other_than=frozenset({leader}), what=f"leader other than {leader}")
     await f.pause_for(0.5, 1.5)
-    await f.restart(leader)
+    await f.fault(leader, "restart")
 
 
 async def _all_nodes_killed(f: ScenarioFaults) -> None:
     await f.wait_leader()
     ids = f.sim.ids
     for node in ids:
-        await f.kill(node)
+        await f.fault(node, "kill")
     await f.pause_for(0.1, 0.5)
     majority = len(ids) // 2 + 1
     for node in ids[:majority]:
-        await f.restart(node)
+        await f.fault(node, "restart")
     await f.wait_leader(what="leader among the restarted majority")
     for node in ids[majority:]:
-        await f.restart(node)
+        await f.fault(node, "restart")
 
 
 async def _leader_partitioned(f: ScenarioFaults) -> None:
     leader = await f.wait_leader()
-    f.cut(leader)
+    await f.fault(leader, "cut")
     await f.wait_leader(other_than=frozenset({leader}), what=f"leader other than the cut-off {leader}")
     await f.pause_for(0.5, 1.5)
-    f.heal(leader)
+    await f.fault(leader, "heal")
 
 
 async def _majority_reachable(f: ScenarioFaults) -> None:
@@ -211,29 +202,28 @@ async def _majority_reachable(f: ScenarioFaults) -> None:
     await f.wait_leader(other_than=frozenset(minority), what="leader among the majority")
     await f.pause_for(1.0, 2.0)  # the majority goes on committing the brokers' changes
     for node in minority:
-        f.heal(node)
+        await f.fault(node, "heal")
 
 
 async def _back_to_back(f: ScenarioFaults) -> None:
     first = await f.wait_leader()
-    f.cut(first)
+    await f.fault(first, "cut")
     second = await f.wait_leader(other_than=frozenset({first}), what=f"leader other than {first}")
-    f.heal(first)
-    f.cut(second)
+    await f.fault(first, "heal")
+    await f.fault(second, "cut")
     await f.wait_leader(other_than=frozenset({second}), what=f"leader other than {second}")
     await f.pause_for(0.5, 1.5)
-    f.heal(second)
+    await f.fault(second, "heal")
 
 
 async def _single_node_data_loss(f: ScenarioFaults) -> None:
     await f.wait_leader()
     node = f.rng.choice(f.sim.ids)
-    f.act(node, "wipe")
-    await f.sim.wipe(node)
+    await f.fault(node, "wipe")
     f.sim.watch.forget(node)
     await f.wait_leader(other_than=frozenset({node}), what=f"leader other than the wiped {node}")
     await f.pause_for(0.5, 1.5)
-    await f.restart(node)
+    await f.fault(node, "restart")
 
 
 #: the faults of `overlapping-faults`, each with the action that ends it
@@ -257,29 +247,17 @@ async def _overlapping_faults(f: ScenarioFaults) -> None:
         if f.time_left() < 2 * f.sim.plan.timing.deposed_s:
             break  # what is left of the run is for ending the faults and electing a leader
         if len(faulted) >= len(f.sim.ids) // 2:
-            await _end_fault(f, next(iter(faulted)), faulted)
+            oldest = next(iter(faulted))
+            await f.fault(oldest, NEMESIS[faulted.pop(oldest)])
         leader = f.sim.watch.leader()
         healthy = [node for node in f.sim.ids if node not in faulted]
         node = leader[0] if leader and leader[0] in healthy and f.rng.random() < 0.5 else f.rng.choice(healthy)
         kind = f.rng.choice(sorted(NEMESIS))
         faulted[node] = kind
-        f.act(node, kind)
-        if kind in ("kill", "shutdown"):
-            await (f.sim.kill(node) if kind == "kill" else f.sim.shutdown(node))
-        else:
-            f.sim.cut(node) if kind == "cut" else f.sim.pause(node)
+        await f.fault(node, kind)
     for node in list(faulted):
-        await _end_fault(f, node, faulted)
+        await f.fault(node, NEMESIS[faulted.pop(node)])
     await f.wait_leader(what="leader once every fault ended")
-
-
-async def _end_fault(f: ScenarioFaults, node: int, faulted: dict[int, str]) -> None:
-    kind = NEMESIS[faulted.pop(node)]
-    f.act(node, kind)
-    if kind == "restart":
-        await f.sim.restart(node)
-    else:
-        f.sim.heal(node) if kind == "heal" else f.sim.resume(node)
 
 
 RAFT_SCENARIOS = {
