@@ -126,9 +126,7 @@ def test_a_snapshot_read_outside_its_bytes_is_out_of_range(tmp_path: Path) -> No
             answers = [
                 (
                     expected,
-                    partition_error(
-                        ask(daemon.port, rm.FetchSnapshotRequest(None, NodeId(5), epoch, snapshot, position), version)
-                    ),
+                    ask(daemon.port, rm.FetchSnapshotRequest(None, NodeId(5), epoch, snapshot, position), version),
                 )
                 for version in (0, 1)
                 for position, expected in (
@@ -137,13 +135,11 @@ def test_a_snapshot_read_outside_its_bytes_is_out_of_range(tmp_path: Path) -> No
                     (0, ErrorCode.NONE),
                 )
             ]
-            if all(error != ErrorCode.SNAPSHOT_NOT_FOUND for _, error in answers):
+            if all(partition_error(answer) != ErrorCode.SNAPSHOT_NOT_FOUND for _, answer in answers):
                 break
-        assert [error for _, error in answers] == [expected for expected, _ in answers]
-        first = ask(
-            daemon.port, rm.FetchSnapshotRequest(None, NodeId(5), epoch, newest_snapshot(daemon.port, epoch), 0), 1
-        )
-        assert partition_error(first) == ErrorCode.NONE and first.topics[0].partitions[0].unaligned_records
+        assert [partition_error(answer) for _, answer in answers] == [expected for expected, _ in answers]
+        for expected, answer in answers:  # the reads from position 0, at each version, carry bytes
+            assert expected != ErrorCode.NONE or answer.topics[0].partitions[0].unaligned_records
         assert daemon.process is not None and daemon.process.poll() is None
     finally:
         daemon.stop()
