@@ -432,12 +432,18 @@ def one_sim_run(judge: Path, work: Path, seeds: int, scenarios: str, duration: i
     env = {**os.environ, "PYTHONPATH": str(judge), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "broker_sim", "sim", f"--seeds={seeds}", f"--scenario={scenarios}"]
     command += [f"--duration={duration}", "--brokers=5", "--stop-at-first", f"--keep={work / 'seeds'}"]
+    # its own process group: on a timeout the seed it forked goes too (killing the parent alone left
+    # the seed's child running, a mutant's endless loop taking a core from every later mutant)
+    process = subprocess.Popen(
+        command, cwd=judge, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
-        done = subprocess.run(
-            command, cwd=judge, env=env, capture_output=True, text=True, timeout=seeds * SIM_SEED_REAL_S + 60
-        )
+        stdout, stderr = process.communicate(timeout=seeds * SIM_SEED_REAL_S + 60)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return "timeout", "the simulator overran its bound"
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if done.returncode == 0:
         return None
     rules = sorted({line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")})

@@ -19,6 +19,12 @@ Rules:
   - `cut`: the node cannot reach the other nodes, nor they it (the brokers still reach it).
 - `shutdown` (SIGTERM) drains the node first; `wipe` kills it and deletes its persistent state;
   `split` cuts a minority of the nodes from the rest (Kafka's simulation scenarios, `scenarios`).
+- Every node starts with the run's `NodeSettings` (the daemon's log and operation options), which a
+  seed draws (`NodeSettings.drawn`): Kafka's defaults, under which a run's few KB of log never
+  snapshot, roll or expire; or a small log, which snapshots every few KB, rolls segments and
+  deletes the oldest, so that restarts load snapshots and followers catch up by FetchSnapshot
+  under the faults. (Not drawn: a record cap small enough to split a broker's operation into a
+  metadata transaction: the fleet creates its topics in one CreateTopics, which such a cap refuses.)
 - Every random choice (each engine's and each Raft driver's) comes from the run's seed.
 """
 
@@ -28,6 +34,7 @@ import logging
 import random
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,7 +43,9 @@ import trio
 from broker_sim.shell.proxy import Address
 from broker_sim.shell.quorum import Probe, Quorum, QuorumPlan
 from controller import runtime as controller_runtime
-from controller.engine import ControllerEngine
+from controller.engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
+from controller.log.retention import DEFAULT_RETENTION_BYTES
+from controller.log.store import DEFAULT_SEGMENT_BYTES
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum_config import QuorumConfig, Voter
 
@@ -79,6 +88,27 @@ class NodeRuntime:
         return int(trio.current_time() * 1e9) + self.skew_ns
 
 
+@dataclass(frozen=True)
+class NodeSettings:
+    """The daemon's options every node of a run starts with (`--snapshot-bytes`, `--segment-bytes`,
+    `--metadata-retention-bytes`); the defaults are the daemon's."""
+
+    snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    retention_bytes: int = DEFAULT_RETENTION_BYTES
+
+    @classmethod
+    def drawn(cls, seed: int) -> NodeSettings:
+        """A seed's settings (see the module rules), from a generator of their own: half the seeds
+        Kafka's defaults, half a small log (a snapshot every 1-4 KB, segments of 2-8 KB, 3-6
+        segments' worth kept)."""
+        rng = random.Random(f"{seed}:settings")
+        if rng.random() < 0.5:
+            return cls()
+        segment = rng.randint(2048, 8192)
+        return cls(rng.randint(1024, 4096), segment, rng.randint(3, 6) * segment)
+
+
 class SimNode:
     """One node across its incarnations (what the fleet's probes and faults read of it)."""
 
@@ -98,12 +128,20 @@ class SimNode:
 class SimQuorum(Quorum):
     """The quorum of `plan.nodes` daemons in this process (see the module rules)."""
 
-    def __init__(self, plan: QuorumPlan, network: SimNetwork, seed: int, disk_s: tuple[float, float] = (0, 0)) -> None:
+    def __init__(
+        self,
+        plan: QuorumPlan,
+        network: SimNetwork,
+        seed: int,
+        disk_s: tuple[float, float] = (0, 0),
+        settings: NodeSettings = NodeSettings(),
+    ) -> None:
         # the attributes the fleet reads of a quorum (`Quorum`), without processes or proxies
         self.plan = plan
         self.network = network
         self.seed = seed
         self.disk_s = disk_s
+        self.settings = settings
         self.ids = list(range(1, plan.nodes + 1))
         self.addresses: dict[int, Address] = {node: (host_name(node), PORT) for node in self.ids}
         self.proxies = {}
@@ -146,6 +184,9 @@ class SimQuorum(Quorum):
                 host=node.address[0],
                 port=PORT,
                 fsync=False,  # the simulated disk: what is written survives a crash (see the rules)
+                snapshot_bytes=self.settings.snapshot_bytes,
+                segment_bytes=self.settings.segment_bytes,
+                metadata_retention_bytes=self.settings.retention_bytes,
                 rng=random.Random(rng.random()),
             )
             quorum = QuorumConfig(

@@ -42,7 +42,7 @@ from broker_sim.shell.quorum_faults import ControllerFaults
 from broker_sim.stats import FleetStats
 from controller import runtime as controller_runtime
 
-from .cluster import EPOCH_NS, NodeRuntime, SimQuorum
+from .cluster import EPOCH_NS, NodeRuntime, NodeSettings, SimQuorum
 from .invariants import elections_without_fault, fences_of_live_brokers
 from .network import HostNetwork, SimNetwork
 from .raft_watch import RaftWatch
@@ -72,6 +72,8 @@ class SimSpec:
     timing: QuorumTiming = field(default_factory=QuorumTiming)
     #: the disk's latency per blocking write (seconds, low and high)
     disk_s: tuple[float, float] = (0.0005, 0.003)
+    #: the nodes' log and operation options (None: the seed's draw, `NodeSettings.drawn`)
+    settings: NodeSettings | None = None
 
 
 @dataclass
@@ -120,7 +122,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
     voters = voters_of(spec)
-    spec = replace(spec, voters=voters)
+    spec = replace(spec, voters=voters, settings=spec.settings or NodeSettings.drawn(spec.seed))
     plan = QuorumPlan(
         nodes=voters,
         data_dir=directory / "quorum",
@@ -161,7 +163,8 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
 async def _simulate(spec: SimSpec, config: FleetConfig, plan: QuorumPlan) -> tuple[RunResult, RaftWatch]:
     result = RunResult(stats=FleetStats())
     network = SimNetwork(random.Random(f"{spec.seed}:network"))
-    quorum = SimQuorum(plan, network, spec.seed, spec.disk_s)
+    assert spec.settings is not None  # run_seed's draw
+    quorum = SimQuorum(plan, network, spec.seed, spec.disk_s, spec.settings)
     raft = RAFT_SCENARIOS.get(spec.scenario)
     quorum.watch.relaxed = raft is not None and raft.relaxed
     with fleet_runtime.use(FleetRuntime(network.host(FLEET_HOST))):
@@ -203,9 +206,18 @@ def _driver(spec: SimSpec, config: FleetConfig, quorum: SimQuorum) -> Controller
 
 
 class _Stamp(logging.Filter):
-    """Each line with the simulation's time and the host that wrote it (a node, or the fleet)."""
+    """Each line with the simulation's time and the host that wrote it (a node, or the fleet), and
+    the seed's directory written as `SEED_DIR` (a snapshot's path, say), so that a seed's log is
+    the same bytes wherever the seed runs."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__()
+        self.directory = str(directory)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.directory in message:
+            record.msg, record.args = message.replace(self.directory, "SEED_DIR"), ()
         try:
             now = f"{trio.current_time():10.4f}"
         except RuntimeError:  # outside the run
@@ -221,7 +233,7 @@ def _logged_to(path: Path) -> Iterator[None]:
     root = logging.getLogger()
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(sim)s %(levelname)-7s %(name)s: %(message)s"))
-    handler.addFilter(_Stamp())
+    handler.addFilter(_Stamp(path.parent))
     saved = root.handlers[:], root.level
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from broker_sim.sim.cluster import NodeSettings
 from broker_sim.sim.run import SimSpec, run_seed
 from tests.benchmarks.test_scripts import make_command
 from tests.e2e.daemon_process import ROOT
@@ -61,6 +62,34 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     other = SimSpec(seed=4, duration_s=20)
     run_seed(other, tmp_path / "c")
     assert digests(tmp_path / "c") != first
+
+
+def test_half_the_seeds_draw_a_small_log_and_the_draw_is_the_seeds_alone() -> None:
+    drawn = [NodeSettings.drawn(seed) for seed in range(200)]
+    assert drawn == [NodeSettings.drawn(seed) for seed in range(200)]
+    small = [settings for settings in drawn if settings != NodeSettings()]
+    assert 70 <= len(small) <= 130
+    for settings in small:
+        assert 1024 <= settings.snapshot_bytes <= 4096 and 2048 <= settings.segment_bytes <= 8192
+        assert 3 * settings.segment_bytes <= settings.retention_bytes <= 6 * settings.segment_bytes
+
+
+def test_a_small_log_snapshots_and_a_wiped_node_catches_up_from_the_leaders_snapshot(tmp_path: Path) -> None:
+    """Seed 3 draws a small log: the nodes snapshot within seconds, and the node that
+    single-node-data-loss wipes gets its log back from the leader's snapshot (FetchSnapshot): its
+    log starts at the snapshot's offset, not at 0."""
+    assert NodeSettings.drawn(3).snapshot_bytes < 4096
+    result = run_seed(SimSpec(seed=3, scenario="single-node-data-loss", duration_s=15), tmp_path)
+    assert result.status == 0, result.violations
+    assert result.spec.settings == NodeSettings.drawn(3)
+    logs = {
+        node.name: sorted(p.name for p in node.glob("__cluster_metadata-0/*"))
+        for node in (tmp_path / "quorum").iterdir()
+    }
+    assert all(any(name.endswith(".checkpoint") for name in names) for names in logs.values()), logs
+    restored = [names for names in logs.values() if "00000000000000000000.log" not in names]
+    assert restored, logs
+    assert "installed the leader's snapshot" in (tmp_path / "sim.log").read_text()
 
 
 def sim_command(*arguments: str) -> subprocess.CompletedProcess[str]:
