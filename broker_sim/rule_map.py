@@ -874,9 +874,9 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "UNCLEAN: only for leaderless partitions",
         "UNCLEAN: leaderless partitions only; the first eligible replica leads, ISR [leader], RECOVERING",
-        probes=("admin_probe:elect-unclean-led",),
-        checks=_PROBE_CHECKS,
-        unseen="an unclean election itself (the fleet elects none), and ELIGIBLE_LEADERS_NOT_AVAILABLE",
+        probes=("admin_probe:elect-unclean-led", "admin_probe:elect-unclean-leaderless"),
+        checks=(*_PROBE_CHECKS, "unclean-answer", "unclean-election", "unclean-unasked"),
+        unseen="that ELIGIBLE_LEADERS_NOT_AVAILABLE comes only when no replica is eligible",
     ),
     Rule(
         "elect-leaders.unknown",

@@ -9,15 +9,18 @@ Rules (ids in violations.RULES):
   an authorizer that does not let the fleet's principal in: the authorizer is checked before the
   probe's rule; counted in `admin_probe_unauthorized`).
 - Accepted (NONE at the top level and for the topic or partition) is `probe-accepted`, but for
-  "elect-unclean-led" when the partition was leaderless at some time the request was in flight
-  (below): then an unclean election is the right answer. For a creation the violation names the
-  TopicRecords of that name the log holds (a taken name's second one, a fresh name's), at the
-  last one's offset; the log's own rules judge them as any record (`unknown-topic` for a taken
-  name, `replica-set` for an unregistered replica or too many, `isr-shape` for an empty list).
+  the UNCLEAN kinds ("elect-unclean-led", "elect-unclean-leaderless") when the partition was
+  leaderless at some time the request was in flight (below): then an unclean election is the
+  right answer, and the log must show it: the partition led again by a batch within
+  `WINDOW_SLACK_MS` of the flight (`unclean-answer`: answered elected, nothing elected). For a
+  creation the violation names the TopicRecords of that name the log holds (a taken name's
+  second one, a fresh name's), at the last one's offset; the log's own rules judge them as any
+  record (`unknown-topic` for a taken name, `replica-set` for an unregistered replica or too
+  many, `isr-shape` for an empty list).
 - Refused with another error than `expected` gives for the kind (and, for "delete-unknown", how
   it named the topic; ElectLeaders: per partition, the top level NONE) is `probe-answer`; an
   answer without the topic or partition (or with more than the one the probe named) is too.
-  "elect-unclean-led" may also be ELIGIBLE_LEADERS_NOT_AVAILABLE when the partition was
+  The UNCLEAN kinds may also be ELIGIBLE_LEADERS_NOT_AVAILABLE when the partition was
   leaderless while the request was in flight (no replica eligible).
 - "Leaderless while in flight": at the end of some batch whose timestamp lies within
   `WINDOW_SLACK_MS` of the request's [sent, answered] (or at the end of the last batch before
@@ -50,6 +53,9 @@ UNAUTHORIZED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTE
 Watched = tuple[str, int]  # (topic name, partition)
 DELETE_UNKNOWN = "delete-unknown"
 ELECT_UNCLEAN_LED = "elect-unclean-led"
+ELECT_UNCLEAN_LEADERLESS = "elect-unclean-leaderless"
+#: the kinds that ask for an unclean election: right to elect when the partition was leaderless
+UNCLEAN_KINDS = frozenset({ELECT_UNCLEAN_LED, ELECT_UNCLEAN_LEADERLESS})
 #: what a correct controller answers each kind, for its topic or partition (semantics.md, "CreateTopics,
 #: DeleteTopics, ElectLeaders"; the kinds: `broker_sim/model/admin_probes.py`)
 EXPECTED = {
@@ -60,6 +66,7 @@ EXPECTED = {
     "elect-unknown-topic": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     "elect-unknown-partition": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ELECT_UNCLEAN_LED: ErrorCode.ELECTION_NOT_NEEDED,  # UNCLEAN only for a leaderless partition
+    ELECT_UNCLEAN_LEADERLESS: ErrorCode.ELECTION_NOT_NEEDED,  # ... which it no longer was
 }
 
 
@@ -76,11 +83,11 @@ def expected(entry: AdminProbe) -> frozenset[int] | None:
 
 def wrong_admin_answer(entry: AdminProbe, leaderless: bool = False) -> str | None:
     """Why a refused admin probe's answer is not the one semantics.md names, or None (see the module
-    rules; `leaderless`: the partition of an "elect-unclean-led" had no leader while in flight)."""
+    rules; `leaderless`: the partition of an UNCLEAN kind had no leader while in flight)."""
     allowed = expected(entry)
     if not entry.errors or entry.accepted or allowed is None:
         return None
-    if leaderless and entry.probe == ELECT_UNCLEAN_LED:
+    if leaderless and entry.probe in UNCLEAN_KINDS:
         allowed = allowed | {ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
     top, named = entry.errors[0], entry.errors[1:]
     names = " or ".join(f"{ErrorCode(code).name} ({int(code)})" for code in sorted(allowed))
@@ -131,7 +138,7 @@ class AdminProbeCheck(Subscriber):
         if not isinstance(entry, AdminProbe):
             return
         self.entries.append(entry)
-        if entry.probe == ELECT_UNCLEAN_LED and _judged(entry):
+        if entry.probe in UNCLEAN_KINDS and _judged(entry):
             self.watched.setdefault((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
 
     def follows(self, hook: str) -> bool:
@@ -167,13 +174,20 @@ class AdminProbeCheck(Subscriber):
 
     def _leaderless(self, entry: AdminProbe) -> bool | None:
         """Was the probed partition leaderless while the request was in flight? None: the log does
-        not say (it never held the partition)."""
+        not say (it never held the partition, or the flight began before its history)."""
         key = (str(entry.detail.get("topic")), int(entry.detail.get("partition", -1)))
         transitions = self.watched.get(key)
-        if not transitions:
-            return None
         start = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
+        if not transitions or self.model.before_history(start):
+            return None
         return leaderless_between(transitions, start, entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS)
+
+    def _led_again(self, entry: AdminProbe) -> bool:
+        """Did a batch within the probe's flight (with the slack) give its partition a leader?"""
+        transitions = self.watched.get((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
+        start = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
+        end = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
+        return any(start <= at <= end and not leaderless for at, leaderless in transitions)
 
     def judge(self, entry: AdminProbe) -> None:
         if not _judged(entry):
@@ -185,7 +199,7 @@ class AdminProbeCheck(Subscriber):
             self.checked["admin_probe_unknown"] += 1
             return
         leaderless = False
-        if entry.probe == ELECT_UNCLEAN_LED and (entry.accepted or entry.errors[1:] != [84]):
+        if entry.probe in UNCLEAN_KINDS and (entry.accepted or entry.errors[1:] != [84]):
             found = self._leaderless(entry)
             if found is None:
                 self._unverifiable[entry.kind] += 1
@@ -195,6 +209,14 @@ class AdminProbeCheck(Subscriber):
         if entry.accepted:
             if leaderless:
                 self.checked["admin_probe_unclean_elected"] += 1
+                if not self._led_again(entry):
+                    self.violation(
+                        "unclean-answer",
+                        f"{entry.api} v{entry.api_version} admin probe {entry.probe} ({_named(entry)}) was "
+                        f"answered elected (errors {entry.errors}), but the log leaves the partition leaderless "
+                        f"through the request's flight (+{WINDOW_SLACK_MS} ms)",
+                        entry,
+                    )
                 return
             self._accepted(entry)
         elif (wrong := wrong_admin_answer(entry, leaderless)) is not None:

@@ -30,6 +30,10 @@ Rules (ids in violations.RULES):
   authorizer's and POLICY_VIOLATION (a lower configured bound), which judge nothing. Together
   with `unfence-unwritten` a run whose topics were never created fails: either the refusal is
   explained by brokers the log never unfenced, and the brokers were told they were, or it is not.
+- History: a log that starts at a base snapshot (its older segments deleted) holds only the
+  result of what happened before its first batch: an unfencing it does not show, and a window that
+  opened before that batch, are not judged (counted as `unfence_answer_before_history` and
+  `answer_window_before_history`).
 - Clock: the batch timestamps are the controller's wall clock, the journal's the fleet's, on one
   machine; the slack covers the readings' order. A creation's window opens only
   `CREATION_START_SLACK_MS` before it was sent: the controller decides after it receives the
@@ -184,6 +188,9 @@ class AnswerCheck(Subscriber):
     def _judge_unfenced(self, key: tuple[int, int], entries: list[UnfencedSeen]) -> None:
         at = self.unfenced_at.get(key)
         for entry in entries:
+            if at is None and self.model.before_history(entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS):
+                self.checked["unfence_answer_before_history"] += 1
+                continue
             self.checked["unfence_answer"] += 1
             if at is not None and at <= entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS:
                 continue
@@ -197,6 +204,9 @@ class AnswerCheck(Subscriber):
             )
 
     def _judge(self, window: Window) -> None:
+        if self.model.before_history(window.start_ms):
+            self.checked["answer_window_before_history"] += 1
+            return
         if isinstance(window.entry, CreateAnswered):
             self._judge_creation(window, window.entry)
         else:

@@ -30,7 +30,9 @@ Rules:
   heartbeat interval or a third of the session, whichever is longest) covers a heartbeat sent just
   before the silence and decided late by a loaded controller (its session runs from the decision),
   the controller's timer and the fencing batches. A new controller epoch in between excuses it (a
-  controller starting gives every broker a whole session).
+  controller starting gives every broker a whole session). A silence that began before the log's
+  history (a log starting at a base snapshot, its older segments deleted) is not judged: the
+  incarnation and the controller epoch at its start are gone with them.
 """
 
 from __future__ import annotations
@@ -201,6 +203,8 @@ class Liveness(Subscriber):
         """At the silence's start: note the incarnation, if registered and unfenced, and wait for
         its deadline. At the deadline: judge it."""
         broker = model.brokers.get(silence.fault.broker)
+        if silence.epoch < 0 and model.before_history(silence.at_ms):
+            return  # began before the log's history (a base snapshot's deleted past): the state then is gone
         if silence.epoch >= 0:
             still_unfenced = broker is not None and broker.epoch == silence.epoch and not broker.fenced
             if still_unfenced and model.controller_epoch == silence.controller_epoch:

@@ -220,6 +220,8 @@ class _Check:
         recovering = new.recovery == RECOVERING and partition.recovery != RECOVERING
         if recovering and not new_leader:
             self("leader-recovery", "RECOVERING without an unclean election (no new leader)")
+        if new_leader and record.leader != NO_LEADER and record.leader not in partition.isr:
+            self.unclean_choice(record.leader, new)
         if new_leader and record.leader != NO_LEADER and (recovering or record.leader not in partition.isr):
             topic = partition.topic
             self.rules.history.unclean.append(
@@ -228,6 +230,18 @@ class _Check:
                     record.leader, partition.isr, recovering, render_record(record, self.offset),
                 )
             )  # fmt: skip
+
+    def unclean_choice(self, leader: int, new: PartitionState) -> None:
+        """A leader from outside the ISR: what Kafka's PartitionChangeBuilder elects uncleanly, the
+        first acceptable replica in assignment order, the ISR that leader alone, RECOVERING (KIP-704)."""
+        first = next((r for r in new.replicas if self._ineligible(r, new) is None), None)
+        if first is not None and first != leader:
+            self("unclean-election", f"elects {leader} uncleanly where the first eligible replica is {first}")
+        if new.isr != (leader,) or new.recovery != RECOVERING:
+            self(
+                "unclean-election",
+                f"elects {leader} uncleanly with the ISR {list(new.isr)}, recovery state {new.recovery}",
+            )
 
     def registered(self, replicas: Iterable[int]) -> None:
         brokers = self.rules.model.brokers

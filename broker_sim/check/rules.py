@@ -167,6 +167,8 @@ class LogRules(Subscriber):
         """The controller epoch rules of a batch (its records follow, each to its handler)."""
         model, epoch = self.model, batch.epoch
         self.timestamp_ms = batch.timestamp_ms
+        if model.based and model.history_from_ms is None:
+            model.history_from_ms = batch.timestamp_ms
         self.history.epochs_seen.add(epoch)
         if epoch < model.controller_epoch:
             self.violation(
@@ -203,7 +205,7 @@ class LogRules(Subscriber):
         """Start the model from a snapshot (see `snapshot`'s rules): its partitions are held to the
         shape rules only, their states captured for the journal with no offset."""
         model, history = self.model, self.history
-        model.controller_epoch = snapshot.epoch
+        model.controller_epoch, model.based = snapshot.epoch, True
         history.epochs_seen.add(snapshot.epoch)
         for record, _ in records:
             if isinstance(record, RegisterBrokerRecord):

@@ -157,6 +157,15 @@ class Model:
     base_epochs: dict[tuple[int, int], int] = field(default_factory=dict)
     #: the partitions changed since the last look (None: nobody looks; see `delivery`)
     changed: list[Partition] | None = None
+    #: the log starts at a base snapshot (its older segments deleted), and the timestamp of the first
+    #: batch read after it (None: none yet): what happened before then is known only as its result
+    based: bool = False
+    history_from_ms: int | None = None
+
+    def before_history(self, at_ms: int) -> bool:
+        """Does `at_ms` lie before the history the log holds (a base snapshot's deleted past)? Then
+        what the journal says happened at that time cannot be held to the log's records."""
+        return self.based and (self.history_from_ms is None or at_ms < self.history_from_ms)
 
     # ------------------------------------------------------------------ brokers
     def register(self, broker_id: int, epoch: int, incarnation: uuid.UUID) -> Broker:

@@ -34,6 +34,8 @@ RULES: dict[str, str] = {
     "leader-epoch": "the leader epoch rises exactly when the leader changes (MV 3.9), never goes down",
     "partition-epoch": "the partition epoch rises by one on every change, never goes down",
     "leader-recovery": "RECOVERING only after an unclean election (a new leader), with at most one ISR member",
+    "unclean-election": "an unclean election (a leader from outside the ISR) makes the first eligible replica in "
+    "assignment order leader, with the ISR [leader] and RECOVERING",
     "broker-epoch": "broker epochs strictly increase per broker (the same incarnation keeps its epoch)",
     "broker-registration": "a new incarnation starts fenced, not shutting down; re-registering clears neither flag",
     "registration-dirs": "a registration answered NONE keeps in its record the LogDirs it named (v2+)",
@@ -59,6 +61,7 @@ RULES: dict[str, str] = {
     "stale-replay-answer": "a request built with stale epochs is rejected by the check semantics.md names",
     "probe-accepted": "no request a correct controller must refuse (a probe) is accepted",
     "probe-answer": "a probe is refused with the error semantics.md names for its kind and version",
+    "unclean-answer": "an UNCLEAN ElectLeaders answered elected leaves its partition led in the log",
     "unfence-unwritten": "a broker answered unfenced is unfenced in the log by then",
     "create-refused": "the admin's creation of its topic is refused only for a reason the log shows while in flight "
     "(name taken, a named broker not active)",

@@ -31,6 +31,12 @@ Rules:
   - "elect-unclean-led" (v1-2): UNCLEAN for a partition an active broker of the process leads:
     ELECTION_NOT_NEEDED (84). The leader may be lost before the request arrives: whether the
     partition was leaderless then is the log's to say (the checker's), not the fleet's.
+  - "elect-unclean-leaderless" (v1-2): UNCLEAN for a partition the fleet's brokers last heard is
+    leaderless (the newest LeaderAndIsr state any of them holds, by leader and partition epoch,
+    names leader -1): an admin asking for the unclean election Kafka leaves to an operator. Not
+    in the cycle: whenever a probe is due and such a partition is known, this is the probe.
+    Elected (NONE), ELIGIBLE_LEADERS_NOT_AVAILABLE (no replica eligible) or ELECTION_NOT_NEEDED
+    (a leader came back first): which one is right is the log's to say.
 - Not probed: the partition bound (more than 10,000 new partitions in one CreateTopics:
   POLICY_VIOLATION). The bound is the controller's `--max-records-per-operation`, which the fleet
   cannot learn: a controller started with a higher one is right to create a 10,001-partition
@@ -43,7 +49,8 @@ Rules:
 - Versions: each API's probes take consecutive versions of the kind's range from a seeded offset
   (`versions.spread`, with the probes' own counter per API), so a run's few probes cover them.
 - Pacing (`AdminProbes`, chaos only): one probe every `GAP_S` (seeded within it), the kinds in a
-  cycle of `KINDS` from a seeded start, a kind it cannot build now skipped for the next. Its
+  cycle of `KINDS` from a seeded start, a kind it cannot build now skipped for the next (but
+  "elect-unclean-leaderless", first whenever it can be built). Its
   randomness is its own seeded `random.Random`, so the admin's other draws are untouched; times
   are passed in.
 """
@@ -90,6 +97,7 @@ DELETE_UNKNOWN = "delete-unknown"
 ELECT_UNKNOWN_TOPIC = "elect-unknown-topic"
 ELECT_UNKNOWN_PARTITION = "elect-unknown-partition"
 ELECT_UNCLEAN_LED = "elect-unclean-led"
+ELECT_UNCLEAN_LEADERLESS = "elect-unclean-leaderless"
 
 #: every kind, in the order the admin cycles through them (from a seeded start)
 KINDS = (
@@ -102,6 +110,8 @@ KINDS = (
     ELECT_UNKNOWN_PARTITION,
     CREATE_EMPTY_REPLICAS,
 )
+#: every kind the admin sends: the cycle's, and the one asked first whenever it can be built
+ALL_KINDS = (*KINDS, ELECT_UNCLEAN_LEADERLESS)
 #: the versions each kind is sent at
 RANGES = {
     CREATE_TAKEN: Versions(2, 7),
@@ -112,11 +122,12 @@ RANGES = {
     ELECT_UNKNOWN_TOPIC: Versions(0, 2),
     ELECT_UNKNOWN_PARTITION: Versions(0, 2),
     ELECT_UNCLEAN_LED: Versions(1, 2),  # v0 has no election type
+    ELECT_UNCLEAN_LEADERLESS: Versions(1, 2),
 }
 API_OF = {
-    **{kind: ApiKey.CREATE_TOPICS for kind in KINDS if kind.startswith("create-")},
+    **{kind: ApiKey.CREATE_TOPICS for kind in RANGES if kind.startswith("create-")},
     DELETE_UNKNOWN: ApiKey.DELETE_TOPICS,
-    **{kind: ApiKey.ELECT_LEADERS for kind in KINDS if kind.startswith("elect-")},
+    **{kind: ApiKey.ELECT_LEADERS for kind in RANGES if kind.startswith("elect-")},
 }
 MAX_REPLICATION_FACTOR = 32767  # CreateTopics' ReplicationFactor is an INT16
 GAP_S = (1.0, 2.0)  # between two probes (seeded): about ten in a 15 s run, every kind about once
@@ -144,6 +155,8 @@ class AdminKnowledge:
     topics: Sequence[str]  # fleet topics it created (answered NONE or TOPIC_ALREADY_EXISTS), never deleted
     brokers: Sequence[int]  # the brokers the controller listed (DescribeCluster)
     led: Sequence[tuple[str, int]]  # (topic, partition) of those topics an active broker leads, as committed
+    #: (topic, partition) of those topics whose newest state the brokers hold names no leader
+    leaderless: Sequence[tuple[str, int]] = ()
 
 
 def judge(response: Data) -> tuple[list[int], bool]:
@@ -270,6 +283,15 @@ def _unclean_led(
     return _election(kind, version, rng, topic, partition, UNCLEAN)
 
 
+def _unclean_leaderless(
+    kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge
+) -> AdminProbePlan | None:
+    if version < 1 or not known.leaderless:
+        return None
+    topic, partition = rng.choice(list(known.leaderless))
+    return _election(kind, version, rng, topic, partition, UNCLEAN)
+
+
 _BUILDERS: dict[str, Callable[[str, int, int, random.Random, AdminKnowledge], AdminProbePlan | None]] = {
     CREATE_TAKEN: _taken,
     CREATE_REPLICATION_FACTOR: _replication_factor,
@@ -279,6 +301,7 @@ _BUILDERS: dict[str, Callable[[str, int, int, random.Random, AdminKnowledge], Ad
     ELECT_UNKNOWN_TOPIC: _elect_unknown,
     ELECT_UNKNOWN_PARTITION: _elect_unknown,
     ELECT_UNCLEAN_LED: _unclean_led,
+    ELECT_UNCLEAN_LEADERLESS: _unclean_leaderless,
 }
 
 
@@ -305,15 +328,22 @@ class AdminProbes:
     def take(self, t: float, known: AdminKnowledge) -> AdminProbePlan | None:
         """The probe to send at `t` (the next one is due a gap later), or None."""
         self.next_at = t + self.rng.uniform(*GAP_S)
+        if known.leaderless and (plan := self._built(ELECT_UNCLEAN_LEADERLESS, known)) is not None:
+            return plan
         for _ in range(len(KINDS)):
             kind = KINDS[self.position % len(KINDS)]
             self.position += 1
-            api_key = API_OF[kind]
-            index = self.sent.get(api_key, 0)
-            version = versions.spread(self.seed, index, api_key, RANGES[kind])
-            plan = build(kind, version, self.built, self.rng, known)
-            if plan is not None:
-                self.sent[api_key] = index + 1
-                self.built += 1
+            if (plan := self._built(kind, known)) is not None:
                 return plan
         return None
+
+    def _built(self, kind: str, known: AdminKnowledge) -> AdminProbePlan | None:
+        """A probe of `kind` at the next version of its API's spread, or None (nothing counted)."""
+        api_key = API_OF[kind]
+        index = self.sent.get(api_key, 0)
+        version = versions.spread(self.seed, index, api_key, RANGES[kind])
+        plan = build(kind, version, self.built, self.rng, known)
+        if plan is not None:
+            self.sent[api_key] = index + 1
+            self.built += 1
+        return plan

@@ -248,4 +248,10 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.admin_probes:_unclean_led",
         "UNCLEAN",
     ),
+    "admin_probe:elect-unclean-leaderless": ProbeKind(
+        "an ElectLeaders UNCLEAN (v1-2) for a partition the brokers last heard is leaderless: elected, "
+        "ELIGIBLE_LEADERS_NOT_AVAILABLE, or ELECTION_NOT_NEEDED if led again",
+        "broker_sim.model.admin_probes:_unclean_leaderless",
+        "UNCLEAN",
+    ),
 }

@@ -49,6 +49,7 @@ from broker_sim import journal
 from broker_sim.model import admin_probes, versions
 from broker_sim.model.answers import answer_label, not_controller
 from broker_sim.model.lifecycle import Phase
+from broker_sim.model.views import PartitionView
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode, error_name
 from protocol.messages.create_topics import (
@@ -64,6 +65,7 @@ from protocol.messages.delete_topics import (
 )
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
+from protocol.records.metadata import NO_LEADER
 from protocol.spec import ZERO_UUID, Data
 
 from .connection import BadAnswer, ConnectionLost, ControllerConnection
@@ -335,7 +337,15 @@ class Admin:
             for key in model.leadership.led
             if key[0] in created
         }
-        return admin_probes.AdminKnowledge(self.ctx.seed, tuple(self.created), tuple(self.brokers), tuple(sorted(led)))
+        newest: dict[tuple[str, int], PartitionView] = {}
+        for model in self.ctx.models.values():
+            for key, view in model.views.items():
+                if key[0] in created and view.hosted and _newer(view, newest.get(key)):
+                    newest[key] = view
+        leaderless = tuple(sorted(key for key, view in newest.items() if view.leader == NO_LEADER))
+        return admin_probes.AdminKnowledge(
+            self.ctx.seed, tuple(self.created), tuple(self.brokers), tuple(sorted(led)), leaderless
+        )
 
     async def _send_probe(self, nursery: trio.Nursery, plan: admin_probes.AdminProbePlan) -> None:
         recorder = self.ctx.recorder
@@ -359,3 +369,8 @@ class Admin:
         if accepted and plan.creates is not None:
             log.warning("admin probe %s was accepted: topic %s is deleted again", plan.probe, plan.creates)
             nursery.start_soon(self._delete_later, plan.creates, PROBE_TOPIC_LIFE_S, self.probes.built)
+
+
+def _newer(view: PartitionView, other: PartitionView | None) -> bool:
+    """Is `view` a newer state of its partition than `other` (by leader epoch, then partition epoch)?"""
+    return other is None or (view.leader_epoch, view.partition_epoch) > (other.leader_epoch, other.partition_epoch)

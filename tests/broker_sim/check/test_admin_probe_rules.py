@@ -16,7 +16,7 @@ from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, St
 from analytics.journal import JOURNAL_FIELDS
 from broker_sim.check.admin_probe_rules import EXPECTED, leaderless_between, wrong_admin_answer
 from broker_sim.journal import AdminProbe, Entry, from_object, to_line
-from broker_sim.model.admin_probes import KINDS
+from broker_sim.model.admin_probes import ALL_KINDS
 from protocol.records.metadata import PartitionRecord, TopicRecord
 
 from .logs import OTHER_TOPIC_ID, TIMESTAMP_MS, LogBuilder, checked_cluster, rules
@@ -76,7 +76,7 @@ def test_an_unclean_election_may_find_no_eligible_replica_only_when_leaderless()
 
 
 def test_every_kind_the_fleet_sends_has_its_right_answer_here() -> None:
-    assert set(KINDS) == {*EXPECTED, "delete-unknown"}
+    assert set(ALL_KINDS) == {*EXPECTED, "delete-unknown"}
 
 
 def test_an_accepted_probe_and_a_wrong_refusal_are_violations_a_right_one_and_not_controller_are_not(
@@ -152,7 +152,7 @@ def unclean_log(tmp_path: Path) -> LogBuilder:
 @pytest.mark.parametrize(
     ("at_ms", "errors", "accepted", "found"),
     [
-        (5_000, [0, 0], True, []),  # leaderless while in flight: an unclean election is right
+        (5_000, [0, 0], True, ["unclean-answer"]),  # leaderless in flight, answered elected, and nobody led
         (5_000, [0, 83], False, []),  # leaderless, and no replica eligible
         (5_000, [0, 84], False, []),  # decided just before the leader was lost, or after it came back
         (10_400, [0, 0], True, []),  # within the slack of the leader's return

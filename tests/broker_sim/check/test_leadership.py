@@ -176,8 +176,35 @@ def test_an_unclean_election_nobody_asked_for_is_a_violation(tmp_path: Path) -> 
         log, offset = unclean_election(tmp_path / str(recovering), recovering=recovering)
         later = TIMESTAMP_MS + 10_000
         result = checked(tmp_path / str(recovering), log, run(unclean(later, later + 5, partition=1)))
-        assert rules(result) == ["unclean-unasked"], recovering
-        assert result.violations[0].offset == offset and result.violations[0].broker == 2
+        # left RECOVERED, the election is not Kafka's either (KIP-704)
+        assert rules(result) == (["unclean-unasked"] if recovering else ["unclean-election", "unclean-unasked"])
+        unasked = next(v for v in result.violations if v.rule == "unclean-unasked")
+        assert unasked.offset == offset and unasked.broker == 2
+
+
+@pytest.mark.parametrize(
+    ("leader", "isr", "why"),
+    [
+        (3, (3,), "elects 3 uncleanly where the first eligible replica is 2"),
+        (2, (2, 3), "elects 2 uncleanly with the ISR [2, 3], recovery state 1"),
+    ],
+)
+def test_an_unclean_election_is_the_first_eligible_replica_alone_in_the_isr(
+    tmp_path: Path, leader: int, isr: tuple[int, ...], why: str
+) -> None:
+    """Kafka's PartitionChangeBuilder: the first acceptable replica in assignment order (broker 1,
+    the last ISR member, is fenced; 2 and 3 are not), the ISR that replica alone, RECOVERING."""
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()
+    log.change(0, isr=(1,))
+    log.change(0, leader=-1)
+    log.change_broker(1, fenced=1)
+    offset = log.change(0, leader=leader, isr=isr, leader_recovery_state=1)
+    result = checked(tmp_path, log, run(unclean(TIMESTAMP_MS, TIMESTAMP_MS + 10_000)))
+    assert [(v.rule, v.offset) for v in result.violations if v.rule == "unclean-election"] == [
+        ("unclean-election", offset)
+    ]
+    assert why in next(v.message for v in result.violations if v.rule == "unclean-election")
 
 
 def test_an_unclean_election_the_fleet_asked_for_is_right(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from its answer, and paced."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import uuid
@@ -13,7 +14,7 @@ import pytest
 from broker_sim.check.admin_probe_rules import wrong_admin_answer
 from broker_sim.journal import AdminProbe
 from broker_sim.model import admin_probes
-from broker_sim.model.admin_probes import KINDS, RANGES, AdminKnowledge, AdminProbePlan, AdminProbes
+from broker_sim.model.admin_probes import ALL_KINDS, KINDS, RANGES, AdminKnowledge, AdminProbePlan, AdminProbes
 from broker_sim.model.probe_kinds import PROBE_KINDS
 from broker_sim.model.probes import UNKNOWN_PARTITION, UNREGISTERED_BASE
 from protocol.api_keys import ApiKey
@@ -196,6 +197,20 @@ def test_pacing_skips_a_kind_it_cannot_build_and_is_off_outside_chaos() -> None:
     assert not AdminProbes(1, enabled=False).due(100.0)
 
 
+def test_a_leaderless_partition_is_asked_for_first_whenever_one_is_known() -> None:
+    known = dataclasses.replace(KNOWN, leaderless=(("fleet-1-0", 2),))
+    probes = AdminProbes(1)
+    plans = [probes.take(float(t), known) for t in range(6)]
+    assert all(plan is not None and plan.probe == admin_probes.ELECT_UNCLEAN_LEADERLESS for plan in plans)
+    for plan in plans:
+        assert plan is not None and plan.version in (1, 2)  # v0 has no election type
+        assert isinstance(plan.body, ElectLeadersRequest) and plan.body.election_type == UNCLEAN
+        assert [(t.topic, list(t.partitions)) for t in plan.body.topic_partitions or ()] == [("fleet-1-0", [2])]
+    assert len({plan.version for plan in plans if plan is not None}) == 2
+    # none known: the cycle, which does not hold it
+    assert probes.take(10.0, KNOWN).probe != admin_probes.ELECT_UNCLEAN_LEADERLESS  # type: ignore[union-attr]
+
+
 def test_every_kind_is_listed_for_the_rule_map() -> None:
     listed = {name.split(":", 1)[1] for name in PROBE_KINDS if name.startswith("admin_probe:")}
-    assert listed == set(KINDS)
+    assert listed == set(ALL_KINDS)

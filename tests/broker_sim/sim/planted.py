@@ -83,3 +83,51 @@ def vote_for_a_stale_log() -> None:
         return original(state, candidate_id, True, pre_vote)
 
     inbound.can_grant = can_grant
+
+
+def _unclean_patch(rewrite: Any) -> None:
+    """Wrap the ElectLeaders decision of one partition: `rewrite(state, topic, index, code, change)`
+    gives what an UNCLEAN election that the real one granted returns instead."""
+    from controller.ops import elections
+
+    original = elections._elect
+
+    def _elect(state: Any, name: str, index: int, election: int) -> Any:
+        code, change = original(state, name, index, election)
+        if election != elections.UNCLEAN or change is None:
+            return code, change
+        return rewrite(state, state.replication.topic_by_name(name), index, code, change)
+
+    elections._elect = _elect
+
+
+def unclean_elects_the_last_eligible() -> None:
+    """An unclean election makes the last eligible replica leader, not the first in assignment order."""
+    from controller.ops.changes import change_record, eligible
+    from controller.state.model import RECOVERING, TopicPartition
+
+    def rewrite(state: Any, topic: Any, index: int, code: Any, change: Any) -> Any:
+        part = topic.partitions[index]
+        leader = [replica for replica in part.replicas if eligible(state, part, replica)][-1]
+        tp = TopicPartition(topic.topic_id, index)
+        return code, change_record(tp, part, leader=leader, isr=(leader,), leader_recovery_state=RECOVERING)
+
+    _unclean_patch(rewrite)
+
+
+def unclean_without_recovery() -> None:
+    """An unclean election leaves the leader recovery state RECOVERED (KIP-704 says RECOVERING)."""
+    from controller.ops.changes import change_record
+    from controller.state.model import TopicPartition
+
+    def rewrite(state: Any, topic: Any, index: int, code: Any, change: Any) -> Any:
+        part = topic.partitions[index]
+        tp = TopicPartition(topic.topic_id, index)
+        return code, change_record(tp, part, leader=change.leader, isr=(change.leader,))
+
+    _unclean_patch(rewrite)
+
+
+def unclean_answered_not_written() -> None:
+    """An unclean election is answered NONE, but its record is never written."""
+    _unclean_patch(lambda state, topic, index, code, change: (code, None))
