@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from broker_sim.sim.run import SimSpec, run_seed
+from broker_sim.sim.cluster import NodeSettings
+from broker_sim.sim.run import SimResult, SimSpec, run_seed
 from controller.log.reading import read_entries
 from protocol.records.metadata import PartitionChangeRecord
 from tests.e2e.daemon_process import ROOT
@@ -21,8 +22,14 @@ from tests.e2e.daemon_process import ROOT
 SEED = 3
 
 
-def test_a_leaderless_partition_is_elected_uncleanly_and_recovers(tmp_path: Path) -> None:
-    result = run_seed(SimSpec(seed=SEED, scenario="chaos", duration_s=30), tmp_path)
+@pytest.fixture(scope="module")
+def chaos_seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SimResult]:
+    directory = tmp_path_factory.mktemp("chaos")
+    return directory, run_seed(SimSpec(seed=SEED, scenario="chaos", duration_s=30), directory)
+
+
+def test_a_leaderless_partition_is_elected_uncleanly_and_recovers(chaos_seed: tuple[Path, SimResult]) -> None:
+    tmp_path, result = chaos_seed
     assert result.status == 0, result.violations
     entries = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     asked = [e for e in entries if e.get("probe") == "elect-unclean-leaderless"]
@@ -37,6 +44,18 @@ def test_a_leaderless_partition_is_elected_uncleanly_and_recovers(tmp_path: Path
     recovering = [c for c in changes if c.leader_recovery_state == 1]
     assert recovering and all(c.isr is not None and list(c.isr) == [c.leader] for c in recovering), changes
     assert any(c.leader_recovery_state == 0 for c in changes), "the new leader never reported RECOVERED"
+
+
+def test_a_log_whose_history_retention_deleted_checks_clean(chaos_seed: tuple[Path, SimResult]) -> None:
+    """The seed draws a small log: by the end retention has deleted every node's first segments,
+    so each log starts at a base snapshot taken mid-run. What the journal says happened before it
+    (broker 3 answered unfenced at 2.4 s) is not judged against a log that no longer holds it
+    (unfence-unwritten named it "never" before)."""
+    tmp_path, result = chaos_seed
+    assert NodeSettings.drawn(SEED) != NodeSettings()
+    for node in (tmp_path / "quorum").iterdir():
+        assert not (node / "__cluster_metadata-0" / "00000000000000000000.log").exists(), node
+    assert result.status == 0 and result.final is not None, result.violations
 
 
 def segments(directory: Path) -> list[tuple[int, Path]]:
