@@ -120,17 +120,17 @@ MUTATION_OUT ?= mutation-out
 mutation-fleet: $(STAMP)
 	$(BIN)/python benchmarks/mutation_fleet.py run --sample $(SAMPLE) --seed $(SEED) --out $(MUTATION_OUT)
 
-## mutation-sim: the same mutants as mutation-fleet (same SAMPLE and SEED), each judged by the simulator (python -m broker_sim sim: SIM_SEEDS seeds of chaos and controller-failover in turn, up to the first that fails): make mutation-sim [SAMPLE=N|all] [SEED=S] [SIM_SEEDS=K] [MUTATION_OUT=dir] (not part of make test)
-SIM_SEEDS ?= 6
+## mutation-sim: the same mutants as mutation-fleet (same SAMPLE and SEED), each judged by the simulator (python -m broker_sim sim: SIM_SEEDS seeds of the fleet's broker-fault scenarios and failovers in turn, up to the first that fails): make mutation-sim [SAMPLE=N|all] [SEED=S] [SIM_SEEDS=K] [MUTATION_OUT=dir] (not part of make test)
+SIM_SEEDS ?= 8
 mutation-sim: $(STAMP)
 	$(BIN)/python benchmarks/mutation_fleet.py run --judge sim --sim-seeds $(SIM_SEEDS) --sample $(SAMPLE) --seed $(SEED) --out $(if $(filter mutation-out,$(MUTATION_OUT)),mutation-sim-out,$(MUTATION_OUT))
 
-## sim: the whole cluster under deterministic simulation: make sim [SEEDS=N] [FIRST_SEED=S] [SCENARIO=name[,name]]; exit 0 when every seed is clean
+## sim: the whole cluster under deterministic simulation: make sim [SEEDS=N] [FIRST_SEED=S] [SCENARIO=name[,name]] (default: every scenario in turn); exit 0 when every seed is clean
 SEEDS ?= 20
 FIRST_SEED ?= 0
-SCENARIO ?= controller-failover,chaos
+SCENARIO ?=
 sim: $(STAMP)
-	$(BIN)/python -m broker_sim sim --seeds $(SEEDS) --first-seed $(FIRST_SEED) --scenario $(SCENARIO)
+	$(BIN)/python -m broker_sim sim --seeds $(SEEDS) --first-seed $(FIRST_SEED)$(if $(SCENARIO), --scenario $(SCENARIO))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output fuzz-daemon-out

@@ -70,8 +70,13 @@ SESSION_TIMEOUT_MS = 3000
 VERDICT = "MUTATION-FLEET-VERDICT "
 DEFAULT_SAMPLE = 100
 #: the simulator's budget per mutant (`--judge sim`): seeds, and the scenarios they take in turn
-SIM_SEEDS = 6
-SIM_SCENARIOS = "chaos,controller-failover"
+SIM_SEEDS = 8
+#: every scenario whose brokers fault (the fleet's, and fencer's own under failovers), chaos twice:
+#: the Raft scripts run `steady` brokers, which reach few of the controller's decisions
+SIM_SCENARIOS = (
+    "chaos,rolling-restart,controller-failover,disk-failures,chaos,shutdown-during-failover,"
+    "offline-replicas-during-failover,overlapping-faults"
+)
 SIM_DURATION = 30
 #: real seconds a seed may take before the trial is a timeout (a clean one takes 1-3 s: a mutant
 #: that loops without letting the simulated clock move would otherwise hold the run for ever)

@@ -54,8 +54,9 @@ def build_parser() -> CommandLineParser:
     add(
         "--scenario",
         type=scenario_list,
-        default=("controller-failover",),
-        help=f"a scenario, or several (commas), taken in turn by the seeds: {', '.join(SIM_SCENARIOS)}",
+        default=SIM_SCENARIOS,
+        help=f"a scenario, or several (commas), taken in turn by the seeds (default: every one, in this order): "
+        f"{', '.join(SIM_SCENARIOS)}",
     )
     add(
         "--voters",

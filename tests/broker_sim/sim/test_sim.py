@@ -116,7 +116,9 @@ def test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it(bug: str
     """A quorum bug (tests/broker_sim/broken_daemon.py, patched into the controller the simulator runs):
     exit 1, the violation named, and the printed replay command fails the same way."""
     patch = f"tests.broker_sim.broken_daemon:{bug}"
-    done = sim_command("--seeds", "2", "--duration", "20", "--stop-at-first", "--patch", patch)
+    done = sim_command(
+        "--seeds", "2", "--scenario", "controller-failover", "--duration", "20", "--stop-at-first", "--patch", patch
+    )  # fmt: skip
     assert done.returncode == 1, done.stdout
     named = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
     assert named & rules, done.stdout
