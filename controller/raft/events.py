@@ -13,6 +13,10 @@ Rules:
   "local append done" signal, for a leader's appends and for a follower's alike (the core counts
   only flushed offsets: a leader's own for the high watermark, a follower's before it fetches
   again, since the leader counts a voter's fetch offset as durable).
+- `Resign(epoch)`: the shell is stopping the node (a graceful shutdown, Kafka's
+  `KafkaRaftClient.shutdown`): a leader of `epoch` resigns (Resigned, with its preferred
+  successors) and sends EndQuorumEpoch to the other voters, so that they elect without waiting
+  out their fetch timeout; in any other state, or another epoch, nothing happens.
 - `SnapshotInstalled` answers an `InstallSnapshot` action; `SnapshotCreated` is the layer above
   having written a snapshot of the committed state (end offset at most the high watermark): the
   log below it may go, and lagging followers will be sent it.
@@ -66,4 +70,18 @@ class SnapshotCreated:
     snapshot_id: OffsetAndEpoch
 
 
-Event = Tick | RequestReceived | ResponseReceived | RequestFailed | LogFlushed | SnapshotInstalled | SnapshotCreated
+@dataclass(frozen=True, slots=True)
+class Resign:
+    epoch: int
+
+
+Event = (
+    Tick
+    | RequestReceived
+    | ResponseReceived
+    | RequestFailed
+    | LogFlushed
+    | SnapshotInstalled
+    | SnapshotCreated
+    | Resign
+)

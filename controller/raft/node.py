@@ -44,6 +44,7 @@ from .events import (
     LogFlushed,
     RequestFailed,
     RequestReceived,
+    Resign,
     ResponseReceived,
     SnapshotCreated,
     SnapshotInstalled,
@@ -187,6 +188,9 @@ class RaftNode:
             self._snapshot_installed(now_ms, event)
         elif isinstance(event, SnapshotCreated):
             self._snapshot_created(event)
+        elif isinstance(event, Resign):
+            if isinstance(self.state, Leader) and self.state.epoch == event.epoch:
+                transitions.to_resigned(self, now_ms)
         else:
             assert isinstance(event, Tick)
         poll.poll(self, now_ms)

@@ -255,8 +255,8 @@ class Daemon:
 
     async def shutdown(self) -> None:
         """Stop accepting and reading; answer and commit what was read; let every commit and
-        snapshot finish; stop the quorum (its log work in flight finished); flush the capture;
-        close the log."""
+        snapshot finish; hand the quorum's leadership over (a leader resigns with EndQuorumEpoch);
+        stop the quorum (its log work in flight finished); flush the capture; close the log."""
         self.draining = True
         self.writer.begin_drain()  # from here on, connections hand nothing more to the writer
         self._accepting.cancel()
@@ -264,6 +264,7 @@ class Daemon:
             connection.stop()  # stops reading; a request in flight is still answered
         await self.writer.drain(self.options.drain_timeout_s)
         await self._answers_sent(self.options.drain_timeout_s)
+        await self.quorum.hand_over()  # a leader resigns: the other voters elect at once
         await self.quorum.stop()  # a follower's append in flight finishes first: the log closes below
         if self.capture is not None:
             try:

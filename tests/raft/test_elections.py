@@ -18,6 +18,7 @@ from controller.raft import (
     NotLeader,
     PersistQuorumState,
     RaftNode,
+    Resign,
     SendResponse,
     StopLeading,
     Tick,
@@ -216,6 +217,23 @@ def test_a_restarted_leader_resigns_its_epoch() -> None:
     node.handle(2 * ELECTION_MS, Tick())
     assert node.epoch == 4 and not isinstance(state_of(node), Resigned)
     assert node.persisted is not None and node.persisted.epoch == 4
+
+
+def test_a_leader_asked_to_resign_sends_end_quorum_epoch_to_the_others() -> None:
+    """Kafka's graceful shutdown: the leader resigns its epoch (no vote for it, no appends) and
+    tells the other voters, naming its successors, so they need not wait out their fetch timeout."""
+    node, _ = started(1)
+    elect(node, 0)
+    epoch = node.epoch
+    assert node.handle(1, Resign(epoch + 1)) == [] and node.is_leader  # another epoch: nothing
+    actions = node.handle(2, Resign(epoch))
+    assert isinstance(node.state, Resigned) and node.epoch == epoch
+    sent = requests(actions, EndQuorumEpochRequest)
+    assert sorted(send.destination for send, _ in sent) == [2, 3]
+    assert all(request.leader_epoch == epoch and request.leader_id == 1 for _, request in sent)
+    assert isinstance(node.append(3, epoch, 1), NotLeader)
+    follower, _ = started(2)
+    assert follower.handle(1, Resign(follower.epoch)) == [] and not isinstance(follower.state, Resigned)
 
 
 def test_a_restarted_candidate_stands_again_in_its_epoch() -> None:

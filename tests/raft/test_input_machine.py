@@ -39,6 +39,7 @@ from controller.raft import (
     RaftConfig,
     RaftNode,
     RequestReceived,
+    Resign,
     ResponseReceived,
     SendRequest,
     SendResponse,
@@ -177,6 +178,12 @@ class RaftInputs(RuleBasedStateMachine):
         appended = self.node.append(self.now, self.node.epoch, records)
         actions = getattr(appended, "actions", ())
         self._take(list(actions))
+        self._observe()
+
+    @rule(later=st.booleans())
+    def resign(self, later: bool) -> None:
+        """The shell stopping the node (a graceful shutdown), in its epoch or a later one."""
+        self._take(self.node.handle(self.now, Resign(Epoch(self.node.epoch + later))))
         self._observe()
 
     @precondition(lambda self: self.installing is not None)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker_sim.journal import ControllerFaulted, FaultInjected, QuorumStarted, read_journal
+from broker_sim.sim.cluster import EPOCH_NS
 from broker_sim.sim.run import SimSpec, run_seed, voters_of
 from broker_sim.sim.scenarios import NEMESIS, RAFT_SCENARIOS
 
@@ -86,3 +87,22 @@ def test_fencers_own_scenarios_put_broker_faults_under_failovers(
     entries = list(read_journal(result.directory / "journal.jsonl"))
     assert {entry.fault for entry in entries if isinstance(entry, FaultInjected)} == {broker_fault}
     assert {entry.fault for entry in entries if isinstance(entry, ControllerFaulted)} & {"kill", "pause", "cut"}
+
+
+def test_a_leader_shut_down_gracefully_hands_over_before_its_followers_time_out(tmp_path: Path) -> None:
+    """Seed 1 of leader-failure shuts its leader down gracefully (SIGTERM): the leader resigns with
+    EndQuorumEpoch, and another voter leads well within one fetch timeout of the shutdown, where a
+    kill costs the followers their whole fetch timeout first (Kafka's graceful shutdown)."""
+    result = run_seed(SimSpec(seed=1, scenario="leader-failure", duration_s=15), tmp_path)
+    assert result.status == 0, result.violations
+    (shutdown,) = [
+        e
+        for e in read_journal(tmp_path / "journal.jsonl")
+        if isinstance(e, ControllerFaulted) and e.fault == "shutdown"
+    ]
+    at_s = (shutdown.wall_ns - EPOCH_NS) / 1e9
+    led = [
+        float(line.split()[0]) for line in (tmp_path / "sim.log").read_text().splitlines() if " leads epoch " in line
+    ]
+    after = [t for t in led if t > at_s]
+    assert after and after[0] - at_s < result.spec.timing.fetch_timeout_s / 2, (at_s, led)

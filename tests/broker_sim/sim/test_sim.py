@@ -79,9 +79,12 @@ def test_a_small_log_snapshots_and_a_wiped_node_catches_up_from_the_leaders_snap
     single-node-data-loss wipes gets its log back from the leader's snapshot (FetchSnapshot): its
     log starts at the snapshot's offset, not at 0."""
     assert NodeSettings.drawn(3).snapshot_bytes < 4096
-    result = run_seed(SimSpec(seed=3, scenario="single-node-data-loss", duration_s=15), tmp_path)
-    assert result.status == 0, result.violations
-    assert result.spec.settings == NodeSettings.drawn(3)
+    done = sim_command(
+        "--seeds", "1", "--first-seed", "3", "--scenario", "single-node-data-loss", "--duration", "15",
+        "--keep", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    tmp_path = tmp_path / "seed-3"
     logs = {
         node.name: sorted(p.name for p in node.glob("__cluster_metadata-0/*"))
         for node in (tmp_path / "quorum").iterdir()
