@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from broker_sim.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except BrokenPipeError:  # `... | head`: the reader left; exit quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    sys.exit(status)
