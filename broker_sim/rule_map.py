@@ -876,7 +876,6 @@ RULE_MAP: tuple[Rule, ...] = (
         "UNCLEAN: leaderless partitions only; the first eligible replica leads, ISR [leader], RECOVERING",
         probes=("admin_probe:elect-unclean-led", "admin_probe:elect-unclean-leaderless"),
         checks=(*_PROBE_CHECKS, "unclean-answer", "unclean-election", "unclean-unasked"),
-        unseen="that ELIGIBLE_LEADERS_NOT_AVAILABLE comes only when no replica is eligible",
     ),
     Rule(
         "elect-leaders.unknown",

@@ -21,7 +21,9 @@ Rules (ids in violations.RULES):
   it named the topic; ElectLeaders: per partition, the top level NONE) is `probe-answer`; an
   answer without the topic or partition (or with more than the one the probe named) is too.
   The UNCLEAN kinds may also be ELIGIBLE_LEADERS_NOT_AVAILABLE when the partition was
-  leaderless while the request was in flight (no replica eligible).
+  leaderless with no replica eligible (registered, unfenced, not in controlled shutdown, its
+  replica online) at some time from the request's send to its answer (+ the slack; no slack
+  before the send: a batch is stamped as it is applied): not while a replica could have led.
 - "Leaderless while in flight": at the end of some batch whose timestamp lies within
   `WINDOW_SLACK_MS` of the request's [sent, answered] (or at the end of the last batch before
   that window), the log has the partition with no leader. The batch timestamps are the
@@ -81,15 +83,19 @@ def expected(entry: AdminProbe) -> frozenset[int] | None:
     return None if code is None else frozenset({code})
 
 
-def wrong_admin_answer(entry: AdminProbe, leaderless: bool = False) -> str | None:
+def wrong_admin_answer(entry: AdminProbe, leaderless: bool = False, stranded: bool | None = None) -> str | None:
     """Why a refused admin probe's answer is not the one semantics.md names, or None (see the module
-    rules; `leaderless`: the partition of an UNCLEAN kind had no leader while in flight)."""
+    rules; `leaderless`: the partition of an UNCLEAN kind had no leader while in flight; `stranded`:
+    nor any replica eligible to lead, None: as `leaderless`)."""
     allowed = expected(entry)
     if not entry.errors or entry.accepted or allowed is None:
         return None
-    if leaderless and entry.probe in UNCLEAN_KINDS:
-        allowed = allowed | {ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
     top, named = entry.errors[0], entry.errors[1:]
+    if leaderless and entry.probe in UNCLEAN_KINDS:
+        if stranded is None or stranded:
+            allowed = allowed | {ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
+        elif named == [ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE]:
+            return "no eligible leader, yet a replica could lead for the whole flight: the election was owed"
     names = " or ".join(f"{ErrorCode(code).name} ({int(code)})" for code in sorted(allowed))
     if top != ErrorCode.NONE:
         return f"expected {names} for the {_what(entry)}, not the top-level error {top}"
@@ -129,7 +135,10 @@ class AdminProbeCheck(Subscriber):
         self.model: Model = image.model
         self.image = image
         self.entries: list[AdminProbe] = []
+        #: per probed partition, (batch timestamp, leaderless) and (timestamp, leaderless with no
+        #: replica eligible) at each change of either, in log order
         self.watched: dict[Watched, list[tuple[int, bool]]] = {}
+        self.stranded: dict[Watched, list[tuple[int, bool]]] = {}
         self.checked: Counter[str] = Counter()
         self._unverifiable: Counter[str] = Counter()
 
@@ -139,7 +148,9 @@ class AdminProbeCheck(Subscriber):
             return
         self.entries.append(entry)
         if entry.probe in UNCLEAN_KINDS and _judged(entry):
-            self.watched.setdefault((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
+            key = (str(entry.detail.get("topic")), int(entry.detail.get("partition", -1)))
+            self.watched.setdefault(key, [])
+            self.stranded.setdefault(key, [])
 
     def follows(self, hook: str) -> bool:
         if hook == "on_batch_end":
@@ -156,6 +167,10 @@ class AdminProbeCheck(Subscriber):
             leaderless = partition.leader == NO_LEADER
             if not transitions or transitions[-1][1] != leaderless:
                 transitions.append((batch.timestamp_ms, leaderless))
+            stranded = leaderless and not any(self._eligible(partition, replica) for replica in partition.replicas)
+            states = self.stranded[key]
+            if not states or states[-1][1] != stranded:
+                states.append((batch.timestamp_ms, stranded))
 
     def on_log_end(self, end: LogEnd) -> None:
         for entry in self.entries:
@@ -171,6 +186,20 @@ class AdminProbeCheck(Subscriber):
     def _partition(self, key: Watched) -> Partition | None:
         topic = self.model.names.get(key[0])
         return None if topic is None else topic.partitions.get(key[1])
+
+    def _eligible(self, partition: Partition, broker_id: int) -> bool:
+        """Could the broker lead the partition (an unclean election's choice)?"""
+        broker = self.model.brokers.get(broker_id)
+        return (
+            broker is not None and not broker.fenced and not broker.shutting_down and broker_id not in partition.offline
+        )
+
+    def _stranded(self, entry: AdminProbe) -> bool:
+        """Was the probed partition leaderless with no replica eligible at some time in flight?"""
+        states = self.stranded.get((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
+        # from the send on, no slack before it: a batch is stamped as it is applied, so one stamped
+        # before the request was sent was in the state the controller decided on
+        return leaderless_between(states, entry.sent_wall_ns // NS_PER_MS, entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS)
 
     def _leaderless(self, entry: AdminProbe) -> bool | None:
         """Was the probed partition leaderless while the request was in flight? None: the log does
@@ -219,7 +248,7 @@ class AdminProbeCheck(Subscriber):
                     )
                 return
             self._accepted(entry)
-        elif (wrong := wrong_admin_answer(entry, leaderless)) is not None:
+        elif (wrong := wrong_admin_answer(entry, leaderless, leaderless and self._stranded(entry))) is not None:
             self.violation(
                 "probe-answer",
                 f"{entry.api} v{entry.api_version} admin probe {entry.probe} ({_named(entry)}) "

@@ -136,15 +136,23 @@ def test_a_validate_only_probe_accepted_is_reported_without_looking_for_a_topic(
     assert "TopicRecord" not in result.violations[0].message
 
 
-def unclean_log(tmp_path: Path) -> LogBuilder:
-    """Partition t-0 leaderless from TIMESTAMP_MS + 100 to + 10,100 ms (broker 1 fenced meanwhile
-    and its replicas' ISR shrunk to it), led again after."""
+def unclean_log(tmp_path: Path, *, stranded: bool = True) -> LogBuilder:
+    """Partition t-0 (replicas 1, 2, 3) leaderless from about TIMESTAMP_MS + 100 to + 10,100 ms, its
+    ISR shrunk to 2, led again by 2 after; `stranded`: its replicas fenced meanwhile (t-1 led by 4
+    alone first), so that no replica could lead it; else every replica could."""
     log = LogBuilder(tmp_path / "data")
     log.cluster()
     assert log.timestamp_ms == TIMESTAMP_MS + 100
+    if stranded:
+        log.change(1, leader=4, isr=(4,))
     log.change(0, leader=2, isr=(2,))
     log.change(0, leader=-1, isr=(2,))
+    if stranded:
+        for broker_id in (1, 2, 3):
+            log.change_broker(broker_id, fenced=1)
     log.timestamp_ms += 10_000
+    if stranded:
+        log.change_broker(2, fenced=-1)
     log.change(0, leader=2, isr=(2,))
     return log
 
@@ -167,6 +175,14 @@ def test_an_unclean_election_is_right_only_for_a_partition_leaderless_while_in_f
     entry = probe("elect-unclean-led", errors, version=1, accepted=accepted, at_ms=at_ms, topic="t", partition=0)
     result = checked_cluster(tmp_path, [entry], unclean_log(tmp_path))
     assert rules(result) == found
+
+
+def test_no_eligible_leader_is_wrong_while_a_replica_could_lead(tmp_path: Path) -> None:
+    """Leaderless, but every replica registered, unfenced and online: the unclean election was owed."""
+    entry = probe("elect-unclean-leaderless", [0, 83], version=1, accepted=False, at_ms=5_000, topic="t", partition=0)
+    result = checked_cluster(tmp_path, [entry], unclean_log(tmp_path, stranded=False))
+    assert rules(result) == ["probe-answer"]
+    assert "a replica could lead for the whole flight" in result.violations[0].message
     assert result.counts["admin_probe"] == 1
 
 

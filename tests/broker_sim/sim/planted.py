@@ -131,3 +131,10 @@ def unclean_without_recovery() -> None:
 def unclean_answered_not_written() -> None:
     """An unclean election is answered NONE, but its record is never written."""
     _unclean_patch(lambda state, topic, index, code, change: (code, None))
+
+
+def unclean_never_elects() -> None:
+    """An unclean election that a replica could win is refused ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    from protocol.error_codes import ErrorCode
+
+    _unclean_patch(lambda state, topic, index, code, change: (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, None))

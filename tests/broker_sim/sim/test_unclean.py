@@ -80,6 +80,7 @@ def sim(seed: int, *options: str) -> subprocess.CompletedProcess[str]:
         ("unclean_elects_the_last_eligible", 16, "unclean-election"),  # 1 of seeds 0-16 meets two eligible
         ("unclean_without_recovery", SEED, "unclean-election"),
         ("unclean_answered_not_written", SEED, "unclean-answer"),
+        ("unclean_never_elects", SEED, "probe-answer"),  # ELIGIBLE_LEADERS_NOT_AVAILABLE, a replica eligible
     ],
 )
 def test_a_planted_unclean_election_bug_is_named(patch: str, seed: int, rule: str) -> None:
