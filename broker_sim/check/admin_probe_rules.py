@@ -83,16 +83,16 @@ def expected(entry: AdminProbe) -> frozenset[int] | None:
     return None if code is None else frozenset({code})
 
 
-def wrong_admin_answer(entry: AdminProbe, leaderless: bool = False, stranded: bool | None = None) -> str | None:
+def wrong_admin_answer(entry: AdminProbe, leaderless: bool = False, stranded: bool = True) -> str | None:
     """Why a refused admin probe's answer is not the one semantics.md names, or None (see the module
     rules; `leaderless`: the partition of an UNCLEAN kind had no leader while in flight; `stranded`:
-    nor any replica eligible to lead, None: as `leaderless`)."""
+    nor, at some time then, any replica eligible to lead)."""
     allowed = expected(entry)
     if not entry.errors or entry.accepted or allowed is None:
         return None
     top, named = entry.errors[0], entry.errors[1:]
     if leaderless and entry.probe in UNCLEAN_KINDS:
-        if stranded is None or stranded:
+        if stranded:
             allowed = allowed | {ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
         elif named == [ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE]:
             return "no eligible leader, yet a replica could lead for the whole flight: the election was owed"
@@ -148,9 +148,8 @@ class AdminProbeCheck(Subscriber):
             return
         self.entries.append(entry)
         if entry.probe in UNCLEAN_KINDS and _judged(entry):
-            key = (str(entry.detail.get("topic")), int(entry.detail.get("partition", -1)))
-            self.watched.setdefault(key, [])
-            self.stranded.setdefault(key, [])
+            self.watched.setdefault(_partition_of(entry), [])
+            self.stranded.setdefault(_partition_of(entry), [])
 
     def follows(self, hook: str) -> bool:
         if hook == "on_batch_end":
@@ -167,7 +166,9 @@ class AdminProbeCheck(Subscriber):
             leaderless = partition.leader == NO_LEADER
             if not transitions or transitions[-1][1] != leaderless:
                 transitions.append((batch.timestamp_ms, leaderless))
-            stranded = leaderless and not any(self._eligible(partition, replica) for replica in partition.replicas)
+            stranded = leaderless and not any(
+                self.model.is_active(replica) and replica not in partition.offline for replica in partition.replicas
+            )
             states = self.stranded[key]
             if not states or states[-1][1] != stranded:
                 states.append((batch.timestamp_ms, stranded))
@@ -187,35 +188,26 @@ class AdminProbeCheck(Subscriber):
         topic = self.model.names.get(key[0])
         return None if topic is None else topic.partitions.get(key[1])
 
-    def _eligible(self, partition: Partition, broker_id: int) -> bool:
-        """Could the broker lead the partition (an unclean election's choice)?"""
-        broker = self.model.brokers.get(broker_id)
-        return (
-            broker is not None and not broker.fenced and not broker.shutting_down and broker_id not in partition.offline
-        )
-
     def _stranded(self, entry: AdminProbe) -> bool:
         """Was the probed partition leaderless with no replica eligible at some time in flight?"""
-        states = self.stranded.get((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
         # from the send on, no slack before it: a batch is stamped as it is applied, so one stamped
         # before the request was sent was in the state the controller decided on
-        return leaderless_between(states, entry.sent_wall_ns // NS_PER_MS, entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS)
+        _, end = _flight(entry)
+        return leaderless_between(self.stranded.get(_partition_of(entry), []), entry.sent_wall_ns // NS_PER_MS, end)
 
     def _leaderless(self, entry: AdminProbe) -> bool | None:
         """Was the probed partition leaderless while the request was in flight? None: the log does
         not say (it never held the partition, or the flight began before its history)."""
-        key = (str(entry.detail.get("topic")), int(entry.detail.get("partition", -1)))
-        transitions = self.watched.get(key)
-        start = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
+        transitions = self.watched.get(_partition_of(entry))
+        start, end = _flight(entry)
         if not transitions or self.model.before_history(start):
             return None
-        return leaderless_between(transitions, start, entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS)
+        return leaderless_between(transitions, start, end)
 
     def _led_again(self, entry: AdminProbe) -> bool:
         """Did a batch within the probe's flight (with the slack) give its partition a leader?"""
-        transitions = self.watched.get((str(entry.detail.get("topic")), int(entry.detail.get("partition", -1))), [])
-        start = entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS
-        end = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
+        start, end = _flight(entry)
+        transitions = self.watched.get(_partition_of(entry), [])
         return any(start <= at <= end and not leaderless for at, leaderless in transitions)
 
     def judge(self, entry: AdminProbe) -> None:
@@ -285,6 +277,16 @@ class AdminProbeCheck(Subscriber):
     def violation(self, rule: str, message: str, entry: Entry, offset: int | None = None) -> None:
         if not self.sink.count_only(rule):
             self.sink.add(Violation(rule, message, offset, journal=render_entry(entry)))
+
+
+def _partition_of(entry: AdminProbe) -> Watched:
+    """The (topic name, partition) an ElectLeaders probe named."""
+    return (str(entry.detail.get("topic")), int(entry.detail.get("partition", -1)))
+
+
+def _flight(entry: AdminProbe) -> tuple[int, int]:
+    """The probe's flight in ms, from its send to its answer, widened by `WINDOW_SLACK_MS` each way."""
+    return entry.sent_wall_ns // NS_PER_MS - WINDOW_SLACK_MS, entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
 
 
 def _judged(entry: AdminProbe) -> bool:

@@ -274,21 +274,12 @@ def _elect_unknown(
     return _election(kind, version, rng, topic, UNKNOWN_PARTITION + rng.randrange(1 << 10))
 
 
-def _unclean_led(
-    kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge
-) -> AdminProbePlan | None:
-    if version < 1 or not known.led:
+def _unclean(kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge) -> AdminProbePlan | None:
+    """UNCLEAN for a partition an active broker leads, or one the brokers last heard is leaderless."""
+    partitions = known.led if kind == ELECT_UNCLEAN_LED else known.leaderless
+    if version < 1 or not partitions:
         return None
-    topic, partition = rng.choice(list(known.led))
-    return _election(kind, version, rng, topic, partition, UNCLEAN)
-
-
-def _unclean_leaderless(
-    kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge
-) -> AdminProbePlan | None:
-    if version < 1 or not known.leaderless:
-        return None
-    topic, partition = rng.choice(list(known.leaderless))
+    topic, partition = rng.choice(list(partitions))
     return _election(kind, version, rng, topic, partition, UNCLEAN)
 
 
@@ -300,8 +291,8 @@ _BUILDERS: dict[str, Callable[[str, int, int, random.Random, AdminKnowledge], Ad
     DELETE_UNKNOWN: _delete_unknown,
     ELECT_UNKNOWN_TOPIC: _elect_unknown,
     ELECT_UNKNOWN_PARTITION: _elect_unknown,
-    ELECT_UNCLEAN_LED: _unclean_led,
-    ELECT_UNCLEAN_LEADERLESS: _unclean_leaderless,
+    ELECT_UNCLEAN_LED: _unclean,
+    ELECT_UNCLEAN_LEADERLESS: _unclean,
 }
 
 

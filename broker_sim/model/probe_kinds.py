@@ -245,13 +245,13 @@ PROBE_KINDS: dict[str, ProbeKind] = {
     ),
     "admin_probe:elect-unclean-led": ProbeKind(
         "an ElectLeaders UNCLEAN (v1-2) for a partition that has a leader: ELECTION_NOT_NEEDED",
-        "broker_sim.model.admin_probes:_unclean_led",
-        "UNCLEAN",
+        "broker_sim.model.admin_probes:_unclean",
+        "known.led",
     ),
     "admin_probe:elect-unclean-leaderless": ProbeKind(
         "an ElectLeaders UNCLEAN (v1-2) for a partition the brokers last heard is leaderless: elected, "
         "ELIGIBLE_LEADERS_NOT_AVAILABLE, or ELECTION_NOT_NEEDED if led again",
-        "broker_sim.model.admin_probes:_unclean_leaderless",
-        "UNCLEAN",
+        "broker_sim.model.admin_probes:_unclean",
+        "known.leaderless",
     ),
 }

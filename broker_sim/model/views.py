@@ -25,6 +25,11 @@ class PartitionView:
     deleted: bool = False
 
     @property
+    def epochs(self) -> tuple[int, int]:
+        """(leader epoch, partition epoch): a newer state of the partition compares greater."""
+        return (self.leader_epoch, self.partition_epoch)
+
+    @property
     def hosted(self) -> bool:
         """The broker serves this replica (neither stopped nor deleted)."""
         return not (self.stopped or self.deleted)

@@ -340,7 +340,7 @@ class Admin:
         newest: dict[tuple[str, int], PartitionView] = {}
         for model in self.ctx.models.values():
             for key, view in model.views.items():
-                if key[0] in created and view.hosted and _newer(view, newest.get(key)):
+                if key[0] in created and view.hosted and (key not in newest or view.epochs > newest[key].epochs):
                     newest[key] = view
         leaderless = tuple(sorted(key for key, view in newest.items() if view.leader == NO_LEADER))
         return admin_probes.AdminKnowledge(
@@ -369,8 +369,3 @@ class Admin:
         if accepted and plan.creates is not None:
             log.warning("admin probe %s was accepted: topic %s is deleted again", plan.probe, plan.creates)
             nursery.start_soon(self._delete_later, plan.creates, PROBE_TOPIC_LIFE_S, self.probes.built)
-
-
-def _newer(view: PartitionView, other: PartitionView | None) -> bool:
-    """Is `view` a newer state of its partition than `other` (by leader epoch, then partition epoch)?"""
-    return other is None or (view.leader_epoch, view.partition_epoch) > (other.leader_epoch, other.partition_epoch)
