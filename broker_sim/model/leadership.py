@@ -91,6 +91,8 @@ class Led:
     partition_epoch: int
     isr: tuple[int, ...]
     recovery_state: int
+    #: the recovery state came from the controller (see `PartitionView.recovery_known`)
+    recovery_known: bool = True
     last_caught_up: dict[int, float] = field(default_factory=dict)
     in_flight: bool = False
     waiting_since: float | None = None  # waiting for a LeaderAndIsr newer than the epochs above
@@ -241,7 +243,7 @@ class Leadership:
                 missing.append(proposal)
                 self.failed([proposal], t)
             elif answer.error_code == ErrorCode.NONE:
-                acked.append(self._commit(proposal, answer, t))
+                acked.append(self._commit(proposal, answer, version))
             else:
                 self._react(proposal, answer.error_code, t)
         return acked, missing
@@ -255,7 +257,7 @@ class Leadership:
                 led.failures += 1
                 led.retry_at = t + self.timing.backoff(led.failures)
 
-    def _commit(self, proposal: Proposal, answer: AlterPartitionResponsePartitionData, t: float) -> Acked:
+    def _commit(self, proposal: Proposal, answer: AlterPartitionResponsePartitionData, version: int) -> Acked:
         acked = Acked(proposal, answer.leader_id, answer.leader_epoch, answer.partition_epoch, tuple(answer.isr))
         led = self.led.get((proposal.topic, proposal.partition))
         if led is None:
@@ -266,6 +268,7 @@ class Leadership:
             led.leader_epoch, led.partition_epoch = answer.leader_epoch, answer.partition_epoch
             led.isr = acked.isr
             led.recovery_state = answer.leader_recovery_state
+            led.recovery_known = version >= 1  # AlterPartition v0 answers without it
         return acked
 
     def _react(self, proposal: Proposal, error: int, t: float) -> None:
@@ -312,6 +315,7 @@ def _led_from(view: PartitionView, t: float) -> Led:
         partition_epoch=view.partition_epoch,
         isr=view.isr,
         recovery_state=view.leader_recovery_state,
+        recovery_known=view.recovery_known,
         last_caught_up={replica: t for replica in view.replicas},
     )
 
@@ -319,6 +323,7 @@ def _led_from(view: PartitionView, t: float) -> Led:
 def _adopt_view(led: Led, view: PartitionView, t: float) -> None:
     led.leader_epoch, led.partition_epoch = view.leader_epoch, view.partition_epoch
     led.isr, led.replicas, led.recovery_state = view.isr, view.replicas, view.leader_recovery_state
+    led.recovery_known = view.recovery_known
     if view.topic_id.int:
         led.topic_id = view.topic_id
     led.waiting_since = None

@@ -14,8 +14,9 @@ Rules:
     replica of another partition it knows, else an id past them), plus a member named twice,
     plus a negative id, or without the leader;
   - "recovery-rollback", "recovering-isr" (row g, v1+): RECOVERING from RECOVERED with the leader
-    alone, RECOVERING with more than one member; "recovery-byte" (v1+): a LeaderRecoveryState
-    byte other than 0 and 1;
+    alone (only where the controller said RECOVERED: a LeaderAndIsr before v6 or an AlterPartition
+    answer v0 does not say it, and an unclean election leaves RECOVERING), RECOVERING with more
+    than one member; "recovery-byte" (v1+): a LeaderRecoveryState byte other than 0 and 1;
   - "unknown-topic": a topic id (v2+) or name (v0-1) no topic has; "unknown-partition" (row a): a
     partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts;
   - "partition-twice" (README, What it decides): from the leader, one partition named twice, as
@@ -291,7 +292,9 @@ def _idle_led(known: Knowledge, rng: random.Random, recovered: bool = False) -> 
     idle = [
         led
         for _, led in sorted(known.led.items())
-        if not led.in_flight and led.waiting_since is None and (not recovered or led.recovery_state == RECOVERED)
+        if not led.in_flight
+        and led.waiting_since is None
+        and (not recovered or (led.recovery_state == RECOVERED and led.recovery_known))
     ]
     return rng.choice(idle) if idle else None
 

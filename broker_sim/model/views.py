@@ -21,6 +21,9 @@ class PartitionView:
     partition_epoch: int
     replicas: tuple[int, ...]
     leader_recovery_state: int = 0
+    #: whether the controller said the recovery state (LeaderAndIsr v6+); before v6 it is taken as
+    #: RECOVERED, as a broker of that version does, but it may not be
+    recovery_known: bool = True
     stopped: bool = False
     deleted: bool = False
 

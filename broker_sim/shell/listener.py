@@ -281,12 +281,14 @@ class BrokerControlListener:
             return _leader_and_isr_response(
                 version, [(name, tid, s.partition_index, error) for name, tid, s in states], error
             )
-        results = [(name, tid, s.partition_index, self._become(name, tid, s)) for name, tid, s in states]
+        results = [(name, tid, s.partition_index, self._become(name, tid, s, version)) for name, tid, s in states]
         if version >= 5 and request.type_ == TYPE_FULL:
             self._delete_strays({(name, s.partition_index) for name, _, s in states})
         return _leader_and_isr_response(version, results, ErrorCode.NONE)
 
-    def _become(self, topic_name: str, topic_id: uuid.UUID, state: LeaderAndIsrRequestPartitionState) -> int:
+    def _become(
+        self, topic_name: str, topic_id: uuid.UUID, state: LeaderAndIsrRequestPartitionState, version: int
+    ) -> int:
         if self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         view = self._known(topic_name, state.partition_index)
@@ -308,6 +310,7 @@ class BrokerControlListener:
             partition_epoch=state.partition_epoch,
             replicas=state.replicas,
             leader_recovery_state=state.leader_recovery_state,
+            recovery_known=version >= 6,
         )
         return ErrorCode.NONE
 

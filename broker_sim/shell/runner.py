@@ -44,10 +44,8 @@ from broker_sim.model.lifecycle import Phase
 from broker_sim.model.schedule import fault_schedule
 from broker_sim.model.timing import Timing
 from broker_sim.stats import FleetStats
-from protocol.compiler import codec
-from protocol.headers import RequestHeader, ResponseHeader
+from protocol import registry
 from protocol.messages.describe_cluster import DescribeClusterRequest
-from protocol.registry import all_apis
 
 from .admin import Admin
 from .broker import BrokerRunner
@@ -89,14 +87,7 @@ class RunSpec:
 
 def warm_codecs() -> None:
     """Compile every codec now (about 1.5 s): a first use during the run would stall every broker."""
-    for info in all_apis():
-        for version in info.versions:
-            codec(info.request, version)
-            codec(info.response, version)
-    for version in RequestHeader.API.valid:
-        codec(RequestHeader, version)
-    for version in ResponseHeader.API.valid:
-        codec(ResponseHeader, version)
+    registry.compile_codecs(frozenset(registry.api_keys()))
 
 
 def raise_descriptor_limit() -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from broker_sim.cli import CommandLineParser, UsageError, non_negative_int, positive_int, positive_seconds
 from broker_sim.model.schedule import ALL_SCENARIOS
-from protocol import registry
+from broker_sim.shell.runner import warm_codecs
 
 from .run import SimResult, SimSpec, run_seed, voters_of
 from .scenarios import COMPOSED, RAFT_SCENARIOS
@@ -85,8 +85,9 @@ def main(argv: Sequence[str]) -> int:
     for patch in args.patch:
         module, _, function = patch.partition(":")
         getattr(importlib.import_module(module), function)()
-    # compiled here once, not in every seed's child: about half of a short seed's time
-    registry.compile_codecs(registry.INBOUND_API_KEYS | registry.OUTBOUND_API_KEYS)
+    # every codec compiled here once, not in every seed's child (the fleet's run compiles any it
+    # finds missing): about half of a short seed's time
+    warm_codecs()
     failed = ran = 0
     with tempfile.NamedTemporaryFile("r", prefix="fencer-sim-times-") as times:
         for seed in range(args.first_seed, args.first_seed + args.seeds):

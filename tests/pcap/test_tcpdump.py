@@ -113,7 +113,9 @@ def test_a_real_tcpdump_capture_gives_the_exchanges_exactly(capture: tuple[Path,
     assert [(o.kind, o.api_key, o.api_version, o.requests, o.responses, o.request_bytes, o.response_bytes)
             for o in others] == [("kafka", 0, 9, 1, 0, 70_020, 0), ("kafka", 3, 12, 1, 1, 60, 204)]  # fmt: skip
     assert reader.stats["connections"] == 1
-    assert reader.stats["not-kafka-port-connections"] >= 2  # the probes, both ways
+    # tcpdump's readiness probes (tests/tcpdump.py) are on another port: counted, never read as Kafka. The
+    # first probe may be caught only in part, one direction of it, so one connection is all there surely is
+    assert reader.stats["not-kafka-port-connections"] >= 1
 
 
 def test_tshark_agrees_on_api_keys_versions_and_correlation_ids(capture: tuple[Path, int, int]) -> None:

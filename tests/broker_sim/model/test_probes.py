@@ -188,6 +188,14 @@ def test_the_recovery_state_probes_break_row_g_from_v1_only() -> None:
     assert probes.build(probes.RECOVERY_BYTE, random.Random(1), v0) is None
 
 
+def test_a_recovered_state_the_controller_never_said_is_not_rolled_back() -> None:
+    # a LeaderAndIsr before v6 says no recovery state: the partition may be RECOVERING (an unclean
+    # election), where RECOVERING with the leader alone is a change the controller accepts
+    unsaid = knowledge(leads=(led(recovery_known=False),))
+    assert probes.build(probes.RECOVERY_ROLLBACK, random.Random(1), unsaid) is None
+    assert probes.build(probes.RECOVERING_ISR, random.Random(1), unsaid) is not None
+
+
 @pytest.mark.parametrize("version", range(4))
 def test_an_unknown_topic_is_named_by_id_from_v2_and_by_name_before(version: int) -> None:
     known = knowledge(versions={**VERSIONS, ApiKey.ALTER_PARTITION: version})

@@ -160,3 +160,16 @@ async def test_stop_partitions_and_full_or_first_leader_and_isr_are_journalled(t
     assert accepted == ([(5, 1), (5, 2), (5, 2)] if lai >= 5 else [(5, 0)])
     stops = [(e.topic, e.partition, e.leader_epoch, e.delete, e.error) for e in entries if isinstance(e, StopObserved)]
     assert stops == [("foo", 0, -2 if stop >= 3 else -1, True, ErrorCode.NONE)]
+
+
+@pytest.mark.parametrize(("seed", "version"), [(0, 5), (3, 6)])  # listeners of LeaderAndIsr up to v5, v7
+async def test_a_recovery_state_is_known_only_from_a_leader_and_isr_that_carries_it(
+    tmp_path: Path, seed: int, version: int
+) -> None:
+    broker = runner(tmp_path / "journal.jsonl", seed)
+    broker.new_listener()
+    assert send(broker, leader_and_isr_request(order(controller_epoch=5), version), version) == ErrorCode.NONE
+    assert broker.listener is not None
+    view = broker.listener.partitions[("foo", 0)]
+    # before v6 the field is absent: taken as RECOVERED (as a broker of that version does), never as said
+    assert (view.leader_recovery_state, view.recovery_known) == (0, version >= 6)
