@@ -7,6 +7,8 @@ Rules:
   `run_blocking`: in a worker thread on the operating system (`now=True`: a thread that starts at
   once, without trio's capacity limiter, for the commit path: `in_thread_now`); a simulation runs
   it inline, on its one scheduler.
+- Durability: every fsync of the controller's files goes through `fsync`: the operating system's,
+  or a simulation's, which notes what is durable (and loses the rest when its machine crashes).
 - Clocks: `wall_ns` (record batches' timestamps, the capture's) and `monotonic_ns` (brokers'
   session deadlines: the one clock the writer, the session timer and activation share). Timers
   and timeouts are trio's clock, which a simulation replaces with its own.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -35,6 +38,8 @@ class Runtime(Protocol):
     async def open_tcp_listeners(self, port: int, host: str) -> Sequence[trio.abc.Listener[Any]]: ...
 
     async def run_blocking(self, fn: Callable[[], T], now: bool) -> T: ...
+
+    def fsync(self, fd: int) -> None: ...
 
     def wall_ns(self) -> int: ...
 
@@ -61,6 +66,9 @@ class OperatingSystem:
 
         trio.lowlevel.start_thread_soon(fn, deliver)
         return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)  # type: ignore[no-any-return]
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
 
     def wall_ns(self) -> int:
         return time.time_ns()
@@ -99,6 +107,11 @@ async def in_thread_now(fn: Callable[..., T], *args: Any) -> T:
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` in one of trio's worker threads (`trio.to_thread.run_sync`)."""
     return await current().run_blocking(functools.partial(fn, *args), False)
+
+
+def fsync(fd: int) -> None:
+    """Make what was written to `fd` (a file, or a directory's entries) durable."""
+    current().fsync(fd)
 
 
 def wall_ms() -> int:

@@ -6,14 +6,16 @@ Rules:
 - Node i is host `controller-i` of the network, listening on `PORT`; its voters are the other
   nodes' addresses. Its runtime (`NodeRuntime`) is its network view, its clocks (the simulation's
   clock, which every node shares, plus the node's skew: a skewed node's wall clock and session
-  clock run ahead or behind) and its disk: blocking work runs inline (one scheduler), then the
-  node waits out the disk's latency, as an fsync would (shielded: a started write finishes).
+  clock run ahead or behind) and its disk (`disk`): blocking work runs inline (one scheduler), then
+  the node waits out the disk's latency, as an fsync would (shielded: a started write finishes);
+  the daemon fsyncs as it does in production, and the disk notes what each fsync made durable.
 - The fleet's interface to a quorum (`broker_sim.shell.quorum.Quorum`: `round`, `whole`, `kill`,
   `restart`, `pause`, `resume`, `cut`, `heal`, `stop`), so that the fleet's controller faults
   (`quorum_faults`) and probes run unchanged:
-  - `kill`: the node's tasks are cancelled and every connection to or from it is reset (a crash:
-    what it wrote stays on its disk, as the real log writes and fsyncs before it acknowledges);
-    `restart` loads the engine from the data dir again, as the process would.
+  - `kill`: the node's tasks are cancelled and every connection to or from it is reset: a crash of
+    its process (what it wrote stays), or, one kill in two as the seed draws, of its machine (what
+    it did not fsync is lost or torn: `disk`); `restart` loads the engine from the data dir again,
+    as the process would.
   - `pause` (SIGSTOP): the node is cut from every host, its bytes held both ways until `resume`;
     its own timers run on (a simplification: a stopped process's do not).
   - `cut`: the node cannot reach the other nodes, nor they it (the brokers still reach it).
@@ -44,17 +46,21 @@ from broker_sim.shell.proxy import Address
 from broker_sim.shell.quorum import Probe, Quorum, QuorumPlan
 from controller import runtime as controller_runtime
 from controller.engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
+from controller.log.model import LogError
 from controller.log.retention import DEFAULT_RETENTION_BYTES
 from controller.log.store import DEFAULT_SEGMENT_BYTES
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum_config import QuorumConfig, Voter
 
+from .disk import SimDisk
 from .network import HostNetwork, SimNetwork
 from .raft_watch import RaftWatch
 
 log = logging.getLogger("fencer.sim.cluster")
 T = TypeVar("T")
 PORT = 9093
+#: the share of kills that crash the node's machine, not only its process (see the rules)
+POWER_LOSS = 0.5
 #: the wall clock at the simulation's time 0 (2026-01-01T00:00:00Z): record timestamps look real
 EPOCH_NS = 1_767_225_600 * 1_000_000_000
 
@@ -62,11 +68,19 @@ EPOCH_NS = 1_767_225_600 * 1_000_000_000
 class NodeRuntime:
     """One node's runtime (`controller.runtime.Runtime`) in the simulation."""
 
-    def __init__(self, net: HostNetwork, rng: random.Random, skew_ns: int = 0, disk_s: tuple[float, float] = (0, 0)):
+    def __init__(
+        self,
+        net: HostNetwork,
+        rng: random.Random,
+        skew_ns: int = 0,
+        disk_s: tuple[float, float] = (0, 0),
+        disk: SimDisk | None = None,
+    ):
         self.net = net
         self.rng = rng
         self.skew_ns = skew_ns
         self.disk_s = disk_s
+        self.disk = disk
 
     async def open_tcp_stream(self, host: str, port: int) -> trio.abc.Stream:
         return await self.net.open_tcp_stream(host, port)
@@ -80,6 +94,10 @@ class NodeRuntime:
         with trio.CancelScope(shield=True):
             await trio.sleep(self.rng.uniform(low, high) if high > 0 else 0)
         return result
+
+    def fsync(self, fd: int) -> None:
+        if self.disk is not None:
+            self.disk.fsync(fd)
 
     def wall_ns(self) -> int:
         return EPOCH_NS + self.monotonic_ns()
@@ -112,10 +130,11 @@ class NodeSettings:
 class SimNode:
     """One node across its incarnations (what the fleet's probes and faults read of it)."""
 
-    def __init__(self, node_id: int, address: Address, data_dir: Path) -> None:
+    def __init__(self, node_id: int, address: Address, data_dir: Path, disk: SimDisk) -> None:
         self.node_id = node_id
         self.address = address
         self.data_dir = data_dir
+        self.disk = disk
         self.running = False
         self.paused = False
         self.cut = False
@@ -150,8 +169,12 @@ class SimQuorum(Quorum):
         self.failures: list[str] = []
         self._nursery: trio.Nursery | None = None
         self.nodes: dict[int, SimNode] = {  # type: ignore[assignment]
-            node: SimNode(node, address, plan.node_dir(node)) for node, address in self.addresses.items()
+            node: SimNode(
+                node, address, plan.node_dir(node), SimDisk(plan.node_dir(node), random.Random(f"{seed}:disk-{node}"))
+            )
+            for node, address in self.addresses.items()
         }
+        self._crashes = random.Random(f"{seed}:machine-crashes")
         #: the voters, as every node is configured with them
         self.voter_list = tuple(Voter(node, host, port) for node, (host, port) in self.addresses.items())
         #: Kafka's Raft invariants, after every step of every node's Raft core
@@ -172,23 +195,19 @@ class SimQuorum(Quorum):
 
     async def _run_node(self, node: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         rng = random.Random(f"{self.seed}:node-{node.node_id}:{node.starts}")
-        runtime = NodeRuntime(self.network.host(node.address[0]), rng, node.skew_ns, self.disk_s)
+        runtime = NodeRuntime(self.network.host(node.address[0]), rng, node.skew_ns, self.disk_s, node.disk)
+        node.disk.mounted()
         plan = self.plan
         with trio.CancelScope() as scope, controller_runtime.use(runtime):
             node.scope = scope
-            engine = ControllerEngine.load(
-                node.data_dir,
-                cluster_id=plan.cluster_id,
-                node_id=node.node_id,
-                session_timeout_ms=plan.session_timeout_ms,
-                host=node.address[0],
-                port=PORT,
-                fsync=False,  # the simulated disk: what is written survives a crash (see the rules)
-                snapshot_bytes=self.settings.snapshot_bytes,
-                segment_bytes=self.settings.segment_bytes,
-                metadata_retention_bytes=self.settings.retention_bytes,
-                rng=random.Random(rng.random()),
-            )
+            try:
+                engine = self._load(node, rng)
+            except LogError as error:  # the daemon's exit 1 ("fencer-controller: ..."): the node stays down
+                self.failures.append(f"node {node.node_id} (start {node.starts}) refused to start: {error}")
+                log.error("node %d refused to start: %s", node.node_id, error)
+                node.running = False
+                task_status.started()
+                return
             quorum = QuorumConfig(
                 node.node_id,
                 self.voter_list,
@@ -207,8 +226,32 @@ class SimQuorum(Quorum):
                 self.watch.down(node.node_id)
         node.running = False
 
+    def _load(self, node: SimNode, rng: random.Random) -> ControllerEngine:
+        """The node's engine over its data dir, as the daemon loads it at start-up."""
+        plan = self.plan
+        return ControllerEngine.load(
+            node.data_dir,
+            cluster_id=plan.cluster_id,
+            node_id=node.node_id,
+            session_timeout_ms=plan.session_timeout_ms,
+            host=node.address[0],
+            port=PORT,
+            fsync=True,  # to the simulated disk (see the rules)
+            snapshot_bytes=self.settings.snapshot_bytes,
+            segment_bytes=self.settings.segment_bytes,
+            metadata_retention_bytes=self.settings.retention_bytes,
+            rng=random.Random(rng.random()),
+        )
+
     # ------------------------------------------------------------------ faults
     async def kill(self, node: int) -> None:
+        """A crash of the node's process or, as the seed draws, of its machine (see the rules)."""
+        await self._down(node)
+        if self._crashes.random() < POWER_LOSS:
+            lost = self.nodes[node].disk.power_loss()
+            log.info("node %d: its machine crashed: %s", node, "; ".join(lost) or "everything was fsync'd")
+
+    async def _down(self, node: int) -> None:
         target = self.nodes[node]
         if target.scope is not None:
             target.scope.cancel()
@@ -227,12 +270,12 @@ class SimQuorum(Quorum):
         target = self.nodes[node]
         if target.running and target.daemon is not None:
             await target.daemon.shutdown()
-        await self.kill(node)
+        await self._down(node)
 
     async def wipe(self, node: int) -> None:
         """`node` killed and its persistent state gone (its metadata log, snapshots and quorum-state;
         `meta.properties`, the formatting, stays): Kafka's `killAndDeletePersistentState`."""
-        await self.kill(node)
+        await self._down(node)
         for path in self.nodes[node].data_dir.iterdir():
             if path.name != "meta.properties":
                 shutil.rmtree(path) if path.is_dir() else path.unlink()

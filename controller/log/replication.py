@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from protocol.records.batch import RecordBatch
 
+from .. import runtime
 from .catalog import LogCatalog, Segment, SnapshotFile
 from .epochs import EpochEnd, ValidatedFetch, snapshot_supersedes_log
 from .follower import check_follower_batches
@@ -212,7 +213,7 @@ class ReplicationMethods:
             assert self._fd is not None
             os.ftruncate(self._fd, position)
             if self._fsync:
-                os.fsync(self._fd)
+                runtime.fsync(self._fd)
         except OSError as exc:
             self._truncation_failed(exc)
 

@@ -44,6 +44,8 @@ from protocol.records.batch import (
     read_crc,
 )
 
+from .. import runtime
+
 PARTITION_DIR = "__cluster_metadata-0"
 SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
@@ -230,7 +232,7 @@ def truncate_file(path: Path, size: int, *, fsync: bool) -> None:
     try:
         os.ftruncate(fd, size)
         if fsync:
-            os.fsync(fd)
+            runtime.fsync(fd)
     finally:
         os.close(fd)
 
@@ -239,7 +241,7 @@ def fsync_directory(directory: Path) -> None:
     """Make a file's creation, rename or removal in `directory` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        runtime.fsync(fd)
     finally:
         os.close(fd)
 
@@ -254,7 +256,7 @@ def write_text_atomically(directory: Path, name: str, text: str, *, fsync: bool)
         out.write(text)
         out.flush()
         if fsync:
-            os.fsync(out.fileno())
+            runtime.fsync(out.fileno())
     os.replace(temporary, target)
     if fsync:
         fsync_directory(directory)

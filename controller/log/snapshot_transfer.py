@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from .. import runtime
 from .model import SnapshotId, SnapshotWriteError
 from .segments import fsync_directory
 from .snapshots import SnapshotError, read_snapshot_file, snapshot_name
@@ -70,7 +71,7 @@ class IncomingSnapshot:
         fd = self._open_fd()
         try:
             if self._fsync:
-                os.fsync(fd)
+                runtime.fsync(fd)
             os.close(fd)
             self._fd = None
             read_snapshot_file(self._part)

@@ -37,6 +37,7 @@ from protocol.records.control import (
 from protocol.records.metadata import decode_metadata_value, encode_metadata_value
 from protocol.spec import Data
 
+from .. import runtime
 from .model import SnapshotId
 from .segments import BadBatch, fsync_directory, scan_segment
 
@@ -93,7 +94,7 @@ def write_snapshot_file(
                 out.write(chunk)
             out.flush()
             if fsync:
-                os.fsync(out.fileno())
+                runtime.fsync(out.fileno())
             size = out.tell()
         os.replace(part, final)
         renamed = True

@@ -48,6 +48,7 @@ from protocol.records.batch import RecordBatch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.spec import Data
 
+from .. import runtime
 from ..slices import Slices, finish
 from .catalog import LogCatalog, Segment, SegmentWrite, SnapshotFile
 from .encoding import PreparedAppend, encode_groups
@@ -307,7 +308,7 @@ class MetadataLog(ReplicationMethods, SnapshotMethods):
             while written < len(data):  # a regular file writes everything unless the disk is full
                 written += os.write(self._fd, memoryview(data)[written:])
             if self._fsync:
-                os.fsync(self._fd)
+                runtime.fsync(self._fd)
         except OSError as exc:
             self._fail(exc)
 

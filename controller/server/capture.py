@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from protocol.capture import Exchange, Part, part_name, temporary_pattern, to_table, write_parquet
 
+from .. import runtime
 from ..log.segments import fsync_directory
 
 
@@ -64,7 +65,7 @@ def write_part(table: pa.Table, directory: Path, name: str) -> int:
 def _fsync_file(path: Path) -> int:
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        runtime.fsync(fd)
         return os.fstat(fd).st_size
     finally:
         os.close(fd)

@@ -1,0 +1,63 @@
+"""A node's disk in the simulation: what its fsyncs made durable, and what a crash of its machine keeps.
+
+Rules:
+- What is durable is kept per file, by inode (a rename keeps it): the file's size at its last fsync.
+  Every file a node finds when it starts is durable as it is: it survived whatever came before.
+- A node's kill is a crash of its process (the operating system's page cache keeps every write) or,
+  as the seed draws, of its machine (`power_loss`): each file is cut back to its durable size, or
+  torn (a random prefix of its unsynced bytes kept); a file never fsync'd is lost whole, or torn
+  from nothing. A daemon that acknowledges only what it fsync'd loses nothing acknowledged; one that
+  answers, or counts a follower's fetch, before the fsync is caught by the fleet's final check.
+- Simplifications, each the more forgiving of what a real crash allows: a directory's entries
+  (creations, renames, removals) are durable at once; a truncation stays; bytes rewritten in place
+  below the durable size stay; an inode reused by a new file inherits the old file's durable size.
+- The files are real (the node's data dir in the seed's directory) and nothing calls the operating
+  system's fsync: a power loss is applied to the files themselves, after the node's tasks have ended.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+from pathlib import Path
+
+
+class SimDisk:
+    def __init__(self, root: Path, rng: random.Random) -> None:
+        self.root = root
+        self.rng = rng
+        self._durable: dict[int, int] = {}
+
+    def mounted(self) -> None:
+        """The node starts: every file there is durable as it is."""
+        self._durable = {found.stat().st_ino: found.stat().st_size for found in self._files()}
+
+    def fsync(self, fd: int) -> None:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            self._durable[info.st_ino] = info.st_size
+
+    def power_loss(self) -> list[str]:
+        """The node's machine crashed: every file as the rules say; what was lost, one line a file."""
+        lost = []
+        for path in self._files():
+            info = path.stat()
+            durable = self._durable.get(info.st_ino)
+            if durable is not None and info.st_size <= durable:
+                continue
+            kept_from = durable or 0
+            torn = self.rng.random() < 0.5
+            keep = self.rng.randint(kept_from, info.st_size) if torn else kept_from
+            name = path.relative_to(self.root)
+            if durable is None and not torn:
+                path.unlink()
+                lost.append(f"{name}: never fsync'd, gone ({info.st_size} bytes)")
+                continue
+            os.truncate(path, keep)
+            how = "torn" if torn else "cut"
+            lost.append(f"{name}: {how} to {keep} of {info.st_size} bytes ({kept_from} fsync'd)")
+        return lost
+
+    def _files(self) -> list[Path]:
+        return sorted(path for path in self.root.rglob("*") if path.is_file())

@@ -1,0 +1,92 @@
+"""The simulated disk: what a node's fsyncs made durable survives its machine's crash, the rest is cut,
+torn or lost; a daemon that acknowledges what it never fsync'd is caught by the fleet's final check,
+and the real one, killed the same way, loses nothing it acknowledged."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from broker_sim.sim.disk import SimDisk
+from tests.e2e.daemon_process import ROOT
+
+
+def write(path: Path, data: bytes, *, fsync: bool, disk: SimDisk) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+        if fsync:
+            disk.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_what_was_fsynced_survives_and_the_unsynced_tail_is_cut_or_torn(tmp_path: Path) -> None:
+    outcomes = set()
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        root.mkdir()
+        (root / "old").write_bytes(b"o" * 10)  # there when the node started: durable as it is
+        disk = SimDisk(root, random.Random(seed))
+        disk.mounted()
+        write(root / "log", b"a" * 100, fsync=True, disk=disk)
+        write(root / "log", b"b" * 50, fsync=False, disk=disk)
+        write(root / "old", b"p" * 5, fsync=False, disk=disk)
+        lost = disk.power_loss()
+        log = (root / "log").read_bytes()
+        assert log[:100] == b"a" * 100 and set(log[100:]) <= {ord("b")}  # a prefix of the unsynced bytes
+        assert (root / "old").read_bytes()[:10] == b"o" * 10
+        assert any(line.startswith("log: ") for line in lost)
+        outcomes.add("cut" if len(log) == 100 else "torn")
+    assert outcomes == {"cut", "torn"}
+
+
+def test_a_file_never_fsynced_is_lost_or_torn_and_a_rename_keeps_what_was_durable(tmp_path: Path) -> None:
+    outcomes = set()
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        root.mkdir()
+        disk = SimDisk(root, random.Random(seed))
+        disk.mounted()
+        write(root / "state.tmp", b"s" * 20, fsync=True, disk=disk)
+        os.replace(root / "state.tmp", root / "state")  # the same inode: durable under its new name
+        write(root / "new", b"n" * 30, fsync=False, disk=disk)
+        disk.power_loss()
+        assert (root / "state").read_bytes() == b"s" * 20
+        new = root / "new"
+        outcomes.add("gone" if not new.exists() else "torn")
+        assert not new.exists() or set(new.read_bytes()) <= {ord("n")}
+    assert outcomes == {"gone", "torn"}
+
+
+def test_nothing_is_lost_when_everything_was_fsynced(tmp_path: Path) -> None:
+    disk = SimDisk(tmp_path, random.Random(0))
+    disk.mounted()
+    write(tmp_path / "log", b"x" * 64, fsync=True, disk=disk)
+    assert disk.power_loss() == []
+    assert (tmp_path / "log").read_bytes() == b"x" * 64
+
+
+#: an all-nodes-killed seed whose kills crash machines (sim.log: "its machine crashed")
+SEED = 8
+
+
+def sim(*options: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "broker_sim", "sim", "--seeds", "1", "--first-seed", str(SEED)]
+    command += ["--scenario", "all-nodes-killed", "--duration", "30", *options]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_log_that_never_fsyncs_loses_acknowledged_changes_when_machines_crash(tmp_path: Path) -> None:
+    done = sim("--keep", str(tmp_path), "--patch", "tests.broker_sim.sim.planted:segments_never_fsynced")
+    assert done.returncode == 1 and "[topic-lost]" in done.stdout, done.stdout + done.stderr
+    assert "its machine crashed: __cluster_metadata-0" in (tmp_path / f"seed-{SEED}" / "sim.log").read_text()
+
+
+def test_the_real_log_killed_the_same_way_loses_nothing(tmp_path: Path) -> None:
+    done = sim("--keep", str(tmp_path))
+    assert done.returncode == 0 and f"seed {SEED}: clean" in done.stdout, done.stdout + done.stderr
+    assert "its machine crashed: everything was fsync'd" in (tmp_path / f"seed-{SEED}" / "sim.log").read_text()
