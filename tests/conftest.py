@@ -25,9 +25,9 @@ settings.load_profile("fencer")
 # compiler alone costs about 40% less CPU than C1 + C2 here (a demo-sized `python -m analytics`: 34
 # CPU s against 55, two runs each), and CPU is what the parallel suite runs out of on 2 cores. The
 # benchmarks, run on demand (`make bench-analytics`), never set it: their figures are the JVM's defaults.
-# The serial collector, too: no concurrent GC threads competing for the 2 cores (the standalone cluster's
-# test: 92 CPU s against 99 with G1, two runs each, 2026-12-07).
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# (No collector is chosen here: the job picks its driver's, `analytics/job.py`, and a second choice
+# stops the JVM: "Multiple garbage collectors selected".)
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 # The suite runs under pytest-xdist with `--dist loadgroup` (the Makefile's `pytest` target): each test
