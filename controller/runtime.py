@@ -7,8 +7,9 @@ Rules:
   `run_blocking`: in a worker thread on the operating system (`now=True`: a thread that starts at
   once, without trio's capacity limiter, for the commit path: `in_thread_now`); a simulation runs
   it inline, on its one scheduler.
-- Durability: every fsync of the controller's files goes through `fsync`: the operating system's,
-  or a simulation's, which notes what is durable (and loses the rest when its machine crashes).
+- Durability: every fsync of the controller's files goes through `fsync`, and every rename
+  through `replace`: the operating system's, or a simulation's, which notes what is durable under
+  which name (and loses the rest when its machine crashes).
 - Clocks: `wall_ns` (record batches' timestamps, the capture's) and `monotonic_ns` (brokers'
   session deadlines: the one clock the writer, the session timer and activation share). Timers
   and timeouts are trio's clock, which a simulation replaces with its own.
@@ -25,6 +26,7 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -40,6 +42,8 @@ class Runtime(Protocol):
     async def run_blocking(self, fn: Callable[[], T], now: bool) -> T: ...
 
     def fsync(self, fd: int) -> None: ...
+
+    def replace(self, source: Path, target: Path) -> None: ...
 
     def wall_ns(self) -> int: ...
 
@@ -69,6 +73,9 @@ class OperatingSystem:
 
     def fsync(self, fd: int) -> None:
         os.fsync(fd)
+
+    def replace(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
 
     def wall_ns(self) -> int:
         return time.time_ns()
@@ -112,6 +119,11 @@ async def in_thread(fn: Callable[..., T], *args: Any) -> T:
 def fsync(fd: int) -> None:
     """Make what was written to `fd` (a file, or a directory's entries) durable."""
     current().fsync(fd)
+
+
+def replace(source: Path, target: Path) -> None:
+    """Rename `source` to `target`, replacing it (`os.replace`)."""
+    current().replace(source, target)
 
 
 def wall_ms() -> int:

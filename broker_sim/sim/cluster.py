@@ -4,11 +4,15 @@ in this process, on the simulated network and clock.
 
 Rules:
 - Node i is host `controller-i` of the network, listening on `PORT`; its voters are the other
-  nodes' addresses. Its runtime (`NodeRuntime`) is its network view, its clocks (the simulation's
-  clock, which every node shares, plus the node's skew: a skewed node's wall clock and session
-  clock run ahead or behind) and its disk (`disk`): blocking work runs inline (one scheduler), then
-  the node waits out the disk's latency, as an fsync would (shielded: a started write finishes);
-  the daemon fsyncs as it does in production, and the disk notes what each fsync made durable.
+  nodes' addresses. Its runtime (`NodeRuntime`) is its network view, its clocks and its disk. The
+  wall clock is the simulation's, which every node shares (the checker compares the writers'
+  batch timestamps, `check/quorum_rules.py`, as when the fleet runs a quorum on one host); the
+  monotonic clock (brokers' sessions) counts from the node's machine's boot, a seeded time before
+  the run that a crash of the machine draws anew (a clock that starts again near 0), so that no two
+  nodes' readings, nor one node's across a reboot, compare. Blocking work runs inline (one
+  scheduler), then the node waits out the disk's latency, as an fsync would (shielded: a started
+  write finishes); the daemon fsyncs as it does in production, and the disk (`disk`) notes what
+  each fsync made durable.
 - The fleet's interface to a quorum (`broker_sim.shell.quorum.Quorum`: `round`, `whole`, `kill`,
   `restart`, `pause`, `resume`, `cut`, `heal`, `stop`), so that the fleet's controller faults
   (`quorum_faults`) and probes run unchanged:
@@ -33,6 +37,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
 from collections.abc import Callable, Sequence
@@ -72,13 +77,13 @@ class NodeRuntime:
         self,
         net: HostNetwork,
         rng: random.Random,
-        skew_ns: int = 0,
+        boot_ns: int = 0,
         disk_s: tuple[float, float] = (0, 0),
         disk: SimDisk | None = None,
     ):
         self.net = net
         self.rng = rng
-        self.skew_ns = skew_ns
+        self.boot_ns = boot_ns
         self.disk_s = disk_s
         self.disk = disk
 
@@ -99,11 +104,16 @@ class NodeRuntime:
         if self.disk is not None:
             self.disk.fsync(fd)
 
+    def replace(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
+        if self.disk is not None:
+            self.disk.replaced(source, target)
+
     def wall_ns(self) -> int:
-        return EPOCH_NS + self.monotonic_ns()
+        return EPOCH_NS + int(trio.current_time() * 1e9)
 
     def monotonic_ns(self) -> int:
-        return int(trio.current_time() * 1e9) + self.skew_ns
+        return int(trio.current_time() * 1e9) + self.boot_ns
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,7 @@ class SimNode:
         self.paused = False
         self.cut = False
         self.starts = 0
-        self.skew_ns = 0
+        self.boot_ns = 0  # how long its machine had run when the simulation began (see the rules)
         self.scope: trio.CancelScope | None = None
         self.daemon: Daemon | None = None
 
@@ -175,6 +185,9 @@ class SimQuorum(Quorum):
             for node, address in self.addresses.items()
         }
         self._crashes = random.Random(f"{seed}:machine-crashes")
+        self._boots = random.Random(f"{seed}:boots")
+        for node in self.nodes.values():
+            node.boot_ns = self._boot_ns()
         #: the voters, as every node is configured with them
         self.voter_list = tuple(Voter(node, host, port) for node, (host, port) in self.addresses.items())
         #: Kafka's Raft invariants, after every step of every node's Raft core
@@ -195,7 +208,7 @@ class SimQuorum(Quorum):
 
     async def _run_node(self, node: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         rng = random.Random(f"{self.seed}:node-{node.node_id}:{node.starts}")
-        runtime = NodeRuntime(self.network.host(node.address[0]), rng, node.skew_ns, self.disk_s, node.disk)
+        runtime = NodeRuntime(self.network.host(node.address[0]), rng, node.boot_ns, self.disk_s, node.disk)
         node.disk.mounted()
         plan = self.plan
         with trio.CancelScope() as scope, controller_runtime.use(runtime):
@@ -226,6 +239,10 @@ class SimQuorum(Quorum):
                 self.watch.down(node.node_id)
         node.running = False
 
+    def _boot_ns(self) -> int:
+        """A machine's monotonic clock at the simulation's time 0: up from a second to ten days."""
+        return self._boots.randrange(10**9, 10 * 86_400 * 10**9)
+
     def _load(self, node: SimNode, rng: random.Random) -> ControllerEngine:
         """The node's engine over its data dir, as the daemon loads it at start-up."""
         plan = self.plan
@@ -249,6 +266,8 @@ class SimQuorum(Quorum):
         await self._down(node)
         if self._crashes.random() < POWER_LOSS:
             lost = self.nodes[node].disk.power_loss()
+            # the machine boots again: its monotonic clock starts over, a few seconds before the restart
+            self.nodes[node].boot_ns = self._boots.randrange(10**9, 10 * 10**9) - int(trio.current_time() * 1e9)
             log.info("node %d: its machine crashed: %s", node, "; ".join(lost) or "everything was fsync'd")
 
     async def _down(self, node: int) -> None:

@@ -1,8 +1,11 @@
 """A node's disk in the simulation: what its fsyncs made durable, and what a crash of its machine keeps.
 
 Rules:
-- What is durable is kept per file, by inode (a rename keeps it): the file's size at its last fsync.
-  Every file a node finds when it starts is durable as it is: it survived whatever came before.
+- What is durable is kept per file, by name: the file's size at its last fsync; a rename (the
+  daemon renames through `controller.runtime.replace`) carries it to the new name. Names, not
+  inodes: the operating system reuses a deleted file's inode as other processes allow, and a
+  seed must run the same way anywhere. Every file a node finds when it starts is durable as it
+  is: it survived whatever came before.
 - A node's kill is a crash of its process (the operating system's page cache keeps every write) or,
   as the seed draws, of its machine (`power_loss`): each file is cut back to its durable size, or
   torn (a random prefix of its unsynced bytes kept); a file never fsync'd is lost whole, or torn
@@ -10,7 +13,8 @@ Rules:
   answers, or counts a follower's fetch, before the fsync is caught by the fleet's final check.
 - Simplifications, each the more forgiving of what a real crash allows: a directory's entries
   (creations, renames, removals) are durable at once; a truncation stays; bytes rewritten in place
-  below the durable size stay; an inode reused by a new file inherits the old file's durable size.
+  below the durable size stay; a file made again under a name that was durable (a deleted one's)
+  inherits its durable size.
 - The files are real (the node's data dir in the seed's directory) and nothing calls the operating
   system's fsync: a power loss is applied to the files themselves, after the node's tasks have ended.
 """
@@ -25,25 +29,35 @@ from pathlib import Path
 
 class SimDisk:
     def __init__(self, root: Path, rng: random.Random) -> None:
-        self.root = root
+        self.root = root.resolve()  # as the names of the node's open files read (/proc/self/fd)
         self.rng = rng
-        self._durable: dict[int, int] = {}
+        self._durable: dict[str, int] = {}
 
     def mounted(self) -> None:
         """The node starts: every file there is durable as it is."""
-        self._durable = {found.stat().st_ino: found.stat().st_size for found in self._files()}
+        self._durable = {str(found): found.stat().st_size for found in self._files()}
 
     def fsync(self, fd: int) -> None:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
-            self._durable[info.st_ino] = info.st_size
+            name = os.readlink(f"/proc/self/fd/{fd}")
+            if not name.endswith(" (deleted)"):
+                self._durable[name] = info.st_size
+
+    def replaced(self, source: Path, target: Path) -> None:
+        """`source` was renamed to `target`: what was durable of it is, under its new name."""
+        durable = self._durable.pop(str(Path(source).resolve()), None)
+        if durable is None:
+            self._durable.pop(str(Path(target).resolve()), None)
+        else:
+            self._durable[str(Path(target).resolve())] = durable
 
     def power_loss(self) -> list[str]:
         """The node's machine crashed: every file as the rules say; what was lost, one line a file."""
         lost = []
         for path in self._files():
             info = path.stat()
-            durable = self._durable.get(info.st_ino)
+            durable = self._durable.get(str(path))
             if durable is not None and info.st_size <= durable:
                 continue
             kept_from = durable or 0
@@ -60,4 +74,4 @@ class SimDisk:
         return lost
 
     def _files(self) -> list[Path]:
-        return sorted(path for path in self.root.rglob("*") if path.is_file())
+        return sorted(path.resolve() for path in self.root.rglob("*") if path.is_file())

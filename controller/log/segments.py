@@ -257,7 +257,7 @@ def write_text_atomically(directory: Path, name: str, text: str, *, fsync: bool)
         out.flush()
         if fsync:
             runtime.fsync(out.fileno())
-    os.replace(temporary, target)
+    runtime.replace(temporary, target)
     if fsync:
         fsync_directory(directory)
     return target

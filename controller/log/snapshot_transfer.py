@@ -75,7 +75,7 @@ class IncomingSnapshot:
             os.close(fd)
             self._fd = None
             read_snapshot_file(self._part)
-            os.replace(self._part, self.path)
+            runtime.replace(self._part, self.path)
         except SnapshotError:
             self.abort()
             raise

@@ -96,7 +96,7 @@ def write_snapshot_file(
             if fsync:
                 runtime.fsync(out.fileno())
             size = out.tell()
-        os.replace(part, final)
+        runtime.replace(part, final)
         renamed = True
         if fsync:
             fsync_directory(directory)

@@ -54,7 +54,7 @@ def write_part(table: pa.Table, directory: Path, name: str) -> int:
     try:
         write_parquet(table, str(temporary))
         size = _fsync_file(temporary)
-        os.replace(temporary, directory / name)
+        runtime.replace(temporary, directory / name)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -52,7 +52,8 @@ def test_a_file_never_fsynced_is_lost_or_torn_and_a_rename_keeps_what_was_durabl
         disk = SimDisk(root, random.Random(seed))
         disk.mounted()
         write(root / "state.tmp", b"s" * 20, fsync=True, disk=disk)
-        os.replace(root / "state.tmp", root / "state")  # the same inode: durable under its new name
+        os.replace(root / "state.tmp", root / "state")  # as the node's runtime renames: durable under its new name
+        disk.replaced(root / "state.tmp", root / "state")
         write(root / "new", b"n" * 30, fsync=False, disk=disk)
         disk.power_loss()
         assert (root / "state").read_bytes() == b"s" * 20
@@ -90,3 +91,18 @@ def test_the_real_log_killed_the_same_way_loses_nothing(tmp_path: Path) -> None:
     done = sim("--keep", str(tmp_path))
     assert done.returncode == 0 and f"seed {SEED}: clean" in done.stdout, done.stdout + done.stderr
     assert "its machine crashed: everything was fsync'd" in (tmp_path / f"seed-{SEED}" / "sim.log").read_text()
+
+
+def test_a_new_file_never_inherits_what_a_deleted_one_made_durable(tmp_path: Path) -> None:
+    # the operating system hands a deleted file's inode to the next file as it likes: durability by
+    # name keeps a seed's outcome the same wherever it runs
+    for seed in range(20):
+        root = tmp_path / str(seed)
+        root.mkdir()
+        disk = SimDisk(root, random.Random(seed))
+        disk.mounted()
+        write(root / "00.log", b"d" * 40, fsync=True, disk=disk)
+        (root / "00.log").unlink()
+        write(root / "40.log", b"n" * 40, fsync=False, disk=disk)
+        [line] = disk.power_loss()
+        assert "(0 fsync'd)" in line or "gone" in line, line
