@@ -111,8 +111,8 @@ class VoteProber:
 
     async def run(self, ctx: FleetContext, faulted: int, before: LeaderView | None) -> None:
         """Ask every `VOTE_PROBE_S` until cancelled (the fault's measurement is over)."""
-        if before is None:
-            return
+        if before is None or len(self.quorum.ids) < 2:
+            return  # a sole voter has no other voter to stand as the stale candidate
         try:
             while True:
                 async with trio.open_nursery() as nursery:

@@ -18,8 +18,11 @@ Rules:
   (`quorum_faults`) and probes run unchanged:
   - `kill`: the node's tasks are cancelled and every connection to or from it is reset: a crash of
     its process (what it wrote stays), or, one kill in two as the seed draws, of its machine (what
-    it did not fsync is lost or torn: `disk`); `restart` loads the engine from the data dir again,
-    as the process would.
+    it did not fsync is lost or torn: `disk`). One kill in four begins with its disk failing
+    (every fsync EIO or ENOSPC): the daemon's log failure is fatal, so it exits on its next fsync
+    (as the process would, with status 1); if it wrote nothing within `DISK_ERROR_S`, the kill
+    goes on as any. `restart` gives the node a working disk and loads the engine from the data dir
+    again, as the process would.
   - `pause` (SIGSTOP): the node is cut from every host, its bytes held both ways until `resume`;
     its own timers run on (a simplification: a stopped process's do not).
   - `cut`: the node cannot reach the other nodes, nor they it (the brokers still reach it).
@@ -36,6 +39,7 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import random
@@ -56,6 +60,7 @@ from controller.log.retention import DEFAULT_RETENTION_BYTES
 from controller.log.store import DEFAULT_SEGMENT_BYTES
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum_config import QuorumConfig, Voter
+from controller.stopping import find_failure
 
 from .disk import SimDisk
 from .network import HostNetwork, SimNetwork
@@ -66,6 +71,9 @@ T = TypeVar("T")
 PORT = 9093
 #: the share of kills that crash the node's machine, not only its process (see the rules)
 POWER_LOSS = 0.5
+#: the share of kills that begin with the node's disk failing, and how long the daemon has to meet it
+DISK_ERRORS = 0.25
+DISK_ERROR_S = 2.0
 #: the wall clock at the simulation's time 0 (2026-01-01T00:00:00Z): record timestamps look real
 EPOCH_NS = 1_767_225_600 * 1_000_000_000
 
@@ -186,6 +194,7 @@ class SimQuorum(Quorum):
         }
         self._crashes = random.Random(f"{seed}:machine-crashes")
         self._boots = random.Random(f"{seed}:boots")
+        self._disk_errors = random.Random(f"{seed}:disk-errors")
         for node in self.nodes.values():
             node.boot_ns = self._boot_ns()
         #: the voters, as every node is configured with them
@@ -204,6 +213,7 @@ class SimQuorum(Quorum):
         assert self._nursery is not None
         node.starts += 1
         node.running = True
+        node.disk.failing = None  # a replaced disk, or one that came back
         await self._nursery.start(self._run_node, node)
 
     async def _run_node(self, node: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -234,6 +244,11 @@ class SimQuorum(Quorum):
                 async with trio.open_nursery() as nursery:
                     await nursery.start(daemon.run)
                     task_status.started()
+            except BaseException as exc:
+                failed = find_failure(exc, LogError)
+                if failed is None or node.disk.failing is None:
+                    raise
+                log.error("node %d exited: its log failed: %s", node.node_id, failed)  # the daemon's exit 1
             finally:
                 engine.close()  # a crash's descriptors go with the process
                 self.watch.down(node.node_id)
@@ -262,7 +277,16 @@ class SimQuorum(Quorum):
 
     # ------------------------------------------------------------------ faults
     async def kill(self, node: int) -> None:
-        """A crash of the node's process or, as the seed draws, of its machine (see the rules)."""
+        """A crash of the node's process or, as the seed draws, of its machine, maybe after its disk
+        failed (see the rules)."""
+        target = self.nodes[node]
+        if target.running and self._disk_errors.random() < DISK_ERRORS:
+            target.disk.failing = self._disk_errors.choice((errno.EIO, errno.ENOSPC))
+            self.watch.disk_failing(node)
+            log.info("node %d: its disk fails every fsync (%s)", node, errno.errorcode[target.disk.failing])
+            with trio.move_on_after(DISK_ERROR_S):
+                while target.running:
+                    await trio.sleep(0.01)
         await self._down(node)
         if self._crashes.random() < POWER_LOSS:
             lost = self.nodes[node].disk.power_loss()

@@ -15,6 +15,8 @@ Rules:
   (creations, renames, removals) are durable at once; a truncation stays; bytes rewritten in place
   below the durable size stay; a file made again under a name that was durable (a deleted one's)
   inherits its durable size.
+- A failing disk (`failing`: EIO or ENOSPC, as fsync(2) returns them) fails every fsync until it
+  is replaced; what was written stays in the page cache, not durable.
 - The files are real (the node's data dir in the seed's directory) and nothing calls the operating
   system's fsync: a power loss is applied to the files themselves, after the node's tasks have ended.
 """
@@ -32,12 +34,16 @@ class SimDisk:
         self.root = root.resolve()  # as the names of the node's open files read (/proc/self/fd)
         self.rng = rng
         self._durable: dict[str, int] = {}
+        #: the errno every fsync fails with, while the disk fails (None: it works)
+        self.failing: int | None = None
 
     def mounted(self) -> None:
         """The node starts: every file there is durable as it is."""
         self._durable = {str(found): found.stat().st_size for found in self._files()}
 
     def fsync(self, fd: int) -> None:
+        if self.failing is not None:
+            raise OSError(self.failing, os.strerror(self.failing))
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
             name = os.readlink(f"/proc/self/fd/{fd}")

@@ -8,7 +8,9 @@ Rules:
   are read there, before the actions run. A node keeps its last view across a crash (its log is
   on its disk) until its next incarnation starts from what it recovered.
 - The invariants, each violation a line that starts with its name in brackets:
-  - `raft-monotonic-epoch`: a node's epoch never goes back, across restarts (its quorum-state).
+  - `raft-monotonic-epoch`: a node's epoch never goes back, across restarts (its quorum-state),
+    but for an epoch taken while its disk failed (`disk_failing`): the driver writes the election
+    state before it acts on it, that write failed, and the epoch may die with the incarnation.
   - `raft-single-leader`: every node that knows a leader of an epoch knows the same one.
   - `raft-monotonic-high-watermark`: a leader's high watermark is never below one that any
     leader announced before.
@@ -55,6 +57,8 @@ def epoch_at(view: LogView, offset: int) -> int | None:
 class _Node:
     view: LogView = field(default_factory=LogView)
     epoch: int = 0
+    #: its epoch when its disk began to fail this incarnation (None: it did not)
+    epoch_at_disk_failure: int | None = None
     high_watermark: int | None = None
     leading: int | None = None  # the epoch it leads (None: it does not)
     electing: bool = False  # a prospective or candidate: it asks for (pre-)votes
@@ -94,9 +98,18 @@ class RaftWatch:
         """`node` lost its persistent state (see `relaxed`): its next incarnation starts afresh."""
         self.nodes[node] = _Node()
 
-    def down(self, node: int) -> None:
-        """`node` crashed: it leads nothing and knows no high watermark (its log stays as it was)."""
+    def disk_failing(self, node: int) -> None:
+        """`node`'s disk fails from now on: an epoch it takes now may never be written."""
         state = self.nodes[node]
+        if state.epoch_at_disk_failure is None:
+            state.epoch_at_disk_failure = state.epoch
+
+    def down(self, node: int) -> None:
+        """`node` crashed: it leads nothing and knows no high watermark (its log stays as it was);
+        its next incarnation is held to its epoch, or to the one it had when its disk failed."""
+        state = self.nodes[node]
+        if state.epoch_at_disk_failure is not None:
+            state.epoch, state.epoch_at_disk_failure = state.epoch_at_disk_failure, None
         state.leading = None
         state.electing = False
         state.high_watermark = None

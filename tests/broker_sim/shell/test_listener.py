@@ -323,6 +323,7 @@ async def test_leader_and_isr_is_applied_and_answered_in_the_version_shape(broke
         isr=(1, 2),
         partition_epoch=5,
         replicas=(1, 2),
+        recovery_known=version >= 6,  # LeaderRecoveryState is in LeaderAndIsr from v6
     )
     assert broker.listener.controller_epoch == 5
 
