@@ -75,6 +75,19 @@ def test_an_epoch_that_goes_back_is_reported_unless_relaxed() -> None:
         assert rules(w) == expected
 
 
+def test_an_epoch_taken_while_the_disk_failed_may_die_with_the_incarnation() -> None:
+    w = watch()
+    w.step(follower(2, 4, None, log_of(1)), [])
+    w.disk_failing(2)  # from here its election state may not be written: epoch 5 never was
+    w.step(follower(2, 5, None, log_of(1)), [])
+    w.down(2)
+    w.step(follower(2, 4, None, log_of(1)), [])  # restarted from the quorum-state of epoch 4
+    assert w.violations == []
+    w.down(2)
+    w.step(follower(2, 3, None, log_of(1)), [])  # below what it had when its disk failed: a regression
+    assert rules(w) == ["raft-monotonic-epoch"]
+
+
 def test_two_leaders_of_one_epoch_are_reported() -> None:
     w = watch()
     w.step(follower(3, 2, 1, log_of(1)), [])
