@@ -289,9 +289,9 @@ class SimQuorum(Quorum):
                     await trio.sleep(0.01)
         await self._down(node)
         if self._crashes.random() < POWER_LOSS:
-            lost = self.nodes[node].disk.power_loss()
+            lost = target.disk.power_loss()
             # the machine boots again: its monotonic clock starts over, a few seconds before the restart
-            self.nodes[node].boot_ns = self._boots.randrange(10**9, 10 * 10**9) - int(trio.current_time() * 1e9)
+            target.boot_ns = self._boots.randrange(10**9, 10 * 10**9) - int(trio.current_time() * 1e9)
             log.info("node %d: its machine crashed: %s", node, "; ".join(lost) or "everything was fsync'd")
 
     async def _down(self, node: int) -> None:

@@ -52,11 +52,10 @@ class SimDisk:
 
     def replaced(self, source: Path, target: Path) -> None:
         """`source` was renamed to `target`: what was durable of it is, under its new name."""
-        durable = self._durable.pop(str(Path(source).resolve()), None)
-        if durable is None:
-            self._durable.pop(str(Path(target).resolve()), None)
-        else:
-            self._durable[str(Path(target).resolve())] = durable
+        durable = self._durable.pop(str(source.resolve()), None)
+        self._durable.pop(target_name := str(target.resolve()), None)
+        if durable is not None:
+            self._durable[target_name] = durable
 
     def power_loss(self) -> list[str]:
         """The node's machine crashed: every file as the rules say; what was lost, one line a file."""
@@ -80,4 +79,4 @@ class SimDisk:
         return lost
 
     def _files(self) -> list[Path]:
-        return sorted(path.resolve() for path in self.root.rglob("*") if path.is_file())
+        return sorted(path for path in self.root.rglob("*") if path.is_file())  # under the resolved root

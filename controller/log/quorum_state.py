@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .model import LogError
 from .segments import write_text_atomically
 
 QUORUM_STATE = "quorum-state"
@@ -82,9 +83,7 @@ def write_election(
 ) -> Path:
     """Write a quorum member's election state atomically (before it votes or follows: Kafka's
     `QuorumState.durableTransitionTo`)."""
-    return write_text_atomically(
-        partition, QUORUM_STATE, render_election(leader_id, epoch, voted_id, voters), fsync=fsync
-    )
+    return _write(partition, render_election(leader_id, epoch, voted_id, voters), fsync=fsync)
 
 
 def _int(tree: dict[str, Any], key: str, default: int | None) -> int:
@@ -138,4 +137,13 @@ def read_quorum_state(partition: Path, messages: list[str]) -> QuorumState | Non
 
 def write_quorum_state(partition: Path, node_id: int, epoch: int, *, fsync: bool) -> Path:
     """Write the partition's quorum-state for `node_id` leading `epoch`, atomically."""
-    return write_text_atomically(partition, QUORUM_STATE, render(node_id, epoch), fsync=fsync)
+    return _write(partition, render(node_id, epoch), fsync=fsync)
+
+
+def _write(partition: Path, text: str, *, fsync: bool) -> Path:
+    """The quorum-state file written atomically; a node that cannot write it is done (`LogError`:
+    as fatal as a failed append, Kafka's `QuorumState.durableTransitionTo`)."""
+    try:
+        return write_text_atomically(partition, QUORUM_STATE, text, fsync=fsync)
+    except OSError as exc:
+        raise LogError(f"cannot write {partition / QUORUM_STATE}: {exc}") from None

@@ -246,10 +246,7 @@ class MetadataLog(ReplicationMethods, SnapshotMethods):
         message = LeaderChangeMessage(version=0, leader_id=leader_id, voters=(voter,), granting_voters=(voter,))
         offset = self._catalog.next_offset
         self._write([(offset, control_batch(offset, epoch, timestamp_ms, [(message, 0)]))], offset + 1, epoch)
-        try:
-            write_quorum_state(self._partition, leader_id, epoch, fsync=self._fsync)
-        except OSError as exc:
-            raise LogError(f"cannot write {self._partition / 'quorum-state'}: {exc}") from None
+        write_quorum_state(self._partition, leader_id, epoch, fsync=self._fsync)
         return offset
 
     def _check_open(self) -> None:

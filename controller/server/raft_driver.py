@@ -375,22 +375,17 @@ class RaftDriver:
 
     # ------------------------------------------------------------------ the log
     async def _persist(self, election: ElectionState) -> None:
-        """Write the election state before acting on it; a node that cannot is done (`LogError`: as
-        fatal as a failed append, Kafka's `QuorumState.durableTransitionTo`)."""
-        partition = self.log.data_dir / "__cluster_metadata-0"
+        """Write the election state before acting on it (a `LogError` if it cannot: fatal)."""
         write = functools.partial(
             write_election,
-            partition,
+            self.log.data_dir / "__cluster_metadata-0",
             -1 if election.leader_id is None else election.leader_id,
             election.epoch,
             -1 if election.voted_id is None else election.voted_id,
             list(self.config.voter_ids),
             fsync=True,
         )
-        try:
-            await in_thread(write)  # the quorum-state file: not the log's segments
-        except OSError as exc:
-            raise LogError(f"cannot write {partition / 'quorum-state'}: {exc}") from None
+        await in_thread(write)  # the quorum-state file: not the log's segments
 
     async def _append(self, action: AppendBatches) -> None:
         first = action.batches[0]

@@ -148,20 +148,3 @@ def segments_never_fsynced() -> None:
     from controller.log import store
 
     store.runtime = types.SimpleNamespace(fsync=lambda fd: None)  # type: ignore[assignment]
-
-
-def election_not_fsynced() -> None:
-    """The quorum-state file is written and renamed into place but never fsync'd: a voter whose
-    machine crashes forgets (or cannot read) the epoch it voted in."""
-    from controller.log import quorum_state
-    from controller.server import raft_driver
-
-    def write_election(partition: Any, leader_id: int, epoch: int, voted_id: int, voters: Any, *, fsync: bool) -> Any:
-        return quorum_state.write_text_atomically(
-            partition,
-            quorum_state.QUORUM_STATE,
-            quorum_state.render_election(leader_id, epoch, voted_id, voters),
-            fsync=False,
-        )
-
-    raft_driver.write_election = write_election  # type: ignore[assignment]

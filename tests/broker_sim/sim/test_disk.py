@@ -24,14 +24,21 @@ def write(path: Path, data: bytes, *, fsync: bool, disk: SimDisk) -> None:
         os.close(fd)
 
 
+def mounted(root: Path, seed: int, **present: bytes) -> SimDisk:
+    """A disk at `root` as a node starts on it, with the files `present` there already."""
+    root.mkdir()
+    for name, data in present.items():
+        (root / name).write_bytes(data)
+    disk = SimDisk(root, random.Random(seed))
+    disk.mounted()
+    return disk
+
+
 def test_what_was_fsynced_survives_and_the_unsynced_tail_is_cut_or_torn(tmp_path: Path) -> None:
     outcomes = set()
     for seed in range(40):
         root = tmp_path / str(seed)
-        root.mkdir()
-        (root / "old").write_bytes(b"o" * 10)  # there when the node started: durable as it is
-        disk = SimDisk(root, random.Random(seed))
-        disk.mounted()
+        disk = mounted(root, seed, old=b"o" * 10)  # there when the node started: durable as it is
         write(root / "log", b"a" * 100, fsync=True, disk=disk)
         write(root / "log", b"b" * 50, fsync=False, disk=disk)
         write(root / "old", b"p" * 5, fsync=False, disk=disk)
@@ -48,9 +55,7 @@ def test_a_file_never_fsynced_is_lost_or_torn_and_a_rename_keeps_what_was_durabl
     outcomes = set()
     for seed in range(40):
         root = tmp_path / str(seed)
-        root.mkdir()
-        disk = SimDisk(root, random.Random(seed))
-        disk.mounted()
+        disk = mounted(root, seed)
         write(root / "state.tmp", b"s" * 20, fsync=True, disk=disk)
         os.replace(root / "state.tmp", root / "state")  # as the node's runtime renames: durable under its new name
         disk.replaced(root / "state.tmp", root / "state")
@@ -64,11 +69,10 @@ def test_a_file_never_fsynced_is_lost_or_torn_and_a_rename_keeps_what_was_durabl
 
 
 def test_nothing_is_lost_when_everything_was_fsynced(tmp_path: Path) -> None:
-    disk = SimDisk(tmp_path, random.Random(0))
-    disk.mounted()
-    write(tmp_path / "log", b"x" * 64, fsync=True, disk=disk)
+    disk = mounted(tmp_path / "disk", 0)
+    write(tmp_path / "disk" / "log", b"x" * 64, fsync=True, disk=disk)
     assert disk.power_loss() == []
-    assert (tmp_path / "log").read_bytes() == b"x" * 64
+    assert (tmp_path / "disk" / "log").read_bytes() == b"x" * 64
 
 
 #: an all-nodes-killed seed whose kills crash machines (sim.log: "its machine crashed")
@@ -98,9 +102,7 @@ def test_a_new_file_never_inherits_what_a_deleted_one_made_durable(tmp_path: Pat
     # name keeps a seed's outcome the same wherever it runs
     for seed in range(20):
         root = tmp_path / str(seed)
-        root.mkdir()
-        disk = SimDisk(root, random.Random(seed))
-        disk.mounted()
+        disk = mounted(root, seed)
         write(root / "00.log", b"d" * 40, fsync=True, disk=disk)
         (root / "00.log").unlink()
         write(root / "40.log", b"n" * 40, fsync=False, disk=disk)
