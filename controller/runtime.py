@@ -136,3 +136,8 @@ def wall_ns() -> int:
 
 def monotonic_ns() -> int:
     return current().monotonic_ns()
+
+
+def monotonic() -> float:
+    """`monotonic_ns` in seconds."""
+    return current().monotonic_ns() / 1e9

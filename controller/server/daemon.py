@@ -29,7 +29,6 @@ import logging
 import random
 import resource
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from protocol.capture import from_batches, to_batches
 
 from ..control.channel import ControlChannel
 from ..engine import ControllerEngine
-from ..runtime import in_thread, monotonic_ns
+from ..runtime import in_thread, monotonic, monotonic_ns
 from .budget import MemoryBudget
 from .connection import Connection
 from .denials import Denials
@@ -150,7 +149,7 @@ class Daemon:
             quorum, engine, rng=rng, tls=options.tls, metrics=self.metrics, channel=self.channel, denials=denials
         )
         self.writer = Writer(
-            engine, self.channel, self.metrics, clock=time.monotonic, durability=self.quorum, denials=denials
+            engine, self.channel, self.metrics, clock=monotonic, durability=self.quorum, denials=denials
         )
         self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.inbound.queued)
         self.requests = RequestRouter(self.writer, self.quorum.inbound)

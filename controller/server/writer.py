@@ -62,7 +62,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -355,7 +354,7 @@ class Writer:
             try:
                 commit = None
                 if work is not None:
-                    started = time.monotonic()
+                    started = self._clock()
                     # encoding holds the GIL: here, in slices
                     commit = await run_paced(work, valid=lambda: self.engine.term == term)
                     if not await self.durability.write(commit, self.engine.write):
@@ -363,7 +362,7 @@ class Writer:
                         raise NotLeading
                     if commit.records:
                         self._metrics.group_commit(
-                            len(commit.prepared.batches), commit.records, time.monotonic() - started
+                            len(commit.prepared.batches), commit.records, self._clock() - started
                         )
                 # what the answers depend on (an answer without records of its own, too: its
                 # decision saw the commits before it, and a deposed leader must answer nothing)
