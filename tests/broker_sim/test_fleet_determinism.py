@@ -12,9 +12,17 @@ controller assigns or the clock decides:
   a run depends on the wall clock, what they carry does not;
 - the run ends on the wall clock, so one run may have sent a few more requests at its very end:
   the shorter sequence of each connection must be a prefix of the longer (and the data sequences
-  must hold several AlterPartitions, so the comparison is not empty).
-Everything else (incarnation ids, versions, ISR decisions, member epochs, topics and their
-assignments) must be equal.
+  must hold several AlterPartitions, so the comparison is not empty);
+- a data connection may part from the other run at one kind of request only: an AlterPartition
+  that differs in nothing but its ISR's members. Which follower a leader finds caught up depends
+  on whether that follower has heard its LeaderAndIsr from the controller yet, and the
+  controller's delivery is timed by the wall clock of a loaded machine (in a full suite a
+  follower's LeaderAndIsr can take longer than the leader's 2 s lag limit). After such a request
+  the two runs' ISRs differ, so the rest of that connection is not compared.
+Everything else (incarnation ids, versions, member epochs, topics and their assignments, each
+heartbeat's content) must be equal. The simulator, where the controller's timing is the seed's
+too, holds the whole run, ISR decisions included, byte for byte
+(tests/broker_sim/sim/test_sim.py::test_the_same_seed_writes_the_same_bytes).
 """
 
 from __future__ import annotations
@@ -30,12 +38,20 @@ import trio
 
 from broker_sim.journal import Registered, TopicCreated
 from protocol.capture import OUTBOUND
+from protocol.ids import BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch
+from protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestBrokerState,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+)
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.registry import decode_request
 
 from .fleet_runs import FleetRun, run_against_daemon
 
 Sequences = dict[str, list[Any]]
+TOPIC = uuid.UUID(int=5)
 
 
 def normalise(value: Any, epochs: dict[int, str], topics: dict[uuid.UUID, str], name: str = "") -> Any:
@@ -79,6 +95,22 @@ def request_sequences(run: FleetRun) -> Sequences:
     return sequences
 
 
+ISR_FIELDS = ("new_isr", "new_isr_with_epochs")
+
+
+def without_isr(value: Any) -> Any:
+    """A normalised request with every ISR's members left out."""
+    if isinstance(value, tuple):
+        kept = (item for item in value if not (isinstance(item, tuple) and len(item) == 2 and item[0] in ISR_FIELDS))
+        return tuple(without_isr(item) for item in kept)
+    return value
+
+
+def parts_at_an_isr(client: str, one: Any, other: Any) -> bool:
+    """Whether two requests of a data connection differ only in their ISR's members."""
+    return client.endswith("-data") and one[0] == other[0] == 56 and without_isr(one) == without_isr(other)
+
+
 def diverged(client: str, shorter: list[Any], longer: list[Any]) -> str:
     """Where two sequences part, in full (a wall-clock run's divergence is rare: what differed)."""
     index = next(i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b)
@@ -107,9 +139,12 @@ async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp
     alter_partitions = 0
     for client in sorted(first):
         shorter, longer = sorted((first[client], second[client]), key=len)
-        assert longer[: len(shorter)] == shorter, diverged(client, shorter, longer)
-        assert len(longer) - len(shorter) <= 2, f"{client}: more than the end of a run differs"
-        alter_partitions += sum(1 for item in shorter if item[0] == 56)
+        common = next((i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b), len(shorter))
+        if common < len(shorter):
+            assert parts_at_an_isr(client, shorter[common], longer[common]), diverged(client, shorter, longer)
+        else:
+            assert len(longer) - len(shorter) <= 2, f"{client}: more than the end of a run differs"
+        alter_partitions += sum(1 for item in shorter[:common] if item[0] == 56)
     assert alter_partitions >= 3
 
 
@@ -117,3 +152,32 @@ async def test_another_seed_sends_other_requests(tmp_path: Path) -> None:
     runs = await side_by_side(tmp_path, {"first": 11, "other": 12}, duration_s=6.0)
     first, other = runs["first"], runs["other"]
     assert first["broker-0-lifecycle"][:3] != other["broker-0-lifecycle"][:3]  # incarnation ids, versions
+
+
+def test_a_data_connection_may_part_only_at_an_isrs_members() -> None:
+    def request(isr: tuple[int, ...], partition_epoch: int = 0) -> Any:
+        body = AlterPartitionRequest(
+            broker_id=BrokerId(4),
+            broker_epoch=BrokerEpoch(7),
+            topics=(
+                AlterPartitionRequestTopicData(
+                    topic_id=TOPIC,
+                    partitions=(
+                        AlterPartitionRequestPartitionData(
+                            partition_index=1,
+                            leader_epoch=LeaderEpoch(0),
+                            new_isr_with_epochs=tuple(
+                                AlterPartitionRequestBrokerState(broker_id=BrokerId(b), broker_epoch=BrokerEpoch(b))
+                                for b in isr
+                            ),
+                            partition_epoch=PartitionEpoch(partition_epoch),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        return (56, 3, normalise(body, {7: "4#1"}, {TOPIC: "t"}))
+
+    assert parts_at_an_isr("broker-4-data", request((4, 3)), request((4, 2)))
+    assert not parts_at_an_isr("broker-4-data", request((4, 3)), request((4, 3), partition_epoch=1))
+    assert not parts_at_an_isr("broker-4-lifecycle", request((4, 3)), request((4, 2)))
