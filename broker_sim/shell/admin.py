@@ -7,7 +7,9 @@ Rules:
   must hold still for a second), with manual assignments striped as Kafka places replicas and a
   seeded start, so that the same seed gives the same leaders. Names: "fleet-<seed>-<t>". Topics
   go in requests of at most `PARTITIONS_PER_REQUEST` partitions (the controller refuses more than
-  10,000 records per request), the version cycling over CreateTopics 2-7. A refused topic (e.g.
+  10,000 records per request), the version cycling over CreateTopics 2-7. A request of several
+  topics refused POLICY_VIOLATION (a controller configured with a lower record cap refuses every
+  topic of it) is sent again one topic per request, as an operator would. A refused topic (e.g.
   TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
   topics from LeaderAndIsr either way. Each answer for one of its topics is journalled
   (`CreateAnswered`, issue 23), so that a checker can judge a refusal against the log.
@@ -133,8 +135,12 @@ class Admin:
             names = [topic_name(self.ctx.seed, index) for index in range(self.topics)]
             for start in range(0, len(names), per_request):
                 self.counter += 1
-                made = await self._create(nursery, names[start : start + per_request], self.partitions, self.counter)
+                group = names[start : start + per_request]
+                made, over_cap = await self._create(nursery, group, self.partitions, self.counter)
                 self.created.extend(made)
+                for name in over_cap if len(group) > 1 else ():
+                    self.counter += 1
+                    self.created.extend((await self._create(nursery, [name], self.partitions, self.counter))[0])
             if self.ctx.scenario == "chaos":
                 await self._chaos()
             elif self.ctx.scenario == "rolling-restart":
@@ -201,20 +207,23 @@ class Admin:
             await trio.sleep(1.0)
         return listed or sorted(self.own_brokers)
 
-    async def _create(self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int) -> list[str]:
-        """Create topics `names`; the names that exist now (answered NONE or TOPIC_ALREADY_EXISTS)."""
+    async def _create(
+        self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int
+    ) -> tuple[list[str], list[str]]:
+        """Create topics `names`; the names that exist now (answered NONE or TOPIC_ALREADY_EXISTS),
+        and those refused POLICY_VIOLATION."""
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
         topics = tuple(self._creatable(name, partitions, factor) for name in names)
         sent_ns = self.ctx.recorder.now_ns()
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
         if not isinstance(response, CreateTopicsResponse):
-            return []
+            return [], []
         answered_ns = self.ctx.recorder.now_ns()
         named = {
             topic.name: list(dict.fromkeys(b for a in topic.assignments for b in a.broker_ids)) for topic in topics
         }
-        existing = []
+        existing, over_cap = [], []
         for result in response.topics:
             if result.name in named:
                 entry = journal.CreateAnswered(
@@ -223,6 +232,8 @@ class Admin:
                 self.ctx.recorder.write(entry)
             if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
                 existing.append(result.name)
+            elif result.error_code == ErrorCode.POLICY_VIOLATION and result.name in names:
+                over_cap.append(result.name)
             if result.error_code != ErrorCode.NONE:
                 log.warning(
                     "topic %s not created: %s %s",
@@ -234,7 +245,7 @@ class Admin:
             if result.topic_id != ZERO_UUID:
                 self.ctx.topic_ids[result.name] = result.topic_id
             nursery.start_soon(self._journal_created, result.name, partitions, factor)
-        return existing
+        return existing, over_cap
 
     def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")

@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,6 +99,8 @@ def main(argv: Sequence[str]) -> int:
                 status = 3
                 try:
                     status = one_seed(seed, args, Path(times.name))
+                except BaseException:
+                    traceback.print_exc()
                 finally:
                     sys.stdout.flush()
                     os._exit(status)

@@ -32,8 +32,11 @@ Rules:
   seed draws (`NodeSettings.drawn`): Kafka's defaults, under which a run's few KB of log never
   snapshot, roll or expire; or a small log, which snapshots every few KB, rolls segments and
   deletes the oldest, so that restarts load snapshots and followers catch up by FetchSnapshot
-  under the faults. (Not drawn: a record cap small enough to split a broker's operation into a
-  metadata transaction: the fleet creates its topics in one CreateTopics, which such a cap refuses.)
+  under the faults. Independently, one seed in three draws a small record cap
+  (`--max-records-per-operation`, what a topic's creation takes, or one more): a broker's fencing, controlled
+  shutdown or AlterPartition then spans several batches, written as one metadata transaction
+  (KIP-868), which kills and failovers may cut (the fleet's admin creates its topics one request
+  each once a request of several is refused POLICY_VIOLATION).
 - Every random choice (each engine's and each Raft driver's) comes from the run's seed.
 """
 
@@ -60,6 +63,7 @@ from controller.log.retention import DEFAULT_RETENTION_BYTES
 from controller.log.store import DEFAULT_SEGMENT_BYTES
 from controller.server.daemon import Daemon, DaemonOptions
 from controller.server.quorum_config import QuorumConfig, Voter
+from controller.state.controller_state import ControllerConfig
 from controller.stopping import find_failure
 
 from .disk import SimDisk
@@ -127,22 +131,26 @@ class NodeRuntime:
 @dataclass(frozen=True)
 class NodeSettings:
     """The daemon's options every node of a run starts with (`--snapshot-bytes`, `--segment-bytes`,
-    `--metadata-retention-bytes`); the defaults are the daemon's."""
+    `--metadata-retention-bytes`, `--max-records-per-operation`); the defaults are the daemon's."""
 
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     retention_bytes: int = DEFAULT_RETENTION_BYTES
+    max_records_per_operation: int = ControllerConfig.max_records_per_operation
 
     @classmethod
-    def drawn(cls, seed: int) -> NodeSettings:
-        """A seed's settings (see the module rules), from a generator of their own: half the seeds
-        Kafka's defaults, half a small log (a snapshot every 1-4 KB, segments of 2-8 KB, 3-6
-        segments' worth kept)."""
+    def drawn(cls, seed: int, partitions: int) -> NodeSettings:
+        """A seed's settings (see the module rules), each from a generator of its own: half the seeds
+        Kafka's defaults for the log, half a small log (a snapshot every 1-4 KB, segments of 2-8 KB,
+        3-6 segments' worth kept); a third a record cap of what a topic of
+        `partitions` partitions takes to create (its TopicRecord and one PartitionRecord each) or one more."""
         rng = random.Random(f"{seed}:settings")
+        caps = random.Random(f"{seed}:record-cap")
+        cap = caps.randint(partitions + 1, partitions + 2) if caps.random() < 1 / 3 else cls.max_records_per_operation
         if rng.random() < 0.5:
-            return cls()
+            return cls(max_records_per_operation=cap)
         segment = rng.randint(2048, 8192)
-        return cls(rng.randint(1024, 4096), segment, rng.randint(3, 6) * segment)
+        return cls(rng.randint(1024, 4096), segment, rng.randint(3, 6) * segment, cap)
 
 
 class SimNode:
@@ -246,9 +254,13 @@ class SimQuorum(Quorum):
                     task_status.started()
             except BaseException as exc:
                 failed = find_failure(exc, LogError)
-                if failed is None or node.disk.failing is None:
+                if failed is not None and node.disk.failing is not None:
+                    log.error("node %d exited: its log failed: %s", node.node_id, failed)  # the daemon's exit 1
+                elif isinstance(exc, Exception):  # the daemon died of an error: its process's exit 1
+                    self.failures.append(f"node {node.node_id} (start {node.starts}) crashed: {first_error(exc)}")
+                    log.error("node %d crashed", node.node_id, exc_info=exc)
+                else:
                     raise
-                log.error("node %d exited: its log failed: %s", node.node_id, failed)  # the daemon's exit 1
             finally:
                 engine.close()  # a crash's descriptors go with the process
                 self.watch.down(node.node_id)
@@ -272,6 +284,7 @@ class SimQuorum(Quorum):
             snapshot_bytes=self.settings.snapshot_bytes,
             segment_bytes=self.settings.segment_bytes,
             metadata_retention_bytes=self.settings.retention_bytes,
+            max_records_per_operation=self.settings.max_records_per_operation,
             rng=random.Random(rng.random()),
         )
 
@@ -375,3 +388,10 @@ class SimQuorum(Quorum):
 
 def host_name(node: int) -> str:
     return f"controller-{node}"
+
+
+def first_error(exc: BaseException) -> str:
+    """The first error behind `exc` (inside nested exception groups), as one line."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

@@ -14,7 +14,8 @@ Rules:
   stamped with the simulation's time and the host that wrote it.
 - The verdict is the fleet's: the violations found while running and by the final check of the
   nodes' data dirs with the journal (`report.run_quorum_check`), and the run's failures (a node
-  that could not start, a fleet that could not reach the quorum); and the simulation's own
+  that could not start, a node's daemon that died of an error, its first line said and its
+  traceback in `sim.log`; a fleet that could not reach the quorum); and the simulation's own
   invariants on the journal (`invariants`: what a wall clock cannot hold a quorum to).
 """
 
@@ -122,7 +123,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
     voters = voters_of(spec)
-    spec = replace(spec, voters=voters, settings=spec.settings or NodeSettings.drawn(spec.seed))
+    spec = replace(spec, voters=voters, settings=spec.settings or NodeSettings.drawn(spec.seed, spec.partitions))
     plan = QuorumPlan(
         nodes=voters,
         data_dir=directory / "quorum",

@@ -148,3 +148,28 @@ def segments_never_fsynced() -> None:
     from controller.log import store
 
     store.runtime = types.SimpleNamespace(fsync=lambda fd: None)  # type: ignore[assignment]
+
+
+def transaction_left_open() -> None:
+    """An operation over more batches than the record cap allows is written after its
+    BeginTransactionRecord and never closed by its EndTransactionRecord: the writer applied it, a
+    standby replaying the log meets the next Begin inside the open transaction."""
+    from controller.ops import batches
+    from protocol.records.metadata import EndTransactionRecord
+
+    original = batches.in_transaction
+
+    def in_transaction(name: str, steps: Any) -> Any:
+        inner = original(name, steps)
+        while True:
+            try:
+                batch = next(inner)
+            except StopIteration as stop:
+                return stop.value
+            if not _ends(batch):
+                yield batch
+
+    def _ends(batch: Any) -> bool:
+        return len(batch) == 1 and isinstance(batch[0][0], EndTransactionRecord)
+
+    batches.in_transaction = in_transaction  # type: ignore[assignment]

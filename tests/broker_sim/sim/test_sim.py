@@ -65,8 +65,8 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
 
 
 def test_half_the_seeds_draw_a_small_log_and_the_draw_is_the_seeds_alone() -> None:
-    drawn = [NodeSettings.drawn(seed) for seed in range(200)]
-    assert drawn == [NodeSettings.drawn(seed) for seed in range(200)]
+    drawn = [NodeSettings.drawn(seed, 3) for seed in range(200)]
+    assert drawn == [NodeSettings.drawn(seed, 3) for seed in range(200)]
     small = [settings for settings in drawn if settings != NodeSettings()]
     assert 70 <= len(small) <= 130
     for settings in small:
@@ -78,7 +78,7 @@ def test_a_small_log_snapshots_and_a_wiped_node_catches_up_from_the_leaders_snap
     """Seed 3 draws a small log: the nodes snapshot within seconds, and the node that
     single-node-data-loss wipes gets its log back from the leader's snapshot (FetchSnapshot): its
     log starts at the snapshot's offset, not at 0."""
-    assert NodeSettings.drawn(3).snapshot_bytes < 4096
+    assert NodeSettings.drawn(3, 3).snapshot_bytes < 4096
     done = sim_command(
         "--seeds", "1", "--first-seed", "3", "--scenario", "single-node-data-loss", "--duration", "15",
         "--keep", str(tmp_path),

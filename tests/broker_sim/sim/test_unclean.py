@@ -58,7 +58,7 @@ def test_a_log_whose_history_retention_deleted_checks_clean(
     (broker 3 answered unfenced at 2.4 s) is not judged against a log that no longer holds it
     (unfence-unwritten named it "never" before)."""
     tmp_path, done = chaos_seed
-    assert NodeSettings.drawn(SEED) != NodeSettings()
+    assert NodeSettings.drawn(SEED, 3) != NodeSettings()
     for node in (tmp_path / "quorum").iterdir():
         assert not (node / "__cluster_metadata-0" / "00000000000000000000.log").exists(), node
     assert done.returncode == 0 and f"seed {SEED}: clean" in done.stdout, done.stdout + done.stderr
