@@ -67,7 +67,8 @@ RULES: dict[str, str] = {
     "(name taken, a named broker not active)",
     "delete-answer": "the admin's deletion of a topic is answered NONE only if the log removed it (or it was gone), "
     "UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION only for a topic gone, nothing else",
-    "bad-answer": "every answer of the controller is well formed and fits its request",
+    "bad-answer": "every answer of the controller is well formed and fits its request, and every control request "
+    "names its destination's broker epoch",
     "shutdown-bound": "a controlled shutdown completes within the run's bound",
     "shutdown-release": "a shutdown answered complete leaves its broker leading no partition of replication factor > 1",
     "fleet-late-heartbeat": "no broker is fenced by a late heartbeat of the fleet's own making",

@@ -21,6 +21,10 @@ Rules:
   the control duties (issue 23): each decided partition of a StopReplica (`StopObserved`), and
   each accepted LeaderAndIsr that is FULL or the incarnation's first of its controller epoch
   (`LeaderAndIsrObserved`).
+- A control request names the destination's broker epoch where its version carries one
+  (LeaderAndIsr v2+, StopReplica v1+; semantics.md: "Outbound requests carry ... the destination's
+  broker epoch"): one that names none (-1, which the listener never refuses as stale) is a bad
+  message of the controller, journalled as a bad answer.
 - Both controller connections move through the fleet's controller list on their own (`connection`);
   each move is journalled (`ControllerSwitched`, channel "lifecycle" or "data") and counted.
 - Heartbeat lateness (sent minus due) is measured at every heartbeat, except for heartbeats that
@@ -61,6 +65,8 @@ from .runtime import wall_ns
 from .tls import LISTENER_PROTOCOL
 
 CONTROL_NAMES: dict[int, str] = {ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica"}
+#: the first version of each control request that carries the destination's broker epoch
+BROKER_EPOCH_SINCE: dict[int, int] = {ApiKey.LEADER_AND_ISR: 2, ApiKey.STOP_REPLICA: 1}
 
 
 class BrokerRunner:
@@ -276,6 +282,9 @@ class BrokerRunner:
             return
         self.ctx.recorder.stats.control_requests_by_api[name] += 1
         if isinstance(request, LeaderAndIsrRequest | StopReplicaRequest):
+            if request.broker_epoch == -1 and version >= BROKER_EPOCH_SINCE[api_key]:
+                reason = f"{name} v{version} names no broker epoch (-1), not the destination's"
+                self.ctx.recorder.bad_answer(self.broker_id, api_key, version, 0, reason)
             self._controller_epochs(name, version, request, getattr(response, "error_code", 0))
             self._sender(name, request, getattr(response, "error_code", 0))
         if (

@@ -173,3 +173,16 @@ def transaction_left_open() -> None:
         return len(batch) == 1 and isinstance(batch[0][0], EndTransactionRecord)
 
     batches.in_transaction = in_transaction  # type: ignore[assignment]
+
+
+def stop_replica_without_broker_epoch() -> None:
+    """StopReplica goes out naming no broker epoch (-1) at every version that carries one: a
+    bounced broker cannot tell a stop meant for its previous incarnation, and accepts it."""
+    from controller.control import links
+
+    original = links.stop_replica_requests
+
+    def stop_replica_requests(order: Any, version: int) -> Any:
+        return [dataclasses.replace(request, broker_epoch=-1) for request in original(order, version)]
+
+    links.stop_replica_requests = stop_replica_requests
