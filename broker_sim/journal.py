@@ -524,9 +524,10 @@ class DeleteAnswered:
 
 @dataclass(frozen=True, slots=True)
 class CreateAnswered:
-    """The admin's own CreateTopics of one of its topics (a fleet or scratch topic, manual assignment)
-    and its answer for that topic (issue 23; a kind new with it). `replicas`: every broker the
-    assignment names, in first-named order; `error`: the answer's error for the topic."""
+    """The admin's own CreateTopics of one of its topics (a fleet or scratch topic) and its answer
+    for that topic. `replicas`: every broker a manual assignment names, in first-named order (none
+    when the controller places the replicas); `error`: the answer's error for the topic;
+    `replication_factor`: the factor asked of the controller's placement (0: a manual assignment)."""
 
     kind: ClassVar[str] = "create_answer"
     wall_ns: int
@@ -535,6 +536,7 @@ class CreateAnswered:
     topic: str
     replicas: list[int]
     error: int
+    replication_factor: int = 0
 
 
 Entry = (

@@ -21,13 +21,15 @@ Rules (ids in violations.RULES):
   refusal and a deletion without an answer judge nothing; any other error, or an answer without the
   topic, is a violation.
 - `create-refused`: the admin's own CreateTopics of one of its topics (`CreateAnswered`: manual
-  assignments over the brokers the controller listed, never more partitions than the controller's
-  default bound) refused with an error semantics.md allows only in a state the log must show at
-  some time in flight (as above): TOPIC_ALREADY_EXISTS while a topic of that name exists;
-  INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT while a broker the assignment names is
-  not active (conservative: the controller refuses for a partition none of whose replicas is
-  active, or for an unregistered one). Any other error is a violation, but NOT_CONTROLLER, an
-  authorizer's and POLICY_VIOLATION (a lower configured bound), which judge nothing. Together
+  assignments over the brokers the controller listed, or a factor for the controller to place,
+  never more partitions than the controller's default bound) refused with an error semantics.md
+  allows only in a state the log must show at some time in flight (as above): TOPIC_ALREADY_EXISTS
+  while a topic of that name exists; INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT while
+  a broker the assignment names is not active (conservative: the controller refuses for a
+  partition none of whose replicas is active, or for an unregistered one); for a placed topic,
+  INVALID_REPLICATION_FACTOR while fewer brokers are active than the factor. Any other error is a
+  violation, but NOT_CONTROLLER, an authorizer's and POLICY_VIOLATION (a lower configured
+  bound), which judge nothing. Together
   with `unfence-unwritten` a run whose topics were never created fails: either the refusal is
   explained by brokers the log never unfenced, and the brokers were told they were, or it is not.
 - History: a log that starts at a base snapshot (its older segments deleted) holds only the
@@ -101,9 +103,15 @@ class Window:
 def refusal_explained(model: Model, entry: CreateAnswered) -> bool:
     """Does the log's state explain the creation's refusal? TOPIC_ALREADY_EXISTS: the name is taken;
     INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT: a broker the assignment names is not
-    active (unregistered, fenced or shutting down). Any other error: nothing does."""
+    active (unregistered, fenced or shutting down); for a topic the controller places,
+    INVALID_REPLICATION_FACTOR: fewer brokers active than the factor asked. Any other error:
+    nothing does."""
     if entry.error == ErrorCode.TOPIC_ALREADY_EXISTS:
         return entry.topic in model.names
+    if entry.replication_factor > 0:
+        if entry.error != ErrorCode.INVALID_REPLICATION_FACTOR:
+            return False
+        return sum(1 for broker in model.brokers if model.is_active(broker)) < entry.replication_factor
     if entry.error in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.INVALID_REPLICA_ASSIGNMENT):
         return not all(model.is_active(broker) for broker in entry.replicas)
     return False

@@ -19,7 +19,9 @@ Rules:
   deleted a second later (a deletion early in the run, whose StopReplica duties a short run can
   judge within their bound); then every few seconds (seeded) either ElectLeaders PREFERRED
   (versions 0-2, for one topic or, less often, for all partitions) or a scratch topic
-  "fleet-<seed>-scratch-<n>" created and deleted a few seconds later (DeleteTopics 1-6; v6 by id
+  "fleet-<seed>-scratch-<n>" whose replicas the controller places (a partition count and a
+  replication factor, no assignment: the checker holds the placement to the log's rules, distinct
+  replicas of the factor asked), deleted a few seconds later (DeleteTopics 1-6; v6 by id
   when known; each answer for its topic journalled, `DeleteAnswered`, issue 23). Rolling restart:
   ElectLeaders every few seconds, so that leadership returns to restarted brokers.
 - Chaos, besides (issue 23): admin probes (`broker_sim.model.admin_probes`: CreateTopics,
@@ -49,7 +51,7 @@ import trio
 
 from broker_sim import journal
 from broker_sim.model import admin_probes, versions
-from broker_sim.model.answers import answer_label, not_controller
+from broker_sim.model.answers import answer_label, misfit, not_controller
 from broker_sim.model.lifecycle import Phase
 from broker_sim.model.views import PartitionView
 from protocol.api_keys import ApiKey
@@ -178,6 +180,10 @@ class Admin:
         except BadAnswer as exc:
             recorder.bad_answer(-1, body.API.key, version, self.connection.last_correlation_id, str(exc))
             return None
+        problem = misfit(body, version, response)
+        if problem is not None:
+            recorder.bad_answer(-1, body.API.key, version, self.connection.last_correlation_id, problem)
+            return None
         now = self.ctx.now()
         self.ctx.answered(now, response)
         recorder.answered(body.API.key, now - sent, response)
@@ -208,13 +214,19 @@ class Admin:
         return listed or sorted(self.own_brokers)
 
     async def _create(
-        self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int
+        self, nursery: trio.Nursery, names: list[str], partitions: int, counter: int, *, placed: bool = False
     ) -> tuple[list[str], list[str]]:
-        """Create topics `names`; the names that exist now (answered NONE or TOPIC_ALREADY_EXISTS),
-        and those refused POLICY_VIOLATION."""
+        """Create topics `names` (`placed`: the controller places their replicas); the names that
+        exist now (answered NONE or TOPIC_ALREADY_EXISTS), and those refused POLICY_VIOLATION."""
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
-        topics = tuple(self._creatable(name, partitions, factor) for name in names)
+        if placed:
+            topics = tuple(
+                CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=factor)
+                for name in names
+            )
+        else:
+            topics = tuple(self._creatable(name, partitions, factor) for name in names)
         sent_ns = self.ctx.recorder.now_ns()
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
         if not isinstance(response, CreateTopicsResponse):
@@ -227,8 +239,9 @@ class Admin:
         for result in response.topics:
             if result.name in named:
                 entry = journal.CreateAnswered(
-                    answered_ns, sent_ns, version, result.name, named[result.name], result.error_code
-                )
+                    answered_ns, sent_ns, version, result.name, named[result.name], result.error_code,
+                    factor if placed else 0,
+                )  # fmt: skip
                 self.ctx.recorder.write(entry)
             if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
                 existing.append(result.name)
@@ -285,7 +298,7 @@ class Admin:
                     name = f"fleet-{self.ctx.seed}-scratch-{scratch}"
                     scratch += 1
                     self.counter += 1
-                    await self._create(nursery, [name], SCRATCH_PARTITIONS, self.counter)
+                    await self._create(nursery, [name], SCRATCH_PARTITIONS, self.counter, placed=True)
                     nursery.start_soon(self._delete_later, name, self.rng.uniform(2.0, 5.0))
 
     async def _elect(self) -> None:

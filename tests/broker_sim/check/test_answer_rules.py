@@ -108,9 +108,14 @@ def test_a_deletion_never_written_is_reported_at_the_end_of_the_log(tmp_path: Pa
 
 
 def creation(
-    error: int, sent_ms: int, answered_ms: int, name: str = "u", replicas: tuple[int, ...] = (1, 2, 3)
+    error: int,
+    sent_ms: int,
+    answered_ms: int,
+    name: str = "u",
+    replicas: tuple[int, ...] = (1, 2, 3),
+    placed_factor: int = 0,
 ) -> Entry:
-    return CreateAnswered(answered_ms * MS, sent_ms * MS, 7, name, list(replicas), error)
+    return CreateAnswered(answered_ms * MS, sent_ms * MS, 7, name, list(replicas), error, placed_factor)
 
 
 def test_a_creation_refused_for_a_reason_the_log_shows_is_clean(tmp_path: Path) -> None:
@@ -144,3 +149,23 @@ def test_a_creation_refused_for_no_reason_the_log_shows_is_reported(tmp_path: Pa
     ]
     result = checked(tmp_path, journal, log)
     assert rules(result) == ["create-refused"] * 4
+
+
+def test_a_placed_creation_is_refused_invalid_replication_factor_only_while_too_few_brokers_are_active(
+    tmp_path: Path,
+) -> None:
+    log = LogBuilder(tmp_path / "data")
+    log.cluster()  # brokers 1-4 unfenced from TIMESTAMP_MS + 50 .. + 80
+    log.timestamp_ms += 2_000
+    end = log.timestamp_ms
+    log.register(5)  # the log's clock goes on
+    placed = {"replicas": (), "placed_factor": 3}
+    journal = [
+        creation(ErrorCode.INVALID_REPLICATION_FACTOR, TIMESTAMP_MS + 20, TIMESTAMP_MS + 25, **placed),  # none active
+        creation(ErrorCode.INVALID_REPLICATION_FACTOR, end, end + 5, **placed),  # four active
+        creation(ErrorCode.INVALID_REPLICA_ASSIGNMENT, end, end + 5, **placed),  # no assignment to refuse
+        creation(ErrorCode.INVALID_REPLICATION_FACTOR, end, end + 5, replicas=(), placed_factor=5),  # four of five
+    ]
+    result = checked(tmp_path, journal, log)
+    assert rules(result) == ["create-refused"] * 2
+    assert result.counts["create_refusal"] == 4

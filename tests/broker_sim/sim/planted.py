@@ -186,3 +186,14 @@ def stop_replica_without_broker_epoch() -> None:
         return [dataclasses.replace(request, broker_epoch=-1) for request in original(order, version)]
 
     links.stop_replica_requests = stop_replica_requests
+
+
+def placement_repeats_a_broker() -> None:
+    """The replica placement steps over every broker, the first one included (modulo the broker
+    count where Kafka's striping takes it modulo one less): a partition may name a broker twice."""
+    from controller.ops import placement
+
+    def _replica_index(first: int, shift: int, replica: int, count: int) -> int:
+        return (first + 1 + (shift + replica) % count) % count
+
+    placement._replica_index = _replica_index
