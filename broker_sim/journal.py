@@ -527,7 +527,8 @@ class CreateAnswered:
     """The admin's own CreateTopics of one of its topics (a fleet or scratch topic) and its answer
     for that topic. `replicas`: every broker a manual assignment names, in first-named order (none
     when the controller places the replicas); `error`: the answer's error for the topic;
-    `replication_factor`: the factor asked of the controller's placement (0: a manual assignment)."""
+    `replication_factor`: the factor asked of the controller's placement (-1: its default; 0: a
+    manual assignment)."""
 
     kind: ClassVar[str] = "create_answer"
     wall_ns: int

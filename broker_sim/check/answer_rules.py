@@ -27,7 +27,8 @@ Rules (ids in violations.RULES):
   while a topic of that name exists; INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT while
   a broker the assignment names is not active (conservative: the controller refuses for a
   partition none of whose replicas is active, or for an unregistered one); for a placed topic,
-  INVALID_REPLICATION_FACTOR while fewer brokers are active than the factor. Any other error is a
+  INVALID_REPLICATION_FACTOR while fewer brokers are active than the factor (the default, -1:
+  while none is, whatever the controller's default). Any other error is a
   violation, but NOT_CONTROLLER, an authorizer's and POLICY_VIOLATION (a lower configured
   bound), which judge nothing. Together
   with `unfence-unwritten` a run whose topics were never created fails: either the refusal is
@@ -108,10 +109,10 @@ def refusal_explained(model: Model, entry: CreateAnswered) -> bool:
     nothing does."""
     if entry.error == ErrorCode.TOPIC_ALREADY_EXISTS:
         return entry.topic in model.names
-    if entry.replication_factor > 0:
+    if entry.replication_factor != 0:  # placed; -1: the controller's default factor, at least 1
         if entry.error != ErrorCode.INVALID_REPLICATION_FACTOR:
             return False
-        return sum(1 for broker in model.brokers if model.is_active(broker)) < entry.replication_factor
+        return sum(1 for broker in model.brokers if model.is_active(broker)) < max(1, entry.replication_factor)
     if entry.error in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.INVALID_REPLICA_ASSIGNMENT):
         return not all(model.is_active(broker) for broker in entry.replicas)
     return False

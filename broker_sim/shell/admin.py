@@ -20,8 +20,9 @@ Rules:
   judge within their bound); then every few seconds (seeded) either ElectLeaders PREFERRED
   (versions 0-2, for one topic or, less often, for all partitions) or a scratch topic
   "fleet-<seed>-scratch-<n>" whose replicas the controller places (a partition count and a
-  replication factor, no assignment: the checker holds the placement to the log's rules, distinct
-  replicas of the factor asked), deleted a few seconds later (DeleteTopics 1-6; v6 by id
+  replication factor from 1 up to the fleet's, each the controller's default, -1, one time in
+  three; no assignment: the checker holds the placement to the log's rules, distinct replicas of
+  the factor asked), deleted a few seconds later (DeleteTopics 1-6; v6 by id
   when known; each answer for its topic journalled, `DeleteAnswered`, issue 23). Rolling restart:
   ElectLeaders every few seconds, so that leadership returns to restarted brokers.
 - Chaos, besides (issue 23): admin probes (`broker_sim.model.admin_probes`: CreateTopics,
@@ -221,6 +222,7 @@ class Admin:
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
         factor = min(self.replication_factor, len(self.brokers))
         if placed:
+            partitions, factor = self._placed_shape(names[0], partitions, factor)
             topics = tuple(
                 CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=factor)
                 for name in names
@@ -259,6 +261,14 @@ class Admin:
                 self.ctx.topic_ids[result.name] = result.topic_id
             nursery.start_soon(self._journal_created, result.name, partitions, factor)
         return existing, over_cap
+
+    def _placed_shape(self, name: str, partitions: int, factor: int) -> tuple[int, int]:
+        """The partition count and replication factor asked of the controller's placement for
+        `name`: each the controller's default (-1) one time in three, else the count given and a
+        factor from 1 up to `factor` (seeded by the name, apart from the admin's other draws)."""
+        rng = random.Random(f"{self.ctx.seed}:placed:{name}")
+        count = -1 if rng.random() < 1 / 3 else partitions
+        return count, -1 if rng.random() < 1 / 3 else rng.randint(1, max(1, factor))
 
     def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")
