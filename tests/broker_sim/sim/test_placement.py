@@ -10,7 +10,7 @@ from pathlib import Path
 
 from broker_sim.journal import CreateAnswered, read_journal
 
-SEED = 3  # chaos; creates placed scratch topics within 40 s
+SEED = 2  # chaos; creates placed scratch topics of replication factor 2 and more within 40 s
 
 
 def sim(*arguments: str) -> subprocess.CompletedProcess[str]:
