@@ -254,6 +254,9 @@ RULE_MAP: tuple[Rule, ...] = (
             "admin_probe:create-taken",
             "admin_probe:create-unregistered-replica",
             "admin_probe:create-empty-replicas",
+            "admin_probe:create-bad-partition-indexes",
+            "admin_probe:create-repeated-replica",
+            "admin_probe:create-uneven-replicas",
         ),
         checks=(
             "stale-replay-accepted",
@@ -808,7 +811,13 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "Manual assignment naming an unregistered broker",
         "an assignment naming an unregistered broker, or empty: INVALID_REPLICA_ASSIGNMENT",
-        probes=("admin_probe:create-unregistered-replica", "admin_probe:create-empty-replicas"),
+        probes=(
+            "admin_probe:create-unregistered-replica",
+            "admin_probe:create-empty-replicas",
+            "admin_probe:create-bad-partition-indexes",
+            "admin_probe:create-repeated-replica",
+            "admin_probe:create-uneven-replicas",
+        ),
         checks=(*_PROBE_CHECKS, "replica-set", "create-refused"),
     ),
     Rule(

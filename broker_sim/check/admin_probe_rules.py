@@ -65,6 +65,9 @@ EXPECTED = {
     "create-replication-factor": ErrorCode.INVALID_REPLICATION_FACTOR,  # 32,767: more than any cluster's brokers
     "create-unregistered-replica": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     "create-empty-replicas": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    "create-bad-partition-indexes": ErrorCode.INVALID_REPLICA_ASSIGNMENT,  # not 0..N-1 each once
+    "create-repeated-replica": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    "create-uneven-replicas": ErrorCode.INVALID_REPLICA_ASSIGNMENT,  # unlike partition 0's count
     "elect-unknown-topic": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     "elect-unknown-partition": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ELECT_UNCLEAN_LED: ErrorCode.ELECTION_NOT_NEEDED,  # UNCLEAN only for a leaderless partition

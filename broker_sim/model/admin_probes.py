@@ -18,7 +18,12 @@ Rules:
     id no broker registers (negative, or `UNREGISTERED_BASE` and up, `probes.unregistered_id`),
     or to that id alone: INVALID_REPLICA_ASSIGNMENT (39);
   - "create-empty-replicas": a fresh name, one partition assigned an empty replica list:
-    INVALID_REPLICA_ASSIGNMENT (39).
+    INVALID_REPLICA_ASSIGNMENT (39);
+  - malformed assignments over listed brokers, each INVALID_REPLICA_ASSIGNMENT (39), as Kafka's
+    ReplicationControlManager refuses them: "create-bad-partition-indexes" (partition indexes not
+    0 to N-1 each once: one repeated, [0, 0], or a gap, [1] or [0, 2], seeded);
+    "create-repeated-replica" (one partition naming a broker twice); "create-uneven-replicas"
+    (partition 1 with fewer replicas than partition 0; needs two listed brokers).
   A creation probe is validate_only one time in four (`VALIDATE_ONLY_CHANCE`: the same checks
   apply, nothing written either way); fresh names are "fleet-<seed>-admin-probe-<n>", unlike
   any topic the fleet creates otherwise.
@@ -93,6 +98,9 @@ CREATE_TAKEN = "create-taken"
 CREATE_REPLICATION_FACTOR = "create-replication-factor"
 CREATE_UNREGISTERED_REPLICA = "create-unregistered-replica"
 CREATE_EMPTY_REPLICAS = "create-empty-replicas"
+CREATE_BAD_PARTITION_INDEXES = "create-bad-partition-indexes"
+CREATE_REPEATED_REPLICA = "create-repeated-replica"
+CREATE_UNEVEN_REPLICAS = "create-uneven-replicas"
 DELETE_UNKNOWN = "delete-unknown"
 ELECT_UNKNOWN_TOPIC = "elect-unknown-topic"
 ELECT_UNKNOWN_PARTITION = "elect-unknown-partition"
@@ -109,6 +117,9 @@ KINDS = (
     CREATE_UNREGISTERED_REPLICA,
     ELECT_UNKNOWN_PARTITION,
     CREATE_EMPTY_REPLICAS,
+    CREATE_BAD_PARTITION_INDEXES,
+    CREATE_REPEATED_REPLICA,
+    CREATE_UNEVEN_REPLICAS,
 )
 #: every kind the admin sends: the cycle's, and the one asked first whenever it can be built
 ALL_KINDS = (*KINDS, ELECT_UNCLEAN_LEADERLESS)
@@ -118,6 +129,9 @@ RANGES = {
     CREATE_REPLICATION_FACTOR: Versions(2, 7),
     CREATE_UNREGISTERED_REPLICA: Versions(2, 7),
     CREATE_EMPTY_REPLICAS: Versions(2, 7),
+    CREATE_BAD_PARTITION_INDEXES: Versions(2, 7),
+    CREATE_REPEATED_REPLICA: Versions(2, 7),
+    CREATE_UNEVEN_REPLICAS: Versions(2, 7),
     DELETE_UNKNOWN: Versions(1, 6),
     ELECT_UNKNOWN_TOPIC: Versions(0, 2),
     ELECT_UNKNOWN_PARTITION: Versions(0, 2),
@@ -231,6 +245,30 @@ def _assignment(
     return _creation(kind, version, rng, topic, True, assignment=[list(replicas)])
 
 
+def _malformed(kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge) -> AdminProbePlan | None:
+    """An assignment over listed brokers that Kafka refuses for its shape (see the module rules)."""
+    brokers = list(known.brokers)
+    if not brokers or (kind == CREATE_UNEVEN_REPLICAS and len(brokers) < 2):
+        return None
+    if kind == CREATE_BAD_PARTITION_INDEXES:
+        indexes = rng.choice(((0, 0), (1,), (0, 2)))
+        shape = [(i, (rng.choice(brokers),)) for i in indexes]
+    elif kind == CREATE_REPEATED_REPLICA:
+        broker = rng.choice(brokers)
+        shape = [(0, (broker, broker))]
+    else:
+        pair = tuple(rng.sample(brokers, 2))
+        shape = [(0, pair), (1, pair[:1])]
+    assignments = tuple(
+        CreateTopicsRequestCreatableReplicaAssignment(partition_index=i, broker_ids=replicas) for i, replicas in shape
+    )
+    topic = CreateTopicsRequestCreatableTopic(
+        name=fresh_name(known.seed, index), num_partitions=-1, replication_factor=-1, assignments=assignments
+    )
+    detail = {"assignment": [[i, list(replicas)] for i, replicas in shape]}
+    return _creation(kind, version, rng, topic, True, **detail)
+
+
 # ---------------------------------------------------------------------- DeleteTopics
 def _delete_unknown(
     kind: str, version: int, index: int, rng: random.Random, known: AdminKnowledge
@@ -288,6 +326,9 @@ _BUILDERS: dict[str, Callable[[str, int, int, random.Random, AdminKnowledge], Ad
     CREATE_REPLICATION_FACTOR: _replication_factor,
     CREATE_UNREGISTERED_REPLICA: _assignment,
     CREATE_EMPTY_REPLICAS: _assignment,
+    CREATE_BAD_PARTITION_INDEXES: _malformed,
+    CREATE_REPEATED_REPLICA: _malformed,
+    CREATE_UNEVEN_REPLICAS: _malformed,
     DELETE_UNKNOWN: _delete_unknown,
     ELECT_UNKNOWN_TOPIC: _elect_unknown,
     ELECT_UNKNOWN_PARTITION: _elect_unknown,

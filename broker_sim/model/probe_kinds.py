@@ -228,6 +228,22 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.admin_probes:_assignment",
         "replicas: tuple[int, ...] = ()",
     ),
+    "admin_probe:create-bad-partition-indexes": ProbeKind(
+        "a CreateTopics (v2-7) assigning partition indexes other than 0 to N-1 each once (repeated or with a "
+        "gap): INVALID_REPLICA_ASSIGNMENT",
+        "broker_sim.model.admin_probes:_malformed",
+        "((0, 0), (1,), (0, 2))",
+    ),
+    "admin_probe:create-repeated-replica": ProbeKind(
+        "a CreateTopics (v2-7) assigning a partition the same broker twice: INVALID_REPLICA_ASSIGNMENT",
+        "broker_sim.model.admin_probes:_malformed",
+        "(broker, broker)",
+    ),
+    "admin_probe:create-uneven-replicas": ProbeKind(
+        "a CreateTopics (v2-7) assigning partition 1 fewer replicas than partition 0: INVALID_REPLICA_ASSIGNMENT",
+        "broker_sim.model.admin_probes:_malformed",
+        "pair[:1]",
+    ),
     "admin_probe:delete-unknown": ProbeKind(
         "a DeleteTopics of an unknown topic: UNKNOWN_TOPIC_OR_PARTITION (by name, v1-6), UNKNOWN_TOPIC_ID (by id, v6)",
         "broker_sim.model.admin_probes:_delete_unknown",

@@ -115,6 +115,27 @@ def test_the_probes_name_what_makes_them_wrong() -> None:
     assert (unclean.topic_partitions[0].topic, unclean.topic_partitions[0].partitions[0]) in KNOWN.led
 
 
+def test_malformed_assignments_name_listed_brokers_in_a_shape_kafka_refuses() -> None:
+    shapes = set()
+    for seed in range(30):
+        body = build(admin_probes.CREATE_BAD_PARTITION_INDEXES, 4, seed).body
+        assert isinstance(body, CreateTopicsRequest)
+        indexes = tuple(a.partition_index for a in body.topics[0].assignments)
+        assert indexes != tuple(range(len(indexes)))
+        shapes.add(indexes)
+        assert {b for a in body.topics[0].assignments for b in a.broker_ids} <= set(KNOWN.brokers)
+        repeated = build(admin_probes.CREATE_REPEATED_REPLICA, 4, seed).body
+        assert isinstance(repeated, CreateTopicsRequest)
+        (only,) = repeated.topics[0].assignments
+        assert len(only.broker_ids) == 2 and len(set(only.broker_ids)) == 1
+        uneven = build(admin_probes.CREATE_UNEVEN_REPLICAS, 4, seed).body
+        assert isinstance(uneven, CreateTopicsRequest)
+        assert [len(a.broker_ids) for a in uneven.topics[0].assignments] == [2, 1]
+    assert shapes == {(0, 0), (1,), (0, 2)}
+    one_broker = AdminKnowledge(SEED, (), (4,), ())
+    assert admin_probes.build(admin_probes.CREATE_UNEVEN_REPLICAS, 4, 0, random.Random(0), one_broker) is None
+
+
 def test_deletions_name_an_unknown_topic_by_name_before_v6_and_mostly_by_id_at_v6() -> None:
     for version in range(1, 6):
         plan = build(admin_probes.DELETE_UNKNOWN, version)
