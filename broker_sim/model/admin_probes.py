@@ -250,6 +250,7 @@ def _malformed(kind: str, version: int, index: int, rng: random.Random, known: A
     brokers = list(known.brokers)
     if not brokers or (kind == CREATE_UNEVEN_REPLICAS and len(brokers) < 2):
         return None
+    shape: list[tuple[int, tuple[int, ...]]]
     if kind == CREATE_BAD_PARTITION_INDEXES:
         indexes = rng.choice(((0, 0), (1,), (0, 2)))
         shape = [(i, (rng.choice(brokers),)) for i in indexes]

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 
 import trio
 
@@ -115,12 +116,21 @@ def striped(brokers: list[int], partitions: int, replication_factor: int, rng: r
 
 class Admin:
     def __init__(
-        self, ctx: FleetContext, topics: int, partitions: int, replication_factor: int, own_brokers: list[int]
+        self,
+        ctx: FleetContext,
+        topics: int,
+        partitions: int,
+        replication_factor: int,
+        own_brokers: list[int],
+        factors: Sequence[int] = (),
     ) -> None:
+        """`factors`: the replication factor of the first topics, in order (the rest:
+        `replication_factor`)."""
         self.ctx = ctx
         self.topics = topics
         self.partitions = partitions
         self.replication_factor = replication_factor
+        self.factors = {topic_name(ctx.seed, index): factor for index, factor in enumerate(factors)}
         self.own_brokers = own_brokers
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
         self.connection = ControllerConnection(ctx.controllers, "fleet-admin", capture, self._switched, ctx.client_tls)
@@ -220,15 +230,16 @@ class Admin:
         """Create topics `names` (`placed`: the controller places their replicas); the names that
         exist now (answered NONE or TOPIC_ALREADY_EXISTS), and those refused POLICY_VIOLATION."""
         version = versions.admin_version(self.ctx.seed, counter, ApiKey.CREATE_TOPICS)
-        factor = min(self.replication_factor, len(self.brokers))
+        factors = {name: min(self.factors.get(name, self.replication_factor), len(self.brokers)) for name in names}
         if placed:
-            partitions, factor = self._placed_shape(names[0], partitions, factor)
+            shapes = {name: self._placed_shape(name, partitions, factors[name]) for name in names}
             topics = tuple(
-                CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=factor)
-                for name in names
+                CreateTopicsRequestCreatableTopic(name=name, num_partitions=count, replication_factor=factor)
+                for name, (count, factor) in shapes.items()
             )
         else:
-            topics = tuple(self._creatable(name, partitions, factor) for name in names)
+            shapes = {name: (partitions, factors[name]) for name in names}
+            topics = tuple(self._creatable(name, partitions, factors[name]) for name in names)
         sent_ns = self.ctx.recorder.now_ns()
         response = await self.call(CreateTopicsRequest(topics=topics, timeout_ms=30000), version)
         if not isinstance(response, CreateTopicsResponse):
@@ -242,7 +253,7 @@ class Admin:
             if result.name in named:
                 entry = journal.CreateAnswered(
                     answered_ns, sent_ns, version, result.name, named[result.name], result.error_code,
-                    factor if placed else 0,
+                    shapes[result.name][1] if placed else 0,
                 )  # fmt: skip
                 self.ctx.recorder.write(entry)
             if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
@@ -259,7 +270,8 @@ class Admin:
                 continue
             if result.topic_id != ZERO_UUID:
                 self.ctx.topic_ids[result.name] = result.topic_id
-            nursery.start_soon(self._journal_created, result.name, partitions, factor)
+            if result.name in shapes:
+                nursery.start_soon(self._journal_created, result.name, *shapes[result.name])
         return existing, over_cap
 
     def _placed_shape(self, name: str, partitions: int, factor: int) -> tuple[int, int]:

@@ -42,6 +42,8 @@ class FleetConfig:
     topics: int = 1
     partitions: int = 3  # per topic
     replication_factor: int = 3
+    #: the replication factor of the first topics, in order (the rest: `replication_factor`)
+    replication_factors: tuple[int, ...] = ()
     duration_s: float = 30.0
     seed: int = 0
     scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos | controller-failover (--quorum)
@@ -81,7 +83,7 @@ def _validate(config: FleetConfig) -> None:
         raise ValueError(f"unknown scenario {config.scenario!r}: one of {', '.join(ALL_SCENARIOS)}")
     if config.brokers < 1 or config.first_broker_id < 0:
         raise ValueError("brokers must be at least 1 and first_broker_id at least 0")
-    if config.topics < 0 or config.partitions < 1 or config.replication_factor < 1:
+    if config.topics < 0 or config.partitions < 1 or min((config.replication_factor, *config.replication_factors)) < 1:
         raise ValueError("topics must be at least 0, partitions and replication_factor at least 1")
     if config.heartbeat_ms < 1 or config.session_timeout_ms <= config.heartbeat_ms or config.duration_s <= 0:
         raise ValueError("heartbeat_ms must be positive and below session_timeout_ms; duration_s positive")
@@ -103,6 +105,7 @@ async def run_fleet(
         topics=config.topics,
         partitions=config.partitions,
         replication_factor=config.replication_factor,
+        replication_factors=config.replication_factors,
         duration_s=config.duration_s,
         seed=config.seed,
         scenario=config.scenario,

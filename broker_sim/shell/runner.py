@@ -83,6 +83,7 @@ class RunSpec:
     create_topics: bool
     listen_host: str
     tls: FleetTls | None = None
+    replication_factors: tuple[int, ...] = ()  # the first topics' (FleetConfig.replication_factors)
 
 
 def warm_codecs() -> None:
@@ -218,7 +219,10 @@ async def _fleet(
         nursery.start_soon(_ticker, ctx)
         nursery.start_soon(FaultDriver(ctx, runners, faults).run)
         if spec.create_topics:
-            admin = Admin(ctx, spec.topics, spec.partitions, spec.replication_factor, list(spec.broker_ids))
+            admin = Admin(
+                ctx, spec.topics, spec.partitions, spec.replication_factor, list(spec.broker_ids),
+                spec.replication_factors,
+            )  # fmt: skip
             nursery.start_soon(admin.run)
 
 

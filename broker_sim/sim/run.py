@@ -75,6 +75,8 @@ class SimSpec:
     disk_s: tuple[float, float] = (0.0005, 0.003)
     #: the nodes' log and operation options (None: the seed's draw, `NodeSettings.drawn`)
     settings: NodeSettings | None = None
+    #: the first topics' replication factors (None: the seed's draw, `factors_of`)
+    replication_factors: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -119,11 +121,25 @@ def voters_of(spec: SimSpec) -> int:
     return 3 if raft is None else random.Random(f"{spec.seed}:voters").randint(*raft.voters)
 
 
+def factors_of(spec: SimSpec) -> tuple[int, ...]:
+    """The first topics' replication factors (see `SimSpec.replication_factors`): one seed in three
+    runs its last topic at a factor from 1 to one below the run's (when it has two topics or more
+    and a factor above 1), so that partitions of factor 1 and 2 meet the broker faults; the rest run
+    every topic at the run's factor."""
+    if spec.replication_factors is not None:
+        return spec.replication_factors
+    rng = random.Random(f"{spec.seed}:factors")
+    if spec.topics < 2 or spec.replication_factor < 2 or rng.random() >= 1 / 3:
+        return ()
+    return (*[spec.replication_factor] * (spec.topics - 1), rng.randint(1, spec.replication_factor - 1))
+
+
 def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
     voters = voters_of(spec)
-    spec = replace(spec, voters=voters, settings=spec.settings or NodeSettings.drawn(spec.seed, spec.partitions))
+    settings = spec.settings or NodeSettings.drawn(spec.seed, spec.partitions)
+    spec = replace(spec, voters=voters, settings=settings, replication_factors=factors_of(spec))
     plan = QuorumPlan(
         nodes=voters,
         data_dir=directory / "quorum",
@@ -136,6 +152,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         topics=spec.topics,
         partitions=spec.partitions,
         replication_factor=spec.replication_factor,
+        replication_factors=spec.replication_factors or (),
         duration_s=spec.duration_s,
         seed=spec.seed,
         scenario=_fleet_scenario(spec.scenario),
