@@ -14,7 +14,7 @@ from pathlib import Path
 from broker_sim.sim.cluster import NodeSettings
 from controller.state.controller_state import ControllerConfig
 
-SEED = 5  # draws a small cap; rolling-restart's controlled shutdowns span several batches
+SEED = 10  # draws a small cap; rolling-restart's controlled shutdowns span several batches
 PARTITIONS = 3  # the simulator's topics'
 
 
