@@ -20,8 +20,8 @@ Rules:
   judge within their bound); then every few seconds (seeded) either ElectLeaders PREFERRED
   (versions 0-2, for one topic or, less often, for all partitions) or a scratch topic
   "fleet-<seed>-scratch-<n>" whose replicas the controller places (a partition count and a
-  replication factor from 1 up to the fleet's, each the controller's default, -1, one time in
-  three; no assignment: the checker holds the placement to the log's rules, distinct replicas of
+  replication factor: the fleet's half the time, else the controller's default, -1, or 1 or 2;
+  no assignment: the checker holds the placement to the log's rules, distinct replicas of
   the factor asked), deleted a few seconds later (DeleteTopics 1-6; v6 by id
   when known; each answer for its topic journalled, `DeleteAnswered`, issue 23). Rolling restart:
   ElectLeaders every few seconds, so that leadership returns to restarted brokers.
@@ -276,11 +276,12 @@ class Admin:
 
     def _placed_shape(self, name: str, partitions: int, factor: int) -> tuple[int, int]:
         """The partition count and replication factor asked of the controller's placement for
-        `name`: each the controller's default (-1) one time in three, else the count given and a
-        factor from 1 up to `factor` (seeded by the name, apart from the admin's other draws)."""
+        `name` (seeded by the name, apart from the admin's other draws): the count given, or the
+        controller's default (-1) one time in four; the factor `factor` half the time, else the
+        default, 1 or 2 (at most `factor`), so that most placements have followers to place."""
         rng = random.Random(f"{self.ctx.seed}:placed:{name}")
-        count = -1 if rng.random() < 1 / 3 else partitions
-        return count, -1 if rng.random() < 1 / 3 else rng.randint(1, max(1, factor))
+        count = -1 if rng.random() < 1 / 4 else partitions
+        return count, min(factor, rng.choice((-1, 1, 2, factor, factor, factor)))
 
     def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")
