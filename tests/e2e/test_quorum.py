@@ -219,23 +219,38 @@ def test_a_short_stall_of_the_leader_holds_answers_back_and_loses_nothing(quorum
     """A stall shorter than the followers' fetch timeout (no election) but longer than a quarter of
     it: the leader's lease lapses, the request that waited through the stall is answered once the
     followers' fetches restore it, and the next write goes on (a write refused while the node
-    still led once left the engine's offsets ahead of the quorum's: the node stopped)."""
-    leader, before = quorum.leader()
-    process = quorum.nodes[leader].process
-    assert process is not None
-    with KioClient(quorum.port(leader)) as held:
-        process.send_signal(signal.SIGSTOP)
-        try:
-            correlation = held.send(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998))
-            time.sleep(0.4)  # > fetch timeout / 4 (a stall), < fetch timeout (nobody stands)
-        finally:
-            process.send_signal(signal.SIGCONT)
-        waited = held.receive(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998), correlation)
-        assert waited.error_code == 0
-        again = held.request(m.broker_registration(1, 9, CLUSTER, uuid.uuid4(), 9997))
-        assert again.error_code == 0 and again.broker_epoch > waited.broker_epoch
-    assert process.poll() is None
-    assert quorum.leader()[1].leader_epoch == before.leader_epoch  # no election
+    still led once left the engine's offsets ahead of the quorum's: the node stopped). A loaded
+    machine may let the followers time out all the same (the stopped leader's fetch answers come
+    late): then the leader is deposed, and its held request, whose commit the new leader may or
+    may not make, is closed unanswered by design (never answered NONE); the stall is tried again,
+    up to three times, until one try saw no election."""
+    elections = []
+    for _ in range(3):
+        leader, before = quorum.leader()
+        process = quorum.nodes[leader].process
+        assert process is not None
+        with KioClient(quorum.port(leader)) as held:
+            process.send_signal(signal.SIGSTOP)
+            try:
+                correlation = held.send(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998))
+                time.sleep(0.4)  # > fetch timeout / 4 (a stall), < fetch timeout (nobody stands)
+            finally:
+                process.send_signal(signal.SIGCONT)
+            try:
+                waited = held.receive(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998), correlation)
+            except ConnectionError:
+                waited = None
+            after = quorum.leader()[1]
+            if after.leader_epoch != before.leader_epoch:  # an election after all: try again
+                elections.append((before.leader_epoch, after.leader_epoch, waited is None))
+                continue
+            assert waited is not None and waited.error_code == 0
+            again = held.request(m.broker_registration(1, 9, CLUSTER, uuid.uuid4(), 9997))
+            assert again.error_code == 0 and again.broker_epoch > waited.broker_epoch
+        assert process.poll() is None
+        assert quorum.leader()[1].leader_epoch == before.leader_epoch  # no election
+        return
+    raise AssertionError(f"an election on every try (epoch before, after, closed unanswered): {elections}")
 
 
 def test_api_versions_never_waits_behind_a_commit(quorum: Quorum) -> None:
