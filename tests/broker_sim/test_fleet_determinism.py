@@ -37,14 +37,8 @@ import pytest
 import trio
 
 from broker_sim.journal import Registered, TopicCreated
+from broker_sim.model.requests import Proposal, alter_partition
 from protocol.capture import OUTBOUND
-from protocol.ids import BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch
-from protocol.messages.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-)
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.registry import decode_request
 
@@ -111,9 +105,13 @@ def parts_at_an_isr(client: str, one: Any, other: Any) -> bool:
     return client.endswith("-data") and one[0] == other[0] == 56 and without_isr(one) == without_isr(other)
 
 
-def diverged(client: str, shorter: list[Any], longer: list[Any]) -> str:
+def parting(shorter: list[Any], longer: list[Any]) -> int:
+    """The index of the first request where two sequences differ (the shorter's length if none does)."""
+    return next((i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b), len(shorter))
+
+
+def diverged(client: str, shorter: list[Any], longer: list[Any], index: int) -> str:
     """Where two sequences part, in full (a wall-clock run's divergence is rare: what differed)."""
-    index = next(i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b)
     return f"{client} diverged at request {index}:\n  one:   {shorter[index]!r}\n  other: {longer[index]!r}"
 
 
@@ -139,9 +137,9 @@ async def test_two_runs_with_the_same_seed_send_the_same_requests_per_broker(tmp
     alter_partitions = 0
     for client in sorted(first):
         shorter, longer = sorted((first[client], second[client]), key=len)
-        common = next((i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b), len(shorter))
+        common = parting(shorter, longer)
         if common < len(shorter):
-            assert parts_at_an_isr(client, shorter[common], longer[common]), diverged(client, shorter, longer)
+            assert parts_at_an_isr(client, shorter[common], longer[common]), diverged(client, shorter, longer, common)
         else:
             assert len(longer) - len(shorter) <= 2, f"{client}: more than the end of a run differs"
         alter_partitions += sum(1 for item in shorter[:common] if item[0] == 56)
@@ -156,26 +154,8 @@ async def test_another_seed_sends_other_requests(tmp_path: Path) -> None:
 
 def test_a_data_connection_may_part_only_at_an_isrs_members() -> None:
     def request(isr: tuple[int, ...], partition_epoch: int = 0) -> Any:
-        body = AlterPartitionRequest(
-            broker_id=BrokerId(4),
-            broker_epoch=BrokerEpoch(7),
-            topics=(
-                AlterPartitionRequestTopicData(
-                    topic_id=TOPIC,
-                    partitions=(
-                        AlterPartitionRequestPartitionData(
-                            partition_index=1,
-                            leader_epoch=LeaderEpoch(0),
-                            new_isr_with_epochs=tuple(
-                                AlterPartitionRequestBrokerState(broker_id=BrokerId(b), broker_epoch=BrokerEpoch(b))
-                                for b in isr
-                            ),
-                            partition_epoch=PartitionEpoch(partition_epoch),
-                        ),
-                    ),
-                ),
-            ),
-        )
+        proposal = Proposal("t", TOPIC, 1, 0, partition_epoch, isr, isr)
+        body = alter_partition(3, 4, 7, [proposal])
         return (56, 3, normalise(body, {7: "4#1"}, {TOPIC: "t"}))
 
     assert parts_at_an_isr("broker-4-data", request((4, 3)), request((4, 2)))
