@@ -132,6 +132,19 @@ def running(q: QuorumT) -> Iterator[QuorumT]:
                 process.stop()
 
 
+@contextlib.contextmanager
+def paused(*processes: Any) -> Iterator[None]:
+    """The processes stopped (SIGSTOP) for the block, woken (SIGCONT) however it ends."""
+    for process in processes:
+        assert process is not None
+        process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGCONT)
+
+
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quorum]:
     with running(Quorum(tmp_path_factory.mktemp("quorum"))) as q:
@@ -230,12 +243,9 @@ def test_a_short_stall_of_the_leader_holds_answers_back_and_loses_nothing(quorum
         process = quorum.nodes[leader].process
         assert process is not None
         with KioClient(quorum.port(leader)) as held:
-            process.send_signal(signal.SIGSTOP)
-            try:
+            with paused(process):
                 correlation = held.send(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998))
                 time.sleep(0.4)  # > fetch timeout / 4 (a stall), < fetch timeout (nobody stands)
-            finally:
-                process.send_signal(signal.SIGCONT)
             try:
                 waited = held.receive(m.broker_registration(1, 8, CLUSTER, uuid.uuid4(), 9998), correlation)
             except ConnectionError:
@@ -258,20 +268,12 @@ def test_api_versions_never_waits_behind_a_commit(quorum: Quorum) -> None:
     majority that is not there (both followers paused): it depends on no commit."""
     leader, _ = quorum.leader()
     followers = [quorum.nodes[node].process for node in sorted({1, 2, 3} - {leader})]
-    with KioClient(quorum.port(leader)) as waiting, KioClient(quorum.port(leader)) as other:
-        for follower in followers:
-            assert follower is not None
-            follower.send_signal(signal.SIGSTOP)
-        try:
-            waiting.send(m.broker_registration(1, 10, CLUSTER, uuid.uuid4(), 9996))  # cannot commit now
-            time.sleep(0.1)
-            started = time.monotonic()
-            versions = other.request(m.api_versions(3))
-            assert versions.error_code == 0 and time.monotonic() - started < 0.5
-        finally:
-            for follower in followers:
-                assert follower is not None
-                follower.send_signal(signal.SIGCONT)
+    with KioClient(quorum.port(leader)) as waiting, KioClient(quorum.port(leader)) as other, paused(*followers):
+        waiting.send(m.broker_registration(1, 10, CLUSTER, uuid.uuid4(), 9996))  # cannot commit now
+        time.sleep(0.1)
+        started = time.monotonic()
+        versions = other.request(m.api_versions(3))
+        assert versions.error_code == 0 and time.monotonic() - started < 0.5
     quorum.leader(timeout=10)  # whole again for the tests after this one
 
 
@@ -313,13 +315,10 @@ def test_a_paused_leader_is_deposed_and_wakes_up_answering_not_controller(quorum
     process = quorum.nodes[leader].process
     assert process is not None
     with KioClient(quorum.port(leader)) as held:
-        process.send_signal(signal.SIGSTOP)
-        try:
+        with paused(process):
             correlation = held.send(m.create_topics(7, "zombie", 1, 1))  # read by nobody until SIGCONT
             new_leader, after = quorum.leader(among={1, 2, 3} - {leader})
             assert after.leader_epoch > before.leader_epoch
-        finally:
-            process.send_signal(signal.SIGCONT)
         try:
             answer = held.receive(m.create_topics(7, "zombie", 1, 1), correlation)
         except (OSError, AssertionError, EOFError):
