@@ -540,6 +540,39 @@ class CreateAnswered:
     replication_factor: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ElectAnswered:
+    """The admin's own ElectLeaders (chaos's preferred elections, not a probe) and its answer:
+    `election_type` (0 PREFERRED, 1 UNCLEAN); `error`: the answer's top-level error (0 where the
+    version has none); `results`: [topic, partition, error] for each partition of the answer, in
+    its order."""
+
+    kind: ClassVar[str] = "elect_answer"
+    wall_ns: int
+    sent_wall_ns: int
+    api_version: int
+    election_type: int
+    error: int
+    results: list[list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaStateAnswered:
+    """An AlterReplicaState of a broker's own replicas (`new_state` 1 OFFLINE: their log dir failed;
+    2 ONLINE: it was repaired) and its answer: `replicas` ([topic, partition], as asked), `errors`
+    the top-level error then one per replica in the same order (-1: missing from the answer)."""
+
+    kind: ClassVar[str] = "replica_state_answer"
+    wall_ns: int
+    sent_wall_ns: int
+    broker: int
+    broker_epoch: int
+    api_version: int
+    new_state: int
+    replicas: list[list[Any]]
+    errors: list[int]
+
+
 Entry = (
     RunStarted
     | RunEnded
@@ -570,6 +603,8 @@ Entry = (
     | UnfencedSeen
     | DeleteAnswered
     | CreateAnswered
+    | ElectAnswered
+    | ReplicaStateAnswered
 )
 ENTRY_TYPES: dict[str, type[Any]] = {
     kind.kind: kind
@@ -603,6 +638,8 @@ ENTRY_TYPES: dict[str, type[Any]] = {
         UnfencedSeen,
         DeleteAnswered,
         CreateAnswered,
+        ElectAnswered,
+        ReplicaStateAnswered,
     )
 }
 

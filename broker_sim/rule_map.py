@@ -409,7 +409,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _B,
         "Every PartitionChangeRecord bumps the partition epoch by one.",
         "every partition change bumps the partition epoch by one",
-        checks=("partition-epoch",),
+        checks=("partition-epoch", "change-noop"),
     ),
     # ------------------------------------------------------------------ AlterPartition
     Rule(
@@ -698,7 +698,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "OFFLINE: record the replica offline",
         "OFFLINE: recorded, out of the ISR, leadership moved, LeaderAndIsr to the other replicas",
-        checks=("offline-in-isr", "offline-leader", "leader-order", "control-delivery"),
+        checks=("offline-in-isr", "offline-leader", "leader-order", "control-delivery", "replica-state-answer"),
     ),
     Rule(
         "alter-replica-state.offline-stop-replica",
@@ -712,8 +712,7 @@ RULE_MAP: tuple[Rule, ...] = (
         _ARS,
         "ONLINE: record it online",
         "ONLINE: recorded; the leader may add it back",
-        checks=("isr-admission",),
-        unseen="that ONLINE is recorded (a leader refused its re-add is no violation)",
+        checks=("isr-admission", "replica-state-answer"),
     ),
     # ------------------------------------------------------------------ Propagation
     Rule(
@@ -868,8 +867,15 @@ RULE_MAP: tuple[Rule, ...] = (
         _T,
         "ElectLeaders PREFERRED",
         "PREFERRED: replicas[0] leads if in the ISR and eligible (leader epoch +1); else NOT_NEEDED / NOT_AVAILABLE",
-        checks=("leader-order", "leader-eligibility", "leader-in-isr", "leader-epoch", "split-leadership"),
-        unseen="the answer's error codes",
+        checks=(
+            "leader-order",
+            "leader-eligibility",
+            "leader-in-isr",
+            "leader-epoch",
+            "split-leadership",
+            "preferred-answer",
+        ),
+        unseen="a PREFERRED_LEADER_NOT_AVAILABLE answer's reason",
     ),
     Rule(
         "elect-leaders.no-unclean-fallback",

@@ -96,11 +96,9 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         self._staged: list[Sequence[RecordAndVersion]] = []
         self._next_offset = log.next_offset
         self._taken_offset = log.next_offset  # where the staged batches not yet taken begin
-        #: how long paced work runs before it yields (0: at every boundary, as tests want)
-        self.slice_seconds = SLICE_SECONDS
+        self.slice_seconds = SLICE_SECONDS  # how long paced work runs before it yields (0: always)
         #: staged records past which an operation in steps asks, between batches, to be committed:
-        #: one operation limit's worth (10,000 by default), so a long operation's memory is bounded
-        #: by its own batches, and a small limit commits a transaction's batches as they come
+        #: one operation limit's worth, so a long operation's memory is bounded by its own batches
         self.commit_records = core.config.max_records_per_operation
         self._broken: str | None = None
         #: the metadata transaction staged and not yet ended: (its Begin's offset, its name)
@@ -140,6 +138,8 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         metadata_retention_bytes: int = DEFAULT_RETENTION_BYTES,
         max_records_per_operation: int = ControllerConfig.max_records_per_operation,
+        default_partitions: int = ControllerConfig.default_partitions,
+        default_replication_factor: int = ControllerConfig.default_replication_factor,
         rng: random.Random | None = None,
         authorizer: str | None = None,
         super_users: str | None = None,
@@ -150,11 +150,10 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         what is committed), `activate` makes it the active controller of the epoch it replayed
         last; `start` does all three for a single voter, whose whole log is committed.
 
-        Segments roll at `segment_bytes` (Kafka's metadata.log.segment.bytes); retention keeps
-        the segments and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes).
-        `authorizer` ("standard", Kafka's StandardAuthorizer) with `super_users` (Kafka's
-        `super.users` text) and `allow_everyone_if_no_acl_found`: the authorization options (the
-        module's rules); as the other options, they are `config`'s when a config is given."""
+        Segments roll at `segment_bytes` (metadata.log.segment.bytes); retention keeps segments
+        and snapshots to `metadata_retention_bytes` (metadata.max.retention.bytes). `authorizer`,
+        `super_users`, `allow_everyone_if_no_acl_found`: the module's rules; these and the
+        ControllerConfig fields are `config`'s when a config is given."""
         if metadata_retention_bytes < 0:
             raise ValueError(f"metadata_retention_bytes must not be negative, not {metadata_retention_bytes}")
         authorization = authorizer_config(authorizer, super_users, allow_everyone_if_no_acl_found)
@@ -176,6 +175,8 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
                 host=host,
                 port=port,
                 max_records_per_operation=max_records_per_operation,
+                default_partitions=default_partitions,
+                default_replication_factor=default_replication_factor,
                 authorizer=authorization,
             )
         elif config.cluster_id != log.cluster_id:
@@ -401,10 +402,9 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
 
     def write(self, commit: Commit) -> int:
         """Append a commit's batches to the local log with one write and one fsync (one of each
-        per segment when it crosses a roll); the records written. May run in a worker thread
-        (the GIL is released). A failure leaves the engine unusable (the state is ahead of the
-        disk). Its records are committed once the commit quorum holds them too (the writer's
-        `Durability`); only then may its requests be answered and its orders sent."""
+        per segment when it crosses a roll); the records written. May run in a worker thread. A
+        failure leaves the engine unusable (the state is ahead of the disk). Committed once the
+        commit quorum holds them too; only then are its requests answered, its orders sent."""
         if not commit.prepared.batches:
             return 0
         try:

@@ -7,7 +7,8 @@ format. It is a replay (`replay`, Kafka's `MetadataLoader`) publishing events to
 `LogRules` (`rules`, `partition_rules`: the invariants at every log position; it owns the
 replayed image, `state.Model`), `SnapshotRules` (`snapshot`), `JournalCheck` (`journal_rules`),
 `Liveness` (`liveness`), `Delivery` (`delivery`), `Duties` (`duties`), `AdminProbeCheck`
-(`admin_probe_rules`), `AnswerCheck` (`answer_rules`) and `Leadership` (`leadership`: its last
+(`admin_probe_rules`), `AnsweredStates` (`answered_states`), `AnswerCheck` (`answer_rules`)
+and `Leadership` (`leadership`: its last
 rule): the journal against the log, `Leadership` also the log per batch; `IncarnationRules`
 (`incarnation`) and `ElectionOrder` (`election_order`): the log per registration, per election; `Resends` (`resend`):
 the journal alone. Modules: `log` (reading segments and snapshots), `journal_plan` (the journal,
@@ -39,6 +40,7 @@ from broker_sim.journal import Entry
 
 from .admin_probe_rules import AdminProbeCheck
 from .answer_rules import AnswerCheck
+from .answered_states import AnsweredStates
 from .delivery import Delivery
 from .duties import Duties
 from .election_order import ElectionOrder
@@ -128,6 +130,7 @@ def subscribers(image: LogRules) -> list[Subscriber]:
         Delivery(image),
         Duties(image),
         AdminProbeCheck(image),
+        AnsweredStates(image),
         AnswerCheck(image),
         IncarnationRules(image),
         ElectionOrder(image),

@@ -113,17 +113,17 @@ def _what(entry: AdminProbe) -> str:
     return "partition" if entry.api == "ElectLeaders" else "topic"
 
 
-def leaderless_between(transitions: Sequence[tuple[int, bool]], start_ms: int, end_ms: int) -> bool:
-    """Was the partition leaderless at some time in [start_ms, end_ms]? `transitions`: (batch
-    timestamp, leaderless at its end) each time that changed, in log order; a state holds from its
-    batch's timestamp to the next change's."""
+def held_between(transitions: Sequence[tuple[int, bool]], start_ms: int, end_ms: int) -> bool:
+    """Did a partition's condition (leaderless, say) hold at some time in [start_ms, end_ms]?
+    `transitions`: (batch timestamp, the condition at its end) each time that changed, in log
+    order; a state holds from its batch's timestamp to the next change's."""
     before = False
-    for at, leaderless in transitions:
+    for at, held in transitions:
         if at > end_ms:
             break
         if at <= start_ms:
-            before = leaderless
-        elif leaderless:
+            before = held
+        elif held:
             return True
     return before
 
@@ -196,7 +196,7 @@ class AdminProbeCheck(Subscriber):
         # from the send on, no slack before it: a batch is stamped as it is applied, so one stamped
         # before the request was sent was in the state the controller decided on
         _, end = _flight(entry)
-        return leaderless_between(self.stranded.get(_partition_of(entry), []), entry.sent_wall_ns // NS_PER_MS, end)
+        return held_between(self.stranded.get(_partition_of(entry), []), entry.sent_wall_ns // NS_PER_MS, end)
 
     def _leaderless(self, entry: AdminProbe) -> bool | None:
         """Was the probed partition leaderless while the request was in flight? None: the log does
@@ -205,7 +205,7 @@ class AdminProbeCheck(Subscriber):
         start, end = _flight(entry)
         if not transitions or self.model.before_history(start):
             return None
-        return leaderless_between(transitions, start, end)
+        return held_between(transitions, start, end)
 
     def _led_again(self, entry: AdminProbe) -> bool:
         """Did a batch within the probe's flight (with the slack) give its partition a leader?"""

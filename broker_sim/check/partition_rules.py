@@ -83,6 +83,14 @@ def partition_change(rules: LogRules, offset: int, record: Data) -> None:
         rule = "unknown-topic" if topic is None else "unknown-partition"
         rules.violation(rule, f"changes {what}, which does not exist", offset, records=[render_record(record, offset)])
         return
+    if _changes_nothing(record):
+        rules.violation(
+            "change-noop",
+            f"changes nothing of {topic.name}-{record.partition_id} (every field says unchanged)",
+            offset,
+            partition=f"{topic.name}-{record.partition_id}",
+            records=[render_record(record, offset)],
+        )
     if (
         record.leader == NO_LEADER_CHANGE
         and record.isr is not None
@@ -111,6 +119,20 @@ def partition_change(rules: LogRules, offset: int, record: Data) -> None:
     rules.model.update_partition(partition, new)
     if rules.model.watch:
         rules.model.capture(partition, offset, added)
+
+
+def _changes_nothing(record: PartitionChangeRecord) -> bool:
+    return (
+        record.leader == NO_LEADER_CHANGE
+        and record.leader_recovery_state == -1
+        and record.isr is None
+        and record.replicas is None
+        and record.removing_replicas is None
+        and record.adding_replicas is None
+        and record.directories is None
+        and record.eligible_leader_replicas is None
+        and record.last_known_elr is None
+    )
 
 
 def _plain_isr_change(rules: LogRules, offset: int, partition: Partition, isr: tuple[int, ...]) -> bool:

@@ -16,6 +16,9 @@ then applies it to the `Model` (partition records are `partition_rules`'). The r
 - A change naming a leader bumps the leader epoch; naming the current leader is a bump without a
   leader change (`leader-epoch`; MV 3.9 bumps only on a leader change, or when a reassignment
   drops replicas). A PartitionRecord for an existing partition must not lower either epoch.
+- A PartitionChangeRecord changes something: one whose every field says "unchanged" is
+  `change-noop` (Kafka's PartitionChangeBuilder writes none; replayed, it would still raise the
+  partition epoch and refuse every AlterPartition built on the one before).
 - A replica marked offline leaves the ISR unless it is the last member (`offline-in-isr`). When a
   broker is fenced (BrokerRegistrationChangeRecord Fenced=1, written after the partition changes
   that move it out) it leads nothing and is in no ISR but as its only member (`fenced-leader`).

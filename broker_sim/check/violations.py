@@ -25,6 +25,7 @@ RULES: dict[str, str] = {
     "isr-admission": "a replica joins an ISR only while registered, unfenced, not shutting down and online",
     "leader-in-isr": "the leader is in the ISR, or is -1",
     "isr-shape": "the ISR is a non-empty subset of the replicas, without duplicates",
+    "change-noop": "a partition change record changes something",
     "replica-set": "replicas are distinct registered brokers, one directory each",
     "leader-eligibility": "a broker made leader is registered, unfenced, not shutting down, its replica online",
     "leader-order": "a new leader is the first replica, in assignment order, in the new ISR and eligible",
@@ -62,6 +63,10 @@ RULES: dict[str, str] = {
     "probe-accepted": "no request a correct controller must refuse (a probe) is accepted",
     "probe-answer": "a probe is refused with the error semantics.md names for its kind and version",
     "unclean-answer": "an UNCLEAN ElectLeaders answered elected leaves its partition led in the log",
+    "preferred-answer": "a PREFERRED ElectLeaders answered elected (or not needed) has the preferred replica "
+    "lead in the log while in flight",
+    "replica-state-answer": "an AlterReplicaState answered NONE has the replica offline (OFFLINE) or online "
+    "(ONLINE) in the log while in flight",
     "unfence-unwritten": "a broker answered unfenced is unfenced in the log by then",
     "create-refused": "the admin's creation of its topic is refused only for a reason the log shows while in flight "
     "(name taken, a named broker not active)",

@@ -61,6 +61,7 @@ from .events import (
     Outgoing,
     PartitionAcked,
     ProbeAnswered,
+    ReplicaStateAnswered,
     RequestProbeAnswered,
     ShapeProblem,
     StaleAnswered,
@@ -231,6 +232,7 @@ class BrokerModel:
         if plan is not None:
             return Outgoing(DATA, "stale", plan.version, plan.body, stale=plan)
         if self.disks.pending and t >= self.disks.retry_at:
+            self.disks.sent_at = t
             return self._replica_state(*self.disks.pending[0])
         if shutdown is None and self.replays.probe_due(t):
             probe = self._probe(t)
@@ -273,7 +275,7 @@ class BrokerModel:
         elif isinstance(response, ControlledShutdownResponse):
             self._shutdown_answer(response, t)
         elif isinstance(response, AlterReplicaStateResponse):
-            self._replica_state_answer(response, t)
+            self._replica_state_answer(out, response, t)
 
     def data_failed(self, out: Outgoing, t: float) -> None:
         self.data_in_flight = False
@@ -385,8 +387,19 @@ class BrokerModel:
         body = requests.alter_replica_state(version, self.broker_id, self.epoch, new_state, reason, named)
         return Outgoing(DATA, "replica-state", version, body, replicas=named)
 
-    def _replica_state_answer(self, response: AlterReplicaStateResponse, t: float) -> None:
+    def _replica_state_answer(self, out: Outgoing, response: AlterReplicaStateResponse, t: float) -> None:
         pending = self.disks.pending[0] if self.disks.pending else None
+        if pending is not None:
+            found = {
+                (topic.name if out.version == 0 else topic.topic_id, p.partition_index): p.error_code
+                for topic in response.topics
+                for p in topic.partitions
+            }
+            keys = [((name if out.version == 0 else topic_id), partition) for name, topic_id, partition in out.replicas]
+            errors = (response.error_code, *(found.get(key, -1) for key in keys))
+            replicas = tuple((name, partition) for name, _, partition in out.replicas)
+            report = ReplicaStateAnswered(self.epoch, out.version, pending[0], self.disks.sent_at, replicas, errors)
+            self.events.append(report)
         if pending is not None and pending[0] == OFFLINE and response.error_code == ErrorCode.NONE:
             answered = [p.error_code for topic in response.topics for p in topic.partitions]
             if answered and all(code == ErrorCode.NONE for code in answered):

@@ -33,6 +33,7 @@ class Disks:
         self.failed: dict[int, tuple[Replica, ...]] = {}
         self.pending: list[tuple[int, tuple[Replica, ...]]] = []  # (new state, replicas), oldest first
         self.retry_at = 0.0
+        self.sent_at = 0.0  # when the report in flight (the oldest pending) was sent
         self.ready_at: dict[tuple[str, int], float] = {}
 
     def reset(self) -> None:

@@ -104,6 +104,20 @@ class RequestProbeAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaStateAnswered:
+    """An AlterReplicaState of the broker's replicas (OFFLINE: their log dir failed; ONLINE: it was
+    repaired), sent at `sent` (the model's time): the answer's top-level error, then one per
+    replica of `replicas` ((topic, partition), in the request's order; -1: missing from the answer)."""
+
+    broker_epoch: int
+    version: int
+    new_state: int
+    sent: float
+    replicas: tuple[tuple[str, int], ...]
+    errors: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ShapeProblem:
     """An answer that decoded but does not fit the request (a partition missing, ...)."""
 
@@ -121,5 +135,6 @@ Event = (
     | StaleAnswered
     | ProbeAnswered
     | RequestProbeAnswered
+    | ReplicaStateAnswered
     | ShapeProblem
 )

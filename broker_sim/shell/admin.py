@@ -70,7 +70,12 @@ from protocol.messages.delete_topics import (
     DeleteTopicsResponse,
 )
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
+from protocol.messages.elect_leaders import (
+    PREFERRED,
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartitions,
+    ElectLeadersResponse,
+)
 from protocol.records.metadata import NO_LEADER
 from protocol.spec import ZERO_UUID, Data
 
@@ -123,15 +128,17 @@ class Admin:
         replication_factor: int,
         own_brokers: list[int],
         factors: Sequence[int] = (),
+        controller_defaults: tuple[int, int] | None = None,
     ) -> None:
         """`factors`: the replication factor of the first topics, in order (the rest:
-        `replication_factor`)."""
+        `replication_factor`); `controller_defaults`: FleetConfig's."""
         self.ctx = ctx
         self.topics = topics
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.factors = {topic_name(ctx.seed, index): factor for index, factor in enumerate(factors)}
         self.own_brokers = own_brokers
+        self.controller_defaults = controller_defaults
         capture = ctx.recorder.capture.add if ctx.recorder.capture is not None else None
         self.connection = ControllerConnection(ctx.controllers, "fleet-admin", capture, self._switched, ctx.client_tls)
         self.rng = random.Random(f"{ctx.seed}:admin")
@@ -253,7 +260,7 @@ class Admin:
             if result.name in named:
                 entry = journal.CreateAnswered(
                     answered_ns, sent_ns, version, result.name, named[result.name], result.error_code,
-                    shapes[result.name][1] if placed else 0,
+                    self._resolved(shapes[result.name])[1] if placed else 0,
                 )  # fmt: skip
                 self.ctx.recorder.write(entry)
             if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and result.name in names:
@@ -271,7 +278,7 @@ class Admin:
             if result.topic_id != ZERO_UUID:
                 self.ctx.topic_ids[result.name] = result.topic_id
             if result.name in shapes:
-                nursery.start_soon(self._journal_created, result.name, *shapes[result.name])
+                nursery.start_soon(self._journal_created, result.name, *self._resolved(shapes[result.name]))
         return existing, over_cap
 
     def _placed_shape(self, name: str, partitions: int, factor: int) -> tuple[int, int]:
@@ -282,6 +289,14 @@ class Admin:
         rng = random.Random(f"{self.ctx.seed}:placed:{name}")
         count = -1 if rng.random() < 1 / 4 else partitions
         return count, min(factor, rng.choice((-1, 1, 2, factor, factor, factor)))
+
+    def _resolved(self, shape: tuple[int, int]) -> tuple[int, int]:
+        """A placed topic's (count, factor) with -1 read as the controller's default where the run
+        knows it (`FleetConfig.controller_defaults`); else as asked."""
+        if self.controller_defaults is None:
+            return shape
+        (count, factor), (default_count, default_factor) = shape, self.controller_defaults
+        return default_count if count == -1 else count, default_factor if factor == -1 else factor
 
     def _creatable(self, name: str, partitions: int, factor: int) -> CreateTopicsRequestCreatableTopic:
         rng = random.Random(f"{self.ctx.seed}:placement:{name}")
@@ -332,7 +347,18 @@ class Admin:
         else:
             name = topic_name(self.ctx.seed, self.rng.randrange(self.topics))
             wanted = (ElectLeadersRequestTopicPartitions(topic=name, partitions=tuple(range(self.partitions))),)
-        await self.call(ElectLeadersRequest(election_type=PREFERRED, topic_partitions=wanted), version)
+        sent_ns = self.ctx.recorder.now_ns()
+        response = await self.call(ElectLeadersRequest(election_type=PREFERRED, topic_partitions=wanted), version)
+        if isinstance(response, ElectLeadersResponse):
+            results = [
+                [topic.topic, partition.partition_id, partition.error_code]
+                for topic in response.replica_election_results
+                for partition in topic.partition_result
+            ]
+            answered = journal.ElectAnswered(
+                self.ctx.recorder.now_ns(), sent_ns, version, PREFERRED, response.error_code, results
+            )
+            self.ctx.recorder.write(answered)
 
     async def _delete_later(self, name: str, delay_s: float, counter: int | None = None) -> None:
         """Delete topic `name` after `delay_s`, its version chosen by `counter` (default: the next)."""

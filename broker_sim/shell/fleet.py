@@ -44,6 +44,10 @@ class FleetConfig:
     replication_factor: int = 3
     #: the replication factor of the first topics, in order (the rest: `replication_factor`)
     replication_factors: tuple[int, ...] = ()
+    #: the controller's default partition count and replication factor (Kafka's num.partitions and
+    #: default.replication.factor), when the run set them: a topic asked with -1 is journalled and
+    #: judged with them; None: unknown, such a topic's shape is not judged
+    controller_defaults: tuple[int, int] | None = None
     duration_s: float = 30.0
     seed: int = 0
     scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos | controller-failover (--quorum)
@@ -106,6 +110,7 @@ async def run_fleet(
         partitions=config.partitions,
         replication_factor=config.replication_factor,
         replication_factors=config.replication_factors,
+        controller_defaults=config.controller_defaults,
         duration_s=config.duration_s,
         seed=config.seed,
         scenario=config.scenario,

@@ -109,6 +109,13 @@ class Recorder:
             self._probe(now, broker, event)
         elif isinstance(event, ev.RequestProbeAnswered):
             self._request_probe(now, broker, event)
+        elif isinstance(event, ev.ReplicaStateAnswered):
+            replicas = [list(replica) for replica in event.replicas]
+            sent = self.wall_ns(event.sent)
+            answered = journal.ReplicaStateAnswered(
+                now, sent, broker, event.broker_epoch, event.version, event.new_state, replicas, list(event.errors)
+            )
+            self.write(answered)
         elif isinstance(event, ev.ShapeProblem):
             self.bad_answer(broker, event.api_key, event.version, correlation_id, event.reason)
 

@@ -84,6 +84,7 @@ class RunSpec:
     listen_host: str
     tls: FleetTls | None = None
     replication_factors: tuple[int, ...] = ()  # the first topics' (FleetConfig.replication_factors)
+    controller_defaults: tuple[int, int] | None = None  # FleetConfig.controller_defaults
 
 
 def warm_codecs() -> None:
@@ -221,7 +222,7 @@ async def _fleet(
         if spec.create_topics:
             admin = Admin(
                 ctx, spec.topics, spec.partitions, spec.replication_factor, list(spec.broker_ids),
-                spec.replication_factors,
+                spec.replication_factors, spec.controller_defaults,
             )  # fmt: skip
             nursery.start_soon(admin.run)
 

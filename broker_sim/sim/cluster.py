@@ -36,7 +36,10 @@ Rules:
   (`--max-records-per-operation`, what a topic's creation takes, or one more): a broker's fencing, controlled
   shutdown or AlterPartition then spans several batches, written as one metadata transaction
   (KIP-868), which kills and failovers may cut (the fleet's admin creates its topics one request
-  each once a request of several is refused POLICY_VIOLATION).
+  each once a request of several is refused POLICY_VIOLATION). And independently, half the seeds
+  run the controller with defaults of their own for a topic asked with -1 (`--num-partitions` 2-4,
+  `--default-replication-factor` 2-3; Kafka's are 1 and 1), which the fleet's admin knows
+  (`FleetConfig.controller_defaults`), so that a topic placed with -1 is judged by its shape.
 - Every random choice (each engine's and each Raft driver's) comes from the run's seed.
 """
 
@@ -131,26 +134,34 @@ class NodeRuntime:
 @dataclass(frozen=True)
 class NodeSettings:
     """The daemon's options every node of a run starts with (`--snapshot-bytes`, `--segment-bytes`,
-    `--metadata-retention-bytes`, `--max-records-per-operation`); the defaults are the daemon's."""
+    `--metadata-retention-bytes`, `--max-records-per-operation`, `--num-partitions`,
+    `--default-replication-factor`); the defaults are the daemon's."""
 
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     retention_bytes: int = DEFAULT_RETENTION_BYTES
     max_records_per_operation: int = ControllerConfig.max_records_per_operation
+    default_partitions: int = ControllerConfig.default_partitions
+    default_replication_factor: int = ControllerConfig.default_replication_factor
 
     @classmethod
     def drawn(cls, seed: int, partitions: int) -> NodeSettings:
         """A seed's settings (see the module rules), each from a generator of its own: half the seeds
         Kafka's defaults for the log, half a small log (a snapshot every 1-4 KB, segments of 2-8 KB,
         3-6 segments' worth kept); a third a record cap of what a topic of
-        `partitions` partitions takes to create (its TopicRecord and one PartitionRecord each) or one more."""
+        `partitions` partitions takes to create (its TopicRecord and one PartitionRecord each) or one more;
+        half the seeds, topic defaults of their own."""
         rng = random.Random(f"{seed}:settings")
         caps = random.Random(f"{seed}:record-cap")
         cap = caps.randint(partitions + 1, partitions + 2) if caps.random() < 1 / 3 else cls.max_records_per_operation
+        defaults = random.Random(f"{seed}:topic-defaults")
+        count, factor = cls.default_partitions, cls.default_replication_factor
+        if defaults.random() < 0.5:
+            count, factor = defaults.randint(2, 4), defaults.randint(2, 3)
         if rng.random() < 0.5:
-            return cls(max_records_per_operation=cap)
+            return cls(max_records_per_operation=cap, default_partitions=count, default_replication_factor=factor)
         segment = rng.randint(2048, 8192)
-        return cls(rng.randint(1024, 4096), segment, rng.randint(3, 6) * segment, cap)
+        return cls(rng.randint(1024, 4096), segment, rng.randint(3, 6) * segment, cap, count, factor)
 
 
 class SimNode:
@@ -285,6 +296,8 @@ class SimQuorum(Quorum):
             segment_bytes=self.settings.segment_bytes,
             metadata_retention_bytes=self.settings.retention_bytes,
             max_records_per_operation=self.settings.max_records_per_operation,
+            default_partitions=self.settings.default_partitions,
+            default_replication_factor=self.settings.default_replication_factor,
             rng=random.Random(rng.random()),
         )
 

@@ -153,6 +153,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         partitions=spec.partitions,
         replication_factor=spec.replication_factor,
         replication_factors=spec.replication_factors or (),
+        controller_defaults=(settings.default_partitions, settings.default_replication_factor),
         duration_s=spec.duration_s,
         seed=spec.seed,
         scenario=_fleet_scenario(spec.scenario),

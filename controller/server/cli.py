@@ -194,6 +194,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log bytes between snapshots (default 20 MiB)",
     )
     parser.add_argument(
+        "--num-partitions",
+        type=positive_int,
+        default=ControllerConfig.default_partitions,
+        help="partitions of a topic created with -1 (Kafka's num.partitions, default 1)",
+    )
+    parser.add_argument(
+        "--default-replication-factor",
+        type=positive_int,
+        default=ControllerConfig.default_replication_factor,
+        help="replication factor of a topic created with -1 (Kafka's default.replication.factor, default 1)",
+    )
+    parser.add_argument(
         "--max-records-per-operation",
         type=positive_int,
         default=ControllerConfig.max_records_per_operation,
@@ -291,6 +303,8 @@ def start_engine(args: argparse.Namespace, *, sole_voter: bool = True) -> Contro
         repair=args.repair_log,
         snapshot_bytes=args.snapshot_bytes,
         max_records_per_operation=args.max_records_per_operation,
+        default_partitions=args.num_partitions,
+        default_replication_factor=args.default_replication_factor,
         segment_bytes=args.segment_bytes,
         metadata_retention_bytes=args.metadata_retention_bytes,
         authorizer=args.authorizer,

@@ -15,6 +15,7 @@ from .kio_client import KioClient
 from .test_daemon import cluster_id, start_broker
 
 POLICY_VIOLATION = 44
+INVALID_REPLICATION_FACTOR = 38
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 STARTED = re.compile(r"started: .* (\d+) snapshot \+ (\d+) log records replayed")
 
@@ -75,13 +76,32 @@ def test_the_flag_sets_the_bound(tmp_path: Path) -> None:
         assert daemon.stop() == 0, daemon.stderr()
 
 
+def test_the_topic_default_flags_shape_a_topic_asked_with_minus_one(tmp_path: Path) -> None:
+    """Kafka's num.partitions and default.replication.factor: a topic asked with -1 takes them; a
+    factor asked explicitly is kept; the default factor above the active brokers is refused."""
+    daemon = DaemonProcess(tmp_path / "data", "--num-partitions", "3", "--default-replication-factor", "2").start()
+    try:
+        with KioClient(daemon.port) as client:
+            start_broker(client, cluster_id(daemon), 1)
+            alone = client.request(m.create_topics(7, "alone", -1, -1)).topics[0]
+            assert alone.error_code == INVALID_REPLICATION_FACTOR, alone
+            start_broker(client, cluster_id(daemon), 2)
+            defaulted = client.request(m.create_topics(7, "defaulted", -1, -1)).topics[0]
+            assert (defaulted.error_code, defaulted.num_partitions, defaulted.replication_factor) == (0, 3, 2)
+            asked = client.request(m.create_topics(7, "asked", 2, 1)).topics[0]
+            assert (asked.error_code, asked.num_partitions, asked.replication_factor) == (0, 2, 1)
+    finally:
+        assert daemon.stop() == 0, daemon.stderr()
+
+
 def test_a_bound_that_is_not_a_positive_integer_exits_2() -> None:
-    for value in ("0", "-1", "many"):
-        result = subprocess.run(
-            [sys.executable, "-m", "controller", "--data-dir", "x", "--max-records-per-operation", value],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for flag in ("--max-records-per-operation", "--num-partitions", "--default-replication-factor"):
+        for value in ("0", "-1", "many"):
+            result = subprocess.run(
+                [sys.executable, "-m", "controller", "--data-dir", "x", flag, value],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType
 
 from analytics.journal import JOURNAL_FIELDS
-from broker_sim.check.admin_probe_rules import EXPECTED, leaderless_between, wrong_admin_answer
+from broker_sim.check.admin_probe_rules import EXPECTED, held_between, wrong_admin_answer
 from broker_sim.journal import AdminProbe, Entry, from_object, to_line
 from broker_sim.model.admin_probes import ALL_KINDS
 from protocol.records.metadata import PartitionRecord, TopicRecord
@@ -194,11 +194,11 @@ def test_an_unclean_election_of_a_partition_the_log_never_held_is_unverifiable(t
 
 def test_leaderless_between_reads_the_changes_in_log_order() -> None:
     transitions = [(100, False), (200, True), (300, False)]
-    assert leaderless_between(transitions, 150, 250)
-    assert leaderless_between(transitions, 210, 250)  # leaderless since before the window
-    assert not leaderless_between(transitions, 300, 400)
-    assert not leaderless_between(transitions, 0, 150)
-    assert not leaderless_between([], 0, 1_000)
+    assert held_between(transitions, 150, 250)
+    assert held_between(transitions, 210, 250)  # leaderless since before the window
+    assert not held_between(transitions, 300, 400)
+    assert not held_between(transitions, 0, 150)
+    assert not held_between([], 0, 1_000)
 
 
 def test_an_admin_probe_round_trips_and_stays_out_of_the_analytics_events() -> None:

@@ -197,3 +197,61 @@ def placement_repeats_a_broker() -> None:
         return (first + 1 + (shift + replica) % count) % count
 
     placement._replica_index = _replica_index
+
+
+def a_factor_of_one_taken_for_the_default() -> None:
+    """A topic placed at replication factor 1 gets the controller's default factor instead (the
+    placement's `-1` test written `== 1`): invisible under Kafka's default of 1."""
+    from controller.ops import topics
+
+    original = topics._assignments
+
+    def _assignments(state: Any, topic: Any, rng: Any) -> Any:
+        if topic.replication_factor == 1 and not topic.assignments:
+            topic = dataclasses.replace(topic, replication_factor=-1)
+        return original(state, topic, rng)
+
+    topics._assignments = _assignments
+
+
+def online_taken_for_offline() -> None:
+    """An AlterReplicaState ONLINE is decided as OFFLINE (`new_state >= OFFLINE`, ONLINE being 2):
+    a repaired replica stays offline, answered NONE."""
+    from controller.ops import replica_state
+
+    original = replica_state._one
+
+    def _one(state: Any, tp: Any, broker_id: int, new_state: int, duplicate: bool) -> Any:
+        return original(state, tp, broker_id, min(new_state, replica_state.OFFLINE), duplicate)
+
+    replica_state._one = _one
+
+
+def preferred_election_not_written() -> None:
+    """A PREFERRED election is answered NONE and its change (the leader alone) never written: the
+    elections module takes a leader-only change for a no-op."""
+    from controller.ops import elections
+
+    original = elections._elect
+
+    def _elect(state: Any, name: str, index: int, election: int) -> Any:
+        code, change = original(state, name, index, election)
+        return code, (None if change is not None and election == 0 and change.isr is None else change)
+
+    elections._elect = _elect
+
+
+def partition_change_never_a_noop() -> None:
+    """A partition change that changes nothing is written all the same (a record with every field
+    "unchanged"), where Kafka's PartitionChangeBuilder writes none."""
+    from controller.ops import alter_partition, brokers, changes, elections
+    from protocol.records.metadata import PartitionChangeRecord
+
+    original = changes.change_record
+
+    def change_record(tp: Any, current: Any, **targets: Any) -> Any:
+        found = original(tp, current, **targets)
+        return found if found is not None else PartitionChangeRecord(partition_id=tp.partition, topic_id=tp.topic_id)
+
+    for module in (changes, alter_partition, brokers, elections):
+        module.change_record = change_record  # type: ignore[attr-defined]
