@@ -122,14 +122,14 @@ def voters_of(spec: SimSpec) -> int:
 
 
 def factors_of(spec: SimSpec) -> tuple[int, ...]:
-    """The first topics' replication factors (see `SimSpec.replication_factors`): one seed in three
-    runs its last topic at a factor from 1 to one below the run's (when it has two topics or more
+    """The first topics' replication factors (see `SimSpec.replication_factors`): half the seeds
+    run their last topic at a factor from 1 to one below the run's (when it has two topics or more
     and a factor above 1), so that partitions of factor 1 and 2 meet the broker faults; the rest run
     every topic at the run's factor."""
     if spec.replication_factors is not None:
         return spec.replication_factors
     rng = random.Random(f"{spec.seed}:factors")
-    if spec.topics < 2 or spec.replication_factor < 2 or rng.random() >= 1 / 3:
+    if spec.topics < 2 or spec.replication_factor < 2 or rng.random() >= 1 / 2:
         return ()
     return (*[spec.replication_factor] * (spec.topics - 1), rng.randint(1, spec.replication_factor - 1))
 
