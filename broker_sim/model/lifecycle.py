@@ -23,7 +23,9 @@ Rules (semantics.md "Brokers"; Kafka's BrokerLifecycleManager):
   has moved to the next controller of the fleet's list meanwhile.
 - IsFenced after being unfenced is recorded (`FencedSeen`); ShouldShutDown ends a shutdown that
   asked with WantShutDown. An answer that calls a heartbeat below the registration offset caught
-  up, or unfences the broker on it, is a `ShapeProblem` (Kafka unfences only caught-up brokers).
+  up, or unfences the broker on it, is a `ShapeProblem` (Kafka unfences only caught-up brokers);
+  so is an ApiVersions answered with another error than UNSUPPORTED_VERSION (the fleet's requests
+  are well formed, and every node of a quorum answers ApiVersions).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationResponse
@@ -180,7 +182,7 @@ class Lifecycle:
             else:
                 self._back_off(t)
         elif isinstance(response, ApiVersionsResponse):
-            self._api_versions_answer(response, t)
+            return self._api_versions_answer(out, response, t)
         elif isinstance(response, BrokerRegistrationResponse):
             return self._registration_answer(response, t)
         return []
@@ -203,7 +205,7 @@ class Lifecycle:
         self.failures += 1
         self.retry_at = t + self.timing.backoff(self.failures)
 
-    def _api_versions_answer(self, response: ApiVersionsResponse, t: float) -> None:
+    def _api_versions_answer(self, out: Outgoing, response: ApiVersionsResponse, t: float) -> list[Event]:
         ranges = {entry.api_key: Versions(entry.min_version, entry.max_version) for entry in response.api_keys}
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ApiKey.API_VERSIONS in ranges:
             self.api_versions_version = min(
@@ -216,6 +218,11 @@ class Lifecycle:
             self._advance(Phase.REGISTERING, t)
         else:
             self._back_off(t)
+            # the request is well formed (v3+ names valid client software), and any node answers it
+            # (KIP-511): only NONE or UNSUPPORTED_VERSION are right
+            reason = f"a well-formed ApiVersions v{out.version} was answered {error_name(response.error_code)}"
+            return [ShapeProblem(ApiKey.API_VERSIONS, out.version, reason)]
+        return []
 
     def _registration_answer(self, response: BrokerRegistrationResponse, t: float) -> list[Event]:
         if response.error_code == ErrorCode.NONE:

@@ -171,6 +171,19 @@ def test_an_unsupported_api_versions_version_is_retried_at_the_controllers_highe
     assert take(broker.next_lifecycle(0.0)).version == 2
 
 
+def test_an_api_versions_refused_with_another_error_is_a_bad_answer_and_retried() -> None:
+    broker = model(broker_id=1)
+    broker.lifecycle.first_contact[18] = 2
+    broker.start(0.0, "h", 1)
+    broker.lifecycle_answered(take(broker.next_lifecycle(0.0)), DescribeClusterResponse(cluster_id="c"), 0.0)
+    out = take(broker.next_lifecycle(0.0))
+    broker.lifecycle_answered(out, ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST), 0.0)
+    problems = [event for event in broker.events if isinstance(event, ShapeProblem)]
+    assert [(p.api_key, p.version) for p in problems] == [(18, 2)] and "INVALID_REQUEST" in problems[0].reason
+    again = take(broker.next_lifecycle(10.0))
+    assert isinstance(again.body, ApiVersionsRequest)
+
+
 def test_stale_broker_epoch_on_a_heartbeat_registers_the_same_incarnation_again() -> None:
     broker = model()
     t = register(broker)
