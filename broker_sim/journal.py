@@ -51,6 +51,15 @@ class RunStarted:
     #: the fleet's brokers journal every partition state they accept (`StateObserved`): a run that
     #: holds none was delivered none. False (the default) reads a journal written before this field.
     journals_states: bool = False
+    #: a committed partition state, StopReplica or FULL LeaderAndIsr reaches its broker within this,
+    #: counted from the end of any pause of the broker meanwhile (0: `shutdown_bound_ms`, as a
+    #: journal written before this field)
+    delivery_bound_ms: int = 0
+
+    @property
+    def delivery_bound(self) -> int:
+        """The bound the checker holds deliveries to, in ms (see `delivery_bound_ms`)."""
+        return self.delivery_bound_ms or self.shutdown_bound_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from broker_sim.journal import RunStarted
 
 from .events import LogEnd, Subscriber
-from .liveness import NS_PER_MS, crashed_incarnations, run_covering, run_end_ns, runs_of
+from .liveness import NS_PER_MS, crashed_incarnations, due_after_pauses, pauses_of, run_covering, run_end_ns, runs_of
 from .log import Batch
 from .rules import LogRules
 from .state import Model, Partition, partition_label
@@ -81,6 +81,7 @@ class Delivery(Subscriber):
         self.late: list[tuple[Owed, int]] = []  # (obligation, highest epoch seen by then)
         self.seen: dict[tuple[int, int, int], Seen] = {}
         self.crashed: dict[tuple[int, int], int] = {}  # (broker, broker epoch) -> when it crashed (ms)
+        self.pauses: dict[int, list[tuple[int, int]]] = {}  # broker -> its pauses (liveness.pauses_of)
 
     # ------------------------------------------------------------------ events
     def on_journal_end(self, plan: JournalPlan) -> None:
@@ -89,6 +90,7 @@ class Delivery(Subscriber):
         self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
         self.observations, self.unnamed = plan.observations, plan.unnamed_observations
         self.crashed = crashed_incarnations([*plan.judged, *plan.lifecycle])
+        self.pauses = pauses_of(plan.lifecycle)
         self.wants_changes = self.enabled
         for key, seen in self.observations.items():
             ordered = sorted(seen)
@@ -135,9 +137,9 @@ class Delivery(Subscriber):
                 if broker is None or not broker.active or replica in partition.offline:
                     continue
                 run = run_covering(self.runs, replica)
-                if run is None or run.shutdown_bound_ms <= 0:
+                if run is None or run.delivery_bound <= 0:
                     continue
-                deadline = at_ms + run.shutdown_bound_ms
+                deadline = due_after_pauses(self.pauses.get(replica, ()), at_ms, run.delivery_bound)
                 if self.run_end_ms is None or deadline > self.run_end_ms:
                     continue
                 topic = partition.topic

@@ -64,7 +64,7 @@ from protocol.records.metadata import (
 from protocol.spec import Data
 
 from .events import LogEnd, RecordHandler, SnapshotRecords, Subscriber
-from .liveness import NS_PER_MS, crashed_incarnations, run_covering, run_end_ns, runs_of
+from .liveness import NS_PER_MS, crashed_incarnations, due_after_pauses, pauses_of, run_covering, run_end_ns, runs_of
 from .log import Batch, SnapshotFile
 from .rules import LogRules
 from .state import NO_OFFLINE, Model, Partition, Topic, partition_label
@@ -130,6 +130,7 @@ class Duties(Subscriber):
         super().__init__()
         self.image = image
         self.runs: Sequence[RunStarted] = ()
+        self.pauses: dict[int, list[tuple[int, int]]] = {}  # broker -> its pauses (liveness.pauses_of)
         self.run_end_ms: int | None = None
         self.stops: dict[tuple[int, str, int], list[Stop]] = {}  # (broker, topic name, partition) -> its stops
         self.fulls: dict[int, list[Full]] = {}  # broker -> its LeaderAndIsrObserved
@@ -156,6 +157,7 @@ class Duties(Subscriber):
 
     def on_journal_end(self, plan: JournalPlan) -> None:
         self.runs = runs_of(plan.lifecycle)
+        self.pauses = pauses_of(plan.lifecycle)
         end_ns = run_end_ns(plan.lifecycle)
         self.run_end_ms = None if end_ns is None else end_ns // NS_PER_MS
         self.wants_changes = bool(self.fulls) and bool(self.runs) and self.run_end_ms is not None
@@ -293,9 +295,9 @@ class Duties(Subscriber):
     def _deadline(self, broker_id: int) -> int | None:
         """When a duty owed to `broker_id` now is due, if its run holds it to one before the run ended."""
         run = run_covering(self.runs, broker_id)
-        if run is None or run.shutdown_bound_ms <= 0 or self.run_end_ms is None:
+        if run is None or run.delivery_bound <= 0 or self.run_end_ms is None:
             return None
-        deadline = self.image.timestamp_ms + run.shutdown_bound_ms
+        deadline = due_after_pauses(self.pauses.get(broker_id, ()), self.image.timestamp_ms, run.delivery_bound)
         return deadline if deadline <= self.run_end_ms else None
 
     def _owe(self, rule: str, broker_id: int, partition: Partition, epoch: int, why: str) -> None:

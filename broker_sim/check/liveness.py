@@ -320,6 +320,28 @@ def silence_slack_ms(run: RunStarted) -> int:
     return round(silence_slack_s(run.heartbeat_ms / 1000, run.session_timeout_ms / 1000) * 1000)
 
 
+def pauses_of(entries: Iterable[Entry]) -> dict[int, list[tuple[int, int]]]:
+    """Each broker's pauses (a `FaultInjected` "pause": its process stopped), as (start, end) in
+    ms, in journal order."""
+    pauses: dict[int, list[tuple[int, int]]] = {}
+    for entry in entries:
+        if isinstance(entry, FaultInjected) and entry.fault == "pause":
+            start = entry.wall_ns // NS_PER_MS
+            pauses.setdefault(entry.broker, []).append((start, start + int(entry.duration_ms)))
+    return pauses
+
+
+def due_after_pauses(pauses: Sequence[tuple[int, int]], at_ms: int, bound_ms: int) -> int:
+    """When what a broker is owed from `at_ms` is due: `bound_ms` later, or `bound_ms` after the
+    end of a pause of the broker that began before then and ended after `at_ms` (a stopped process
+    reads nothing)."""
+    due = at_ms + bound_ms
+    for start, end in pauses:
+        if start <= due and end > at_ms:
+            due = max(due, end + bound_ms)
+    return due
+
+
 def run_covering(runs: Sequence[RunStarted], broker_id: int) -> RunStarted | None:
     """The run whose broker ids include `broker_id`, if any."""
     return next((run for run in runs if run.first_broker_id <= broker_id < run.first_broker_id + run.brokers), None)

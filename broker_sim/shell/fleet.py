@@ -48,6 +48,9 @@ class FleetConfig:
     #: default.replication.factor), when the run set them: a topic asked with -1 is journalled and
     #: judged with them; None: unknown, such a topic's shape is not judged
     controller_defaults: tuple[int, int] | None = None
+    #: the checker's bound on deliveries to brokers (RunStarted.delivery_bound_ms); 0: the shutdown
+    #: bound, which allows for a loaded machine
+    delivery_bound_ms: int = 0
     duration_s: float = 30.0
     seed: int = 0
     scenario: str = "steady"  # steady | rolling-restart | disk-failures | chaos | controller-failover (--quorum)
@@ -111,6 +114,7 @@ async def run_fleet(
         replication_factor=config.replication_factor,
         replication_factors=config.replication_factors,
         controller_defaults=config.controller_defaults,
+        delivery_bound_ms=config.delivery_bound_ms,
         duration_s=config.duration_s,
         seed=config.seed,
         scenario=config.scenario,

@@ -85,6 +85,7 @@ class RunSpec:
     tls: FleetTls | None = None
     replication_factors: tuple[int, ...] = ()  # the first topics' (FleetConfig.replication_factors)
     controller_defaults: tuple[int, int] | None = None  # FleetConfig.controller_defaults
+    delivery_bound_ms: int = 0  # FleetConfig.delivery_bound_ms
 
 
 def warm_codecs() -> None:
@@ -169,6 +170,7 @@ def _run_started(spec: RunSpec, wall_ns: int) -> journal.RunStarted:
         int(spec.timing.session_timeout_s * 1000),
         spec.shutdown_bound_ms,
         journals_states=True,
+        delivery_bound_ms=spec.delivery_bound_ms,
     )
 
 

@@ -134,6 +134,15 @@ def factors_of(spec: SimSpec) -> tuple[int, ...]:
     return (*[spec.replication_factor] * (spec.topics - 1), rng.randint(1, spec.replication_factor - 1))
 
 
+def delivery_bound_ms(spec: SimSpec) -> int:
+    """The checker's bound on deliveries to brokers in a simulation: a session timeout and half a
+    heartbeat (10 s at the defaults), where a wall-clock run allows two sessions and two heartbeats
+    for a loaded machine. A paused broker's count starts when its pause ends. Measured 2026-12-07
+    on the pristine controller: 150 seeds of every scenario clean at 10 s; at 8 s one chaos seed of
+    40 was not."""
+    return spec.session_timeout_ms + spec.heartbeat_ms // 2
+
+
 def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -154,6 +163,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
         replication_factor=spec.replication_factor,
         replication_factors=spec.replication_factors or (),
         controller_defaults=(settings.default_partitions, settings.default_replication_factor),
+        delivery_bound_ms=delivery_bound_ms(spec),
         duration_s=spec.duration_s,
         seed=spec.seed,
         scenario=_fleet_scenario(spec.scenario),

@@ -9,11 +9,12 @@ journal entry is what a fleet's listener would have written.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from broker_sim.check import CheckResult, check
-from broker_sim.check.liveness import crashed_incarnations
+from broker_sim.check.liveness import crashed_incarnations, due_after_pauses
 from broker_sim.journal import (
     Entry,
     FaultInjected,
@@ -96,6 +97,31 @@ def test_a_deleted_topic_whose_replicas_were_all_told_is_clean(tmp_path: Path) -
     assert result.counts["judged delete-delivery"] == 6
     # StopReplica v0-2 carry no leader epoch: their delete flag is enough
     assert checked(tmp_path / "v2", [*unfenced(), *deletions(epoch=-1, version=2)], delete).violations == []
+
+
+def test_the_delivery_bound_counts_from_the_end_of_a_pause_and_defaults_to_the_shutdown_bound(
+    tmp_path: Path,
+) -> None:
+    """A run's `delivery_bound_ms` (the simulator's) judges a stop owed late in the run that the
+    shutdown bound would leave unjudged; a broker paused meanwhile owes it only a bound after its
+    pause ended (a stopped process reads nothing), so a pause reaching past the run's end excuses it."""
+    tight = dataclasses.replace(run_started(), delivery_bound_ms=5_000)
+    assert (run_started().delivery_bound, tight.delivery_bound) == (BOUND_MS, 5_000)
+    late_end = RunEnded((TIMESTAMP_MS + 20_000) * MS, True)  # before the shutdown bound's deadline
+
+    def judged(journal: list[Entry], run: RunStarted) -> CheckResult:
+        log = LogBuilder(tmp_path / f"data-{len(list(tmp_path.iterdir()))}")
+        log.cluster()
+        delete(log)
+        log.write()
+        return check(log.data_dir, [run, *unfenced(), *journal, late_end])
+
+    assert duties(judged(deletions(but=(3, 1)), run_started())) == []  # the deadline lies past the run
+    assert duties(judged(deletions(but=(3, 1)), tight)) == ["delete-delivery"]
+    paused = FaultInjected(TIMESTAMP_MS * MS, 3, "pause", 18_000.0)  # until 2 s before the run ends
+    assert duties(judged([paused, *deletions(but=(3, 1))], tight)) == []
+    assert due_after_pauses([(100, 1_000), (1_200, 9_000)], 500, 1_000) == 10_000  # a pause, then another
+    assert due_after_pauses([(100, 400)], 500, 1_000) == 1_500  # over before the duty began
 
 
 def test_a_replica_of_a_deleted_topic_never_told_to_delete_it_is_reported(tmp_path: Path) -> None:
