@@ -113,6 +113,12 @@ def _what(entry: AdminProbe) -> str:
     return "partition" if entry.api == "ElectLeaders" else "topic"
 
 
+def note_change(transitions: list[tuple[int, bool]], at_ms: int, held: bool) -> None:
+    """Add (at_ms, held) to `transitions` (the form `held_between` reads) if the condition changed."""
+    if not transitions or transitions[-1][1] != held:
+        transitions.append((at_ms, held))
+
+
 def held_between(transitions: Sequence[tuple[int, bool]], start_ms: int, end_ms: int) -> bool:
     """Did a partition's condition (leaderless, say) hold at some time in [start_ms, end_ms]?
     `transitions`: (batch timestamp, the condition at its end) each time that changed, in log
@@ -167,14 +173,11 @@ class AdminProbeCheck(Subscriber):
             if partition is None:
                 continue
             leaderless = partition.leader == NO_LEADER
-            if not transitions or transitions[-1][1] != leaderless:
-                transitions.append((batch.timestamp_ms, leaderless))
+            note_change(transitions, batch.timestamp_ms, leaderless)
             stranded = leaderless and not any(
                 self.model.is_active(replica) and replica not in partition.offline for replica in partition.replicas
             )
-            states = self.stranded[key]
-            if not states or states[-1][1] != stranded:
-                states.append((batch.timestamp_ms, stranded))
+            note_change(self.stranded[key], batch.timestamp_ms, stranded)
 
     def on_log_end(self, end: LogEnd) -> None:
         for entry in self.entries:
@@ -188,8 +191,7 @@ class AdminProbeCheck(Subscriber):
 
     # ------------------------------------------------------------------ judging
     def _partition(self, key: Watched) -> Partition | None:
-        topic = self.model.names.get(key[0])
-        return None if topic is None else topic.partitions.get(key[1])
+        return self.model.partition_named(*key)
 
     def _stranded(self, entry: AdminProbe) -> bool:
         """Was the probed partition leaderless with no replica eligible at some time in flight?"""

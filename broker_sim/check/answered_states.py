@@ -32,7 +32,7 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.elect_leaders import PREFERRED
 
-from .admin_probe_rules import WINDOW_SLACK_MS, held_between
+from .admin_probe_rules import WINDOW_SLACK_MS, held_between, note_change
 from .events import LogEnd, Subscriber
 from .liveness import NS_PER_MS, render_entry
 from .log import Batch
@@ -72,15 +72,16 @@ def promises(entry: Entry) -> list[Promise]:
         errors = {entry.error, *(error for _, _, error in entry.results)}
         if entry.election_type != PREFERRED or ErrorCode.NOT_CONTROLLER in errors or entry.error:
             return []
+        # NONE: the election's batch comes after the send; NOT_NEEDED: the leader may predate it
+        windows = {
+            ErrorCode.NONE: ("elected", sent),
+            ErrorCode.ELECTION_NOT_NEEDED: ("ELECTION_NOT_NEEDED", sent - WINDOW_SLACK_MS),
+        }
         found = []
         for topic, partition, error in entry.results:
-            if error == ErrorCode.NONE:
-                watched = Watched(topic, partition, LEADS, -1)
-                found.append(Promise("preferred-answer", watched, sent, end, "elected", entry))
-            elif error == ErrorCode.ELECTION_NOT_NEEDED:
-                start = sent - WINDOW_SLACK_MS
-                watched = Watched(topic, partition, LEADS, -1)
-                found.append(Promise("preferred-answer", watched, start, end, "ELECTION_NOT_NEEDED", entry))
+            if error in windows:
+                said, start = windows[error]
+                found.append(Promise("preferred-answer", Watched(topic, partition, LEADS, -1), start, end, said, entry))
         return found
     if not entry.errors or entry.errors[0] != ErrorCode.NONE or entry.new_state not in (OFFLINE, ONLINE):
         return []
@@ -125,13 +126,9 @@ class AnsweredStates(Subscriber):
 
     def on_batch_end(self, batch: Batch, changed: Sequence[Partition]) -> None:
         for watched, transitions in self.watched.items():
-            topic = self.model.names.get(watched.topic)
-            partition = None if topic is None else topic.partitions.get(watched.partition)
-            if partition is None:
-                continue
-            held = holds(watched, partition)
-            if not transitions or transitions[-1][1] != held:
-                transitions.append((batch.timestamp_ms, held))
+            partition = self.model.partition_named(watched.topic, watched.partition)
+            if partition is not None:
+                note_change(transitions, batch.timestamp_ms, holds(watched, partition))
 
     def on_log_end(self, end: LogEnd) -> None:
         for promise in self.promises:

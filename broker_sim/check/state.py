@@ -172,6 +172,11 @@ class Model:
         broker = self.brokers[broker_id] = Broker(broker_id, epoch, incarnation)
         return broker
 
+    def partition_named(self, topic: str, index: int) -> Partition | None:
+        """Partition `index` of the topic named `topic` now, if the model holds it."""
+        found = self.names.get(topic)
+        return None if found is None else found.partitions.get(index)
+
     def is_active(self, broker_id: int) -> bool:
         broker = self.brokers.get(broker_id)
         return broker is not None and broker.active

@@ -400,10 +400,10 @@ class BrokerModel:
             replicas = tuple((name, partition) for name, _, partition in out.replicas)
             report = ReplicaStateAnswered(self.epoch, out.version, pending[0], self.disks.sent_at, replicas, errors)
             self.events.append(report)
-        if pending is not None and pending[0] == OFFLINE and response.error_code == ErrorCode.NONE:
-            answered = [p.error_code for topic in response.topics for p in topic.partitions]
-            if answered and all(code == ErrorCode.NONE for code in answered):
-                self.reported_offline.update((name, partition) for name, _, partition in pending[1])
+            if pending[0] == OFFLINE and response.error_code == ErrorCode.NONE:
+                answered = [p.error_code for topic in response.topics for p in topic.partitions]
+                if answered and all(code == ErrorCode.NONE for code in answered):
+                    self.reported_offline.update((name, partition) for name, _, partition in pending[1])
         if response.error_code in (ErrorCode.NONE, ErrorCode.STALE_BROKER_EPOCH, ErrorCode.UNKNOWN_REPLICA_STATE):
             self.disks.reported()
         else:
