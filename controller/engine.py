@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from protocol.records.batch_writer import PreparedAppend
 from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
 from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
 from protocol.records.transactions import TransactionReplay
@@ -59,7 +60,6 @@ from .core import ClusterCounts, ControllerCore
 from .engine_snapshots import SnapshotMethods
 from .log import LogEntry, LogError, LogSizes, MetadataLog
 from .log.bootstrap import BOOTSTRAP_TRANSACTION, read_bootstrap
-from .log.encoding import PreparedAppend
 from .log.retention import DEFAULT_RETENTION_BYTES
 from .log.store import DEFAULT_SEGMENT_BYTES
 from .ops.authorization import Denial, authorizer_config

@@ -15,12 +15,16 @@ Rules:
 - `paced` turns fine-grained yields into a yield once at least `SLICE_SECONDS` of work ran since
   the last one, so that small work never yields at all and large work yields about once per
   `SLICE_SECONDS` of its running time; it always passes a `COMMIT_POINT` on.
+- `run_paced` runs it on the event loop: a checkpoint between slices (other tasks run), a
+  commit where it yields `COMMIT_POINT`, and abandoned (`NotLeading`) once it may never commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Generic, TypeAlias, TypeVar
+
+import trio
 
 from .runtime import monotonic_ns
 
@@ -75,3 +79,30 @@ def paced(work: Slices[T], slice_seconds: float = SLICE_SECONDS) -> Slices[T]:
         if signal is COMMIT_POINT or monotonic_ns() >= deadline:
             yield signal
             deadline = monotonic_ns() + slice_ns
+
+
+class NotLeading(Exception):
+    """Work that will never be committed: this node lost its leadership first."""
+
+
+async def run_paced(
+    work: Work[T],
+    at_commit_point: Callable[[], Awaitable[None]] | None = None,
+    valid: Callable[[], bool] | None = None,
+) -> T:
+    """Run paced work to its end, letting other tasks run between its slices (and awaiting
+    `at_commit_point` where it yields `COMMIT_POINT`). With `valid`, the work is abandoned
+    (closed, `NotLeading`) at the first slice where `valid()` no longer holds."""
+    if isinstance(work, Done):
+        return work.value
+    while True:
+        if valid is not None and not valid():
+            work.close()
+            raise NotLeading
+        try:
+            signal = next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if signal is COMMIT_POINT and at_commit_point is not None:
+            await at_commit_point()
+        await trio.sleep(0)

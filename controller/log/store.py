@@ -39,19 +39,19 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
 from protocol.records.batch import RecordBatch
+from protocol.records.batch_writer import PreparedAppend, encode_groups
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
 from protocol.spec import Data
 
 from .. import runtime
-from ..slices import Slices, finish
+from ..slices import finish
 from .catalog import LogCatalog, Segment, SegmentWrite, SnapshotFile
-from .encoding import PreparedAppend, encode_groups
 from .model import LogEntry, LogError, LogSizes, RecoveryReport, SnapshotId
 from .offset_index import INDEX_INTERVAL_BYTES, OffsetIndex
 from .properties import MetaProperties, load_or_format
@@ -222,7 +222,7 @@ class MetadataLog(ReplicationMethods, SnapshotMethods):
 
     def prepare_steps(
         self, groups: Sequence[Sequence[tuple[Data, int]]], epoch: int, timestamp_ms: int
-    ) -> Slices[PreparedAppend]:
+    ) -> Generator[None, None, PreparedAppend]:
         """`prepare` in slices: yields after every `ENCODE_SLICE_RECORDS` records encoded."""
         self._check_epoch(epoch)
         return (yield from encode_groups(groups, self._catalog.next_offset, epoch, timestamp_ms))

@@ -44,9 +44,8 @@ from ..raft.leader import Leader
 from ..raft.state import Resigned
 from ..runtime import in_thread, monotonic_ns
 from ..runtime import wall_ms as runtime_wall_ms
-from ..slices import Slices
+from ..slices import Slices, run_paced
 from .denials import Denials
-from .paced import run_paced
 from .quorum_config import QuorumConfig
 from .raft_driver import DriverMetrics, RaftDriver
 from .raft_inbound import RaftInbound

@@ -81,10 +81,9 @@ from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
 from ..runtime import in_thread, monotonic_ns
-from ..slices import Done, Slices, Work
+from ..slices import Done, NotLeading, Slices, Work, run_paced
 from .denials import Denials
 from .durability import Durability, SoleVoter
-from .paced import NotLeading, run_paced
 from .pending import LARGE_FRAME_BYTES, Pending, request_context
 
 log = logging.getLogger("fencer.writer")

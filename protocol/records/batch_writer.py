@@ -5,18 +5,24 @@ Rules:
   sequence -1, CreateTime, one timestamp for base and max, and the leader epoch.
 - The controller's own appends (null keys, no headers) are framed directly by
   `PlainBatchBuilder`, a chunk of values at a time; the bytes are the general path's.
+- `encode_groups` turns a controller's commit (groups of metadata records) into one batch per
+  group at consecutive offsets, pausing (a bare `yield`) after every `ENCODE_SLICE_RECORDS`
+  records, so that a caller on an event loop can let other work run; large groups are framed a
+  slice at a time.
 - Bad values raise `EncodeError`, nothing else.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 
 from crc32c import crc32c
 
 from ..errors import EncodeError
 from ..primitives import varint, varlong
+from ..spec import Data
 from .batch import (
     _CRC_COVERED_HEADER,
     _PREFIX,
@@ -28,6 +34,10 @@ from .batch import (
     Record,
     RecordBatch,
 )
+from .metadata import encode_metadata_value
+
+#: Records encoded between two pauses of `encode_groups` (about 2-4 ms of work).
+ENCODE_SLICE_RECORDS = 256
 
 
 def _nullable_bytes(data: bytes | None, out: bytearray) -> None:
@@ -166,3 +176,50 @@ class PlainBatchBuilder:
         except (struct.error, TypeError, ValueError, OverflowError) as exc:
             raise EncodeError(f"cannot encode record batch: {type(exc).__name__}: {exc}") from None
         return prefix + body
+
+
+@dataclass(frozen=True)
+class PreparedAppend:
+    """Batches encoded by `encode_groups`, to be written at `start_offset`: `offsets` holds each
+    group's first offset (an empty group's too), `batches` the (base offset, bytes) of each batch."""
+
+    start_offset: int
+    end_offset: int
+    offsets: list[int]
+    batches: list[tuple[int, bytes]]
+
+
+def encode_groups(
+    groups: Sequence[Sequence[tuple[Data, int]]], start_offset: int, epoch: int, timestamp_ms: int
+) -> Generator[None, None, PreparedAppend]:
+    """One batch per non-empty group of (record, version), from `start_offset` on, yielding after
+    every `ENCODE_SLICE_RECORDS` records (see the module's rules)."""
+    offsets: list[int] = []
+    batches: list[tuple[int, bytes]] = []
+    next_offset = start_offset
+    encoded = 0  # records encoded since the last pause
+    for group in groups:
+        offsets.append(next_offset)
+        if not group:
+            continue
+        if len(group) <= ENCODE_SLICE_RECORDS:  # most groups: one request's few records
+            values = [encode_metadata_value(record, version) for record, version in group]
+            batch = metadata_batch(next_offset, epoch, timestamp_ms, values)
+        else:  # a large batch: its records encoded and framed a slice at a time
+            builder = PlainBatchBuilder(timestamp_ms)
+            for start in range(0, len(group), ENCODE_SLICE_RECORDS):
+                builder.add(
+                    [
+                        encode_metadata_value(record, version)
+                        for record, version in group[start : start + ENCODE_SLICE_RECORDS]
+                    ]
+                )
+                yield None
+            batch = builder.build(next_offset, epoch)
+        batches.append((next_offset, batch))
+        next_offset += len(group)
+        encoded += len(group)
+        if encoded >= ENCODE_SLICE_RECORDS:
+            encoded = 0
+            yield None
+    return PreparedAppend(start_offset, next_offset, offsets, batches)

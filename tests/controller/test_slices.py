@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from controller.engine import REPLAY_SLICE_RECORDS, ControllerEngine
-from controller.log.encoding import ENCODE_SLICE_RECORDS
 from controller.slices import Slices, finish, paced
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestCreatableTopic, CreateTopicsResponse
+from protocol.records.batch_writer import ENCODE_SLICE_RECORDS
 from protocol.records.metadata import PartitionRecord
 
 BIG = 9_999  # the largest single topic a CreateTopics may create (10,000 records with its TopicRecord)
