@@ -612,7 +612,7 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
             return f"expected {_names([expected_top])}"
         return None
     if entry.probe == "partition-twice":
-        return _wrong_twice(top, partitions)
+        return _wrong_twice(top, partitions, entry.detail.get("times_named", 2), entry.detail.get("answer_topics"))
     if entry.probe == EMPTY_PROBE:
         topics = entry.detail.get("answer_topics", 0)
         if top != ErrorCode.NONE or partitions or topics:
@@ -629,16 +629,20 @@ def wrong_probe_answer(entry: RequestProbe) -> str | None:
     return None
 
 
-def _wrong_twice(top: int, partitions: list[int]) -> str | None:
-    """A partition named twice (README, What it decides): the first naming changes nothing (NONE, or
-    the error of epochs that moved since), the second is INVALID_REQUEST (or both the deleted
-    topic's error)."""
+def _wrong_twice(top: int, partitions: list[int], times: int, topics: int | None) -> str | None:
+    """A partition named `times` times in one topic entry (README, What it decides): the first
+    naming changes nothing (NONE, or the error of epochs that moved since), each later one is
+    INVALID_REQUEST (or all the deleted topic's error), every naming answered, in one topic entry
+    as asked, whether the controller decided it at once or piece by piece (`topics`: the answer's
+    topic entries, None where the journal does not say)."""
     first = frozenset({ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION}) | GONE
-    second = frozenset({ErrorCode.INVALID_REQUEST}) | GONE
+    later = frozenset({ErrorCode.INVALID_REQUEST}) | GONE
     if top != ErrorCode.NONE:
         return f"expected a per-partition answer, not the top-level error {top}"
-    if len(partitions) != 2 or partitions[0] not in first or partitions[1] not in second:
-        return f"expected the second naming answered {_names(second)}, got {partitions}"
+    if topics is not None and topics != 1:
+        return f"expected the {times} namings answered in the one topic entry asked, got {topics} topic entries"
+    if len(partitions) != times or partitions[0] not in first or any(code not in later for code in partitions[1:]):
+        return f"expected each naming after the first of {times} answered {_names(later)}, got {partitions}"
     return None
 
 

@@ -19,8 +19,11 @@ Rules:
     than one member; "recovery-byte" (v1+): a LeaderRecoveryState byte other than 0 and 1;
   - "unknown-topic": a topic id (v2+) or name (v0-1) no topic has; "unknown-partition" (row a): a
     partition index (`UNKNOWN_PARTITION` and up) of a topic it hosts;
-  - "partition-twice" (README, What it decides): from the leader, one partition named twice, as
-    it is committed (a change of nothing): the second is INVALID_REQUEST;
+  - "partition-twice" (README, What it decides): from the leader, one partition named twice (or,
+    one probe in three, `MANY_NAMINGS` times: more than a small `--max-records-per-operation`,
+    so that the controller decides the request piece by piece, in a metadata transaction), as it
+    is committed (a change of nothing): every naming after the first is INVALID_REQUEST, in one
+    topic's answer;
   - "alter-partition-empty" (top level 2): no topic at all, from the broker's own id and epoch or
     from an unregistered id (the empty list is checked before the broker, step 3): NONE and no
     topic in the answer;
@@ -54,11 +57,12 @@ Rules:
   (`broker_sim.check.journal_rules.wrong_probe_answer`), not the fleet's; the fleet records facts.
 - `judge`: the answer's errors (top level, then each partition's in the answer's order) and
   whether it was accepted: NONE at the top level, and for an answer with partitions, a NONE among
-  them (for "partition-twice", at the second naming: the first changes nothing). The kinds whose
+  them (for "partition-twice", at a later naming: the first changes nothing). The kinds whose
   right answer is NONE ("alter-partition-empty", "replica-state-no-op", `NONE_IS_RIGHT`) are
   never accepted: their errors are judged. `answer_facts`: what else of the answer the checker
-  needs (the number of topics of an empty request's answer; the time since the last heartbeat
-  and the granted epoch of an accepted duplicate registration), added to the journalled detail.
+  needs (the number of topics of an empty request's answer, and of a "partition-twice" answer;
+  the time since the last heartbeat and the granted epoch of an accepted duplicate
+  registration), added to the journalled detail.
   An answer saying NOT_CONTROLLER (`judges_nothing`: at the top level for
   "alter-partition-newer-epoch", whose partition's NOT_CONTROLLER is row b's answer; anywhere for
   the others) judged nothing: the probe goes again, first, after a backoff
@@ -113,6 +117,9 @@ REPLICA_STATE_UNKNOWN_STATE = "replica-state-unknown-state"
 REPLICA_STATE_UNKNOWN_TOPIC = "replica-state-unknown-topic"
 REPLICA_STATE_UNKNOWN_PARTITION = "replica-state-unknown-partition"
 PARTITION_TWICE = "partition-twice"
+#: how many times one probe in three of "partition-twice" names its partition: above the small
+#: record caps the simulator draws (a topic's creation, or one more: 4-5 at its defaults)
+MANY_NAMINGS = 7
 ALTER_PARTITION_UNREGISTERED = "alter-partition-unregistered"
 REPLICA_STATE_UNREGISTERED = "replica-state-unregistered"
 ALTER_PARTITION_EMPTY = "alter-partition-empty"
@@ -218,7 +225,7 @@ def judges_nothing(response: Data, probe: str = "") -> bool:
 
 def answer_facts(plan: ProbePlan, response: Data, t: float) -> dict[str, Any]:
     """What the checker needs of an answer besides its errors (see the module rules), for the detail."""
-    if plan.probe == ALTER_PARTITION_EMPTY and isinstance(response, AlterPartitionResponse):
+    if plan.probe in (ALTER_PARTITION_EMPTY, PARTITION_TWICE) and isinstance(response, AlterPartitionResponse):
         return {"answer_topics": len(response.topics)}
     if plan.probe == REGISTRATION_DUPLICATE and isinstance(response, BrokerRegistrationResponse):
         facts: dict[str, Any] = {}
@@ -332,7 +339,8 @@ def _twice(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:
         return None
     topic_id = known.topic_id(led.topic, led.topic_id)
     proposal = _change(led.topic, topic_id, led.partition, led.epochs, led.isr, led.recovery_state)
-    return _alter_partition(kind, known, proposal, times=2)
+    times = MANY_NAMINGS if rng.random() < 1 / 3 else 2
+    return _alter_partition(kind, known, proposal, times=times, times_named=times)
 
 
 def _recovery(kind: str, rng: random.Random, known: Knowledge) -> ProbePlan | None:

@@ -95,6 +95,11 @@ def probe(kind: str, errors: list[int], version: int = 2, accepted: bool = False
         (probe("partition-twice", [0, 100, 100]), True),
         (probe("partition-twice", [0, 0, 95]), False),  # the second naming decided as a change
         (probe("partition-twice", [0, 42]), False),
+        # named 7 times (more than a small record cap: decided piece by piece), in one topic entry
+        (probe("partition-twice", [0, 0, *[42] * 6], times_named=7, answer_topics=1), True),
+        (probe("partition-twice", [0, 0, 42], times_named=7, answer_topics=1), False),  # namings lost
+        (probe("partition-twice", [0, 0, *[42] * 5, 0], times_named=7, answer_topics=1), False),
+        (probe("partition-twice", [0, 0, *[42] * 6], times_named=7, answer_topics=2), False),  # the topic cut
         (probe("a-later-fleets-kind", [0, 12]), True),  # a kind this checker does not know
         # an empty AlterPartition: an empty success, at every version
         (probe("alter-partition-empty", [0], version=0, answer_topics=0), True),

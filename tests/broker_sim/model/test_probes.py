@@ -156,7 +156,7 @@ def test_a_partition_named_twice_changes_nothing_the_first_time() -> None:
     assert isinstance(body, AlterPartitionRequest)
     [topic] = body.topics
     first, second = topic.partitions
-    assert first == second and first.partition_index == 1
+    assert first == second and first.partition_index == 1 and plan.detail["times_named"] == 2
     assert ([m.broker_id for m in first.new_isr_with_epochs], first.leader_epoch, first.partition_epoch) == (
         [2, 3],
         4,
@@ -166,6 +166,18 @@ def test_a_partition_named_twice_changes_nothing_the_first_time() -> None:
     assert probes.judge(partition_answer(0, 42), probes.PARTITION_TWICE) == ([0, 0, 42], False)
     assert probes.judge(partition_answer(0, 0), probes.PARTITION_TWICE) == ([0, 0, 0], True)
     assert probes.judge(partition_answer(0, 42)) == ([0, 0, 42], True)
+
+
+def test_one_partition_twice_probe_in_three_names_it_more_times_than_a_small_record_cap() -> None:
+    namings = []
+    for seed in range(30):
+        plan = built(probes.PARTITION_TWICE, knowledge(leads=(led(),)), seed)
+        body = plan.body
+        assert isinstance(body, AlterPartitionRequest)
+        [topic] = body.topics
+        assert len(set(topic.partitions)) == 1 and plan.detail["times_named"] == len(topic.partitions)
+        namings.append(len(topic.partitions))
+    assert set(namings) == {2, probes.MANY_NAMINGS} and 5 <= namings.count(probes.MANY_NAMINGS) <= 15
 
 
 def test_a_busy_leadership_is_not_probed() -> None:
