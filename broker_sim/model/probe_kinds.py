@@ -132,9 +132,9 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "UNKNOWN_PARTITION +",
     ),
     "request_probe:partition-twice": ProbeKind(
-        "AlterPartition naming one partition twice: the second naming INVALID_REQUEST",
+        "AlterPartition naming one partition twice (one in three: 7 times): each later naming INVALID_REQUEST",
         "broker_sim.model.probes:_twice",
-        "times=2",
+        "times=times",
     ),
     "request_probe:heartbeat-unregistered": ProbeKind(
         "a BrokerHeartbeat from an unregistered broker id: STALE_BROKER_EPOCH",
