@@ -3,8 +3,10 @@
 Rules:
 - One connection at a time (ApiVersions first, then the core's requests one by one: the core has
   at most one in flight per peer). A request that cannot be sent or answered is reported
-  `RequestFailed` (`RaftDriver.failed`); after a failed connection the link fails requests at once
-  until its reconnect backoff (50 ms doubling to 1 s, Kafka's reconnect.backoff) has passed.
+  `RequestFailed` (`RaftDriver.failed`); after a connection attempt fails (connect or
+  ApiVersions) the link fails requests at once until its reconnect backoff (50 ms doubling to 1 s,
+  Kafka's reconnect.backoff) has passed; a connection that breaks mid-exchange fails that request,
+  and the next request opens a new one.
 - A FetchSnapshot is fetched chunk by chunk into the log's incoming snapshot before the core sees
   the answer.
 - TLS when the daemon's listener is (the node's client context, its own certificate presented,
