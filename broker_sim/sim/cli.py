@@ -10,7 +10,9 @@ Rules:
   not). A line per seed: its verdict, simulated and real seconds; at the end the totals and the
   ratio of simulated to real time.
 - A seed that fails prints its violations (the checker's lines), where its files are, and the one
-  command that replays it (`--seeds 1 --first-seed K` with the same options).
+  command that replays it (`--seeds 1 --first-seed K` with the same options). A seed whose
+  simulated clock stands still (a task that never yields: `broker_sim.sim.stall`) fails so too,
+  `[sim-stall]`, within about twice `STALL_CHECK_S` of real time.
 - Exit status: 0 when every seed is clean, 1 when one is not, 2 on bad arguments (one line on
   stderr, `<prog>: error: <why>`, nothing run).
 - The hash seed is fixed (`PYTHONHASHSEED=0`; the command runs itself again with it when it is
@@ -40,6 +42,7 @@ from broker_sim.shell.runner import warm_codecs
 
 from .run import SimResult, SimSpec, run_seed, voters_of
 from .scenarios import COMPOSED, RAFT_SCENARIOS
+from .stall import STALL_CHECK_S, stall_watch
 
 #: every scenario a seed may run: the fleet's, Kafka's Raft simulation's, fencer's own (`scenarios`)
 SIM_SCENARIOS = ALL_SCENARIOS + tuple(RAFT_SCENARIOS) + tuple(COMPOSED)
@@ -71,6 +74,8 @@ def build_parser() -> CommandLineParser:
     add("--stop-at-first", action="store_true", help="stop at the first seed that is not clean")
     # hidden, for tests and the mutation score: MODULE:FUNCTION called before any seed runs (a planted bug)
     add("--patch", action="append", default=[], metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
+    # hidden, for tests: real seconds between two readings of the simulated clock (`stall_watch`)
+    add("--stall-after", type=positive_seconds, default=STALL_CHECK_S, help=argparse.SUPPRESS)
     return parser
 
 
@@ -133,8 +138,21 @@ def one_seed(seed: int, args: argparse.Namespace, times: Path) -> int:
         duration_s=args.duration,
     )
     directory = (args.keep / f"seed-{seed}") if args.keep else Path(tempfile.mkdtemp(prefix=f"fencer-sim-{seed}-"))
+
+    def stalled(at_s: float) -> None:  # from a signal handler: this child ends here, status 1
+        print(f"seed {seed}: stalled at {at_s:.1f} s simulated")
+        print(
+            f"  [sim-stall] the simulated clock stood still at {at_s:.1f} s for {args.stall_after:g} real "
+            "seconds or more: a task that never yields (a loop in the controller or the fleet)"
+        )
+        print(f"  files: {directory}")
+        print(f"  replay: {replay_command(spec, args)}")
+        sys.stdout.flush()
+        os._exit(1)
+
     started = time.perf_counter()
-    result = run_seed(spec, directory)
+    with stall_watch(stalled, args.stall_after):
+        result = run_seed(spec, directory)
     took = time.perf_counter() - started
     with times.open("a") as sink:
         sink.write(f"{result.simulated_s} {took}\n")
@@ -169,8 +187,13 @@ def describe(result: SimResult, args: argparse.Namespace) -> list[str]:
     if result.final is not None:
         lines += list(result.final.problems)
     lines.append(f"files: {result.directory}")
-    options = [f"--scenario {result.spec.scenario}", f"--voters {voters_of(result.spec)}", f"--brokers {args.brokers}"]
+    lines.append(f"replay: {replay_command(result.spec, args)}")
+    return lines
+
+
+def replay_command(spec: SimSpec, args: argparse.Namespace) -> str:
+    """The one command that runs `spec`'s seed again, alone, as it ran."""
+    options = [f"--scenario {spec.scenario}", f"--voters {voters_of(spec)}", f"--brokers {args.brokers}"]
     options.append(f"--duration {args.duration:g}")
     options += [f"--patch {patch}" for patch in args.patch]
-    lines.append(f"replay: {PROG} --seeds 1 --first-seed {result.spec.seed} {' '.join(options)}")
-    return lines
+    return f"{PROG} --seeds 1 --first-seed {spec.seed} {' '.join(options)}"

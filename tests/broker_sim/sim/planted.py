@@ -255,3 +255,16 @@ def partition_change_never_a_noop() -> None:
 
     for module in (changes, alter_partition, brokers, elections):
         module.change_record = change_record  # type: ignore[attr-defined]
+
+
+def pieces_never_advance() -> None:
+    """A request over more partitions than one step is cut into pieces whose cut never moves on: the
+    controller decides the first piece again and again, without yielding, for ever (a loop the
+    simulated clock cannot leave)."""
+    from controller.ops import batches
+
+    def pieces(topics: Any, size: int) -> Any:
+        while True:
+            yield [(position, topic) for position, topic in enumerate(topics)][:1]
+
+    batches.pieces = pieces
