@@ -11,8 +11,8 @@ Rules:
   ratio of simulated to real time.
 - A seed that fails prints its violations (the checker's lines), where its files are, and the one
   command that replays it (`--seeds 1 --first-seed K` with the same options). A seed whose
-  simulated clock stands still (a task that never yields: `broker_sim.sim.stall`) fails so too,
-  `[sim-stall]`, within about twice `STALL_CHECK_S` of real time.
+  simulated clock stands still for `STALL_AFTER_S` real seconds (an endless loop or computation:
+  `broker_sim.sim.stall`) is killed and fails so too, `[sim-stall]`.
 - Exit status: 0 when every seed is clean, 1 when one is not, 2 on bad arguments (one line on
   stderr, `<prog>: error: <why>`, nothing run).
 - The hash seed is fixed (`PYTHONHASHSEED=0`; the command runs itself again with it when it is
@@ -42,7 +42,7 @@ from broker_sim.shell.runner import warm_codecs
 
 from .run import SimResult, SimSpec, run_seed, voters_of
 from .scenarios import COMPOSED, RAFT_SCENARIOS
-from .stall import STALL_CHECK_S, stall_watch
+from .stall import STALL_AFTER_S, Progress, Publisher, wait_watching
 
 #: every scenario a seed may run: the fleet's, Kafka's Raft simulation's, fencer's own (`scenarios`)
 SIM_SCENARIOS = ALL_SCENARIOS + tuple(RAFT_SCENARIOS) + tuple(COMPOSED)
@@ -74,8 +74,8 @@ def build_parser() -> CommandLineParser:
     add("--stop-at-first", action="store_true", help="stop at the first seed that is not clean")
     # hidden, for tests and the mutation score: MODULE:FUNCTION called before any seed runs (a planted bug)
     add("--patch", action="append", default=[], metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
-    # hidden, for tests: real seconds between two readings of the simulated clock (`stall_watch`)
-    add("--stall-after", type=positive_seconds, default=STALL_CHECK_S, help=argparse.SUPPRESS)
+    # hidden, for tests: real seconds the simulated clock may stand still (`broker_sim.sim.stall`)
+    add("--stall-after", type=positive_seconds, default=STALL_AFTER_S, help=argparse.SUPPRESS)
     return parser
 
 
@@ -95,21 +95,29 @@ def main(argv: Sequence[str]) -> int:
     # finds missing): about half of a short seed's time
     warm_codecs()
     failed = ran = 0
+    progress = Progress()
     with tempfile.NamedTemporaryFile("r", prefix="fencer-sim-times-") as times:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             ran += 1
+            spec, directory = spec_of(seed, args), directory_of(seed, args)
+            progress.publish(-1.0)
             sys.stdout.flush()
             child = os.fork()
             if child == 0:  # the seed, in a process the same as every other seed's (see the rules)
                 status = 3
                 try:
-                    status = one_seed(seed, args, Path(times.name))
+                    status = one_seed(spec, directory, args, Path(times.name), progress)
                 except BaseException:
                     traceback.print_exc()
                 finally:
                     sys.stdout.flush()
                     os._exit(status)
-            status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            status, stood_at = wait_watching(child, progress, args.stall_after)
+            if stood_at is not None:
+                status = 1
+                print(f"seed {seed}: stalled at {stood_at:.1f} s simulated")
+                for line in stall_lines(spec, directory, stood_at, args):
+                    print(f"  {line}")
             if status != 0:
                 failed += 1
                 if status != 1:
@@ -127,9 +135,8 @@ def main(argv: Sequence[str]) -> int:
     return 1 if failed else 0
 
 
-def one_seed(seed: int, args: argparse.Namespace, times: Path) -> int:
-    """Run `seed`, print its lines, add its simulated and real seconds to `times`; its status."""
-    spec = SimSpec(
+def spec_of(seed: int, args: argparse.Namespace) -> SimSpec:
+    return SimSpec(
         seed=seed,
         scenario=args.scenario[seed % len(args.scenario)],
         voters=args.voters,
@@ -137,26 +144,21 @@ def one_seed(seed: int, args: argparse.Namespace, times: Path) -> int:
         replication_factor=min(3, args.brokers),
         duration_s=args.duration,
     )
-    directory = (args.keep / f"seed-{seed}") if args.keep else Path(tempfile.mkdtemp(prefix=f"fencer-sim-{seed}-"))
 
-    def stalled(at_s: float) -> None:  # from a signal handler: this child ends here, status 1
-        print(f"seed {seed}: stalled at {at_s:.1f} s simulated")
-        print(
-            f"  [sim-stall] the simulated clock stood still at {at_s:.1f} s for {args.stall_after:g} real "
-            "seconds or more: a task that never yields (a loop in the controller or the fleet)"
-        )
-        print(f"  files: {directory}")
-        print(f"  replay: {replay_command(spec, args)}")
-        sys.stdout.flush()
-        os._exit(1)
 
+def directory_of(seed: int, args: argparse.Namespace) -> Path:
+    return (args.keep / f"seed-{seed}") if args.keep else Path(tempfile.mkdtemp(prefix=f"fencer-sim-{seed}-"))
+
+
+def one_seed(spec: SimSpec, directory: Path, args: argparse.Namespace, times: Path, progress: Progress) -> int:
+    """Run `spec`, print its lines, add its simulated and real seconds to `times`; its status. The
+    simulated time reached is published to `progress` as the run goes (`broker_sim.sim.stall`)."""
     started = time.perf_counter()
-    with stall_watch(stalled, args.stall_after):
-        result = run_seed(spec, directory)
+    result = run_seed(spec, directory, instruments=(Publisher(progress),))
     took = time.perf_counter() - started
     with times.open("a") as sink:
         sink.write(f"{result.simulated_s} {took}\n")
-    print(f"seed {seed}: {verdict(result)} ({result.simulated_s:.1f} s simulated in {took:.1f} s)")
+    print(f"seed {spec.seed}: {verdict(result)} ({result.simulated_s:.1f} s simulated in {took:.1f} s)")
     if result.status != 0:
         for line in describe(result, args):
             print(f"  {line}")
@@ -164,6 +166,16 @@ def one_seed(seed: int, args: argparse.Namespace, times: Path) -> int:
     if args.keep is None:
         shutil.rmtree(directory, ignore_errors=True)
     return 0
+
+
+def stall_lines(spec: SimSpec, directory: Path, stood_at: float, args: argparse.Namespace) -> list[str]:
+    """The lines of a seed killed for a simulated clock that stood still (`broker_sim.sim.stall`)."""
+    return [
+        f"[sim-stall] the simulated clock stood still at {stood_at:.1f} s for {args.stall_after:g} real seconds: "
+        "a loop or a computation that never ends (in the controller or the fleet) stopped the cluster",
+        f"files: {directory}",
+        f"replay: {replay_command(spec, args)}",
+    ]
 
 
 def scenario_list(text: str) -> tuple[str, ...]:

@@ -143,8 +143,9 @@ def delivery_bound_ms(spec: SimSpec) -> int:
     return spec.session_timeout_ms + spec.heartbeat_ms // 2
 
 
-def run_seed(spec: SimSpec, directory: Path) -> SimResult:
-    """Simulate `spec` with its files under `directory` (which must be empty or absent)."""
+def run_seed(spec: SimSpec, directory: Path, instruments: Sequence[trio.abc.Instrument] = ()) -> SimResult:
+    """Simulate `spec` with its files under `directory` (which must be empty or absent);
+    `instruments` watch the run (they change nothing it decides)."""
     directory.mkdir(parents=True, exist_ok=True)
     voters = voters_of(spec)
     settings = spec.settings or NodeSettings.drawn(spec.seed, spec.partitions)
@@ -175,7 +176,7 @@ def run_seed(spec: SimSpec, directory: Path) -> SimResult:
     clock = trio.testing.MockClock(autojump_threshold=0)
     _deterministic_scheduling(spec.seed)
     with _logged_to(directory / "sim.log"):
-        result, watch = trio.run(_simulate, spec, config, plan, clock=clock)
+        result, watch = trio.run(_simulate, spec, config, plan, clock=clock, instruments=instruments)
     final = None
     if result.unreachable is None:
         final = run_quorum_check(plan.data_dir, plan.node_dirs, config.journal_path)
