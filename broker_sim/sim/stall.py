@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import select
 import signal
 import struct
 import time
@@ -27,7 +28,8 @@ import trio
 
 #: real seconds the simulated clock may stand still before the seed is a stall
 STALL_AFTER_S = 20.0
-_POLL_S = 0.05
+#: real seconds between two readings of a child's progress (at most)
+_POLL_S = 0.5
 _TIME = struct.Struct("d")
 
 
@@ -59,17 +61,22 @@ class Publisher(trio.abc.Instrument):
 def wait_watching(child: int, progress: Progress, stall_after_s: float = STALL_AFTER_S) -> tuple[int, float | None]:
     """Wait for `child` to end: (its exit code, None); or, once the simulated time it publishes has
     stood still for `stall_after_s` real seconds, kill it: (-SIGKILL, the simulated time it
-    stood at)."""
+    stood at). Woken at once when the child ends (a pidfd), else to read its progress."""
+    poll_s = min(_POLL_S, stall_after_s / 4)
     last, since = progress.read(), time.monotonic()
-    while True:
-        pid, status = os.waitpid(child, os.WNOHANG)
-        if pid:
-            return os.waitstatus_to_exitcode(status), None
-        now = progress.read()
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= stall_after_s:
-            os.kill(child, signal.SIGKILL)
-            os.waitpid(child, 0)
-            return -signal.SIGKILL, max(last, 0.0)
-        time.sleep(_POLL_S)
+    pidfd = os.pidfd_open(child)
+    try:
+        while True:
+            select.select([pidfd], [], [], poll_s)
+            pid, status = os.waitpid(child, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status), None
+            now = progress.read()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= stall_after_s:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+                return -signal.SIGKILL, max(last, 0.0)
+    finally:
+        os.close(pidfd)
