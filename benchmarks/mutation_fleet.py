@@ -78,8 +78,9 @@ SIM_SCENARIOS = (
     "offline-replicas-during-failover,overlapping-faults"
 )
 SIM_DURATION = 30
-#: real seconds a seed may take before the trial is a timeout (a clean one takes 1-3 s: a mutant
-#: that loops without letting the simulated clock move would otherwise hold the run for ever)
+#: real seconds a seed may take before the trial is a timeout (a clean one takes 1-3 s): for a
+#: mutant that slows the run down with the simulated clock still moving (one whose clock stands
+#: still for 20 s fails the seed itself, `[sim-stall]`, and is killed)
 SIM_SEED_REAL_S = 30
 OUTCOMES = ("killed", "survived", "timeout", "incompetent")
 
