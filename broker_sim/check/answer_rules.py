@@ -34,9 +34,10 @@ Rules (ids in violations.RULES):
   with `unfence-unwritten` a run whose topics were never created fails: either the refusal is
   explained by brokers the log never unfenced, and the brokers were told they were, or it is not.
 - History: a log that starts at a base snapshot (its older segments deleted) holds only the
-  result of what happened before its first batch: an unfencing it does not show, and a window that
-  opened before that batch, are not judged (counted as `unfence_answer_before_history` and
-  `answer_window_before_history`).
+  result of what happened before its first batch: an unfencing answered before then that the
+  base snapshot does not show (never, or only later: the broker may have been unfenced and fenced
+  again in the deleted past), and a window that opened before that batch, are not judged
+  (counted as `unfence_answer_before_history` and `answer_window_before_history`).
 - Clock: the batch timestamps are the controller's wall clock, the journal's the fleet's, on one
   machine; the slack covers the readings' order. A creation's window opens only
   `CREATION_START_SLACK_MS` before it was sent: the controller decides after it receives the
@@ -197,12 +198,16 @@ class AnswerCheck(Subscriber):
     def _judge_unfenced(self, key: tuple[int, int], entries: list[UnfencedSeen]) -> None:
         at = self.unfenced_at.get(key)
         for entry in entries:
-            if at is None and self.model.before_history(entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS):
+            by_ms = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
+            if at is not None and at <= by_ms:
+                self.checked["unfence_answer"] += 1
+                continue
+            # an answer before the log's history: its unfencing may lie in the deleted past, and a
+            # fence there too (the base snapshot holds the broker fenced, the log unfences it again)
+            if self.model.before_history(by_ms):
                 self.checked["unfence_answer_before_history"] += 1
                 continue
             self.checked["unfence_answer"] += 1
-            if at is not None and at <= entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS:
-                continue
             when = "never" if at is None else f"only at {at} ms, {at - entry.wall_ns // NS_PER_MS} ms after the answer"
             self._violation(
                 "unfence-unwritten",
