@@ -198,20 +198,20 @@ class AnswerCheck(Subscriber):
     def _judge_unfenced(self, key: tuple[int, int], entries: list[UnfencedSeen]) -> None:
         at = self.unfenced_at.get(key)
         for entry in entries:
-            by_ms = entry.wall_ns // NS_PER_MS + WINDOW_SLACK_MS
-            if at is not None and at <= by_ms:
-                self.checked["unfence_answer"] += 1
-                continue
+            answered_ms = entry.wall_ns // NS_PER_MS
+            held = at is not None and at <= answered_ms + WINDOW_SLACK_MS
             # an answer before the log's history: its unfencing may lie in the deleted past, and a
             # fence there too (the base snapshot holds the broker fenced, the log unfences it again)
-            if self.model.before_history(by_ms):
+            if not held and self.model.before_history(answered_ms + WINDOW_SLACK_MS):
                 self.checked["unfence_answer_before_history"] += 1
                 continue
             self.checked["unfence_answer"] += 1
-            when = "never" if at is None else f"only at {at} ms, {at - entry.wall_ns // NS_PER_MS} ms after the answer"
+            if held:
+                continue
+            when = "never" if at is None else f"only at {at} ms, {at - answered_ms} ms after the answer"
             self._violation(
                 "unfence-unwritten",
-                f"broker {key[0]} (broker epoch {key[1]}) was answered unfenced at {entry.wall_ns // NS_PER_MS} ms; "
+                f"broker {key[0]} (broker epoch {key[1]}) was answered unfenced at {answered_ms} ms; "
                 f"the log unfenced it {when}",
                 entry,
                 broker=key[0],
