@@ -339,9 +339,10 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         """The port the daemon listens on, once bound (DescribeCluster names it)."""
         self.core.state.config = dataclasses.replace(self.core.state.config, port=port)
 
-    def full_state_orders(self) -> list[ControlOrder]:
-        """A full LeaderAndIsr for every live broker (at start, in the new controller epoch)."""
-        return full_state_orders(self.core.state)
+    def full_state_orders(self) -> Slices[list[ControlOrder]]:
+        """A full LeaderAndIsr for every live broker (at start, in the new controller epoch), paced
+        work over the state as it is now (frozen: decisions may go on while it is built)."""
+        return paced(full_state_orders(self.core.freeze()), self.slice_seconds)
 
     def broker_address(self, broker_id: int) -> BrokerTarget | None:
         """Where the control channel reaches a registered, unfenced broker with a listener (its first

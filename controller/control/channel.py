@@ -121,12 +121,18 @@ class ControlChannel:
         self._planner = OrderPlanner(broker_address, self.outcomes, self._max_in_flight, max_in_flight_bytes)
         self.connection_failures = 0
         self.dropped_orders = 0
+        #: orders submitted while held (`hold`), in submission order; None when not held
+        self._held: list[ControlOrder] | None = None
         #: broker incarnations whose registered listener the channel cannot speak to
         self.unspeakable_listeners = 0
 
     # ------------------------------------------------------------------ public
     def submit(self, orders: Sequence[ControlOrder]) -> None:
-        """Queue orders (non-blocking; call from the event loop). Each broker's orders keep their order."""
+        """Queue orders (non-blocking; call from the event loop). Each broker's orders keep their
+        order. While held (`hold`), they wait behind the orders that `release` puts first."""
+        if self._held is not None:
+            self._held.extend(orders)
+            return
         touched: dict[int, Link] = {}
         for order in orders:
             link = self._links.setdefault(order.broker_id, Link(order.broker_id))
@@ -146,11 +152,23 @@ class ControlChannel:
             if not link.running and self._nursery is not None:
                 self._spawn(link)
 
+    def hold(self) -> None:
+        """Keep the orders submitted from now on until `release`: a new controller's full state
+        goes first, and is built while the controller goes on deciding."""
+        if self._held is None:
+            self._held = []
+
+    def release(self, first: Sequence[ControlOrder]) -> None:
+        """Queue `first`, then the orders held since `hold`, in their order; stop holding."""
+        held, self._held = self._held or [], None
+        self.submit([*first, *held])
+
     def clear(self) -> int:
         """Drop every queued order (this controller's epoch is over: a deposed controller pushes
         nothing more; requests already sent are answered, or refused by brokers that have seen a
-        newer controller epoch); the number dropped."""
-        dropped = 0
+        newer controller epoch), held ones too (`hold`); the number dropped."""
+        dropped = len(self._held or ())
+        self._held = None
         for link in self._links.values():
             dropped += len(link.queue)
             link.queue.clear()

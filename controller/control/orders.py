@@ -23,7 +23,9 @@ from protocol.records.metadata import (
 )
 from protocol.spec import Data
 
+from ..slices import Slices
 from ..state.controller_state import ControllerState
+from ..state.frozen import FrozenState
 from ..state.model import PartitionRegistration, TopicPartition
 from ..state.replication import Replaced
 
@@ -189,9 +191,41 @@ def _state_of(name: str, tp: TopicPartition, part: PartitionRegistration, is_new
     )
 
 
-def full_state_orders(state: ControllerState) -> list[ControlOrder]:
-    """A full LeaderAndIsr for every live broker: what a controller sends when it starts."""
-    collector = OutboundCollector(state)
-    for broker_id in state.cluster.unfenced_ids():
-        collector.request_full(broker_id)
-    return collector.orders()
+#: Partitions a full-state build goes through between two yields (`full_state_orders`).
+FULL_STATE_SLICE_PARTITIONS = 2000
+
+
+def full_state_orders(frozen: FrozenState) -> Slices[list[ControlOrder]]:
+    """A full LeaderAndIsr for every live broker (unfenced, with a listener): what a controller
+    sends when it starts, built from a frozen state so that it can be built in slices while the
+    controller goes on deciding (`controller.slices`; it yields every
+    `FULL_STATE_SLICE_PARTITIONS` partitions). Each partition's state is built once and shared by
+    its replicas' orders; topics in name order, partitions in the topic's order."""
+    hosted: dict[int, list[PartitionState]] = {
+        broker_id: [] for broker_id, broker in sorted(frozen.brokers.items()) if not broker.fenced and broker.listeners
+    }
+    seen = 0
+    for topic in frozen.sorted_topics():
+        name, topic_id = topic.name, topic.topic_id
+        for index, part in topic.partitions.items():
+            shared = None
+            for broker_id in part.replicas:
+                states = hosted.get(broker_id)
+                if states is not None:
+                    if shared is None:
+                        shared = _state_of(name, TopicPartition(topic_id, index), part)
+                    states.append(shared)
+            seen += 1
+            if not seen % FULL_STATE_SLICE_PARTITIONS:
+                yield None
+    return [
+        ControlOrder(
+            broker_id=broker_id,
+            broker_epoch=frozen.brokers[broker_id].epoch,
+            controller_id=frozen.config.node_id,
+            controller_epoch=frozen.controller_epoch,
+            partitions=tuple(states),
+            full=True,
+        )
+        for broker_id, states in hosted.items()
+    ]

@@ -44,7 +44,7 @@ from ..raft.leader import Leader
 from ..raft.state import Resigned
 from ..runtime import in_thread, monotonic_ns
 from ..runtime import wall_ms as runtime_wall_ms
-from ..slices import Slices, run_paced
+from ..slices import NotLeading, Slices, run_paced
 from .denials import Denials
 from .quorum_config import QuorumConfig
 from .raft_driver import DriverMetrics, RaftDriver
@@ -65,7 +65,8 @@ class QuorumMetrics(DriverMetrics, Protocol):
 class OrderSink(Protocol):
     """The control channel, as the quorum uses it."""
 
-    def submit(self, orders: Sequence[ControlOrder]) -> None: ...
+    def hold(self) -> None: ...
+    def release(self, first: Sequence[ControlOrder]) -> None: ...
     def clear(self) -> object: ...
 
 
@@ -355,8 +356,21 @@ class Quorum:
         self.active_epoch = epoch
         self.activated.set()
         log.info("node %d is the active controller of epoch %d", self.config.node_id, epoch)
-        if self.channel is not None:
-            self.channel.submit(engine.full_state_orders())
+        if self.channel is not None:  # the orders decided from now on wait behind the full state
+            self.channel.hold()
+            work = engine.full_state_orders()
+            self.driver.spawn(lambda: self._send_full_state(epoch, work))
+
+    async def _send_full_state(self, epoch: int, work: Slices[list[ControlOrder]]) -> None:
+        """Build the full LeaderAndIsr of `epoch`'s activation in slices (a million partitions take
+        seconds: the event loop, the writer and Raft go on meanwhile) and send it ahead of the
+        orders held since; abandoned once the epoch is over (`clear` dropped what was held)."""
+        assert self.channel is not None
+        try:
+            orders = await run_paced(work, valid=lambda: self.active_epoch == epoch)
+        except NotLeading:
+            return
+        self.channel.release(orders)
 
     # ------------------------------------------------------------------ the standby's snapshots
     def _maybe_standby_snapshot(self) -> None:

@@ -320,7 +320,7 @@ def old_controller_epoch() -> None:
     it (the newest LeaderChange below its own), not its Raft epoch."""
     import dataclasses
 
-    from controller import core
+    from controller import core, engine
     from controller.control import orders
     from protocol.records.control import LeaderChangeMessage
 
@@ -339,16 +339,25 @@ def old_controller_epoch() -> None:
         return table
 
     core.ControllerCore._make_replayers = replayers  # type: ignore[method-assign]
-    collected = orders.OutboundCollector.orders
 
-    def stamped(self: Any) -> Any:
-        out = collected(self)
-        older = [epoch for epoch in epochs if epoch < self.state.controller_epoch]
+    def older_epoch(out: Any, controller_epoch: int) -> Any:
+        older = [epoch for epoch in epochs if epoch < controller_epoch]
         if not older:
             return out
         return [dataclasses.replace(order, controller_epoch=max(older)) for order in out]
 
+    collected = orders.OutboundCollector.orders
+
+    def stamped(self: Any) -> Any:
+        return older_epoch(collected(self), self.state.controller_epoch)
+
+    full = engine.full_state_orders
+
+    def full_stamped(frozen: Any) -> Any:  # the full state a new leader sends first
+        return older_epoch((yield from full(frozen)), frozen.controller_epoch)
+
     orders.OutboundCollector.orders = stamped  # type: ignore[method-assign]
+    engine.full_state_orders = full_stamped  # `ControllerEngine.full_state_orders` looks it up at each call
 
 
 def follower_answers() -> None:

@@ -316,6 +316,33 @@ async def test_orders_for_an_older_incarnation_are_dropped_after_reconnecting(
     assert channel.dropped_orders == 1
 
 
+async def test_orders_held_while_a_full_state_is_built_go_after_it(cluster: Cluster, nursery: trio.Nursery) -> None:
+    one = await cluster.add(1)
+    channel = cluster.channel()
+    await nursery.start(channel.run)
+    channel.hold()
+    channel.submit([lai(1, pstate(leader_epoch=5))])  # decided after activation: waits
+    channel.submit([lai(1, pstate(leader_epoch=6))])
+    await trio.sleep(0.05)
+    assert channel.queue_depth(1) == 0 and control(one) == []
+    channel.release([lai(1, pstate(leader_epoch=4))])  # the full state goes first
+    await until(lambda: channel.queue_depth(1) == 0 and len(control(one)) == 3)
+    assert leader_epochs(one) == [4, 5, 6]
+    channel.submit([lai(1, pstate(leader_epoch=7))])  # released: straight to the queue
+    await until(lambda: leader_epochs(one) == [4, 5, 6, 7])
+
+
+async def test_clear_drops_the_held_orders_and_stops_holding(cluster: Cluster, nursery: trio.Nursery) -> None:
+    one = await cluster.add(1)
+    channel = cluster.channel()
+    await nursery.start(channel.run)
+    channel.hold()
+    channel.submit([lai(1), lai(1)])
+    assert channel.clear() == 2 and channel.dropped_orders == 2  # the epoch is over
+    channel.submit([lai(1, pstate(leader_epoch=9))])  # a later epoch's, not held
+    await until(lambda: leader_epochs(one) == [9])
+
+
 async def test_a_broker_without_an_address_ends_its_task_and_drops_its_queue(
     cluster: Cluster, nursery: trio.Nursery
 ) -> None:

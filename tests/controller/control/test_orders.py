@@ -5,7 +5,14 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from controller.control.orders import ControlOrder, PartitionState, StopPartition
+from controller.control.orders import (
+    FULL_STATE_SLICE_PARTITIONS,
+    ControlOrder,
+    PartitionState,
+    StopPartition,
+    full_state_orders,
+)
+from controller.slices import finish
 from protocol.messages.alter_replica_state import OFFLINE, ONLINE
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.elect_leaders import PREFERRED, ElectLeadersRequest, ElectLeadersRequestTopicPartitions
@@ -257,3 +264,33 @@ def test_a_broker_without_listeners_gets_nothing() -> None:
     h.take_orders()
     h.create_topic("t", assignments=[[0, 1, 2]])
     assert kinds(h.take_orders()) == [(0, "LeaderAndIsr"), (1, "LeaderAndIsr")]
+
+
+# ---------------------------------------------------------------------- a new controller's full state
+def test_a_new_controllers_full_state_tells_each_live_broker_every_partition_it_hosts() -> None:
+    h = cluster(0, 1, 2, 3)
+    h.create_topic("b", assignments=[[1, 2], [2, 3]])
+    h.create_topic("a", assignments=[[0, 1, 2]])
+    h.heartbeat(3, want_fence=True)  # fenced: told nothing
+    h.send(dataclasses.replace(h.registration(4), listeners=()), 3)  # no listener: told nothing
+    h.heartbeat(4)
+    h.take_orders()
+    b0, b1, a0 = state_of(h, "b", 0), state_of(h, "b", 1), state_of(h, "a")
+    orders = finish(full_state_orders(h.core.freeze()))
+    assert orders == [
+        leader_and_isr(h, 0, a0, full=True),
+        leader_and_isr(h, 1, a0, b0, full=True),  # topics in name order
+        leader_and_isr(h, 2, a0, b0, b1, full=True),
+    ]
+    assert orders[0].partitions[0] is orders[2].partitions[0]  # one state per partition, shared
+
+
+def test_a_full_state_is_built_in_slices_from_the_state_frozen_when_it_began() -> None:
+    h = cluster(0, 1, 2)
+    h.create_topic("t", partitions=FULL_STATE_SLICE_PARTITIONS * 2 + 1, replication_factor=1)
+    h.take_orders()
+    work = full_state_orders(h.core.freeze())
+    assert next(work) is None and next(work) is None  # a slice per FULL_STATE_SLICE_PARTITIONS partitions
+    h.send(DeleteTopicsRequest(topic_names=("t",)), 5)  # decided meanwhile: not in this full state
+    orders = finish(work)
+    assert sum(len(order.partitions) for order in orders) == FULL_STATE_SLICE_PARTITIONS * 2 + 1
