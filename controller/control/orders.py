@@ -7,6 +7,9 @@ Rules (docs/semantics.md "Propagation to brokers"):
   ISR of while in controlled shutdown, and for a replica marked offline.
 - A deleted topic: StopReplica(delete=true, leader epoch -2) to every replica.
 - A broker that is unfenced gets a full LeaderAndIsr of every partition it hosts.
+- A new active controller sends every live broker a full LeaderAndIsr first: `full_state_orders`,
+  paced work over the state frozen at activation; the shell holds the orders decided meanwhile
+  and sends them after it (`ControlChannel.hold`, `release`).
 - Orders carry the controller id and epoch and the destination's current broker epoch, and are
   batched per broker in log order (a partition appearing twice in one batch keeps its last state).
 """
