@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -153,6 +154,20 @@ def test_snapshots_are_taken_by_size_and_start_up_uses_them(tmp_path: Path) -> N
     assert again.startup.snapshot is not None
     assert again.startup.snapshot_records > 0
     assert again.core.durable_view() == views[-1][1]
+
+
+def test_start_up_reports_each_phase_once_within_its_whole_time(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)
+    workload(engine, rounds=6)
+    engine.close()
+    began = time.perf_counter()
+    again = start(tmp_path / "data")
+    took = time.perf_counter() - began
+    report = again.startup
+    assert report.snapshot_records > 0 and report.replayed_records > 0
+    phases = (report.snapshot_read_seconds, report.snapshot_replay_seconds, report.log_replay_seconds)
+    assert all(phase > 0 for phase in phases)
+    assert sum(phases) <= report.seconds <= took  # each phase counted once, the whole no longer than it took
 
 
 def test_a_snapshot_keeps_the_segments_it_covers_until_retention_needs_the_space(tmp_path: Path) -> None:
