@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover stress fsync-check fuzz fuzz-daemon soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet mutation-sim sim report-screenshot clean
+.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover bench-scale stress fsync-check fuzz fuzz-daemon soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet mutation-sim sim report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -87,6 +87,10 @@ stress: $(STAMP)
 ## fsync-check: the daemon under strace and load for 10 s; no answer may leave before its log records are fsync'd
 fsync-check: $(STAMP)
 	$(BIN)/python tests/stress/fsync_order.py --seconds 10
+
+## bench-scale: the daemon restarted on a snapshot of 1,000,000 partitions plus a 100,000-record tail (3 rounds): seconds to listening, each phase, RSS per partition
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --topics 100 --partitions-per-topic 10000 --tail 100000 --rounds 3
 
 ## bench-stalls: how long a bystander waits while the daemon creates 10 x 9,999 partitions, snapshots them and serves /state
 bench-stalls: $(STAMP)

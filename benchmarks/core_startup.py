@@ -22,7 +22,7 @@ from .core import BROKERS, CLUSTER_ID, brokers_records, topic_records
 BATCH = 50
 
 
-def _isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tuple[Data, int]]:
+def isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tuple[Data, int]]:
     for i in range(count):
         part = partitions[i % len(partitions)]
         shrink = (i // len(partitions)) % 2 == 0
@@ -30,7 +30,7 @@ def _isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tupl
         yield PartitionChangeRecord(partition_id=part.partition_id, topic_id=part.topic_id, isr=isr), 0
 
 
-def _append_all(log: MetadataLog, records: Iterator[tuple[Data, int]] | list[tuple[Data, int]]) -> None:
+def append_all(log: MetadataLog, records: Iterator[tuple[Data, int]] | list[tuple[Data, int]]) -> None:
     group: list[tuple[Data, int]] = []
     groups: list[list[tuple[Data, int]]] = []
     for item in records:
@@ -64,8 +64,8 @@ def bench_startup_from_log(data_dir: Path, total_records: int) -> str:
     base, partitions = _cluster(1000)
     log = MetadataLog.open(data_dir, cluster_id=CLUSTER_ID, node_id=3000, fsync=False)
     log.append_leader_change(1, 3000, 0)
-    _append_all(log, base)
-    _append_all(log, _isr_changes(partitions, total_records - len(base) - 1))
+    append_all(log, base)
+    append_all(log, isr_changes(partitions, total_records - len(base) - 1))
     log.close()
     seconds, engine = _timed_start(data_dir)
     replayed = engine.startup.replayed_records
@@ -74,15 +74,23 @@ def bench_startup_from_log(data_dir: Path, total_records: int) -> str:
     return f"| start-up from a log of {replayed:,} records | {seconds:.2f} s ({replayed / seconds:,.0f} records/s) |"
 
 
-def bench_startup_from_snapshot(data_dir: Path, partitions: int, tail: int) -> str:
-    base, partition_records = _cluster(partitions)
+def write_snapshot_image(
+    data_dir: Path, base: list[tuple[Data, int]], partitions: list[PartitionRecord], tail: int
+) -> None:
+    """A data dir as a controller leaves it: a snapshot of `base` (the log below it deleted), then
+    `tail` ISR changes of `partitions` in the log, written by the controller's own log writer."""
     log = MetadataLog.open(data_dir, cluster_id=CLUSTER_ID, node_id=3000, fsync=False)
     log.append_leader_change(1, 3000, 0)
-    _append_all(log, base)
+    append_all(log, base)
     log.write_snapshot(log.next_offset, 1, base, 0)
     log.delete_segments_below(log.next_offset)
-    _append_all(log, _isr_changes(partition_records, tail))
+    append_all(log, isr_changes(partitions, tail))
     log.close()
+
+
+def bench_startup_from_snapshot(data_dir: Path, partitions: int, tail: int) -> str:
+    base, partition_records = _cluster(partitions)
+    write_snapshot_image(data_dir, base, partition_records, tail)
     seconds, engine = _timed_start(data_dir)
     startup = engine.startup
     assert startup.snapshot is not None and len(engine.core.state.replication.names) == 1

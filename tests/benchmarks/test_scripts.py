@@ -38,6 +38,7 @@ COVERAGE = {
     "bench-fleet": f"{HERE}::test_bench_fleet",
     "bench-analytics": f"{HERE}::test_bench_analytics",
     "bench-stalls": f"{HERE}::test_bench_stalls",
+    "bench-scale": f"{HERE}::test_bench_scale",
     "soak": f"{HERE}::test_soak",
     # run in-process by the stress and fuzz tests (the function the script's main calls), not again here
     "stress": "tests/stress/test_kill9.py::test_acknowledged_changes_survive_sigkill",
@@ -191,6 +192,21 @@ def test_bench_stalls(tmp_path: Path) -> None:
     assert number(find(r"^\| 3 x GET /state \((\d+) MiB\) \|", out)[1]) > 0
     assert number(find(r"^snapshots written: (\d+), the largest [\d.]+ MiB$", out)[1]) >= 1
     assert find(r"^daemon CPU during the creations: [\d.]+ s$", out)
+
+
+def test_bench_scale(tmp_path: Path) -> None:
+    out = run_script(sized("bench-scale", topics="2", partitions_per_topic="500", tail="2000", rounds="1"), tmp_path)
+    assert find(
+        r"^scale: 1,000 partitions \(2 topics x 500, RF 3, 6 brokers\) in a snapshot, then 2,000 ISR changes", out
+    )
+    row = find(
+        r"^\| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d,]+) \| (-?[\d,]+) \| ([\d,]+) \|$",
+        out,
+    )
+    listening, whole, read, replayed, log_replayed = (float(value) for value in row.groups()[:5])
+    assert 0 < read + replayed + log_replayed <= whole <= listening
+    assert number(row[6]) > 10 and number(row[8]) >= number(row[6])  # MiB: once listening, then the peak
+    assert find(r"^restart to listening: median [\d.]+ s .*: median -?[\d,]+ B/partition \(target 512\)$", out)
 
 
 def test_soak(tmp_path: Path) -> None:

@@ -1,0 +1,168 @@
+"""Scale benchmark: the daemon restarted on a large image, with the time of each phase and its memory.
+
+Run: `make bench-scale` (or `.venv/bin/python benchmarks/scale.py [--topics T] [--partitions-per-topic P]
+[--tail R] [--rounds K]`).
+
+The image is written with the controller's own log writer (`MetadataLog`: the snapshot and the
+batches an active controller writes), not created over TCP: 6 brokers, T topics of P partitions
+(RF 3), a snapshot of them, then R ISR changes in the log after it. Each round copies it afresh and
+starts the real daemon on the copy (`python -m controller`, fsync on, the shipped defaults), and
+reads:
+- the seconds from the process's start to its `listening on` line (what a user waits for);
+- the phases of its start-up line (snapshot read, snapshot replayed, log replayed);
+- its RSS once listening, against an empty daemon's (per partition: the image's cost in memory);
+- its peak RSS (VmHWM) once it is the active controller and has built every broker's full
+  LeaderAndIsr (the brokers of the image are not running: those orders stay queued).
+Targets (issue 33, 1,000,000 partitions): listening within 10 s; at most 0.5 KB per partition above
+an empty daemon's RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.codec import machine
+from benchmarks.core import brokers_records, topic_records
+from benchmarks.core_startup import write_snapshot_image
+from protocol.records.metadata import PartitionRecord
+from protocol.spec import Data
+from tests.e2e.daemon_process import DaemonProcess
+
+NODE_ID = "3000"  # the image's (benchmarks.core_startup)
+PHASES = re.compile(
+    r"replayed in ([\d.]+) s \(snapshot read ([\d.]+) s, snapshot replayed ([\d.]+) s, log replayed ([\d.]+) s\)"
+)
+
+
+@dataclass
+class Restart:
+    listening_s: float
+    phases: tuple[float, float, float, float]  # whole start-up, snapshot read, snapshot replayed, log replayed
+    rss: int  # bytes, once listening
+    peak_rss: int  # bytes, once active with its full state built
+
+
+def status_bytes(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(field)
+
+
+def write_image(data_dir: Path, topics: int, per_topic: int, tail: int) -> None:
+    base: list[tuple[Data, int]] = brokers_records()
+    for index in range(topics):
+        base += topic_records(f"scale-{index:04d}", per_topic)[1]
+    partitions = [record for record, _ in base if isinstance(record, PartitionRecord)]
+    write_snapshot_image(data_dir, base, partitions, tail)
+
+
+def start(data_dir: Path, timeout: float) -> tuple[DaemonProcess, float]:
+    started = time.perf_counter()
+    daemon = DaemonProcess(data_dir, "--node-id", NODE_ID).start(timeout=timeout)
+    return daemon, time.perf_counter() - started
+
+
+def wait_for(daemon: DaemonProcess, text: str, timeout: float) -> str:
+    """The daemon's stderr once it holds `text` (its log lines)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        logged = daemon.stderr()
+        if text in logged:
+            return logged
+        time.sleep(0.05)
+    raise RuntimeError(f"the daemon never logged {text!r}:\n{daemon.stderr()[-3000:]}")
+
+
+def empty_rss(work: Path) -> int:
+    daemon, _ = start(work / "empty", 60)
+    try:
+        wait_for(daemon, "is the active controller", 30)
+        assert daemon.process is not None
+        return status_bytes(daemon.process.pid, "VmRSS")
+    finally:
+        daemon.stop()
+
+
+def restart(image: Path, work: Path, round_: int, timeout: float) -> Restart:
+    data_dir = work / f"round-{round_}"
+    shutil.copytree(image, data_dir)
+    daemon, listening = start(data_dir, timeout)
+    try:
+        assert daemon.process is not None
+        rss = status_bytes(daemon.process.pid, "VmRSS")
+        logged = wait_for(daemon, "is the active controller", timeout)
+        found = PHASES.search(logged)
+        if found is None:
+            raise RuntimeError(f"no start-up line with phases:\n{logged[-3000:]}")
+        time.sleep(2.0)  # the full LeaderAndIsr of every broker is built in slices after activation
+        peak = status_bytes(daemon.process.pid, "VmHWM")
+    finally:
+        daemon.stop(timeout=60)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    whole, read, replayed, log_replayed = (float(value) for value in found.groups())
+    return Restart(listening, (whole, read, replayed, log_replayed), rss, peak)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions-per-topic", type=int, default=10_000)
+    parser.add_argument("--tail", type=int, default=100_000, help="ISR changes in the log after the snapshot")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a restart may take")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    partitions = args.topics * args.partitions_per_topic
+    with tempfile.TemporaryDirectory(prefix="fencer-scale-") as tmp:
+        work = Path(tmp)
+        began = time.perf_counter()
+        write_image(work / "image", args.topics, args.partitions_per_topic, args.tail)
+        size = sum(path.stat().st_size for path in (work / "image").rglob("*") if path.is_file())
+        print(
+            f"scale: {partitions:,} partitions ({args.topics} topics x {args.partitions_per_topic:,}, RF 3, "
+            f"6 brokers) in a snapshot, then {args.tail:,} ISR changes; {size / 2**20:,.0f} MiB on disk, "
+            f"written by the controller's log writer in {time.perf_counter() - began:.1f} s"
+        )
+        print(f"machine: {machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+        empty = empty_rss(work)
+        print(f"an empty daemon, listening and active: RSS {empty / 2**20:.0f} MiB")
+        print(
+            "| round | to listening s | start-up s | snapshot read s | snapshot replayed s | log replayed s "
+            "| RSS MiB | B/partition above empty | peak RSS MiB |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        runs = []
+        for round_ in range(1, args.rounds + 1):
+            run = restart(work / "image", work, round_, args.timeout)
+            runs.append(run)
+            whole, read, replayed, log_replayed = run.phases
+            print(
+                f"| {round_} | {run.listening_s:.2f} | {whole:.2f} | {read:.2f} | {replayed:.2f} | {log_replayed:.2f} "
+                f"| {run.rss / 2**20:,.0f} | {(run.rss - empty) / partitions:,.0f} | {run.peak_rss / 2**20:,.0f} |",
+                flush=True,
+            )
+    listening = statistics.median(run.listening_s for run in runs)
+    per_partition = statistics.median((run.rss - empty) / partitions for run in runs)
+    print(
+        f"restart to listening: median {listening:.2f} s (target 10 s at 1,000,000 partitions); "
+        f"RSS above an empty daemon's: median {per_partition:,.0f} B/partition (target 512)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
