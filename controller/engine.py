@@ -181,8 +181,7 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
             )
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
-        core = ControllerCore(config, rng)
-        loaded = load_snapshot(core, log)
+        core, loaded = load_snapshot(lambda: ControllerCore(config, rng), log)
         report = StartupReport(
             snapshot=loaded.snapshot,
             snapshot_records=loaded.records,
@@ -312,8 +311,8 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         (after a lost epoch, or once the leader's snapshot was installed in place of the log)."""
         self.active = False
         self.term += 1
-        core = ControllerCore(self.core.config, self.core.rng)
-        loaded = load_snapshot(core, self.log)
+        config, rng = self.core.config, self.core.rng
+        core, loaded = load_snapshot(lambda: ControllerCore(config, rng), self.log)
         self.core = core
         self._applied = loaded.snapshot.end_offset if loaded.snapshot is not None else self.log.log_start_offset
         self._transactions = TransactionReplay(replay_framing)

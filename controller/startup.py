@@ -4,12 +4,14 @@ a core, the LeaderChange a single voter writes, how start-up went."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter
 from protocol.records.transactions import MARKERS as TRANSACTION_MARKERS
 from protocol.records.transactions import markers_in_snapshot
+from protocol.spec import Data
 
 from .core import ControllerCore
 from .log import MetadataLog, RecoveryReport, SnapshotId
@@ -39,7 +41,7 @@ class StartupReport:
 
 class LoadedSnapshot(NamedTuple):
     """What `load_snapshot` replayed: the snapshot (None if there is none), its records, the time
-    its reading and its replay took."""
+    its reading (and decoding) and its replay took."""
 
     snapshot: SnapshotId | None
     records: int
@@ -47,22 +49,41 @@ class LoadedSnapshot(NamedTuple):
     replay_seconds: float
 
 
-def load_snapshot(core: ControllerCore, log: MetadataLog) -> LoadedSnapshot:
-    """Replay the newest valid snapshot into `core`."""
+def load_snapshot(new_core: Callable[[], ControllerCore], log: MetadataLog) -> tuple[ControllerCore, LoadedSnapshot]:
+    """A core with the newest valid snapshot replayed into it, batch by batch as the snapshot is
+    read (a snapshot found invalid part-way is dropped with the core it began, and the next older
+    one replayed into a new core: `MetadataLog.replay_latest_snapshot`)."""
     started = time.perf_counter()
-    loaded = log.load_latest_snapshot()
-    read = time.perf_counter()
-    if loaded is None:
-        return LoadedSnapshot(None, 0, read - started, 0.0)
-    snapshot_id, records = loaded
-    offset = snapshot_id.end_offset - 1
-    for record, _ in records:
-        if isinstance(record, TRANSACTION_MARKERS):
-            raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
-        core.replay(record, offset, snapshot_id.epoch)
+    cores: list[ControllerCore] = [new_core()]
+    counted = [0, 0.0]  # records replayed, seconds replaying them
+
+    def start(snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
+        core = new_core() if counted[0] else cores[0]
+        cores[:] = [core]
+        counted[:] = [0, 0.0]
+        offset, epoch = snapshot_id.end_offset - 1, snapshot_id.epoch
+
+        def replay(batch: list[tuple[Data, int]]) -> None:
+            began = time.perf_counter()
+            for record, _ in batch:
+                if isinstance(record, TRANSACTION_MARKERS):
+                    raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
+                core.replay(record, offset, epoch)
+            counted[0] += len(batch)
+            counted[1] += time.perf_counter() - began
+
+        return replay
+
+    snapshot_id = log.replay_latest_snapshot(start)
+    core = cores[0]
+    took = time.perf_counter() - started
+    if snapshot_id is None:
+        return core, LoadedSnapshot(None, 0, took, 0.0)
     core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
+    began = time.perf_counter()
     core.authorizer()  # the ACL snapshot built once, from the snapshot's ACLs
-    return LoadedSnapshot(snapshot_id, len(records), read - started, time.perf_counter() - read)
+    replaying = float(counted[1]) + time.perf_counter() - began
+    return core, LoadedSnapshot(snapshot_id, int(counted[0]), took - replaying, replaying)
 
 
 def replay_framing(message: str, offset: int) -> None:  # Kafka's replay stops here too

@@ -126,7 +126,12 @@ def encode_snapshot(epoch: int, records: Iterable[tuple[Data, int]], timestamp_m
 
 def read_snapshot_file(path: Path) -> list[tuple[Data, int]]:
     """The metadata records of a valid snapshot (without header and footer), else `SnapshotError`."""
-    records: list[tuple[Data, int]] = []
+    return [record for batch in snapshot_batches(path) for record in batch]
+
+
+def snapshot_batches(path: Path) -> Iterator[list[tuple[Data, int]]]:
+    """The metadata records of a snapshot (without header and footer), a batch at a time as the
+    file is read; `SnapshotError` where it turns out not to be valid (after the batches before)."""
     next_offset = 0
     footer_seen = False
     try:
@@ -143,13 +148,12 @@ def read_snapshot_file(path: Path) -> list[tuple[Data, int]]:
                 _expect_control(batch, SnapshotFooterRecord, where)
                 footer_seen = True
             else:
-                records.extend(_metadata_records(batch, where))
+                yield _metadata_records(batch, where)
             next_offset = batch.next_offset
     except BadBatch as bad:
         raise SnapshotError(str(bad)) from None
     if not footer_seen:
         raise SnapshotError("no footer: the snapshot is incomplete" if next_offset else "the file holds no batch")
-    return records
 
 
 def _expect_control(batch: RecordBatch, expected: type[ControlMessage], where: str) -> None:

@@ -15,15 +15,16 @@ Rules:
 - A segment is deleted under `_segment_deletion`, and only if the catalog still holds it: a
   follower's restart at a snapshot (`replication`) may have forgotten it and created a file of
   the same name.
-- `load_latest_snapshot` skips a snapshot that does not validate (noting it in `recovery`) and
-  falls back to an older one; a newest valid one that ends below the log start, or none valid
-  once segments were deleted, is a gap: a `LogError`.
+- `load_latest_snapshot` (and `replay_latest_snapshot`, which streams the records) skips a
+  snapshot that does not validate (noting it in `recovery`) and falls back to an older one; a
+  newest valid one that ends below the log start, or none valid once segments were deleted, is
+  a gap: a `LogError`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,14 @@ from .catalog import LogCatalog, SnapshotFile
 from .model import LogError, RecoveryReport, SnapshotId, SnapshotWriteError
 from .recovery import gap_message
 from .retention import delete_file, sync_deletions
-from .snapshots import SnapshotError, encode_snapshot, read_snapshot_file, snapshot_name, write_snapshot_file
+from .snapshots import (
+    SnapshotError,
+    encode_snapshot,
+    read_snapshot_file,
+    snapshot_batches,
+    snapshot_name,
+    write_snapshot_file,
+)
 
 
 class SnapshotMethods:
@@ -87,16 +95,35 @@ class SnapshotMethods:
 
     def load_latest_snapshot(self) -> tuple[SnapshotId, list[tuple[Data, int]]] | None:
         """The newest snapshot that validates completely and its records; None if there is none."""
+        found: list[tuple[SnapshotId, list[tuple[Data, int]]]] = []
+
+        def start(snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
+            found[:] = [(snapshot_id, [])]
+            return found[0][1].extend
+
+        return found[0] if self.replay_latest_snapshot(start) is not None else None
+
+    def replay_latest_snapshot(
+        self, start: Callable[[SnapshotId], Callable[[list[tuple[Data, int]]], None]]
+    ) -> SnapshotId | None:
+        """Feed the newest snapshot that validates completely, a batch of records at a time as it
+        is read, to the consumer that `start(its id)` returns: no list of every record is built (a
+        million partitions' would take a gigabyte at once). A snapshot found invalid part-way is
+        skipped and the next older one started afresh (`start` again: its consumer begins anew).
+        The id of the one fed; None if there is none."""
         for snapshot_id, path, _ in reversed(self._catalog.snapshots()):
             try:
-                records = read_snapshot_file(path)
+                if snapshot_id.end_offset < self.log_start_offset:  # as is every older one: a gap if it is valid
+                    read_snapshot_file(path)
+                    why = f"the newest valid snapshot, {path.name}, ends at {snapshot_id.end_offset}"
+                    raise LogError(gap_message(self._partition, self.log_start_offset, why))
+                consume = start(snapshot_id)
+                for batch in snapshot_batches(path):
+                    consume(batch)
             except (SnapshotError, OSError) as exc:
                 self.recovery.messages.append(f"skipped invalid snapshot {path}: {exc}")
                 continue
-            if snapshot_id.end_offset < self.log_start_offset:
-                why = f"the newest valid snapshot, {path.name}, ends at {snapshot_id.end_offset}"
-                raise LogError(gap_message(self._partition, self.log_start_offset, why))
-            return snapshot_id, records
+            return snapshot_id
         if self.log_start_offset > 0:
             raise LogError(gap_message(self._partition, self.log_start_offset, "no valid snapshot exists"))
         return None

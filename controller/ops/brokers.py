@@ -126,9 +126,7 @@ def fence(
     def remove(tp: TopicPartition, part: PartitionRegistration) -> PartitionChangeRecord | None:
         return removal(tp, part, broker_id, others_eligible(state, part, broker_id))
 
-    tps = state.replication.sorted_tps(
-        state.replication.in_isr_of.get(broker_id, set()) | state.replication.leader_of.get(broker_id, set())
-    )
+    tps = state.replication.in_isr_or_leading(broker_id)
     flag = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch, fenced=FENCE)
     return partition_batches(
         state, tps, remove, name=f"fencing of broker {broker_id}", first=first, last=[versioned(flag)]

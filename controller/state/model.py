@@ -74,8 +74,8 @@ class PartitionRegistration(NamedTuple):
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
         directories = shared_directories(record.directories or (UNASSIGNED_DIRECTORY,) * len(record.replicas))
         return cls(
-            replicas=record.replicas,
-            isr=record.isr,
+            replicas=shared_ints(record.replicas),
+            isr=shared_ints(record.isr),
             leader=record.leader,
             leader_epoch=record.leader_epoch,
             partition_epoch=record.partition_epoch,
@@ -89,8 +89,8 @@ class PartitionRegistration(NamedTuple):
             leader, leader_epoch = change.leader, self.leader_epoch + 1
         return _new_partition(
             (
-                self.replicas if change.replicas is None else change.replicas,
-                self.isr if change.isr is None else change.isr,
+                self.replicas if change.replicas is None else shared_ints(change.replicas),
+                self.isr if change.isr is None else shared_ints(change.isr),
                 leader,
                 leader_epoch,
                 self.partition_epoch + 1,
@@ -150,6 +150,24 @@ def shared_directories(directories: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, .
         ):
             return directories
         shared = _SHARED_DIRECTORIES[key] = tuple([_RESERVED_DIRECTORIES[value] for value in key])
+    return shared
+
+
+#: One tuple object per replica or ISR list (see `shared_ints`), at most `_MAX_SHARED_INTS` of them.
+_SHARED_INTS: dict[tuple[int, ...], tuple[int, ...]] = {}
+_MAX_SHARED_INTS = 1 << 16
+
+
+def shared_ints(values: tuple[int, ...]) -> tuple[int, ...]:
+    """One shared tuple object for each replica or ISR list: a cluster's partitions repeat a few
+    thousand lists at most (the orders of RF brokers among its brokers), and a tuple of its own
+    per partition and list costs ~64 bytes (a million partitions: ~128 MB for two lists). Once
+    `_MAX_SHARED_INTS` lists are shared, further lists keep their own tuples."""
+    shared = _SHARED_INTS.get(values)
+    if shared is None:
+        if len(_SHARED_INTS) >= _MAX_SHARED_INTS:
+            return values
+        shared = _SHARED_INTS[values] = values
     return shared
 
 

@@ -28,6 +28,7 @@ from protocol.records.metadata import (
     TopicRecord,
 )
 
+from .broker_index import BrokerIndex
 from .cluster import ReplayError
 from .model import PartitionRegistration, TopicPartition
 
@@ -66,9 +67,10 @@ class Topic:
 class ReplicationState:
     topics: dict[uuid.UUID, Topic] = field(default_factory=dict)
     names: dict[str, uuid.UUID] = field(default_factory=dict)
-    replica_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
-    in_isr_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
-    leader_of: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    #: per broker, the partitions it is a replica of, in the ISR of, leads (`state.broker_index`)
+    replica_of: BrokerIndex = field(default_factory=BrokerIndex)
+    in_isr_of: BrokerIndex = field(default_factory=BrokerIndex)
+    leader_of: BrokerIndex = field(default_factory=BrokerIndex)
     #: partitions of every topic, and those of them without a leader (-1), kept by `_reindex`
     partition_count: int = 0
     leaderless_count: int = 0
@@ -94,13 +96,28 @@ class ReplicationState:
         return sorted(tps, key=lambda tp: (self.topics[tp.topic_id].name, tp.partition))
 
     def led_by(self, broker_id: int) -> list[TopicPartition]:
-        return self.sorted_tps(self.leader_of.get(broker_id, set()))
+        return self._listed(broker_id, self.leader_of)
 
     def isrs_with(self, broker_id: int) -> list[TopicPartition]:
-        return self.sorted_tps(self.in_isr_of.get(broker_id, set()))
+        return self._listed(broker_id, self.in_isr_of)
 
     def hosted_by(self, broker_id: int) -> list[TopicPartition]:
-        return self.sorted_tps(self.replica_of.get(broker_id, set()))
+        return self._listed(broker_id, self.replica_of)
+
+    def in_isr_or_leading(self, broker_id: int) -> list[TopicPartition]:
+        return self._listed(broker_id, self.in_isr_of, self.leader_of)
+
+    def _listed(self, broker_id: int, *indexes: BrokerIndex) -> list[TopicPartition]:
+        """The partitions the broker is in in any of `indexes`, by topic name, then partition."""
+        topic_ids = {topic_id for index in indexes for topic_id in index.topics_of(broker_id)}
+        topics = sorted((self.topics[topic_id] for topic_id in topic_ids if topic_id in self.topics), key=_name)
+        listed = []
+        for topic in topics:
+            topic_id = topic.topic_id
+            found = [index.partitions(broker_id, topic_id) for index in indexes]
+            ids = found[0] if len(found) == 1 else sorted(set().union(*found))
+            listed += [TopicPartition(topic_id, partition) for partition in ids]
+        return listed
 
     def leaderless(self) -> list[TopicPartition]:
         return self.sorted_tps({tp for tp, part in self.partitions() if part.leader == NO_LEADER})
@@ -144,6 +161,8 @@ class ReplicationState:
         del self.names[topic.name]
         for index, part in topic.partitions.items():
             self._reindex(TopicPartition(record.topic_id, index), part, None)
+        for broker_index in (self.replica_of, self.in_isr_of, self.leader_of):
+            broker_index.forget_topic(record.topic_id)
 
     def _reindex(
         self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
@@ -163,9 +182,9 @@ class ReplicationState:
         new_leader = new.leader if new else NO_LEADER
         if old_leader != new_leader:
             if old_leader != NO_LEADER:
-                self.leader_of[old_leader].discard(tp)
+                self.leader_of.discard(old_leader, tp.topic_id, tp.partition)
             if new_leader != NO_LEADER:
-                self.leader_of.setdefault(new_leader, set()).add(tp)
+                self.leader_of.add(new_leader, tp.topic_id, tp.partition)
             if old is not None and new is not None:  # a leader change: to or from none?
                 if old_leader == NO_LEADER:
                     self.leaderless_count -= 1
@@ -191,12 +210,15 @@ class ReplicationState:
             self.leaderless_count -= old.leader == NO_LEADER
 
 
-def _move(
-    index: dict[int, set[TopicPartition]], tp: TopicPartition, before: tuple[int, ...], after: tuple[int, ...]
-) -> None:
+def _move(index: BrokerIndex, tp: TopicPartition, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+    topic_id, partition = tp
     for broker in before:
         if broker not in after:
-            index[broker].discard(tp)
+            index.discard(broker, topic_id, partition)
     for broker in after:
         if broker not in before:
-            index.setdefault(broker, set()).add(tp)
+            index.add(broker, topic_id, partition)
+
+
+def _name(topic: Topic) -> str:
+    return topic.name

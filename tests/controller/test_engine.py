@@ -181,6 +181,21 @@ def test_a_snapshot_keeps_the_segments_it_covers_until_retention_needs_the_space
     assert again.core.durable_view() == views[-1][1]
 
 
+def test_a_snapshot_found_torn_after_its_first_batches_falls_back_to_the_older_one_from_scratch(tmp_path: Path) -> None:
+    engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500)
+    views = workload(engine, rounds=12)
+    older, newest = engine.log.snapshots()[-2:]
+    engine.close()
+    path = tmp_path / "data" / PARTITION / f"{newest.end_offset:020d}-{newest.epoch:010d}.checkpoint"
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF  # in the footer: every batch before it is replayed when it is found torn
+    path.write_bytes(bytes(data))
+    again = start(tmp_path / "data")
+    assert again.startup.snapshot == older  # replayed into a fresh state: the tail after it replays cleanly
+    assert any(message.startswith(f"skipped invalid snapshot {path}") for message in again.log.recovery.messages)
+    assert again.core.durable_view() == views[-1][1]
+
+
 def test_retention_bounds_the_log_and_start_up_uses_what_it_kept(tmp_path: Path) -> None:
     retention = 6000
     engine = start(tmp_path / "data", snapshot_bytes=2000, segment_bytes=1500, metadata_retention_bytes=retention)

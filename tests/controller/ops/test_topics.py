@@ -405,7 +405,7 @@ def test_delete_by_name_writes_remove_topic_record(version: int) -> None:
     assert response.responses == (DeleteTopicsResponseDeletableTopicResult(name="t", topic_id=topic_id),)
     assert records == [RemoveTopicRecord(topic_id=topic_id)]
     assert h.core.state.replication.topic_by_name("t") is None
-    assert not any(h.core.state.replication.replica_of.get(b) for b in (0, 1, 2))
+    assert not any(h.core.state.replication.hosted_by(b) for b in (0, 1, 2))
 
 
 def test_v6_delete_by_id_writes_remove_topic_record() -> None:

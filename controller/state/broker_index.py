@@ -1,0 +1,91 @@
+"""Which partitions each broker is in (a replica of, in the ISR of, or the leader of), as bitmaps.
+
+Fencing a broker, shutting it down or telling it everything it hosts must touch only its own
+partitions, so the state keeps, per broker, the partitions it is in (Kafka's BrokersToIsrs keeps
+an array of partition ids per broker and topic for the same reason). A set of partition objects
+per broker costs about 300 bytes a partition for three such indexes; a bitmap per broker and
+topic (bit p: partition p) costs a bit per partition of the topic, and lists its members in
+partition order.
+
+Rules:
+- `add` and `discard` are O(1); `discard` of a member that is not there does nothing.
+- Partition ids below `DENSE_LIMIT` live in the bitmap; any above (Kafka numbers a topic's
+  partitions 0 to N-1, but a log may say otherwise) in a set, so that one odd id cannot make a
+  bitmap of hundreds of megabytes.
+- `partitions(broker, topic)` lists the broker's members of the topic in increasing order;
+  `topics_of(broker)` the topics it has (or had) members in. A topic goes with `forget_topic`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+
+#: partition ids from here on are kept in a set, not the bitmap (whose size is the largest id / 8)
+DENSE_LIMIT = 1 << 20
+#: the positions of the set bits of each byte value
+_BITS = tuple(tuple(bit for bit in range(8) if value >> bit & 1) for value in range(256))
+
+
+class _Members:
+    """One broker's members of one topic."""
+
+    __slots__ = ("bitmap", "sparse")
+
+    def __init__(self) -> None:
+        self.bitmap = bytearray()
+        self.sparse: set[int] | None = None
+
+
+class BrokerIndex:
+    __slots__ = ("_members",)
+
+    def __init__(self) -> None:
+        #: broker -> topic id -> its members
+        self._members: dict[int, dict[uuid.UUID, _Members]] = {}
+
+    def add(self, broker_id: int, topic_id: uuid.UUID, partition: int) -> None:
+        topics = self._members.get(broker_id)
+        if topics is None:
+            topics = self._members[broker_id] = {}
+        members = topics.get(topic_id)
+        if members is None:
+            members = topics[topic_id] = _Members()
+        if partition >= DENSE_LIMIT or partition < 0:
+            if members.sparse is None:
+                members.sparse = set()
+            members.sparse.add(partition)
+            return
+        bitmap, at = members.bitmap, partition >> 3
+        if len(bitmap) <= at:
+            bitmap.extend(bytes(at + 1 - len(bitmap)))
+        bitmap[at] |= 1 << (partition & 7)
+
+    def discard(self, broker_id: int, topic_id: uuid.UUID, partition: int) -> None:
+        members = self._members.get(broker_id, {}).get(topic_id)
+        if members is None:
+            return
+        if partition >= DENSE_LIMIT or partition < 0:
+            if members.sparse is not None:
+                members.sparse.discard(partition)
+            return
+        bitmap, at = members.bitmap, partition >> 3
+        if at < len(bitmap):
+            bitmap[at] &= ~(1 << (partition & 7)) & 0xFF
+
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        for topics in self._members.values():
+            topics.pop(topic_id, None)
+
+    def topics_of(self, broker_id: int) -> Collection[uuid.UUID]:
+        return self._members.get(broker_id, {}).keys()
+
+    def partitions(self, broker_id: int, topic_id: uuid.UUID) -> list[int]:
+        """The broker's members of the topic, in increasing order."""
+        members = self._members.get(broker_id, {}).get(topic_id)
+        if members is None:
+            return []
+        found = [at << 3 | bit for at, byte in enumerate(members.bitmap) if byte for bit in _BITS[byte]]
+        if members.sparse:
+            found = sorted([*found, *members.sparse])
+        return found
