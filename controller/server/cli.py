@@ -292,6 +292,17 @@ def start_engine(args: argparse.Namespace, *, sole_voter: bool = True) -> Contro
     is committed: it is replayed here; a member of a quorum of several replays what the quorum
     says is committed."""
     host, port = args.listen
+    # Start-up builds millions of long-lived objects and frees few: the cyclic collector's passes
+    # over them are a quarter of its time (200,000 partitions: 3.7 s against 4.6-5.2 s), and none
+    # finds garbage. It runs again, once, when `tune_runtime` moves the state out of its way.
+    gc.disable()
+    try:
+        return _load_engine(args, host, port, sole_voter)
+    finally:
+        gc.enable()
+
+
+def _load_engine(args: argparse.Namespace, host: str, port: int, sole_voter: bool) -> ControllerEngine:
     engine = ControllerEngine.load(
         args.data_dir,
         cluster_id=args.cluster_id,
