@@ -12,13 +12,14 @@ Rules:
 - Partition ids below `DENSE_LIMIT` live in the bitmap; any above (Kafka numbers a topic's
   partitions 0 to N-1, but a log may say otherwise) in a set, so that one odd id cannot make a
   bitmap of hundreds of megabytes.
+- A topic is named by an int of the caller's (the state uses its id's 128-bit value: an int
+  hashes in C, a `uuid.UUID` in Python, and this runs seven times per partition replayed).
 - `partitions(broker, topic)` lists the broker's members of the topic in increasing order;
   `topics_of(broker)` the topics it has (or had) members in. A topic goes with `forget_topic`.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection
 
 #: partition ids from here on are kept in a set, not the bitmap (whose size is the largest id / 8)
@@ -42,15 +43,15 @@ class BrokerIndex:
 
     def __init__(self) -> None:
         #: broker -> topic id -> its members
-        self._members: dict[int, dict[uuid.UUID, _Members]] = {}
+        self._members: dict[int, dict[int, _Members]] = {}
 
-    def add(self, broker_id: int, topic_id: uuid.UUID, partition: int) -> None:
+    def add(self, broker_id: int, topic: int, partition: int) -> None:
         topics = self._members.get(broker_id)
         if topics is None:
             topics = self._members[broker_id] = {}
-        members = topics.get(topic_id)
+        members = topics.get(topic)
         if members is None:
-            members = topics[topic_id] = _Members()
+            members = topics[topic] = _Members()
         if partition >= DENSE_LIMIT or partition < 0:
             if members.sparse is None:
                 members.sparse = set()
@@ -61,8 +62,8 @@ class BrokerIndex:
             bitmap.extend(bytes(at + 1 - len(bitmap)))
         bitmap[at] |= 1 << (partition & 7)
 
-    def discard(self, broker_id: int, topic_id: uuid.UUID, partition: int) -> None:
-        members = self._members.get(broker_id, {}).get(topic_id)
+    def discard(self, broker_id: int, topic: int, partition: int) -> None:
+        members = self._members.get(broker_id, {}).get(topic)
         if members is None:
             return
         if partition >= DENSE_LIMIT or partition < 0:
@@ -73,16 +74,16 @@ class BrokerIndex:
         if at < len(bitmap):
             bitmap[at] &= ~(1 << (partition & 7)) & 0xFF
 
-    def forget_topic(self, topic_id: uuid.UUID) -> None:
+    def forget_topic(self, topic: int) -> None:
         for topics in self._members.values():
-            topics.pop(topic_id, None)
+            topics.pop(topic, None)
 
-    def topics_of(self, broker_id: int) -> Collection[uuid.UUID]:
+    def topics_of(self, broker_id: int) -> Collection[int]:
         return self._members.get(broker_id, {}).keys()
 
-    def partitions(self, broker_id: int, topic_id: uuid.UUID) -> list[int]:
+    def partitions(self, broker_id: int, topic: int) -> list[int]:
         """The broker's members of the topic, in increasing order."""
-        members = self._members.get(broker_id, {}).get(topic_id)
+        members = self._members.get(broker_id, {}).get(topic)
         if members is None:
             return []
         found = [at << 3 | bit for at, byte in enumerate(members.bitmap) if byte for bit in _BITS[byte]]

@@ -109,12 +109,12 @@ class ReplicationState:
 
     def _listed(self, broker_id: int, *indexes: BrokerIndex) -> list[TopicPartition]:
         """The partitions the broker is in in any of `indexes`, by topic name, then partition."""
-        topic_ids = {topic_id for index in indexes for topic_id in index.topics_of(broker_id)}
-        topics = sorted((self.topics[topic_id] for topic_id in topic_ids if topic_id in self.topics), key=_name)
+        keys = {key for index in indexes for key in index.topics_of(broker_id)}
+        topics = sorted(filter(None, (self.topics.get(uuid.UUID(int=key)) for key in keys)), key=_name)
         listed = []
         for topic in topics:
             topic_id = topic.topic_id
-            found = [index.partitions(broker_id, topic_id) for index in indexes]
+            found = [index.partitions(broker_id, topic_id.int) for index in indexes]
             ids = found[0] if len(found) == 1 else sorted(set().union(*found))
             listed += [TopicPartition(topic_id, partition) for partition in ids]
         return listed
@@ -162,7 +162,7 @@ class ReplicationState:
         for index, part in topic.partitions.items():
             self._reindex(TopicPartition(record.topic_id, index), part, None)
         for broker_index in (self.replica_of, self.in_isr_of, self.leader_of):
-            broker_index.forget_topic(record.topic_id)
+            broker_index.forget_topic(record.topic_id.int)
 
     def _reindex(
         self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
@@ -172,19 +172,20 @@ class ReplicationState:
         if old is None or new is None:
             self._count(old, new)
         empty: tuple[int, ...] = ()
+        key, partition = tp.topic_id.int, tp.partition  # the indexes' key of the topic (`broker_index`)
         old_replicas, new_replicas = (old.replicas if old else empty), (new.replicas if new else empty)
         if old_replicas != new_replicas:
-            _move(self.replica_of, tp, old_replicas, new_replicas)
+            _move(self.replica_of, key, partition, old_replicas, new_replicas)
         old_isr, new_isr = (old.isr if old else empty), (new.isr if new else empty)
         if old_isr != new_isr:
-            _move(self.in_isr_of, tp, old_isr, new_isr)
+            _move(self.in_isr_of, key, partition, old_isr, new_isr)
         old_leader = old.leader if old else NO_LEADER
         new_leader = new.leader if new else NO_LEADER
         if old_leader != new_leader:
             if old_leader != NO_LEADER:
-                self.leader_of.discard(old_leader, tp.topic_id, tp.partition)
+                self.leader_of.discard(old_leader, key, partition)
             if new_leader != NO_LEADER:
-                self.leader_of.add(new_leader, tp.topic_id, tp.partition)
+                self.leader_of.add(new_leader, key, partition)
             if old is not None and new is not None:  # a leader change: to or from none?
                 if old_leader == NO_LEADER:
                     self.leaderless_count -= 1
@@ -210,14 +211,13 @@ class ReplicationState:
             self.leaderless_count -= old.leader == NO_LEADER
 
 
-def _move(index: BrokerIndex, tp: TopicPartition, before: tuple[int, ...], after: tuple[int, ...]) -> None:
-    topic_id, partition = tp
+def _move(index: BrokerIndex, key: int, partition: int, before: tuple[int, ...], after: tuple[int, ...]) -> None:
     for broker in before:
         if broker not in after:
-            index.discard(broker, topic_id, partition)
+            index.discard(broker, key, partition)
     for broker in after:
         if broker not in before:
-            index.add(broker, topic_id, partition)
+            index.add(broker, key, partition)
 
 
 def _name(topic: Topic) -> str:

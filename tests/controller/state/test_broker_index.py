@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import random
-import uuid
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.state.broker_index import DENSE_LIMIT, BrokerIndex
 
-A, B = uuid.UUID(int=1), uuid.UUID(int=2)
+A, B = 1, 2 << 100  # topics: the ints of their ids
 
 
 def test_members_come_in_partition_order_per_broker_and_topic() -> None:
