@@ -54,36 +54,46 @@ def load_snapshot(new_core: Callable[[], ControllerCore], log: MetadataLog) -> t
     read (a snapshot found invalid part-way is dropped with the core it began, and the next older
     one replayed into a new core: `MetadataLog.replay_latest_snapshot`)."""
     started = time.perf_counter()
-    cores: list[ControllerCore] = [new_core()]
-    counted = [0, 0.0]  # records replayed, seconds replaying them
-
-    def start(snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
-        core = new_core() if counted[0] else cores[0]
-        cores[:] = [core]
-        counted[:] = [0, 0.0]
-        offset, epoch = snapshot_id.end_offset - 1, snapshot_id.epoch
-
-        def replay(batch: list[tuple[Data, int]]) -> None:
-            began = time.perf_counter()
-            for record, _ in batch:
-                if isinstance(record, TRANSACTION_MARKERS):
-                    raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
-                core.replay(record, offset, epoch)
-            counted[0] += len(batch)
-            counted[1] += time.perf_counter() - began
-
-        return replay
-
-    snapshot_id = log.replay_latest_snapshot(start)
-    core = cores[0]
+    replay = _SnapshotReplay(new_core)
+    snapshot_id = log.replay_latest_snapshot(replay.start)
+    core = replay.core
     took = time.perf_counter() - started
     if snapshot_id is None:
         return core, LoadedSnapshot(None, 0, took, 0.0)
     core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
     began = time.perf_counter()
     core.authorizer()  # the ACL snapshot built once, from the snapshot's ACLs
-    replaying = float(counted[1]) + time.perf_counter() - began
-    return core, LoadedSnapshot(snapshot_id, int(counted[0]), took - replaying, replaying)
+    replaying = replay.seconds + time.perf_counter() - began
+    return core, LoadedSnapshot(snapshot_id, replay.records, took - replaying, replaying)
+
+
+class _SnapshotReplay:
+    """Replays the batches of the snapshot last begun (`start`) into `core`: a new core for each
+    snapshot begun after one that replayed anything; the records replayed and their time."""
+
+    def __init__(self, new_core: Callable[[], ControllerCore]) -> None:
+        self._new_core = new_core
+        self.core = new_core()
+        self.records = 0
+        self.seconds = 0.0
+        self._snapshot = SnapshotId(0, 0)
+
+    def start(self, snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
+        if self.records:
+            self.core = self._new_core()
+        self.records, self.seconds, self._snapshot = 0, 0.0, snapshot_id
+        return self._replay
+
+    def _replay(self, batch: list[tuple[Data, int]]) -> None:
+        began = time.perf_counter()
+        core, snapshot_id = self.core, self._snapshot
+        offset, epoch = snapshot_id.end_offset - 1, snapshot_id.epoch
+        for record, _ in batch:
+            if isinstance(record, TRANSACTION_MARKERS):
+                raise ReplayError(f"snapshot {snapshot_id}: {markers_in_snapshot(record, offset)}")
+            core.replay(record, offset, epoch)
+        self.records += len(batch)
+        self.seconds += time.perf_counter() - began
 
 
 def replay_framing(message: str, offset: int) -> None:  # Kafka's replay stops here too
