@@ -8,7 +8,8 @@ topic (bit p: partition p) costs a bit per partition of the topic, and lists its
 partition order.
 
 Rules:
-- `add` and `discard` are O(1); `discard` of a member that is not there does nothing.
+- `add` and `discard` are O(1), `move` O(brokers named); `discard` of a member that is not
+  there does nothing.
 - Partition ids below `DENSE_LIMIT` live in the bitmap; any above (Kafka numbers a topic's
   partitions 0 to N-1, but a log may say otherwise) in a set, so that one odd id cannot make a
   bitmap of hundreds of megabytes.
@@ -46,21 +47,36 @@ class BrokerIndex:
         self._members: dict[int, dict[int, _Members]] = {}
 
     def add(self, broker_id: int, topic: int, partition: int) -> None:
-        topics = self._members.get(broker_id)
-        if topics is None:
-            topics = self._members[broker_id] = {}
-        members = topics.get(topic)
-        if members is None:
-            members = topics[topic] = _Members()
-        if partition >= DENSE_LIMIT or partition < 0:
-            if members.sparse is None:
-                members.sparse = set()
-            members.sparse.add(partition)
-            return
-        bitmap, at = members.bitmap, partition >> 3
-        if len(bitmap) <= at:
-            bitmap.extend(bytes(at + 1 - len(bitmap)))
-        bitmap[at] |= 1 << (partition & 7)
+        self.move(topic, partition, (), (broker_id,))
+
+    def move(self, topic: int, partition: int, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        """The partition leaves the brokers of `before` that are not in `after` and joins those of
+        `after` that are not in `before` (one call per list changed: replay runs it for every
+        partition record, so the loop is here, not around `add`)."""
+        for broker_id in before:
+            if broker_id not in after:
+                self.discard(broker_id, topic, partition)
+        dense = 0 <= partition < DENSE_LIMIT
+        at, bit = partition >> 3, 1 << (partition & 7)
+        every = self._members
+        for broker_id in after:
+            if broker_id in before:
+                continue
+            topics = every.get(broker_id)
+            if topics is None:
+                topics = every[broker_id] = {}
+            members = topics.get(topic)
+            if members is None:
+                members = topics[topic] = _Members()
+            if not dense:
+                if members.sparse is None:
+                    members.sparse = set()
+                members.sparse.add(partition)
+                continue
+            bitmap = members.bitmap
+            if len(bitmap) <= at:
+                bitmap.extend(bytes(at + 1 - len(bitmap)))
+            bitmap[at] |= bit
 
     def discard(self, broker_id: int, topic: int, partition: int) -> None:
         members = self._members.get(broker_id, {}).get(topic)

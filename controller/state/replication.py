@@ -175,17 +175,19 @@ class ReplicationState:
         key, partition = tp.topic_id.int, tp.partition  # the indexes' key of the topic (`broker_index`)
         old_replicas, new_replicas = (old.replicas if old else empty), (new.replicas if new else empty)
         if old_replicas != new_replicas:
-            _move(self.replica_of, key, partition, old_replicas, new_replicas)
+            self.replica_of.move(key, partition, old_replicas, new_replicas)
         old_isr, new_isr = (old.isr if old else empty), (new.isr if new else empty)
         if old_isr != new_isr:
-            _move(self.in_isr_of, key, partition, old_isr, new_isr)
+            self.in_isr_of.move(key, partition, old_isr, new_isr)
         old_leader = old.leader if old else NO_LEADER
         new_leader = new.leader if new else NO_LEADER
         if old_leader != new_leader:
-            if old_leader != NO_LEADER:
-                self.leader_of.discard(old_leader, key, partition)
-            if new_leader != NO_LEADER:
-                self.leader_of.add(new_leader, key, partition)
+            self.leader_of.move(
+                key,
+                partition,
+                () if old_leader == NO_LEADER else (old_leader,),
+                () if new_leader == NO_LEADER else (new_leader,),
+            )
             if old is not None and new is not None:  # a leader change: to or from none?
                 if old_leader == NO_LEADER:
                     self.leaderless_count -= 1
@@ -209,15 +211,6 @@ class ReplicationState:
         elif old is not None:
             self.partition_count -= 1
             self.leaderless_count -= old.leader == NO_LEADER
-
-
-def _move(index: BrokerIndex, key: int, partition: int, before: tuple[int, ...], after: tuple[int, ...]) -> None:
-    for broker in before:
-        if broker not in after:
-            index.discard(broker, key, partition)
-    for broker in after:
-        if broker not in before:
-            index.add(broker, key, partition)
 
 
 def _name(topic: Topic) -> str:

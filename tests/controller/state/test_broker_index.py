@@ -61,3 +61,12 @@ def test_it_agrees_with_a_set_of_members(operations: list[tuple[bool, int, int]]
     for broker in range(4):
         for topic in (A, B):
             assert index.partitions(broker, topic) == sorted(p for b, t, p in members if (b, t) == (broker, topic))
+
+
+def test_a_move_touches_only_the_brokers_that_left_or_joined() -> None:
+    index = BrokerIndex()
+    index.move(A, 7, (), (1, 2, 3))
+    index.move(A, 7, (1, 2, 3), (3, 4))  # 1 and 2 leave, 3 stays, 4 joins
+    assert [index.partitions(broker, A) for broker in (1, 2, 3, 4)] == [[], [], [7], [7]]
+    index.move(A, 2**40, (), (1,))  # past the dense limit: the set
+    assert index.partitions(1, A) == [2**40]
