@@ -203,14 +203,14 @@ def test_bench_scale(tmp_path: Path) -> None:
     )
     row = find(
         r"^\| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d,]+) \| (-?[\d,]+) \| ([\d,]+) "
-        r"\| ([\d.]+) \((\d+)\) \|$",
+        r"\| ([\d.]+) \((\d+)\) \| ([\d.]+) \|$",
         out,
     )
     listening, whole, read, replayed, log_replayed = (float(value) for value in row.groups()[:5])
     assert 0 < read + replayed + log_replayed <= whole + 0.015 and whole <= listening  # printed to 0.01 s each
     assert number(row[6]) > 10 and number(row[8]) >= number(row[6])  # MiB: once listening, then the peak
     assert find(r"^restart to listening: median [\d.]+ s .*: median -?[\d,]+ B/partition \(target 512\)$", out)
-    assert float(row[9]) > 0 and row[10] == "0"  # broker 0's leaderships all moved
+    assert float(row[9]) > 0 and row[10] == "0" and float(row[11]) > 0  # broker 0's leaderships all moved
     assert find(r"^controlled shutdown of broker 0, leading 168 partitions: answered in a median [\d.]+ s", out)
 
 
