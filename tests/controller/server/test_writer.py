@@ -681,3 +681,40 @@ async def test_the_quorums_work_on_the_engine_runs_on_the_writers_task_in_its_tu
     assert [what for what, _ in order] == ["decide", "step started", "step done", "decide"]
     assert len({task for _, task in order}) == 1  # one task: the writer's
     assert first in s.connection.answers and second in s.connection.answers
+
+
+async def test_a_session_timer_judges_sessions_when_it_fired_not_when_the_writer_reached_it(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind long work (a controlled shutdown of 166,700 leaderships took 12 s), a heartbeat that
+    arrived in time waits in the queue behind the timer's wake-up: its broker is not fenced for
+    the writer's delay, only the broker whose session had run out when the timer fired."""
+    s = setup
+    now = [0]
+    monkeypatch.setattr(writer_module, "monotonic_ns", lambda: now[0])
+    timeout = s.engine.core.config.session_timeout_ms * 1_000_000
+    await brokers(s, 1)  # its session: from 0
+    now[0] = timeout // 3
+    await brokers(s, 2)  # its session: from a third of the timeout on
+    await s.request(topic("t", 1, replicas=[2, 1]), 7)  # led by 2: a fence of 2 would take its leadership
+    state = s.engine.core.state.replication
+    led = state.topics[state.names["t"]].partitions[0]
+    release = trio.Event()
+    s.writer.apply(release.wait)  # long work on the writer's task
+    now[0] = timeout + 1
+    s.writer.tick()  # broker 1's session ran out
+    now[0] = timeout + 2
+    epoch = s.engine.core.state.cluster.brokers[2].epoch
+    heartbeat = s.pending(BrokerHeartbeatRequest(broker_id=2, broker_epoch=epoch, current_metadata_offset=1 << 40), 1)
+    s.writer.submit(heartbeat)  # in time, behind the tick
+    now[0] = 3 * timeout  # the writer reaches them late
+    release.set()
+    with trio.fail_after(10):
+        while heartbeat not in s.connection.answers:
+            await s.connection.answered.wait()
+    await settled(s)
+    fenced = {broker_id: broker.fenced for broker_id, broker in s.engine.core.state.cluster.brokers.items()}
+    assert fenced == {1: True, 2: False}
+    now_led = state.topics[state.names["t"]].partitions[0]
+    # 1 left the ISR; 2 never lost its leadership (fenced and unfenced again, it would lead in a newer epoch)
+    assert (now_led.leader, now_led.leader_epoch, now_led.isr) == (2, led.leader_epoch, (2,))
