@@ -148,28 +148,34 @@ def restart(image: Path, work: Path, round_: int, timeout: float, settle: float)
     )
 
 
-class Heartbeats(threading.Thread):
-    """Brokers 1 to 5 of the image heartbeat every 500 ms on one connection until `stop`; the
-    longest wait for an answer (`longest`, seconds)."""
+class Heartbeats:
+    """Brokers 1 to 5 of the image heartbeat every 500 ms until `stop`, each on its own connection
+    (a live broker does not wait for another's answer); the longest wait for an answer (`longest`,
+    seconds)."""
 
     def __init__(self, port: int, timeout: float) -> None:
-        super().__init__(daemon=True)
         self.port, self.timeout = port, timeout
         self.stop = threading.Event()
         self.longest = 0.0
+        self._threads = [threading.Thread(target=self._beat, args=(b,), daemon=True) for b in range(1, BROKERS)]
 
-    def run(self) -> None:
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def _beat(self, broker_id: int) -> None:
+        heartbeat = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=broker_id, current_metadata_offset=0)
         with FencerClient(self.port, timeout=self.timeout) as client:
             while not self.stop.is_set():
-                for broker_id in range(1, BROKERS):
-                    began = time.perf_counter()
-                    answer = client.request(
-                        BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=broker_id, current_metadata_offset=0),
-                        1,
-                    )
-                    self.longest = max(self.longest, time.perf_counter() - began)
-                    if answer.error_code != 0:
-                        raise RuntimeError(f"broker {broker_id}'s heartbeat answered error {answer.error_code}")
+                began = time.perf_counter()
+                answer = client.request(heartbeat, 1)
+                self.longest = max(self.longest, time.perf_counter() - began)
+                if answer.error_code != 0:
+                    raise RuntimeError(f"broker {broker_id}'s heartbeat answered error {answer.error_code}")
                 self.stop.wait(0.5)
 
 
