@@ -119,33 +119,30 @@ def restart(image: Path, work: Path, round_: int, timeout: float, settle: float)
             raise RuntimeError(f"no start-up line with phases:\n{logged[-3000:]}")
         time.sleep(settle)  # the full LeaderAndIsr of every broker is built in slices after activation
         peak = status_bytes(daemon.process.pid, "VmHWM")
-        heartbeats = Heartbeats(daemon.port, timeout)
-        heartbeats.start()
-        try:
-            with FencerClient(
-                daemon.port, timeout=timeout
-            ) as client:  # broker 0 is live: sessions restarted on activation
-                began = time.perf_counter()
-                answer = client.request(ControlledShutdownRequest(broker_id=0, broker_epoch=0), 3)
-                shutdown_s = time.perf_counter() - began
-        finally:
-            heartbeats.stop.set()
-            heartbeats.join()
-        if answer.error_code != 0:
-            raise RuntimeError(f"ControlledShutdown answered error {answer.error_code}")
+        shutdown_s, left, longest_heartbeat = controlled_shutdown(daemon.port, timeout)
     finally:
         daemon.stop(timeout=60)
         shutil.rmtree(data_dir, ignore_errors=True)
     whole, read, replayed, log_replayed = (float(value) for value in found.groups())
-    return Restart(
-        listening,
-        (whole, read, replayed, log_replayed),
-        rss,
-        peak,
-        shutdown_s,
-        len(answer.remaining_partitions),
-        heartbeats.longest,
-    )
+    return Restart(listening, (whole, read, replayed, log_replayed), rss, peak, shutdown_s, left, longest_heartbeat)
+
+
+def controlled_shutdown(port: int, timeout: float) -> tuple[float, int, float]:
+    """Broker 0's ControlledShutdown (it is live: sessions restart on activation) while the others
+    heartbeat: the seconds to its answer, the partitions it leaves, the longest heartbeat wait."""
+    heartbeats = Heartbeats(port, timeout)
+    heartbeats.start()
+    try:
+        with FencerClient(port, timeout=timeout) as client:
+            began = time.perf_counter()
+            answer = client.request(ControlledShutdownRequest(broker_id=0, broker_epoch=0), 3)
+            took = time.perf_counter() - began
+    finally:
+        heartbeats.stop.set()
+        heartbeats.join()
+    if answer.error_code != 0:
+        raise RuntimeError(f"ControlledShutdown answered error {answer.error_code}")
+    return took, len(answer.remaining_partitions), heartbeats.longest
 
 
 class Heartbeats:
