@@ -18,7 +18,7 @@ reads:
   left; meanwhile brokers 1-5 heartbeat every 500 ms, as live brokers do (without them their
   sessions would expire and fence them, a million ISR changes of its own), and the longest wait
   for a heartbeat's answer is reported.
-Targets (issue 33, 1,000,000 partitions): listening within 10 s; at most 0.5 KB per partition above
+Targets (1,000,000 partitions): listening within 10 s; at most 0.5 KB per partition above
 an empty daemon's RSS; a controlled shutdown of a broker leading 100,000 partitions answered within 2 s.
 """
 
