@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.codec import machine
 from benchmarks.core import BROKERS, brokers_records, topic_records
 from benchmarks.core_startup import write_snapshot_image
+from benchmarks.soak import status_bytes, tree_bytes
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from protocol.records.metadata import PartitionRecord
@@ -62,13 +63,6 @@ class Restart:
     shutdown_s: float  # broker 0's ControlledShutdown, sent to answered
     shutdown_left: int  # the partitions its answer says are left
     heartbeat_s: float  # the longest wait for a heartbeat's answer meanwhile
-
-
-def status_bytes(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise LookupError(field)
 
 
 def write_image(data_dir: Path, topics: int, per_topic: int, tail: int) -> None:
@@ -196,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         began = time.perf_counter()
         write_image(work / "image", args.topics, args.partitions_per_topic, args.tail)
-        size = sum(path.stat().st_size for path in (work / "image").rglob("*") if path.is_file())
+        size = tree_bytes(work / "image")
         print(
             f"scale: {partitions:,} partitions ({args.topics} topics x {args.partitions_per_topic:,}, RF 3, "
             f"6 brokers) in a snapshot, then {args.tail:,} ISR changes; {size / 2**20:,.0f} MiB on disk, "

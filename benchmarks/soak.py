@@ -91,14 +91,20 @@ class Listeners:
 
 def sample(pid: int, data_dir: Path) -> tuple[int, int, int]:
     """(resident bytes, open descriptors, data-dir bytes) of the daemon now."""
-    rss = 0
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) * 1024
-    descriptors = len(os.listdir(f"/proc/{pid}/fd"))
-    disk = sum(path.stat().st_size for path in data_dir.rglob("*") if path.is_file())
-    return rss, descriptors, disk
+    return status_bytes(pid, "VmRSS"), len(os.listdir(f"/proc/{pid}/fd")), tree_bytes(data_dir)
+
+
+def status_bytes(pid: int, field: str) -> int:
+    """A size field of /proc/PID/status (VmRSS, VmHWM, ...) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(f"no {field} in /proc/{pid}/status")
+
+
+def tree_bytes(directory: Path) -> int:
+    """The bytes of the files under `directory`."""
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
 
 
 def poll_http(metrics_port: int, stop: threading.Event, errors: list[str]) -> None:
