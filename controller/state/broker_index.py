@@ -82,7 +82,7 @@ class BrokerIndex:
         members = self._members.get(broker_id, {}).get(topic)
         if members is None:
             return
-        if partition >= DENSE_LIMIT or partition < 0:
+        if not 0 <= partition < DENSE_LIMIT:
             if members.sparse is not None:
                 members.sparse.discard(partition)
             return
