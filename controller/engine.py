@@ -66,7 +66,7 @@ from .ops.authorization import Denial, authorizer_config
 from .runtime import monotonic_ns, wall_ms
 from .slices import SLICE_SECONDS, Done, Slices, Work, finish, paced
 from .staging import REPLAY_SLICE_RECORDS, NotActiveError, StagingMethods
-from .startup import StartupReport, leader_change, load_snapshot, replay_framing
+from .startup import StartupReport, leader_change, load_snapshot, replay_framing, replay_whole_log
 from .state.controller_state import ControllerConfig, RecordAndVersion
 from .state.frozen import FrozenState
 from .state.replication import IsrChanges
@@ -182,15 +182,8 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         elif config.cluster_id != log.cluster_id:
             raise LogError(f"cluster id {config.cluster_id} does not match {log.cluster_id} in {data_dir}")
         core, loaded = load_snapshot(lambda: ControllerCore(config, rng), log)
-        report = StartupReport(
-            snapshot=loaded.snapshot,
-            snapshot_records=loaded.records,
-            replayed_records=0,
-            controller_epoch=core.state.controller_epoch,
-            recovery=log.recovery,
-            seconds=time.perf_counter() - started,
-            snapshot_read_seconds=loaded.read_seconds,
-            snapshot_replay_seconds=loaded.replay_seconds,
+        report = StartupReport.after_snapshot(
+            loaded, core.state.controller_epoch, log.recovery, time.perf_counter() - started
         )
         return cls(
             core, log, snapshot_bytes=snapshot_bytes, metadata_retention_bytes=metadata_retention_bytes, report=report
@@ -205,7 +198,7 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         started = time.perf_counter()
         engine = cls.load(data_dir, **options)
         log, core = engine.log, engine.core
-        replayed = engine.replay_whole_log()
+        replayed = replay_whole_log(engine)
         known = log.quorum_state.leader_epoch if log.quorum_state is not None else 0
         epoch = max(log.last_epoch, core.state.controller_epoch, known) + 1
         offset = log.append_leader_change(epoch, core.config.node_id, wall_ms())
@@ -217,17 +210,6 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
             engine.startup, replayed_records=replayed, seconds=time.perf_counter() - started
         )
         return engine
-
-    def replay_whole_log(self) -> int:
-        """A sole voter's start-up: replay the log after the snapshot at once (all of it is
-        committed); the records replayed. Their time is added to `startup`."""
-        started = time.perf_counter()
-        replayed = finish(self.catch_up(self.log.next_offset))
-        took = time.perf_counter() - started
-        self.startup = dataclasses.replace(
-            self.startup, log_replay_seconds=self.startup.log_replay_seconds + took, seconds=self.startup.seconds + took
-        )
-        return replayed
 
     def catch_up(self, to_offset: int) -> Work[int]:
         """Replay the log's records from where the state is up to `to_offset` (a standby: the

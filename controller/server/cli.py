@@ -24,6 +24,7 @@ from ..log import LogError
 from ..log.retention import DEFAULT_RETENTION_BYTES
 from ..log.store import DEFAULT_SEGMENT_BYTES
 from ..ops.authorization import authorizer_config
+from ..startup import replay_whole_log
 from ..state.controller_state import ControllerConfig
 from ..stopping import find_failure
 from . import logging_config
@@ -322,7 +323,7 @@ def _load_engine(args: argparse.Namespace, host: str, port: int, sole_voter: boo
         allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
     )
     if sole_voter:
-        engine.replay_whole_log()
+        replay_whole_log(engine)
     for message in engine.startup.recovery.messages:
         log.warning("%s", message)
     report = engine.startup
