@@ -76,7 +76,6 @@ from protocol.spec import Data
 from ..control.orders import ControlOrder
 from ..core import denied_answer
 from ..engine import Commit, ControllerEngine
-from ..engine_snapshots import EncodedSnapshot
 from ..log import LogError
 from ..ops.authorization import DEFAULT_CONTEXT, authorize_api
 from ..ops.not_controller import not_controller
@@ -85,13 +84,10 @@ from ..slices import Done, NotLeading, Slices, Work, run_paced
 from .denials import Denials
 from .durability import Durability, SoleVoter
 from .pending import LARGE_FRAME_BYTES, Pending, request_context
+from .writer_snapshots import SnapshotMetrics, WriterSnapshots
 
 log = logging.getLogger("fencer.writer")
 T = TypeVar("T")
-
-#: The first retry delay after a failed snapshot; it doubles up to `SNAPSHOT_RETRY_MAX_S`.
-SNAPSHOT_RETRY_S = 5.0
-SNAPSHOT_RETRY_MAX_S = 300.0
 
 
 class _Tick:
@@ -119,9 +115,8 @@ class _Step:
 MAX_COMMITS_IN_FLIGHT = 16
 
 
-class WriterMetrics(Protocol):
+class WriterMetrics(SnapshotMetrics, Protocol):
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
-    def snapshot(self, ok: bool, seconds: float) -> None: ...
     def request_failed(self, stage: str) -> None: ...
     def authorization_denied(self, api: str, principal: str) -> None: ...
 
@@ -130,7 +125,7 @@ class OrderSink(Protocol):
     def submit(self, orders: Sequence[ControlOrder]) -> None: ...
 
 
-class Writer:
+class Writer(WriterSnapshots):
     def __init__(
         self,
         engine: ControllerEngine,
@@ -146,7 +141,7 @@ class Writer:
         self.denials = denials or Denials(metrics)
         self.durability: Durability = durability or SoleVoter(engine.config.node_id)
         self._channel = channel
-        self._metrics = metrics
+        self._metrics: WriterMetrics = metrics
         self._clock = clock  # monotonic seconds, for the snapshot retry delay
         #: requests (and timer ticks) waiting for the writer, in arrival order; `_arrived` wakes it
         self._queue: deque[Any] = deque()
@@ -167,9 +162,7 @@ class Writer:
         self._deciding = trio.CancelScope()
         self._stopped = trio.Event()
         self.draining = False
-        self._snapshotting = False
-        self._snapshot_retry_s = SNAPSHOT_RETRY_S
-        self._snapshot_not_before = 0.0
+        self._init_snapshots()
 
     # ------------------------------------------------------------------ what others call
     def submit(self, pending: Pending) -> None:
@@ -192,10 +185,6 @@ class Writer:
         were never made (the quorum lets the log change hands only then)."""
         while self._committing:
             await self._committing[0].wait()
-
-    @property
-    def snapshotting(self) -> bool:
-        return self._snapshotting
 
     def begin_drain(self) -> None:
         """Shutdown begins: connections submit nothing more (what is submitted is still answered)."""
@@ -421,39 +410,3 @@ class Writer:
         self._in_flight -= count
         if self._in_flight <= 0:
             self._idle.set()
-
-    # ------------------------------------------------------------------ snapshots
-    async def _maybe_snapshot(self) -> None:
-        engine = self.engine
-        if self._snapshotting or not engine.snapshot_wanted:
-            return
-        if self._clock() < self._snapshot_not_before:
-            return
-        await self.quiesce()  # the state must equal the log: let the commits in flight land
-        committed = self.durability.high_watermark
-        if not engine.active or (committed is not None and committed < engine.log.next_offset):
-            return  # a snapshot holds committed records only: later
-        work = engine.snapshot()  # the state is frozen now
-        self._snapshotting = True
-        assert self._nursery is not None
-        self._nursery.start_soon(self._snapshot, work)
-
-    async def _snapshot(self, work: Slices[EncodedSnapshot]) -> None:
-        started = self._clock()
-        try:
-            encoded = await run_paced(work)  # CPU: here, in slices
-            path = await in_thread(self.engine.write_snapshot, encoded)  # I/O: in a thread
-        except LogError:
-            raise  # the log itself failed: as fatal as a failed commit
-        except Exception as exc:  # SnapshotWriteError and the like: the log is intact, retry later
-            self._snapshot_not_before = self._clock() + self._snapshot_retry_s
-            log.error("snapshot failed (%s); the log is intact, retrying in %.0f s", exc, self._snapshot_retry_s)
-            self._snapshot_retry_s = min(self._snapshot_retry_s * 2, SNAPSHOT_RETRY_MAX_S)
-            self._metrics.snapshot(False, self._clock() - started)
-        else:
-            self._snapshot_retry_s = SNAPSHOT_RETRY_S
-            log.info("wrote snapshot %s", path)
-            self.durability.snapshot_created(encoded.end_offset, encoded.epoch)
-            self._metrics.snapshot(True, self._clock() - started)
-        finally:
-            self._snapshotting = False

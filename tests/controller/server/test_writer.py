@@ -26,7 +26,8 @@ from controller.server import writer as writer_module
 from controller.server.durability import write_here
 from controller.server.metrics import ControllerMetrics
 from controller.server.pending import Pending
-from controller.server.writer import SNAPSHOT_RETRY_S, Writer
+from controller.server.writer import Writer
+from controller.server.writer_snapshots import SNAPSHOT_RETRY_S
 from controller.slices import finish
 from protocol.error_codes import response_error_code
 from protocol.errors import EncodeError
