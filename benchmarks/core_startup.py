@@ -22,7 +22,7 @@ from .core import BROKERS, CLUSTER_ID, brokers_records, topic_records
 BATCH = 50
 
 
-def isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tuple[Data, int]]:
+def _isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tuple[Data, int]]:
     for i in range(count):
         part = partitions[i % len(partitions)]
         shrink = (i // len(partitions)) % 2 == 0
@@ -30,7 +30,7 @@ def isr_changes(partitions: list[PartitionRecord], count: int) -> Iterator[tuple
         yield PartitionChangeRecord(partition_id=part.partition_id, topic_id=part.topic_id, isr=isr), 0
 
 
-def append_all(log: MetadataLog, records: Iterator[tuple[Data, int]] | list[tuple[Data, int]]) -> None:
+def _append_all(log: MetadataLog, records: Iterator[tuple[Data, int]] | list[tuple[Data, int]]) -> None:
     group: list[tuple[Data, int]] = []
     groups: list[list[tuple[Data, int]]] = []
     for item in records:
@@ -64,8 +64,8 @@ def bench_startup_from_log(data_dir: Path, total_records: int) -> str:
     base, partitions = _cluster(1000)
     log = MetadataLog.open(data_dir, cluster_id=CLUSTER_ID, node_id=3000, fsync=False)
     log.append_leader_change(1, 3000, 0)
-    append_all(log, base)
-    append_all(log, isr_changes(partitions, total_records - len(base) - 1))
+    _append_all(log, base)
+    _append_all(log, _isr_changes(partitions, total_records - len(base) - 1))
     log.close()
     seconds, engine = _timed_start(data_dir)
     replayed = engine.startup.replayed_records
@@ -81,10 +81,10 @@ def write_snapshot_image(
     `tail` ISR changes of `partitions` in the log, written by the controller's own log writer."""
     log = MetadataLog.open(data_dir, cluster_id=CLUSTER_ID, node_id=3000, fsync=False)
     log.append_leader_change(1, 3000, 0)
-    append_all(log, base)
+    _append_all(log, base)
     log.write_snapshot(log.next_offset, 1, base, 0)
     log.delete_segments_below(log.next_offset)
-    append_all(log, isr_changes(partitions, tail))
+    _append_all(log, _isr_changes(partitions, tail))
     log.close()
 
 
