@@ -54,7 +54,7 @@ def new_core() -> ControllerCore:
     return ControllerCore(ControllerConfig(cluster_id=CLUSTER_ID, node_id=3000), random.Random(1))
 
 
-def brokers_records() -> list[tuple[Data, int]]:
+def brokers_records(brokers: int = BROKERS) -> list[tuple[Data, int]]:
     return [
         (
             RegisterBrokerRecord(
@@ -66,17 +66,19 @@ def brokers_records() -> list[tuple[Data, int]]:
             ),
             3,
         )
-        for b in range(BROKERS)
+        for b in range(brokers)
     ]
 
 
-def topic_records(name: str, partitions: int, leader_of: int | None = None) -> tuple[uuid.UUID, list[tuple[Data, int]]]:
-    """A topic whose partition p has replicas (a, b, c) over the brokers; `leader_of` leads them all."""
+def topic_records(
+    name: str, partitions: int, leader_of: int | None = None, brokers: int = BROKERS
+) -> tuple[uuid.UUID, list[tuple[Data, int]]]:
+    """A topic whose partition p has replicas (a, b, c) over `brokers` brokers; `leader_of` leads them all."""
     topic_id = uuid.UUID(int=random.Random(name).getrandbits(128), version=4)
     records: list[tuple[Data, int]] = [(TopicRecord(name=name, topic_id=topic_id), 0)]
     for p in range(partitions):
-        first = leader_of if leader_of is not None else p % BROKERS
-        others = [b for b in range(BROKERS) if b != first]
+        first = leader_of if leader_of is not None else p % brokers
+        others = [b for b in range(brokers) if b != first]
         replicas = (first, others[p % len(others)], others[(p + 1) % len(others)])
         records.append(
             (

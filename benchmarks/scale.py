@@ -4,7 +4,7 @@ Run: `make bench-scale` (or `.venv/bin/python benchmarks/scale.py [--topics T] [
 [--tail R] [--rounds K]`).
 
 The image is written with the controller's own log writer (`MetadataLog`: the snapshot and the
-batches an active controller writes), not created over TCP: 6 brokers, T topics of P partitions
+batches an active controller writes), not created over TCP: B brokers, T topics of P partitions
 (RF 3), a snapshot of them, then R ISR changes in the log after it. Each round copies it afresh and
 starts the real daemon on the copy (`python -m controller`, fsync on, the shipped defaults), and
 reads:
@@ -13,11 +13,13 @@ reads:
 - its RSS once listening, against an empty daemon's (per partition: the image's cost in memory);
 - its peak RSS (VmHWM) once it is the active controller and has built every broker's full
   LeaderAndIsr (the brokers of the image are not running: those orders stay queued);
-- then a ControlledShutdown of broker 0, which leads a sixth of the partitions: the seconds until
-  it is answered (every leadership moved, and broker 0 out of every ISR, committed) and what is
-  left; meanwhile brokers 1-5 heartbeat every 500 ms, as live brokers do (without them their
-  sessions would expire and fence them, a million ISR changes of its own), and the longest wait
-  for a heartbeat's answer is reported.
+- then a ControlledShutdown of broker 0, which leads 1/B of the partitions (B = 10: 100,000 of
+  1,000,000) and is in the ISR of 3/B: the seconds until it is answered (every leadership moved,
+  and broker 0 out of every ISR, committed) and what is left; meanwhile the other brokers
+  heartbeat every 500 ms, as live brokers do (without them their sessions would expire and fence
+  them, a million ISR changes of its own), each on its own connection: the longest wait for an
+  answer, and how many were answered REQUEST_TIMED_OUT (not decided within the controller's
+  heartbeat deadline, their sessions kept: the broker sends the next one at once).
 Targets (1,000,000 partitions): listening within 10 s; at most 0.5 KB per partition above
 an empty daemon's RSS; a controlled shutdown of a broker leading 100,000 partitions answered within 2 s.
 """
@@ -38,9 +40,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.codec import machine
-from benchmarks.core import BROKERS, brokers_records, topic_records
+from benchmarks.core import brokers_records, topic_records
 from benchmarks.core_startup import write_snapshot_image
 from benchmarks.soak import status_bytes, tree_bytes
+from protocol.error_codes import ErrorCode
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from protocol.records.metadata import PartitionRecord
@@ -63,12 +66,14 @@ class Restart:
     shutdown_s: float  # broker 0's ControlledShutdown, sent to answered
     shutdown_left: int  # the partitions its answer says are left
     heartbeat_s: float  # the longest wait for a heartbeat's answer meanwhile
+    heartbeats_timed_out: int  # answered REQUEST_TIMED_OUT meanwhile
+    heartbeats: int  # answered meanwhile
 
 
-def write_image(data_dir: Path, topics: int, per_topic: int, tail: int) -> None:
-    base: list[tuple[Data, int]] = brokers_records()
+def write_image(data_dir: Path, topics: int, per_topic: int, tail: int, brokers: int) -> None:
+    base: list[tuple[Data, int]] = brokers_records(brokers)
     for index in range(topics):
-        base += topic_records(f"scale-{index:04d}", per_topic)[1]
+        base += topic_records(f"scale-{index:04d}", per_topic, brokers=brokers)[1]
     partitions = [record for record, _ in base if isinstance(record, PartitionRecord)]
     write_snapshot_image(data_dir, base, partitions, tail)
 
@@ -100,7 +105,7 @@ def empty_rss(work: Path) -> int:
         daemon.stop()
 
 
-def restart(image: Path, work: Path, round_: int, timeout: float, settle: float) -> Restart:
+def restart(image: Path, work: Path, round_: int, timeout: float, settle: float, brokers: int) -> Restart:
     data_dir = work / f"round-{round_}"
     shutil.copytree(image, data_dir)
     daemon, listening = start(data_dir, timeout)
@@ -113,18 +118,28 @@ def restart(image: Path, work: Path, round_: int, timeout: float, settle: float)
             raise RuntimeError(f"no start-up line with phases:\n{logged[-3000:]}")
         time.sleep(settle)  # the full LeaderAndIsr of every broker is built in slices after activation
         peak = status_bytes(daemon.process.pid, "VmHWM")
-        shutdown_s, left, longest_heartbeat = controlled_shutdown(daemon.port, timeout)
+        shutdown_s, left, heartbeats = controlled_shutdown(daemon.port, timeout, brokers)
     finally:
         daemon.stop(timeout=60)
         shutil.rmtree(data_dir, ignore_errors=True)
     whole, read, replayed, log_replayed = (float(value) for value in found.groups())
-    return Restart(listening, (whole, read, replayed, log_replayed), rss, peak, shutdown_s, left, longest_heartbeat)
+    return Restart(
+        listening,
+        (whole, read, replayed, log_replayed),
+        rss,
+        peak,
+        shutdown_s,
+        left,
+        heartbeats.longest,
+        heartbeats.timed_out,
+        heartbeats.answered,
+    )
 
 
-def controlled_shutdown(port: int, timeout: float) -> tuple[float, int, float]:
+def controlled_shutdown(port: int, timeout: float, brokers: int) -> tuple[float, int, Heartbeats]:
     """Broker 0's ControlledShutdown (it is live: sessions restart on activation) while the others
-    heartbeat: the seconds to its answer, the partitions it leaves, the longest heartbeat wait."""
-    heartbeats = Heartbeats(port, timeout)
+    heartbeat: the seconds to its answer, the partitions it leaves, the heartbeats' figures."""
+    heartbeats = Heartbeats(port, timeout, brokers)
     heartbeats.start()
     try:
         with FencerClient(port, timeout=timeout) as client:
@@ -136,19 +151,20 @@ def controlled_shutdown(port: int, timeout: float) -> tuple[float, int, float]:
         heartbeats.join()
     if answer.error_code != 0:
         raise RuntimeError(f"ControlledShutdown answered error {answer.error_code}")
-    return took, len(answer.remaining_partitions), heartbeats.longest
+    return took, len(answer.remaining_partitions), heartbeats
 
 
 class Heartbeats:
-    """Brokers 1 to 5 of the image heartbeat every 500 ms until `stop`, each on its own connection
-    (a live broker does not wait for another's answer); the longest wait for an answer (`longest`,
-    seconds)."""
+    """Brokers 1 to B-1 of the image heartbeat every 500 ms until `stop`, each on its own connection
+    (a live broker does not wait for another's answer): the longest wait for an answer (`longest`,
+    seconds), the answers, and how many of them were REQUEST_TIMED_OUT (sent again at once)."""
 
-    def __init__(self, port: int, timeout: float) -> None:
+    def __init__(self, port: int, timeout: float, brokers: int) -> None:
         self.port, self.timeout = port, timeout
         self.stop = threading.Event()
         self.longest = 0.0
-        self._threads = [threading.Thread(target=self._beat, args=(b,), daemon=True) for b in range(1, BROKERS)]
+        self.answered = self.timed_out = 0
+        self._threads = [threading.Thread(target=self._beat, args=(b,), daemon=True) for b in range(1, brokers)]
 
     def start(self) -> None:
         for thread in self._threads:
@@ -165,7 +181,11 @@ class Heartbeats:
                 began = time.perf_counter()
                 answer = client.request(heartbeat, 1)
                 self.longest = max(self.longest, time.perf_counter() - began)
-                if answer.error_code != 0:
+                self.answered += 1
+                if answer.error_code == ErrorCode.REQUEST_TIMED_OUT:
+                    self.timed_out += 1
+                    continue
+                if answer.error_code != ErrorCode.NONE:
                     raise RuntimeError(f"broker {broker_id}'s heartbeat answered error {answer.error_code}")
                 self.stop.wait(0.5)
 
@@ -175,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--partitions-per-topic", type=int, default=10_000)
     parser.add_argument("--tail", type=int, default=100_000, help="ISR changes in the log after the snapshot")
+    parser.add_argument("--brokers", type=int, default=10, help="brokers (at least 3: RF 3); broker 0 leads 1/B")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a restart may take")
     parser.add_argument(
@@ -189,11 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fencer-scale-") as tmp:
         work = Path(tmp)
         began = time.perf_counter()
-        write_image(work / "image", args.topics, args.partitions_per_topic, args.tail)
+        write_image(work / "image", args.topics, args.partitions_per_topic, args.tail, args.brokers)
         size = tree_bytes(work / "image")
         print(
             f"scale: {partitions:,} partitions ({args.topics} topics x {args.partitions_per_topic:,}, RF 3, "
-            f"6 brokers) in a snapshot, then {args.tail:,} ISR changes; {size / 2**20:,.0f} MiB on disk, "
+            f"{args.brokers} brokers) in a snapshot, then {args.tail:,} ISR changes; {size / 2**20:,.0f} MiB on disk, "
             f"written by the controller's log writer in {time.perf_counter() - began:.1f} s"
         )
         print(f"machine: {machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -201,23 +222,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"an empty daemon, listening and active: RSS {empty / 2**20:.0f} MiB")
         print(
             "| round | to listening s | start-up s | snapshot read s | snapshot replayed s | log replayed s "
-            "| RSS MiB | B/partition above empty | peak RSS MiB | controlled shutdown s (left) | longest heartbeat s |"
+            "| RSS MiB | B/partition above empty | peak RSS MiB | controlled shutdown s (left) | longest heartbeat s "
+            "| heartbeats timed out |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         runs = []
         for round_ in range(1, args.rounds + 1):
-            run = restart(work / "image", work, round_, args.timeout, args.settle)
+            run = restart(work / "image", work, round_, args.timeout, args.settle, args.brokers)
             runs.append(run)
             whole, read, replayed, log_replayed = run.phases
             print(
                 f"| {round_} | {run.listening_s:.2f} | {whole:.2f} | {read:.2f} | {replayed:.2f} | {log_replayed:.2f} "
                 f"| {run.rss / 2**20:,.0f} | {(run.rss - empty) / partitions:,.0f} | {run.peak_rss / 2**20:,.0f} "
-                f"| {run.shutdown_s:.2f} ({run.shutdown_left}) | {run.heartbeat_s:.2f} |",
+                f"| {run.shutdown_s:.2f} ({run.shutdown_left}) | {run.heartbeat_s:.2f} "
+                f"| {run.heartbeats_timed_out} of {run.heartbeats} |",
                 flush=True,
             )
     listening = statistics.median(run.listening_s for run in runs)
     per_partition = statistics.median((run.rss - empty) / partitions for run in runs)
-    led = sum(1 for p in range(args.partitions_per_topic) if p % BROKERS == 0) * args.topics
+    led = sum(1 for p in range(args.partitions_per_topic) if p % args.brokers == 0) * args.topics
     print(
         f"restart to listening: median {listening:.2f} s (target 10 s at 1,000,000 partitions); "
         f"RSS above an empty daemon's: median {per_partition:,.0f} B/partition (target 512)"
@@ -225,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"controlled shutdown of broker 0, leading {led:,} partitions: answered in a median "
         f"{statistics.median(run.shutdown_s for run in runs):.2f} s (target 2 s for 100,000); the longest heartbeat "
-        f"meanwhile {max(run.heartbeat_s for run in runs):.2f} s (target 1 s)"
+        f"meanwhile {max(run.heartbeat_s for run in runs):.2f} s (target 1 s), "
+        f"{sum(run.heartbeats_timed_out for run in runs)} of {sum(run.heartbeats for run in runs)} answered "
+        "REQUEST_TIMED_OUT"
     )
     return 0
 

@@ -243,6 +243,10 @@ class ControllerCore:
     ) -> Outcome:
         return brokers.heartbeat(self.state, request, now_ns)
 
+    def heartbeat_timed_out(self, request: BrokerHeartbeatRequest, now_ns: int) -> None:
+        """A heartbeat not decided by its deadline: its session kept, nothing else (soft state)."""
+        brokers.heartbeat_timed_out(self.state, request, now_ns)
+
     def controlled_shutdown(
         self, request: ControlledShutdownRequest, version: int, now_ns: int, next_offset: int, access: Access
     ) -> Outcome:

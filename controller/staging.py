@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
 from protocol.spec import Data
 
@@ -98,6 +99,12 @@ class StagingMethods:
         """Fence every broker whose session ran out (each in its own batches); stage the records."""
         self._check_usable()
         return paced(self._expire(now_ns), self.slice_seconds)
+
+    def heartbeat_timed_out(self, request: BrokerHeartbeatRequest, now_ns: int) -> None:
+        """A heartbeat the writer did not reach by its deadline: its broker's session is kept
+        (soft state; nothing staged)."""
+        if self.active:
+            self.core.heartbeat_timed_out(request, now_ns)
 
     def _expire(self, now_ns: int) -> Slices[None]:
         while (outcome := self.core.expire_sessions(now_ns)) is not None:

@@ -221,6 +221,16 @@ def _shut_down(state: ControllerState, broker: BrokerRegistration) -> Steps:
 
 
 # ---------------------------------------------------------------------- heartbeat
+def heartbeat_timed_out(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: int) -> None:
+    """A heartbeat that waited past its deadline without being decided (Kafka's
+    processExpiredBrokerHeartbeat): it is answered REQUEST_TIMED_OUT, yet its broker was alive
+    when it sent it, so its session is kept (if the epoch is its registration's), and nothing else
+    changes: a controller busy with long work fences nobody for its own delay."""
+    broker = state.cluster.get(request.broker_id)
+    if broker is not None and broker.epoch == request.broker_epoch:
+        state.heartbeats.touch(broker.broker_id, now_ns, request.current_metadata_offset)
+
+
 def heartbeat(state: ControllerState, request: BrokerHeartbeatRequest, now_ns: int) -> Outcome:
     broker = state.cluster.get(request.broker_id)
     if broker is None or broker.epoch != request.broker_epoch:

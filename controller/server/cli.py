@@ -29,6 +29,7 @@ from ..state.controller_state import ControllerConfig
 from ..stopping import find_failure
 from . import logging_config
 from .daemon import Daemon, DaemonOptions
+from .heartbeat_deadlines import DEFAULT_HEARTBEAT_INTERVAL_MS
 from .listen import ListenError
 from .quorum_config import (
     DEFAULT_ELECTION_TIMEOUT_MS,
@@ -86,6 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-id", help="cluster id to format a new data dir with, or to insist on")
     parser.add_argument("--node-id", type=non_negative_int, default=1, help="controller id (default 1)")
     parser.add_argument("--session-timeout-ms", type=positive_int, default=9000, help="broker session timeout")
+    parser.add_argument(
+        "--broker-heartbeat-interval-ms",
+        type=positive_int,
+        default=DEFAULT_HEARTBEAT_INTERVAL_MS,
+        help="the brokers' heartbeat interval (Kafka's broker.heartbeat.interval.ms): a heartbeat not decided "
+        "within half of it is answered REQUEST_TIMED_OUT, its session kept (default %(default)s)",
+    )
     parser.add_argument(
         "--controller-quorum-voters",
         metavar="ID@HOST:PORT,...",
@@ -401,6 +409,7 @@ def daemon_options(args: argparse.Namespace, tls: TlsOptions | None = None) -> D
         metrics_host=metrics_host,
         metrics_port=metrics_port,
         tls=tls,
+        broker_heartbeat_interval_ms=args.broker_heartbeat_interval_ms,
     )
 
 

@@ -44,6 +44,7 @@ from .budget import MemoryBudget
 from .connection import Connection
 from .denials import Denials
 from .exchanges import ExchangeRecorder
+from .heartbeat_deadlines import DEFAULT_HEARTBEAT_INTERVAL_MS
 from .listen import bound_port, open_listeners
 from .metrics import ControllerMetrics
 from .pending import Pending
@@ -85,6 +86,8 @@ class DaemonOptions:
     metrics_port: int = 0
     drain_timeout_s: float = 5.0
     tls: TlsOptions | None = None  # the listener is TLS-only with these
+    #: Kafka's broker.heartbeat.interval.ms: a heartbeat not decided within half of it is timed out
+    broker_heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     #: SIGTERM/SIGINT drain the daemon (False: its host decides, as a simulation of several in one process)
     handle_signals: bool = True
 
@@ -149,7 +152,13 @@ class Daemon:
             quorum, engine, rng=rng, tls=options.tls, metrics=self.metrics, channel=self.channel, denials=denials
         )
         self.writer = Writer(
-            engine, self.channel, self.metrics, clock=monotonic, durability=self.quorum, denials=denials
+            engine,
+            self.channel,
+            self.metrics,
+            clock=monotonic,
+            durability=self.quorum,
+            denials=denials,
+            heartbeat_interval_ms=options.broker_heartbeat_interval_ms,
         )
         self.metrics.watch_quorum(self.quorum.view, lambda: self.quorum.inbound.queued)
         self.requests = RequestRouter(self.writer, self.quorum.inbound)

@@ -118,6 +118,13 @@ class ControllerMetrics:
             REQUEST_FAILURE_STAGES,
         )
 
+        self._heartbeats_timed_out = Counter(
+            "fencer_broker_heartbeats_timed_out",
+            "Broker heartbeats not decided by their deadline (half the heartbeat interval): answered "
+            "REQUEST_TIMED_OUT, their sessions kept (Kafka's TimedOutBrokerHeartbeatCount)",
+            registry=self.registry,
+        )
+
     def _counter_by(self, name: str, documentation: str, label: str, values: Iterable[str]) -> Counter:
         """A counter with one label, every known value of it exported from the start (at 0), so a
         dashboard's rate() sees the first one."""
@@ -237,6 +244,9 @@ class ControllerMetrics:
     def authorization_denied(self, api: str, principal: str) -> None:
         """A request (or part of one) the authorizer refused."""
         self._authorization_denied.labels(api=api, principal=principal).inc()
+
+    def heartbeat_timed_out(self) -> None:
+        self._heartbeats_timed_out.inc()
 
     def request_failed(self, stage: str) -> None:
         """A decoded request the controller failed on; `stage` is one of `REQUEST_FAILURE_STAGES`."""

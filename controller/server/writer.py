@@ -52,6 +52,10 @@ Rules:
   standby checks the API's cluster operation before answering NOT_CONTROLLER, as Kafka's
   controller checks before forwarding. Every refusal goes to `Denials` (counted, logged
   sparsely). Without one, requests go on as before, with no context built.
+- Heartbeats have a deadline (Kafka's): a broker heartbeat still queued half a heartbeat interval
+  after it came is answered REQUEST_TIMED_OUT at once and its broker's session kept
+  (`heartbeat_deadlines`), so no broker waits longer for an answer behind long work, nor is
+  fenced for it; the broker retries. One the writer reaches is decided, however late.
 - `drain` (shutdown) answers what is queued and in flight, up to a deadline, then stops
   deciding and waits for the commit in flight and the snapshot being written to finish: the
   log may be closed only after `drain` returns.
@@ -69,7 +73,8 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from protocol.api_keys import ApiKey
-from protocol.error_codes import response_error_code
+from protocol.error_codes import ErrorCode, response_error_code
+from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.registry import api, encode_response
 from protocol.spec import Data
 
@@ -83,6 +88,7 @@ from ..runtime import in_thread, monotonic_ns
 from ..slices import Done, NotLeading, Slices, Work, run_paced
 from .denials import Denials
 from .durability import Durability, SoleVoter
+from .heartbeat_deadlines import DEFAULT_HEARTBEAT_INTERVAL_MS, HeartbeatDeadlines
 from .pending import LARGE_FRAME_BYTES, Pending, request_context
 from .writer_snapshots import SnapshotMetrics, WriterSnapshots
 
@@ -119,6 +125,7 @@ class WriterMetrics(SnapshotMetrics, Protocol):
     def group_commit(self, batches: int, records: int, append_seconds: float) -> None: ...
     def request_failed(self, stage: str) -> None: ...
     def authorization_denied(self, api: str, principal: str) -> None: ...
+    def heartbeat_timed_out(self) -> None: ...
 
 
 class OrderSink(Protocol):
@@ -135,7 +142,10 @@ class Writer(WriterSnapshots):
         clock: Callable[[], float],
         durability: Durability | None = None,
         denials: Denials | None = None,
+        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
     ) -> None:
+        """`heartbeat_interval_ms`: the brokers' heartbeat interval (Kafka's
+        broker.heartbeat.interval.ms); a heartbeat not decided within half of it is timed out."""
         self.engine = engine
         #: the authorizer's refusals, counted and logged (shared with the quorum's RPCs)
         self.denials = denials or Denials(metrics)
@@ -147,6 +157,7 @@ class Writer(WriterSnapshots):
         self._queue: deque[Any] = deque()
         self._arrived: trio.Event | None = None
         self._in_flight = 0  # submitted, not yet answered
+        self._heartbeats = HeartbeatDeadlines(heartbeat_interval_ms * 1_000_000 // 2)
         self._idle = trio.Event()
         self._answered: list[Pending] = []  # decided by the active controller since the last flush
         self._answered_term = 0  # the engine's term they were decided in
@@ -168,6 +179,9 @@ class Writer(WriterSnapshots):
     def submit(self, pending: Pending) -> None:
         """Queue a request (never blocks, no checkpoint)."""
         self._in_flight += 1
+        request = pending.request
+        if request is not None and request.api_key == ApiKey.BROKER_HEARTBEAT and self.engine.active:
+            self._heartbeats.waiting(pending)
         self._enqueue(pending)
 
     def apply(self, step: Callable[[], Awaitable[None]]) -> None:
@@ -208,6 +222,8 @@ class Writer(WriterSnapshots):
         try:
             async with trio.open_nursery() as nursery:  # commits and the snapshot run here
                 self._nursery = nursery
+                watching = trio.CancelScope()
+                nursery.start_soon(self._watch_heartbeats, watching)
                 task_status.started()
                 with self._deciding:
                     while True:
@@ -215,8 +231,13 @@ class Writer(WriterSnapshots):
                         await self._maybe_snapshot()
                         await self._decide(group)
                         await self._flush()
+                watching.cancel()  # deciding stopped: nothing more to time out
         finally:
             self._stopped.set()
+
+    async def _watch_heartbeats(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await self._heartbeats.run(self._time_out)
 
     def _enqueue(self, item: Any) -> None:
         self._queue.append(item)
@@ -247,6 +268,9 @@ class Writer(WriterSnapshots):
                         await self._complete(engine.expire_sessions(item.at_ns))
                 continue
             pending: Pending = item
+            if pending.resolved:  # a heartbeat timed out while it waited
+                continue
+            self._heartbeats.taken(pending)
             request = pending.request
             assert request is not None
             # answered at once (no commit to wait for): a standby's refusal, any ApiVersions
@@ -383,6 +407,17 @@ class Writer(WriterSnapshots):
         finally:
             done.set()
             self._committing.remove(done)
+
+    async def _time_out(self, pending: Pending, now_ns: int) -> None:
+        """A heartbeat still waiting at its deadline: its session kept, answered REQUEST_TIMED_OUT
+        at once (it decided nothing, so no commit is waited for), counted."""
+        request = pending.request
+        assert request is not None and isinstance(request.body, BrokerHeartbeatRequest)
+        self.engine.heartbeat_timed_out(request.body, now_ns)
+        pending.response = BrokerHeartbeatResponse(error_code=ErrorCode.REQUEST_TIMED_OUT)
+        await self._answer(pending)
+        self._finished(1)
+        self._metrics.heartbeat_timed_out()
 
     def _never_committed(self, answered: list[Pending]) -> None:
         """Leadership was lost before a majority held these records: nobody may hear NONE."""

@@ -29,7 +29,7 @@ from controller.server.pending import Pending
 from controller.server.writer import Writer
 from controller.server.writer_snapshots import SNAPSHOT_RETRY_S
 from controller.slices import finish
-from protocol.error_codes import response_error_code
+from protocol.error_codes import ErrorCode, response_error_code
 from protocol.errors import EncodeError
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
@@ -719,3 +719,39 @@ async def test_a_session_timer_judges_sessions_when_it_fired_not_when_the_writer
     now_led = state.topics[state.names["t"]].partitions[0]
     # 1 left the ISR; 2 never lost its leadership (fenced and unfenced again, it would lead in a newer epoch)
     assert (now_led.leader, now_led.leader_epoch, now_led.isr) == (2, led.leader_epoch, (2,))
+
+
+async def test_a_heartbeat_the_writer_does_not_reach_by_its_deadline_is_timed_out_and_its_session_kept(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka's processExpiredBrokerHeartbeat: behind long work on the writer's task, a heartbeat is
+    answered REQUEST_TIMED_OUT at half the heartbeat interval, its broker's session kept (but not
+    a stale incarnation's), and the writer skips it when it gets there."""
+    s = setup
+    await brokers(s, 1, 2)
+    deadlines = s.writer._heartbeats
+    deadlines.deadline_ns = 50_000_000  # 0.05 s
+    cluster, sessions = s.engine.core.state.cluster, s.engine.core.state.heartbeats
+    before = dict(sessions.last_contact_ns)
+    release = trio.Event()
+    s.writer.apply(release.wait)  # long work on the writer's task
+    current = BrokerHeartbeatRequest(broker_id=1, broker_epoch=cluster.brokers[1].epoch, current_metadata_offset=7)
+    stale = BrokerHeartbeatRequest(broker_id=2, broker_epoch=cluster.brokers[2].epoch - 1)
+    waiting = [s.pending(current, 1), s.pending(stale, 1)]
+    for pending in waiting:
+        s.writer.submit(pending)
+    with trio.fail_after(10):
+        while not all(pending in s.connection.answers for pending in waiting):
+            await s.connection.answered.wait()
+    assert not release.is_set()  # answered while the writer was still busy
+    for pending in waiting:
+        assert pending.frame is not None
+        _, response = decode_response(pending.frame[4:], BrokerHeartbeatRequest.API.key, 1)
+        assert response.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert sessions.last_contact_ns[1] > before[1] and sessions.metadata_offset[1] == 7
+    assert sessions.last_contact_ns[2] == before[2]  # a stale epoch keeps nothing
+    assert value(s.metrics, "fencer_broker_heartbeats_timed_out_total") == 2
+    release.set()
+    await settled(s)
+    assert len(s.connection.answers) == len(set(s.connection.answers))  # each answered once
+    assert not cluster.brokers[1].fenced
