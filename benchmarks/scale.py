@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.codec import machine
 from benchmarks.core import brokers_records, topic_records
 from benchmarks.core_startup import write_snapshot_image
+from benchmarks.scale_failover import FETCH_TIMEOUT_MS, failover
 from benchmarks.soak import status_bytes, tree_bytes
 from protocol.error_codes import ErrorCode
 from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
@@ -201,6 +202,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--settle", type=float, default=5.0, help="seconds after activation before the peak RSS is read (default 5)"
     )
+    parser.add_argument(
+        "--after", type=float, default=10.0, help="seconds of heartbeats after a failover's first answer (default 10)"
+    )
     return parser
 
 
@@ -238,6 +242,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {run.heartbeats_timed_out} of {run.heartbeats} |",
                 flush=True,
             )
+        print(
+            "| failover round | new leader after kill s | brokers served again after kill s "
+            "| longest heartbeat at the new leader s | heartbeats timed out | wiped voter caught up s |"
+        )
+        print("|---|---|---|---|---|---|")
+        failovers = []
+        for round_ in range(1, args.rounds + 1):
+            shot = failover(
+                work / "image", work / f"quorum-{round_}", args.brokers, args.timeout, args.settle, args.after
+            )
+            failovers.append(shot)
+            print(
+                f"| {round_} | {shot.elected_s:.2f} | {shot.served_s:.2f} | {shot.longest_s:.2f} "
+                f"| {shot.timed_out} of {shot.answered} | {shot.caught_up_s:.2f} |",
+                flush=True,
+            )
     listening = statistics.median(run.listening_s for run in runs)
     per_partition = statistics.median((run.rss - empty) / partitions for run in runs)
     led = sum(1 for p in range(args.partitions_per_topic) if p % args.brokers == 0) * args.topics
@@ -252,6 +272,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(run.heartbeats_timed_out for run in runs)} of {sum(run.heartbeats for run in runs)} answered "
         "REQUEST_TIMED_OUT"
     )
+    served = statistics.median(shot.served_s for shot in failovers)
+    print(
+        f"failover of a 3-voter quorum (leader SIGKILLed): brokers served again a median {served:.2f} s after the "
+        f"kill, {served - FETCH_TIMEOUT_MS / 1000:.2f} s after the fetch timeout (target 3 s); the longest heartbeat "
+        f"at the new leader {max(shot.longest_s for shot in failovers):.2f} s (target 1 s), "
+        f"{sum(shot.timed_out for shot in failovers)} of {sum(shot.answered for shot in failovers)} answered "
+        "REQUEST_TIMED_OUT"
+    )
+    caught_up = statistics.median(shot.caught_up_s for shot in failovers)
+    print(f"a wiped voter caught up (snapshot + tail) in a median {caught_up:.2f} s (target 15 s)")
     return 0
 
 

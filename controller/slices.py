@@ -17,15 +17,19 @@ Rules:
   `SLICE_SECONDS` of its running time; it always passes a `COMMIT_POINT` on.
 - `run_paced` runs it on the event loop: a checkpoint between slices (other tasks run), a
   commit where it yields `COMMIT_POINT`, and abandoned (`NotLeading`) once it may never commit.
+  Work that pauses is long work: the cyclic collector's full passes wait until it ends
+  (`controller.collector`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Generator
 from typing import Generic, TypeAlias, TypeVar
 
 import trio
 
+from . import collector
 from .runtime import monotonic_ns
 
 T = TypeVar("T")
@@ -95,14 +99,21 @@ async def run_paced(
     (closed, `NotLeading`) at the first slice where `valid()` no longer holds."""
     if isinstance(work, Done):
         return work.value
-    while True:
-        if valid is not None and not valid():
-            work.close()
-            raise NotLeading
-        try:
-            signal = next(work)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if signal is COMMIT_POINT and at_commit_point is not None:
-            await at_commit_point()
-        await trio.sleep(0)
+    paused = False
+    with contextlib.ExitStack() as stack:
+        while True:
+            if valid is not None and not valid():
+                work.close()
+                raise NotLeading
+            try:
+                signal = next(work)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if paused:
+                collector.still_long()
+            else:  # it paused: long work (the collector's full passes wait until it ends)
+                stack.enter_context(collector.long_work())
+                paused = True
+            if signal is COMMIT_POINT and at_commit_point is not None:
+                await at_commit_point()
+            await trio.sleep(0)

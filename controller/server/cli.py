@@ -9,7 +9,6 @@ Once the listener accepts connections, one line `listening on HOST:PORT` goes to
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import resource
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import trio
 
+from .. import collector
 from ..auth.principal_mapping import MappingRulesError, parse_rules
 from ..control.tls import client_context
 from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
@@ -301,14 +301,8 @@ def start_engine(args: argparse.Namespace, *, sole_voter: bool = True) -> Contro
     is committed: it is replayed here; a member of a quorum of several replays what the quorum
     says is committed."""
     host, port = args.listen
-    # Start-up builds millions of long-lived objects and frees few: the cyclic collector's passes
-    # over them are a quarter of its time (200,000 partitions: 3.7 s against 4.6-5.2 s), and none
-    # finds garbage. It runs again, once, when `tune_runtime` moves the state out of its way.
-    gc.disable()
-    try:
+    with collector.off():  # start-up (see controller.collector); `tune_runtime` settles it after
         return _load_engine(args, host, port, sole_voter)
-    finally:
-        gc.enable()
 
 
 def _load_engine(args: argparse.Namespace, host: str, port: int, sole_voter: bool) -> ControllerEngine:
@@ -355,15 +349,7 @@ def _load_engine(args: argparse.Namespace, host: str, port: int, sole_voter: boo
 
 def tune_runtime() -> None:
     """The process settings a long-running, latency-sensitive daemon wants (each says why)."""
-    # The replayed state is long-lived: move it out of the collector's way. Young generations
-    # stay small, so that each of their collections scans a few thousand objects (a millisecond
-    # or two) even while a large operation allocates hundreds of thousands that survive; larger
-    # thresholds made single collections of 50,000 and 1,000,000 objects stall the event loop
-    # for 10-60 ms and ~360 ms. (A full collection still scans every long-lived object: about
-    # two per partition, see state.model.shared_directories.)
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(5_000, 5, 10)
+    collector.settle_after_start()  # the replayed state out of the cyclic collector's way
     # The writer's worker thread needs the GIL for a few bytecodes around each write and fsync:
     # with CPython's default 5 ms switch interval it waits for the busy event loop that long each
     # time, and every group commit (and its requests' latency) with it.
