@@ -11,8 +11,8 @@ Rules:
   pass scans a few thousand objects (a millisecond or two) even while a large operation allocates
   hundreds of thousands that survive (larger thresholds made single passes of 50,000 and
   1,000,000 objects stall the loop for 10-60 ms and ~360 ms).
-- While long work runs (`long_work`: paced work that has yielded, `slices.run_paced`), full
-  passes wait: such work allocates hundreds of thousands of objects that outlive it (new
+- While long work runs (`with long_work:` the writer's decisions, a group at a time; paced
+  work once it has yielded, `slices.run_paced`), full passes wait: such work allocates hundreds of thousands of objects that outlive it (new
   registrations, control orders) and frees no cycle, so each full pass it provokes rescans them
   all (a controlled shutdown moving 300,000 ISR entries provoked five, 1.0-1.5 s each, most of
   its time, every heartbeat waiting meanwhile). Young passes go on. When no long work is left,
@@ -42,14 +42,35 @@ DEFERRED = 1 << 30
 MAX_DEFERRAL_S = 30.0
 
 
-class _Deferral:
+class _LongWork:
+    """`with long_work:` full passes wait while the block runs (see the module's rules); nested or
+    overlapping blocks share the wait. A class, not a generator: the writer enters it per group."""
+
     def __init__(self) -> None:
-        self.depth = 0  # long work running
+        self.depth = 0  # blocks running
         self.since = 0.0  # when the current wait began
         self.held: int | None = None  # gen 2's threshold while full passes wait, else None
 
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            young_0, young_1, full = gc.get_threshold()
+            self.held, self.since = full, time.monotonic()
+            gc.set_threshold(young_0, young_1, DEFERRED)
+        self.depth += 1
 
-_deferral = _Deferral()
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.resume()
+
+    def resume(self) -> None:
+        if self.held is not None:
+            young_0, young_1, _ = gc.get_threshold()
+            gc.set_threshold(young_0, young_1, self.held)
+            self.held = None
+
+
+long_work = _LongWork()
 
 
 @contextlib.contextmanager
@@ -70,38 +91,12 @@ def settle_after_start() -> None:
     gc.set_threshold(*YOUNG_THRESHOLDS, FULL_EVERY)
 
 
-@contextlib.contextmanager
-def long_work() -> Iterator[None]:
-    """Full passes wait while this runs (see the module's rules)."""
-    deferral = _deferral
-    if deferral.depth == 0:
-        young_0, young_1, full = gc.get_threshold()
-        deferral.held, deferral.since = full, time.monotonic()
-        gc.set_threshold(young_0, young_1, DEFERRED)
-    deferral.depth += 1
-    try:
-        yield
-    finally:
-        deferral.depth -= 1
-        if deferral.depth == 0:
-            _resume()
-
-
 def still_long() -> None:
     """Between two slices of long work: full passes resume once they waited `MAX_DEFERRAL_S`."""
-    deferral = _deferral
-    if deferral.held is not None and time.monotonic() - deferral.since > MAX_DEFERRAL_S:
-        _resume()
+    if long_work.held is not None and time.monotonic() - long_work.since > MAX_DEFERRAL_S:
+        long_work.resume()
 
 
 def deferring() -> bool:
     """Whether full passes wait now."""
-    return _deferral.held is not None
-
-
-def _resume() -> None:
-    deferral = _deferral
-    if deferral.held is not None:
-        young_0, young_1, _ = gc.get_threshold()
-        gc.set_threshold(young_0, young_1, deferral.held)
-        deferral.held = None
+    return long_work.held is not None

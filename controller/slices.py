@@ -112,7 +112,7 @@ async def run_paced(
             if paused:
                 collector.still_long()
             else:  # it paused: long work (the collector's full passes wait until it ends)
-                stack.enter_context(collector.long_work())
+                stack.enter_context(collector.long_work)
                 paused = True
             if signal is COMMIT_POINT and at_commit_point is not None:
                 await at_commit_point()

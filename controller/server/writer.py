@@ -78,6 +78,7 @@ from protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHea
 from protocol.registry import api, encode_response
 from protocol.spec import Data
 
+from .. import collector
 from ..control.orders import ControlOrder
 from ..core import denied_answer
 from ..engine import Commit, ControllerEngine
@@ -229,7 +230,8 @@ class Writer(WriterSnapshots):
                     while True:
                         group = await self._take_group()
                         await self._maybe_snapshot()
-                        await self._decide(group)
+                        with collector.long_work:  # no full pass of the cyclic collector meanwhile
+                            await self._decide(group)
                         await self._flush()
                 watching.cancel()  # deciding stopped: nothing more to time out
         finally:

@@ -21,9 +21,9 @@ def thresholds() -> Iterator[None]:
 
 def test_full_passes_wait_while_long_work_runs_nested_or_not() -> None:
     gc.set_threshold(700, 10, 10)
-    with collector.long_work():
+    with collector.long_work:
         assert gc.get_threshold() == (700, 10, collector.DEFERRED)  # young passes go on
-        with collector.long_work():  # overlapping work shares the wait
+        with collector.long_work:  # overlapping work shares the wait
             assert collector.deferring()
         assert collector.deferring()
     assert gc.get_threshold() == (700, 10, 10) and not collector.deferring()
@@ -31,7 +31,7 @@ def test_full_passes_wait_while_long_work_runs_nested_or_not() -> None:
 
 def test_a_wait_ends_after_its_longest_time_even_if_long_work_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     gc.set_threshold(700, 10, 10)
-    with collector.long_work():
+    with collector.long_work:
         collector.still_long()
         assert collector.deferring()  # not long enough yet
         monkeypatch.setattr(collector, "MAX_DEFERRAL_S", -1.0)
@@ -39,7 +39,7 @@ def test_a_wait_ends_after_its_longest_time_even_if_long_work_goes_on(monkeypatc
         assert gc.get_threshold() == (700, 10, 10)  # full passes resume while the work goes on
     assert gc.get_threshold() == (700, 10, 10)
     monkeypatch.undo()
-    with collector.long_work():  # the next long work waits again
+    with collector.long_work:  # the next long work waits again
         assert collector.deferring()
 
 
