@@ -12,11 +12,11 @@ Rules:
   hundreds of thousands that survive (larger thresholds made single passes of 50,000 and
   1,000,000 objects stall the loop for 10-60 ms and ~360 ms).
 - While long work runs (`with long_work:` the writer's decisions, a group at a time; paced
-  work once it has yielded, `slices.run_paced`), full passes wait: such work allocates hundreds of thousands of objects that outlive it (new
-  registrations, control orders) and frees no cycle, so each full pass it provokes rescans them
-  all (a controlled shutdown moving 300,000 ISR entries provoked five, 1.0-1.5 s each, most of
-  its time, every heartbeat waiting meanwhile). Young passes go on. When no long work is left,
-  full passes resume as CPython schedules them.
+  work once it has yielded, `slices.run_paced`), full passes wait: such work allocates hundreds
+  of thousands of objects that outlive it (new registrations, control orders) and frees no
+  cycle, so each full pass it provokes rescans them all (a controlled shutdown moving 300,000
+  ISR entries provoked five, 1.0-1.5 s each, most of its time, every heartbeat waiting). Young
+  passes go on. When no long work is left, full passes resume as CPython schedules them.
 - A wait lasts at most `MAX_DEFERRAL_S` of continuous long work (`still_long`, between slices);
   then full passes resume until no long work runs: a peer that keeps the controller busy cannot
   hold back the collection of old cycles for ever.
