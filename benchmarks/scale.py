@@ -244,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(
             "| failover round | new leader after kill s | brokers served again after kill s "
-            "| longest heartbeat at the new leader s | heartbeats timed out | wiped voter caught up s |"
+            "| longest heartbeat at the new leader s | heartbeats timed out | wiped voter caught up s "
+            "| longest heartbeat meanwhile s |"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         failovers = []
         for round_ in range(1, args.rounds + 1):
             shot = failover(
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             failovers.append(shot)
             print(
                 f"| {round_} | {shot.elected_s:.2f} | {shot.served_s:.2f} | {shot.longest_s:.2f} "
-                f"| {shot.timed_out} of {shot.answered} | {shot.caught_up_s:.2f} |",
+                f"| {shot.timed_out} of {shot.answered} | {shot.caught_up_s:.2f} | {shot.catch_up_longest_s:.2f} |",
                 flush=True,
             )
     listening = statistics.median(run.listening_s for run in runs)
@@ -275,13 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     served = statistics.median(shot.served_s for shot in failovers)
     print(
         f"failover of a 3-voter quorum (leader SIGKILLed): brokers served again a median {served:.2f} s after the "
-        f"kill, {served - FETCH_TIMEOUT_MS / 1000:.2f} s after the fetch timeout (target 3 s); the longest heartbeat "
+        f"kill (target: within 3 s of the {FETCH_TIMEOUT_MS / 1000:.0f} s fetch timeout); the longest heartbeat "
         f"at the new leader {max(shot.longest_s for shot in failovers):.2f} s (target 1 s), "
         f"{sum(shot.timed_out for shot in failovers)} of {sum(shot.answered for shot in failovers)} answered "
         "REQUEST_TIMED_OUT"
     )
     caught_up = statistics.median(shot.caught_up_s for shot in failovers)
-    print(f"a wiped voter caught up (snapshot + tail) in a median {caught_up:.2f} s (target 15 s)")
+    print(
+        f"a wiped voter caught up (snapshot + tail) in a median {caught_up:.2f} s (target 15 s); the longest heartbeat "
+        f"at the leader meanwhile {max(shot.catch_up_longest_s for shot in failovers):.2f} s"
+    )
     return 0
 
 

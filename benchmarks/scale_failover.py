@@ -11,7 +11,8 @@ closed connection sends it looking again). The leader is SIGKILLed; measured fro
   again"; Kafka's target counts from the fetch timeout's expiry, 2 s after the kill);
 - the longest wait for a heartbeat's answer from the new leader, and how many it answered
   REQUEST_TIMED_OUT, while it activates (sessions restarted, the full LeaderAndIsr of every broker
-  built) and for `--after` seconds more.
+  built) and for `--after` seconds more (heartbeats go on while the wiped voter catches up: the
+  longest wait then is reported apart).
 Then the killed voter comes back wiped (an empty data dir, formatted with the cluster id): the
 seconds from its start until the leader's DescribeQuorum shows its log end at the high watermark
 the leader had when it started (it fetches the leader's snapshot, then the tail).
@@ -35,6 +36,7 @@ from tests.e2e.fencer_client import FencerClient
 
 FETCH_TIMEOUT_MS = 2000  # Kafka's controller.quorum.fetch.timeout.ms
 HEARTBEAT_S = 0.5
+LOG_LEVEL = "warning"
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Failover:
     timed_out: int  # heartbeats the new leader answered REQUEST_TIMED_OUT
     answered: int  # heartbeats the new leader answered
     caught_up_s: float  # the killed voter, wiped, started to its log end at the leader's high watermark
+    catch_up_longest_s: float  # the longest heartbeat wait at the leader while the wiped voter caught up
 
 
 @dataclass
@@ -55,7 +58,9 @@ class _Beats:
     dead: set[int] = field(default_factory=set)
     killed_at: float | None = None
     served_at: float | None = None
+    catching_up: bool = False  # the wiped voter is back: waits count as `catch_up_longest`
     longest: float = 0.0
+    catch_up_longest: float = 0.0
     timed_out: int = 0
     answered: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -77,6 +82,9 @@ class _Beats:
                 return  # a follower's refusal: the broker looks for the leader
             if error == ErrorCode.NONE and self.served_at is None:
                 self.served_at = answered
+            if self.catching_up:
+                self.catch_up_longest = max(self.catch_up_longest, answered - sent)
+                return
             self.longest = max(self.longest, answered - sent)
             self.answered += 1
             self.timed_out += error == ErrorCode.REQUEST_TIMED_OUT
@@ -95,7 +103,7 @@ def voters(image: Path, work: Path) -> tuple[list[DaemonProcess], list[int]]:
         lines = [f"node.id={node}" if line.startswith("node.id=") else line for line in meta.read_text().splitlines()]
         meta.write_text("\n".join(lines) + "\n")
         options = ["--listen", f"127.0.0.1:{port}", "--node-id", str(node), "--controller-quorum-voters", quorum]
-        options += ["--controller-quorum-fetch-timeout-ms", str(FETCH_TIMEOUT_MS), "--log-level", "warning"]
+        options += ["--controller-quorum-fetch-timeout-ms", str(FETCH_TIMEOUT_MS), "--log-level", LOG_LEVEL]
         options += ["--allow-unauthenticated-voters"]
         nodes.append(DaemonProcess(data_dir, *options).spawn())
     return nodes, ports
@@ -127,6 +135,7 @@ def failover(image: Path, work: Path, brokers: int, timeout: float, settle: floa
             raise RuntimeError(f"no broker was served again within {timeout} s of the kill")
         time.sleep(after)
         assert new_leader != leader
+        beats.catching_up = True
         caught_up = wiped_catch_up(victim, new_leader, image, timeout)
     finally:
         stop.set()
@@ -134,7 +143,7 @@ def failover(image: Path, work: Path, brokers: int, timeout: float, settle: floa
             if node.process is not None and node.process.poll() is None:
                 node.stop(timeout=60)
     served = beats.served_at - beats.killed_at
-    return Failover(elected, served, beats.longest, beats.timed_out, beats.answered, caught_up)
+    return Failover(elected, served, beats.longest, beats.timed_out, beats.answered, caught_up, beats.catch_up_longest)
 
 
 def wiped_catch_up(victim: DaemonProcess, leader_port: int, image: Path, timeout: float) -> float:

@@ -196,7 +196,10 @@ def test_bench_stalls(tmp_path: Path) -> None:
 
 def test_bench_scale(tmp_path: Path) -> None:
     out = run_script(
-        sized("bench-scale", topics="2", partitions_per_topic="500", tail="2000", rounds="1", settle="0.2"), tmp_path
+        sized(
+            "bench-scale", topics="2", partitions_per_topic="500", tail="2000", rounds="1", settle="0.2", after="0.5"
+        ),
+        tmp_path,
     )
     assert find(
         r"^scale: 1,000 partitions \(2 topics x 500, RF 3, 10 brokers\) in a snapshot, then 2,000 ISR changes", out
@@ -212,6 +215,11 @@ def test_bench_scale(tmp_path: Path) -> None:
     assert find(r"^restart to listening: median [\d.]+ s .*: median -?[\d,]+ B/partition \(target 512\)$", out)
     assert float(row[9]) > 0 and row[10] == "0" and float(row[11]) > 0  # broker 0's leaderships all moved
     assert int(row[12]) <= int(row[13])  # heartbeats timed out, of those answered
+    failover = find(r"^\| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\d+) of (\d+) \| ([\d.]+) \| ([\d.]+) \|$", out)
+    elected, served, _, timed_out, answered, caught_up, _ = (float(value) for value in failover.groups())
+    assert 0 < elected and 0 < served and timed_out <= answered and answered > 0 and caught_up > 0
+    assert find(r"^failover of a 3-voter quorum \(leader SIGKILLed\): brokers served again a median [\d.]+ s", out)
+    assert find(r"^a wiped voter caught up \(snapshot \+ tail\) in a median [\d.]+ s \(target 15 s\)", out)
     assert find(r"^controlled shutdown of broker 0, leading 100 partitions: answered in a median [\d.]+ s", out)
 
 
