@@ -15,7 +15,8 @@ closed connection sends it looking again). The leader is SIGKILLed; measured fro
   longest wait then is reported apart).
 Then the killed voter comes back wiped (an empty data dir, formatted with the cluster id): the
 seconds from its start until the leader's DescribeQuorum shows its log end at the high watermark
-the leader had when it started (it fetches the leader's snapshot, then the tail).
+the leader had when it started (it fetches the leader's snapshot, then the tail), and until it
+logs its state rebuilt from that snapshot (a hot standby again).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Failover:
     timed_out: int  # heartbeats the new leader answered REQUEST_TIMED_OUT
     answered: int  # heartbeats the new leader answered
     caught_up_s: float  # the killed voter, wiped, started to its log end at the leader's high watermark
+    rebuilt_s: float  # and to its state rebuilt from the snapshot it received
     catch_up_longest_s: float  # the longest heartbeat wait at the leader while the wiped voter caught up
 
 
@@ -136,33 +138,40 @@ def failover(image: Path, work: Path, brokers: int, timeout: float, settle: floa
         time.sleep(after)
         assert new_leader != leader
         beats.catching_up = True
-        caught_up = wiped_catch_up(victim, new_leader, image, timeout)
+        caught_up, rebuilt = wiped_catch_up(victim, new_leader, image, timeout)
     finally:
         stop.set()
         for node in nodes:
             if node.process is not None and node.process.poll() is None:
                 node.stop(timeout=60)
     served = beats.served_at - beats.killed_at
-    return Failover(elected, served, beats.longest, beats.timed_out, beats.answered, caught_up, beats.catch_up_longest)
+    return Failover(
+        elected, served, beats.longest, beats.timed_out, beats.answered, caught_up, rebuilt, beats.catch_up_longest
+    )
 
 
-def wiped_catch_up(victim: DaemonProcess, leader_port: int, image: Path, timeout: float) -> float:
+def wiped_catch_up(victim: DaemonProcess, leader_port: int, image: Path, timeout: float) -> tuple[float, float]:
     """The killed voter started again on an empty data dir: seconds until the leader sees its log
-    end at the high watermark the leader had then."""
+    end at the high watermark the leader had then, and until the voter logs its state rebuilt
+    from the snapshot it received (a hot standby again)."""
     shutil.rmtree(victim.data_dir)
     meta = dict(line.split("=", 1) for line in (image / "meta.properties").read_text().splitlines() if "=" in line)
     node_id = int(victim.extra[victim.extra.index("--node-id") + 1])
-    victim.extra += ["--cluster-id", meta["cluster.id"]]
+    victim.extra += ["--cluster-id", meta["cluster.id"], "--log-level", "info"]  # its state's rebuild is logged
+    victim.log_file.write_text("")
     view = describe(leader_port)
     assert view is not None
     began = time.monotonic()
     victim.spawn().wait_listening(timeout)
+    caught_up = None
     while time.monotonic() - began < timeout:
         now = describe(leader_port)
-        if now is not None and now.committed_on(node_id) >= view.high_watermark:
-            return time.monotonic() - began
+        if caught_up is None and now is not None and now.committed_on(node_id) >= view.high_watermark:
+            caught_up = time.monotonic() - began
+        if caught_up is not None and "rebuilt its state from snapshot" in victim.stderr():
+            return caught_up, time.monotonic() - began
         time.sleep(0.1)
-    raise RuntimeError(f"the wiped voter {node_id} did not catch up within {timeout} s")
+    raise RuntimeError(f"the wiped voter {node_id} did not catch up and rebuild its state within {timeout} s")
 
 
 def _beat(beats: _Beats, broker_id: int, stop: threading.Event, timeout: float) -> None:

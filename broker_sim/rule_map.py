@@ -1067,6 +1067,14 @@ RULE_MAP: tuple[Rule, ...] = (
         checks=("fenced-leader", "transaction-framing"),
     ),
     Rule(
+        "decides.heartbeat-deadline",
+        _R,
+        "**A heartbeat waits at most half the heartbeat interval**",
+        "a heartbeat not decided within its deadline is answered REQUEST_TIMED_OUT, its session kept",
+        reach="a fleet run never holds the writer for a second; tests/controller/server/test_writer.py holds it "
+        "with long work, and make bench-scale counts the timed-out heartbeats of a controlled shutdown",
+    ),
+    Rule(
         "decides.event-loop",
         _R,
         "**Nothing holds the event loop for long**",

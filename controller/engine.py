@@ -284,25 +284,16 @@ class ControllerEngine(StagingMethods, SnapshotMethods):
         """Stop being the active controller (its epoch is over): what was decided and not committed
         may be truncated away, so the state is rebuilt from the newest snapshot (`catch_up` replays
         the committed log) and untaken control orders are dropped. A standby only stops."""
-        was_active, self.active = self.active, False
-        if was_active:
+        if self.stand_down():
             self.reload()
 
-    def reload(self) -> None:
-        """Rebuild the state from the newest snapshot, as a standby that `catch_up` brings forward
-        (after a lost epoch, or once the leader's snapshot was installed in place of the log)."""
-        self.active = False
-        self.term += 1
-        config, rng = self.core.config, self.core.rng
-        core, loaded = load_snapshot(lambda: ControllerCore(config, rng), self.log)
-        self.core = core
-        self._applied = loaded.snapshot.end_offset if loaded.snapshot is not None else self.log.log_start_offset
-        self._transactions = TransactionReplay(replay_framing)
-        self._data_records = loaded.records
-        self._staged = []
-        self._transaction = None
-        self._orders = OutboundCollector(core.state)
-        self._broken = None  # the state no longer runs ahead of the disk
+    def stand_down(self) -> bool:
+        """`resign` without the rebuild (the shell rebuilds off the event loop: `fresh_core` in a
+        worker thread, then `install`); whether it was active (then its state must be rebuilt)."""
+        was_active, self.active = self.active, False
+        if was_active:
+            self.term += 1  # work of the epoch that ended is abandoned
+        return was_active
 
     # ------------------------------------------------------------------ what the shell reads
     @property

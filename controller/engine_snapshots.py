@@ -12,22 +12,30 @@ Rules:
   the log and the engine stay usable, and `snapshot_wanted` stays true: the caller picks the retry.
 - No snapshot is taken inside a metadata transaction; a standby snapshots what it replayed, only
   between transactions (as Kafka).
+- A standby's state is rebuilt from the newest snapshot (`reload`: after a lost epoch, or once the
+  leader's snapshot replaced the log) in two parts, so that the shell can build the new core in a
+  worker thread (a million partitions take seconds) and only swap it in on the event loop:
+  `fresh_core` reads and replays the snapshot into a core of its own, touching nothing of the
+  engine's; `install` makes it the engine's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from protocol.records.transactions import TransactionReplay
 
+from .control.orders import OutboundCollector
 from .core import ControllerCore
 from .log import LogEntry, MetadataLog
 from .log.snapshots import encode_snapshot
 from .ops.snapshot import snapshot_records
 from .runtime import wall_ms
 from .slices import Slices, finish, paced
+from .startup import LoadedSnapshot, load_snapshot, replay_framing
+from .state.controller_state import RecordAndVersion
 
 
 class EncodedSnapshot(NamedTuple):
@@ -50,6 +58,11 @@ class SnapshotMethods:
         _applied: int
         _transaction: tuple[int, str | None] | None
         _transactions: TransactionReplay[LogEntry]
+        term: int
+        _data_records: int
+        _staged: list[Sequence[RecordAndVersion]]
+        _orders: OutboundCollector
+        _broken: str | None
 
         @property
         def controller_epoch(self) -> int: ...
@@ -108,6 +121,31 @@ class SnapshotMethods:
     def snapshot_now(self) -> Path:
         """`snapshot` and `write_snapshot` on this thread, without an event loop (tools, tests)."""
         return self.write_snapshot(finish(self.snapshot()))
+
+    def reload(self) -> None:
+        """Rebuild the state from the newest snapshot, as a standby that `catch_up` brings forward
+        (after a lost epoch, or once the leader's snapshot was installed in place of the log)."""
+        self.install(self.fresh_core())
+
+    def fresh_core(self) -> tuple[ControllerCore, LoadedSnapshot]:
+        """A new core from the newest snapshot, built aside (the engine is untouched: a worker
+        thread may build it while the log holds still)."""
+        config, rng = self.core.config, self.core.rng
+        return load_snapshot(lambda: ControllerCore(config, rng), self.log)
+
+    def install(self, fresh: tuple[ControllerCore, LoadedSnapshot]) -> None:
+        """Make a standby of `fresh` (`fresh_core`): its state, replayed on from the snapshot's end."""
+        core, loaded = fresh
+        self.active = False
+        self.term += 1
+        self.core = core
+        self._applied = loaded.snapshot.end_offset if loaded.snapshot is not None else self.log.log_start_offset
+        self._transactions = TransactionReplay(replay_framing)
+        self._data_records = loaded.records
+        self._staged = []
+        self._transaction = None
+        self._orders = OutboundCollector(core.state)
+        self._broken = None  # the state no longer runs ahead of the disk
 
 
 def _encoded(end_offset: int, epoch: int, batches: Iterable[bytes]) -> Slices[EncodedSnapshot]:

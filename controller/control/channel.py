@@ -64,7 +64,7 @@ from .links import (
     CLIENT_SOFTWARE_VERSION,
     CLOSE_TIMEOUT_S,
     CONNECTION_ERRORS,
-    JITTER,
+    JITTER_SEED,
     LARGE_PAYLOAD_BYTES,
     OUTBOUND_CONNECTION_IDS,
     BrokerAddress,
@@ -111,7 +111,7 @@ class ControlChannel:
         self._request_timeout_s = request_timeout_s
         self._idle_timeout_s = idle_timeout_s
         self._max_in_flight = max(1, max_in_flight)
-        self._rng = rng if rng is not None else JITTER
+        self._rng = rng if rng is not None else random.Random(JITTER_SEED + controller_id)
         self._links: dict[int, Link] = {}
         self._nursery: trio.Nursery | None = None
         # a range of their own, so that captured outbound connections never share an id with inbound ones

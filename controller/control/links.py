@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,9 @@ API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "fencer"
 CLIENT_SOFTWARE_VERSION = "0.1"
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-JITTER = random.Random(0x5EED)
+#: seeds each channel's retry jitter (with its controller id): a channel's own sequence, the same
+#: in every run, so that a simulation of several controllers in one process replays exactly
+JITTER_SEED = 0x5EED
 OUTBOUND_CONNECTION_IDS = 1 << 40
 
 #: broker id -> where its control requests go (host, port, current broker epoch, security protocol),

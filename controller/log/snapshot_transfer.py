@@ -4,9 +4,10 @@ writes its own: Kafka's `FileRawSnapshotWriter` behind `createNewSnapshotUncheck
 Rules:
 - Chunks go to `<name>.part` in order: each must start where the file ends (Kafka's client
   checks the response's position against the writer's size), else `ValueError`.
-- `complete()` fsyncs the `.part`, checks it as a snapshot (`read_snapshot_file`: every batch,
-  header, footer, every record), renames it to its name and fsyncs the directory: a received
-  snapshot exists completely and valid, or not at all. An invalid one is a `SnapshotError`
+- `complete()` fsyncs the `.part`, checks it as a snapshot (`check_snapshot_file`: every batch's
+  framing and CRC, header, footer; the records are decoded when it is loaded, as in Kafka),
+  renames it to its name and fsyncs the directory: a received snapshot exists completely and
+  whole, or not at all. An invalid one is a `SnapshotError`
   and is deleted; it was never registered.
 - An OSError on the way is a `SnapshotWriteError` and removes the `.part`, as does `abort()`;
   a `.part` left by a crash is deleted at the next open.
@@ -26,7 +27,7 @@ from typing import NoReturn
 from .. import runtime
 from .model import SnapshotId, SnapshotWriteError
 from .segments import fsync_directory
-from .snapshots import SnapshotError, read_snapshot_file, snapshot_name
+from .snapshots import SnapshotError, check_snapshot_file, snapshot_name
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
@@ -74,7 +75,7 @@ class IncomingSnapshot:
                 runtime.fsync(fd)
             os.close(fd)
             self._fd = None
-            read_snapshot_file(self._part)
+            check_snapshot_file(self._part)
             runtime.replace(self._part, self.path)
         except SnapshotError:
             self.abort()

@@ -313,7 +313,7 @@ class Quorum:
         if not self._standby():
             return
         async with self.driver.stable_log():  # awaited: the node may have become active meanwhile
-            self._reload_if_installed()
+            await self._reload_if_installed()
             if not self._standby() or self.high_watermark is None:
                 return
             committed = min(self.high_watermark, self.log.next_offset)
@@ -326,17 +326,33 @@ class Quorum:
     def _standby(self) -> bool:
         return self.active_epoch is None
 
-    def _reload_if_installed(self) -> None:
+    async def _reload_if_installed(self) -> None:
         if self._installed:
             self._installed = False
-            self.engine.reload()
+            await self._reload()
+
+    async def _reload(self) -> None:
+        """The state rebuilt from the newest snapshot (the caller holds the log still): built in a
+        worker thread (a million partitions take seconds: the event loop, its Raft RPCs and
+        connections go on meanwhile), swapped in here."""
+        fresh = await in_thread(self.engine.fresh_core)
+        self.engine.install(fresh)
+        snapshot = fresh[1].snapshot
+        log.info(
+            "node %d rebuilt its state from %s (%d records)",
+            self.config.node_id,
+            "no snapshot" if snapshot is None else f"snapshot {snapshot.end_offset}-{snapshot.epoch}",
+            fresh[1].records,
+        )
 
     async def _resign(self) -> None:
         """This node's epoch is over: its commits in flight land (or are refused), the state goes
         back to what is committed, and the standby replays on."""
         assert self._writer is not None
         await self._writer.quiesce()
-        self.engine.resign()
+        if self.engine.stand_down():  # it was active: what it decided may be truncated away
+            async with self.driver.stable_log():
+                await self._reload()
         self._replay_soon()
 
     async def _activate(self, epoch: int, start: int) -> None:
@@ -345,7 +361,7 @@ class Quorum:
         the requests around it."""
         engine = self.engine
         async with self.driver.stable_log():
-            self._reload_if_installed()
+            await self._reload_if_installed()
             await run_paced(engine.catch_up(self.log.next_offset))
         if not self.node.is_leader or self.node.epoch != epoch:
             return  # lost meanwhile

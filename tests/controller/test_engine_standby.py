@@ -90,3 +90,23 @@ def _create(name: str) -> tuple[int, int, object, int]:
 
     topic = CreateTopicsRequestCreatableTopic(name=name, num_partitions=1, replication_factor=3)
     return 19, 7, CreateTopicsRequest(topics=(topic,)), 0
+
+
+def test_a_state_rebuilt_in_two_parts_is_the_engines_only_once_installed(tmp_path: Path) -> None:
+    """The shell builds the new core in a worker thread (`fresh_core`) while the engine stays as it
+    was, and swaps it in on the event loop (`install`): the same end as `resign`."""
+    engine = ControllerEngine.start(tmp_path, fsync=False, now_ns=0, rng=random.Random(5))
+    views = workload(engine, rounds=1)
+    committed_end, committed_view = views[-1]
+    finish(engine.decide(*_create("later")))  # decided and staged, never committed
+    assert engine.stand_down() and not engine.active
+    assert not engine.stand_down()  # a standby only stops
+    old, term = engine.core, engine.term
+    fresh = engine.fresh_core()
+    assert engine.core is old and engine.core.durable_view() != committed_view  # built aside
+    engine.install(fresh)
+    assert engine.core is fresh[0] and engine.term > term
+    finish(engine.catch_up(committed_end))
+    assert engine.core.durable_view() == committed_view
+    assert engine.commit() is None
+    engine.close()
