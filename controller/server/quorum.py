@@ -334,7 +334,8 @@ class Quorum:
     async def _reload(self) -> None:
         """The state rebuilt from the newest snapshot (the caller holds the log still): built in a
         worker thread (a million partitions take seconds: the event loop, its Raft RPCs and
-        connections go on meanwhile), swapped in here."""
+        connections go on meanwhile), swapped in here. Until then the engine, a standby that
+        decides nothing, keeps its old state for its readers (`/state`, the metrics)."""
         fresh = await in_thread(self.engine.fresh_core)
         self.engine.install(fresh)
         snapshot = fresh[1].snapshot
