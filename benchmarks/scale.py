@@ -208,6 +208,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def table_head(*columns: str) -> None:
+    """A Markdown table's header row and its separator, one cell per column."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     partitions = args.topics * args.partitions_per_topic
@@ -224,12 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"machine: {machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
         empty = empty_rss(work)
         print(f"an empty daemon, listening and active: RSS {empty / 2**20:.0f} MiB")
-        print(
-            "| round | to listening s | start-up s | snapshot read s | snapshot replayed s | log replayed s "
-            "| RSS MiB | B/partition above empty | peak RSS MiB | controlled shutdown s (left) | longest heartbeat s "
-            "| heartbeats timed out |"
-        )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        table_head(
+            "round", "to listening s", "start-up s", "snapshot read s", "snapshot replayed s", "log replayed s",
+            "RSS MiB", "B/partition above empty", "peak RSS MiB", "controlled shutdown s (left)",
+            "longest heartbeat s", "heartbeats timed out",
+        )  # fmt: skip
         runs = []
         for round_ in range(1, args.rounds + 1):
             run = restart(work / "image", work, round_, args.timeout, args.settle, args.brokers)
@@ -242,12 +247,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {run.heartbeats_timed_out} of {run.heartbeats} |",
                 flush=True,
             )
-        print(
-            "| failover round | new leader after kill s | brokers served again after kill s "
-            "| longest heartbeat at the new leader s | heartbeats timed out | wiped voter's log caught up s "
-            "| its state rebuilt s | longest heartbeat meanwhile s |"
-        )
-        print("|---|---|---|---|---|---|---|---|")
+        table_head(
+            "failover round", "new leader after kill s", "brokers served again after kill s",
+            "longest heartbeat at the new leader s", "heartbeats timed out", "wiped voter's log caught up s",
+            "its state rebuilt s", "longest heartbeat meanwhile s",
+        )  # fmt: skip
         failovers = []
         for round_ in range(1, args.rounds + 1):
             shot = failover(
