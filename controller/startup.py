@@ -85,10 +85,11 @@ def load_snapshot(new_core: Callable[[], ControllerCore], log: MetadataLog) -> t
     snapshot_id = log.replay_latest_snapshot(replay.start)
     core = replay.core
     took = time.perf_counter() - started
+    began = time.perf_counter()
+    core.state.replication.build_indexes()  # deferred by `start`: built once, from the whole state
     if snapshot_id is None:
         return core, LoadedSnapshot(None, 0, took, 0.0)
     core.state.controller_epoch = max(core.state.controller_epoch, snapshot_id.epoch)
-    began = time.perf_counter()
     core.authorizer()  # the ACL snapshot built once, from the snapshot's ACLs
     replaying = replay.seconds + time.perf_counter() - began
     return core, LoadedSnapshot(snapshot_id, replay.records, took - replaying, replaying)
@@ -96,11 +97,13 @@ def load_snapshot(new_core: Callable[[], ControllerCore], log: MetadataLog) -> t
 
 class _SnapshotReplay:
     """Replays the batches of the snapshot last begun (`start`) into `core`: a new core for each
-    snapshot begun after one that replayed anything; the records replayed and their time."""
+    snapshot begun after one that replayed anything, its per-broker indexes deferred (the
+    caller builds them once the snapshot is in); the records replayed and their time."""
 
     def __init__(self, new_core: Callable[[], ControllerCore]) -> None:
         self._new_core = new_core
         self.core = new_core()
+        self.core.state.replication.defer_indexes()
         self.records = 0
         self.seconds = 0.0
         self._snapshot = SnapshotId(0, 0)
@@ -108,6 +111,7 @@ class _SnapshotReplay:
     def start(self, snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
         if self.records:
             self.core = self._new_core()
+            self.core.state.replication.defer_indexes()
         self.records, self.seconds, self._snapshot = 0, 0.0, snapshot_id
         return self._replay
 

@@ -20,6 +20,7 @@ __all__ = [
     "EncodeError",
     "TruncatedError",
     "_Struct",
+    "_array_structs",
     "_load",
     "_new",
     "_pack",
@@ -27,6 +28,7 @@ __all__ = [
     "_setter",
     "_truncated",
     "_unpack_from",
+    "_uuid_array",
     "_uuid_from",
     "_uvarint",
     "_write_known_tags",
@@ -89,6 +91,35 @@ if _uuid_from(bytes(range(16))) != _UUID(bytes=bytes(range(16))):  # pragma: no 
 
     def _uuid_from(raw: bytes) -> _uuid.UUID:
         return _uuid.UUID(bytes=raw)
+
+
+#: UUID arrays decoded lately, by their bytes (`_uuid_array`), at most `_MAX_RECENT_UUIDS`
+_RECENT_UUID_ARRAYS: dict[bytes, tuple[_uuid.UUID, ...]] = {}
+
+
+def _uuid_array(buf: bytes, pos: int, count: int) -> tuple[_uuid.UUID, ...]:
+    """The `count` UUIDs at `pos`; an array decoded lately is the same tuple again (a partition
+    record's directories repeat across a whole snapshot), forgotten as `_uuid_from` forgets."""
+    raw = buf[pos : pos + 16 * count]
+    if type(raw) is not bytes:  # a slice of a bytearray or memoryview: not hashable as it is
+        raw = bytes(raw)
+    found = _RECENT_UUID_ARRAYS.get(raw)
+    if found is None:
+        found = tuple([_uuid_from(raw[at : at + 16]) for at in range(0, 16 * count, 16)])
+        if len(_RECENT_UUID_ARRAYS) >= _MAX_RECENT_UUIDS:
+            _RECENT_UUID_ARRAYS.clear()
+        _RECENT_UUID_ARRAYS[raw] = found
+    return found
+
+
+#: arrays of up to this many fixed-size elements are read with a `struct.Struct` made once
+_CACHED_ARRAY_LENGTH = 64
+
+
+def _array_structs(fmt: str) -> tuple[_struct.Struct, ...]:
+    """The compiled formats of arrays of 0 to `_CACHED_ARRAY_LENGTH - 1` elements of `fmt`
+    (big-endian): unpacking with one is half the cost of formatting the format each time."""
+    return tuple(_struct.Struct(f">{count}{fmt}") for count in range(_CACHED_ARRAY_LENGTH))
 
 
 def _truncated(what: str, need: int, have: int) -> TruncatedError:

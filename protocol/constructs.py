@@ -27,6 +27,7 @@ import construct
 from construct.core import SizeofError, stream_read, stream_write
 
 from ._emit import Emitter, emit_uvarint, read_stream_uvarint
+from ._runtime import _CACHED_ARRAY_LENGTH
 from .errors import DecodeError, EncodeError
 from .primitives import uvarint
 from .spec import UUID, Fixed
@@ -235,10 +236,14 @@ class KArray(_Sized):
         element = self.element
         em.line(f"if {count} * {element.min_size} > n - pos: raise _truncated('array', {count}, n - pos)")
         if isinstance(element, KFixed) and element.wire is UUID:
-            em.line(f"{target} = tuple([_uuid_from(buf[p:p + 16]) for p in range(pos, pos + 16 * {count}, 16)])")
+            em.line(f"{target} = _uuid_array(buf, pos, {count})")
             em.line(f"pos += 16 * {count}")
         elif isinstance(element, KFixed):
-            em.line(f"{target} = _unpack_from('>%d{element.wire.fmt}' % {count}, buf, pos)")
+            structs = em.const(f"_array_structs({element.wire.fmt!r})")
+            with em.block(f"if {count} < {_CACHED_ARRAY_LENGTH}:"):
+                em.line(f"{target} = {structs}[{count}].unpack_from(buf, pos)")
+            with em.block("else:"):
+                em.line(f"{target} = _unpack_from('>%d{element.wire.fmt}' % {count}, buf, pos)")
             em.line(f"pos += {element.wire.size} * {count}")
         else:
             items = em.name("items")

@@ -1,7 +1,8 @@
 """Start-up recovery of the segments: every batch validated, a torn tail cut, corruption refused.
 
-`recover` reads every segment in order (`scan_segment` validates each batch with
-`decode_batch`; `Continuity` checks base offsets and epochs, which the CRC does not cover) and
+`recover` reads every segment in order (`scan_heads` validates each batch's framing, header and
+CRC-32C, as Kafka's recovery does with `ensureValid`, and leaves the records' own framing to the
+CRC and to replay; `Continuity` checks base offsets and epochs, which the CRC does not cover) and
 stops at the first fault, at byte P of some segment. Then:
 
 - P is in the last segment and no valid batch exists anywhere after it (`count_valid_batches`
@@ -45,7 +46,7 @@ from .segments import (
     count_valid_batches,
     fsync_directory,
     list_segments,
-    scan_segment,
+    scan_heads,
     truncate_file,
 )
 from .snapshots import list_snapshots
@@ -127,7 +128,7 @@ def _scan(directory: Path, count_from: int, index_interval_bytes: int) -> Recove
             return index, fault
         indexes.append(offset_index := OffsetIndex(base_offset, index_interval_bytes))
         try:
-            for scanned in scan_segment(path):
+            for scanned in scan_heads(path):
                 batch = scanned.batch
                 fault = continuity.check(scanned.position, batch)
                 if fault is not None:

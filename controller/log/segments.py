@@ -6,7 +6,9 @@ Rules:
   at a time and checked with `decode_batch`: framing, magic, CRC-32C, every record. A batch must
   also hold at least one record and its lastOffsetDelta must match its count.
 - `scan_segment` yields the valid batches of a file in order and raises `BadBatch` at the first
-  bytes that are not one.
+  bytes that are not one. `scan_heads` does the same without decoding the records (the CRC
+  vouches for their bytes, as Kafka's recovery trusts `ensureValid`): recovery reads every
+  segment at each start, and decoding a million records only to drop them cost a second.
 - The CRC does not cover baseOffset and partitionLeaderEpoch, so `Continuity` checks them
   against the log: base offsets never go back, across batches and files, and epochs follow the
   KRaft discipline: a data batch has the epoch of the batch before it, only a control batch (the
@@ -17,7 +19,7 @@ Rules:
   that only shows a log (dump-log) passes `allow_gaps`, as Kafka's log layer and dump tool do:
   then a gap is noted (`Continuity.gaps`), and a batch going back after one that skipped forward
   blames the one that skipped (a flipped bit in its base offset is the likelier cause).
-- `count_valid_batches` is the torn-write test: it tries `decode_batch` at every position whose
+- `count_valid_batches` is the torn-write test: it tries `verify_batch` at every position whose
   magic byte (position + 16) is 2, and follows the chain from each valid batch it finds.
 """
 
@@ -26,10 +28,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from protocol.errors import DecodeError
 from protocol.records.batch import (
@@ -38,10 +40,12 @@ from protocol.records.batch import (
     MAGIC_BYTE,
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
+    BatchHead,
     RecordBatch,
     batch_size,
     decode_batch,
     read_crc,
+    verify_batch,
 )
 
 from .. import runtime
@@ -96,29 +100,52 @@ def list_segments(directory: Path) -> list[tuple[int, Path]]:
 def scan_segment(path: Path, start: int = 0) -> Iterator[ScannedBatch]:
     """Every valid batch of the file at `path` from byte `start` (a batch's first byte: 0, or a
     position the offset index gave), in order; raises `BadBatch` at the first bad one."""
+    for position, size, data, batch in _scan(path, start, check_batch):
+        yield ScannedBatch(position, size, read_crc(data), batch)
+
+
+class ScannedHead(NamedTuple):
+    """A valid batch of a file, its records checked by the CRC only: where it starts, its size
+    in bytes, its leading header fields."""
+
+    position: int
+    size: int
+    batch: BatchHead
+
+
+def scan_heads(path: Path) -> Iterator[ScannedHead]:
+    """`scan_segment` for whoever needs only the batches' headers (recovery): the same checks,
+    and the same `BadBatch`, but the records' framing left to the CRC."""
+    for position, size, _, head in _scan(path, 0, check_head):
+        yield ScannedHead(position, size, head)
+
+
+_Checked = TypeVar("_Checked")
+
+
+def _scan(
+    path: Path, start: int, check: Callable[[bytes, int], _Checked]
+) -> Iterator[tuple[int, int, bytes, _Checked]]:
+    """(position, size, bytes, `check(bytes, position)`) of each batch of the file from `start`."""
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size == 0:
             return
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            yield from _scan_view(view, size, start)
-
-
-def _scan_view(view: mmap.mmap, size: int, start: int = 0) -> Iterator[ScannedBatch]:
-    position = start
-    while position < size:
-        if size - position < LOG_OVERHEAD:
-            raise BadBatch(position, f"the {size - position} bytes left cannot hold a batch header")
-        end = position + batch_size(view, position)
-        length = end - position - LOG_OVERHEAD
-        if length < MIN_BATCH_LENGTH:
-            raise BadBatch(position, f"batch length {length} is below the header's {MIN_BATCH_LENGTH}")
-        if end > size:
-            raise BadBatch(position, f"the batch declares {length} bytes, {size - position - LOG_OVERHEAD} remain")
-        data = view[position:end]
-        batch = check_batch(data, position)
-        yield ScannedBatch(position, end - position, read_crc(data), batch)
-        position = end
+            position = start
+            while position < size:
+                if size - position < LOG_OVERHEAD:
+                    raise BadBatch(position, f"the {size - position} bytes left cannot hold a batch header")
+                end = position + batch_size(view, position)
+                length = end - position - LOG_OVERHEAD
+                if length < MIN_BATCH_LENGTH:
+                    raise BadBatch(position, f"batch length {length} is below the header's {MIN_BATCH_LENGTH}")
+                if end > size:
+                    remain = size - position - LOG_OVERHEAD
+                    raise BadBatch(position, f"the batch declares {length} bytes, {remain} remain")
+                data = view[position:end]
+                yield position, end - position, data, check(data, position)
+                position = end
 
 
 def check_batch(data: bytes, position: int) -> RecordBatch:
@@ -128,10 +155,23 @@ def check_batch(data: bytes, position: int) -> RecordBatch:
         batch, _ = decode_batch(data)
     except DecodeError as exc:
         raise BadBatch(position, str(exc)) from None
-    if not batch.records or batch.last_offset_delta != len(batch.records) - 1:
-        reason = f"lastOffsetDelta {batch.last_offset_delta} does not fit its {len(batch.records)} records"
-        raise BadBatch(position, reason)
+    _check_count(len(batch.records), batch.last_offset_delta, position)
     return batch
+
+
+def check_head(data: bytes, position: int) -> BatchHead:
+    """`check_batch` with the records left to the CRC: the header of the batch `data` holds."""
+    try:
+        head, count, _ = verify_batch(data)
+    except DecodeError as exc:
+        raise BadBatch(position, str(exc)) from None
+    _check_count(count, head.last_offset_delta, position)
+    return head
+
+
+def _check_count(count: int, last_offset_delta: int, position: int) -> None:
+    if not count or last_offset_delta != count - 1:
+        raise BadBatch(position, f"lastOffsetDelta {last_offset_delta} does not fit its {count} records")
 
 
 class Continuity:
@@ -159,7 +199,7 @@ class Continuity:
             return Fault(0, self.next_offset, reason)
         return None
 
-    def check(self, position: int, batch: RecordBatch) -> Fault | None:
+    def check(self, position: int, batch: RecordBatch | BatchHead) -> Fault | None:
         """The fault `batch` (at `position` of the current segment) shows, or None: then accepted."""
         expected = self.next_offset if self.next_offset is not None else batch.base_offset
         epoch, previous, base = batch.partition_leader_epoch, self.epoch, batch.base_offset
@@ -220,7 +260,7 @@ def _valid_batch_end(view: mmap.mmap, position: int, size: int) -> int | None:
     if end - position < HEADER_SIZE or end > size:
         return None
     try:
-        decode_batch(view[position:end])
+        verify_batch(view[position:end])
     except DecodeError:
         return None
     return end

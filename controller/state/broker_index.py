@@ -21,7 +21,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 #: partition ids from here on are kept in a set, not the bitmap (whose size is the largest id / 8)
 DENSE_LIMIT = 1 << 20
@@ -77,6 +77,27 @@ class BrokerIndex:
             if len(bitmap) <= at:
                 bitmap.extend(bytes(at + 1 - len(bitmap)))
             bitmap[at] |= bit
+
+    def fill(self, topic: int, size: int, members: Iterable[tuple[int, Iterable[int]]]) -> None:
+        """Add each (partition, its brokers) of `members` to the topic at once: an index built from
+        a whole state (a snapshot's load) in one pass, each broker's bitmap of the topic sized once
+        for partitions below `size` (larger ones are added as `move` adds them)."""
+        every = self._members
+        bitmaps: dict[int, bytearray] = {}
+        width = (min(size, DENSE_LIMIT) + 7) >> 3
+        for partition, brokers in members:
+            if not 0 <= partition < size or partition >= DENSE_LIMIT:
+                self.move(topic, partition, (), tuple(brokers))
+                continue
+            at, bit = partition >> 3, 1 << (partition & 7)
+            for broker_id in brokers:
+                bitmap = bitmaps.get(broker_id)
+                if bitmap is None:
+                    members_of = every.setdefault(broker_id, {}).setdefault(topic, _Members())
+                    bitmap = bitmaps[broker_id] = members_of.bitmap
+                    if len(bitmap) < width:
+                        bitmap.extend(bytes(width - len(bitmap)))
+                bitmap[at] |= bit
 
     def discard(self, broker_id: int, topic: int, partition: int) -> None:
         members = self._members.get(broker_id, {}).get(topic)

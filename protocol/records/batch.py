@@ -15,7 +15,8 @@ Rules:
 - Decoding validates, in this order: the length against the header size and the buffer
   (`TruncatedError` when the buffer ends first), magic, CRC (`CorruptRecordError`), no
   compression, the record count, every record's length and nothing left over inside the batch.
-  It raises nothing but `DecodeError` subclasses, whatever the bytes.
+  It raises nothing but `DecodeError` subclasses, whatever the bytes. `verify_batch` checks the
+  same up to the records and leaves them to the CRC (a log's recovery scan).
 - Writing is `protocol.records.batch_writer`'s.
 - The header's layout is declared here only. Readers that frame or index batches without
   decoding them (the log, replication, the checker) use `read_head` (the seven fields up to
@@ -159,6 +160,10 @@ class BatchHead(NamedTuple):
         return LOG_OVERHEAD + self.batch_length
 
     @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
     def next_offset(self) -> int:
         return self.base_offset + self.last_offset_delta + 1
 
@@ -205,6 +210,19 @@ def decode_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[Rec
     return _decode_at(data, pos)
 
 
+def verify_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[BatchHead, int, int]:
+    """Check the batch at `pos` as `decode_batch` does up to its records (length, magic, CRC-32C,
+    base offset, compression, the record count against its bytes), without decoding them: the
+    CRC vouches for their bytes (Kafka's `ensureValid` at log recovery). Returns its leading
+    fields, its record count and the position after it; raises what `decode_batch` raises."""
+    data = buf if type(buf) is bytes else bytes(buf)
+    try:
+        fields = _checked_header(data, pos)
+    except _DECODE_FAULTS as exc:
+        raise CorruptRecordError(f"malformed record batch at position {pos}: {type(exc).__name__}: {exc}") from None
+    return read_head(data, pos), fields[9], fields[11]
+
+
 def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, RecordBatch]]:
     """Every batch of `buf` as (position, batch), in order; raises at the first bad one.
 
@@ -227,6 +245,39 @@ def _decode_at(data: bytes, pos: int) -> tuple[RecordBatch, int]:
 
 
 def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
+    (
+        base_offset,
+        leader_epoch,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+        start,
+        end,
+    ) = _checked_header(data, pos)
+    records = _decode_records(data, start, end, count, base_offset)
+    batch = RecordBatch(
+        base_offset=base_offset,
+        partition_leader_epoch=leader_epoch,
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        records=records,
+    )
+    return batch, end
+
+
+def _checked_header(data: bytes, pos: int) -> tuple[int, ...]:
+    """The header's fields (without batchLength, magic and CRC), the record count, where the
+    records start and where the batch ends, checked by the module's rules up to the records."""
     # Long by design: the module's validation rules in their order, on the start-up path, with
     # one `unpack_from` for the header and no helper calls per check.
     if pos < 0:
@@ -267,20 +318,20 @@ def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
     start = pos + HEADER_SIZE
     if count < 0 or count * _MIN_RECORD_SIZE > end - start:
         raise CorruptRecordError(f"batch at offset {base_offset} declares {count} records in {end - start} bytes")
-    records = _decode_records(data, start, end, count, base_offset)
-    batch = RecordBatch(
-        base_offset=base_offset,
-        partition_leader_epoch=leader_epoch,
-        attributes=attributes,
-        last_offset_delta=last_offset_delta,
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        records=records,
+    return (
+        base_offset,
+        leader_epoch,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+        start,
+        end,
     )
-    return batch, end
 
 
 def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int) -> tuple[Record, ...]:

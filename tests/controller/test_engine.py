@@ -154,6 +154,19 @@ def test_snapshots_are_taken_by_size_and_start_up_uses_them(tmp_path: Path) -> N
     assert again.startup.snapshot is not None
     assert again.startup.snapshot_records > 0
     assert again.core.durable_view() == views[-1][1]
+    # the per-broker indexes, built once from the snapshot, as replay kept them record by record
+    before, after = engine.core.state.replication, again.core.state.replication
+    brokers = sorted(engine.core.state.cluster.brokers)
+    assert brokers and before.partition_count > 0
+    for state in (before, after):
+        assert not state.deferred
+    assert (after.partition_count, after.leaderless_count) == (before.partition_count, before.leaderless_count)
+    for broker in brokers:
+        assert (after.hosted_by(broker), after.isrs_with(broker), after.led_by(broker)) == (
+            before.hosted_by(broker),
+            before.isrs_with(broker),
+            before.led_by(broker),
+        )
 
 
 def test_start_up_reports_each_phase_once_within_its_whole_time(tmp_path: Path) -> None:

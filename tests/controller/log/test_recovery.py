@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from crc32c import crc32c
 
 from controller.log import LogError
+from protocol.records.batch import CRC_OFFSET, CRC_START, HEADER_SIZE
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.metadata import encode_metadata_value
 from protocol.spec import Data
@@ -195,6 +197,24 @@ def test_a_batch_with_an_undecodable_record_value_reads_as_a_log_error(tmp_path:
         assert log.next_offset == 6
         with pytest.raises(LogError, match="offset 5 cannot be decoded"):
             list(log.read())
+
+
+def test_a_batch_whose_crc_holds_is_kept_and_its_bad_records_refused_when_read(tmp_path: Path) -> None:
+    """Recovery checks a batch's framing, header and CRC-32C (Kafka's `ensureValid`), not its
+    records' framing: a batch whose records are malformed under a CRC that holds was written so,
+    and is not a torn write to cut. Reading it fails, naming its offset."""
+    _small_log(tmp_path)
+    batch = bytearray(metadata_batch(5, 1, 0, [encode_metadata_value(*tiny())]))
+    batch[HEADER_SIZE] = 0x7E  # the record's length varint: 63 bytes, more than the batch holds
+    batch[CRC_OFFSET : CRC_OFFSET + 4] = crc32c(bytes(batch[CRC_START:])).to_bytes(4, "big")
+    with segment(tmp_path).open("ab") as out:
+        out.write(batch)
+    size = segment(tmp_path).stat().st_size
+    with open_log(tmp_path) as log:
+        assert (log.next_offset, log.recovery.truncated_bytes) == (6, 0)
+        with pytest.raises(LogError, match="record length 63 is invalid in the batch at offset 5"):
+            list(log.read())
+    assert segment(tmp_path).stat().st_size == size
 
 
 def test_a_torn_first_batch_loses_offset_zero(tmp_path: Path) -> None:

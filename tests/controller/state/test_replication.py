@@ -110,6 +110,44 @@ def test_the_partition_counts_equal_a_recount_after_any_replays(steps: list[Step
         assert state.leaderless_count == sum(1 for part in partitions if part.leader == NO_LEADER)
 
 
+def _indexed(state: ReplicationState) -> tuple[object, ...]:
+    """What the per-broker indexes and the counts say, for brokers 0 to 3."""
+    listed = [(state.hosted_by(b), state.isrs_with(b), state.led_by(b), state.in_isr_or_leading(b)) for b in range(4)]
+    return state.partition_count, state.leaderless_count, listed
+
+
+@given(st.lists(STEPS, max_size=60), st.lists(STEPS, max_size=20))
+def test_indexes_built_after_a_deferred_replay_equal_those_kept_record_by_record(
+    loaded: list[Step], later: list[Step]
+) -> None:
+    kept, deferred = ReplicationState(), ReplicationState()
+    deferred.defer_indexes()
+    for step in loaded:
+        _replay_step(kept, step)
+        _replay_step(deferred, step)
+    deferred.build_indexes()
+    assert _indexed(deferred) == _indexed(kept)
+    for step in later:  # replay keeps them from there on
+        _replay_step(kept, step)
+        _replay_step(deferred, step)
+    assert _indexed(deferred) == _indexed(kept)
+
+
+def test_a_deferred_build_takes_partition_ids_past_the_bitmaps_and_only_an_empty_state_defers() -> None:
+    kept, deferred = ReplicationState(), ReplicationState()
+    deferred.defer_indexes()
+    for state in (kept, deferred):
+        state.replay_topic(TopicRecord(name="t", topic_id=TOPIC))
+        for index in (2**31 - 1, 5, 0):
+            state.replay_partition(
+                PartitionRecord(partition_id=index, topic_id=TOPIC, replicas=(1, 2), isr=(2,), leader=2)
+            )
+    deferred.build_indexes()
+    assert _indexed(deferred) == _indexed(kept) and [tp.partition for tp in deferred.hosted_by(1)] == [0, 5, 2**31 - 1]
+    with pytest.raises(ValueError, match="empty"):
+        kept.defer_indexes()
+
+
 def test_the_partition_counts_follow_creation_leader_changes_and_removal() -> None:
     state = _state()
     assert (state.partition_count, state.leaderless_count) == (1, 0)
