@@ -73,14 +73,16 @@ class PartitionRegistration(NamedTuple):
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
         directories = shared_directories(record.directories or (UNASSIGNED_DIRECTORY,) * len(record.replicas))
-        return cls(
-            replicas=shared_ints(record.replicas),
-            isr=shared_ints(record.isr),
-            leader=record.leader,
-            leader_epoch=record.leader_epoch,
-            partition_epoch=record.partition_epoch,
-            leader_recovery_state=record.leader_recovery_state,
-            directories=directories,
+        return _new_partition(
+            (
+                shared_ints(record.replicas),
+                shared_ints(record.isr),
+                record.leader,
+                record.leader_epoch,
+                record.partition_epoch,
+                record.leader_recovery_state,
+                directories,
+            )
         )
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -133,6 +135,9 @@ class TopicPartition(NamedTuple):
 _SHARED_DIRECTORIES: dict[tuple[int, ...], tuple[uuid.UUID, ...]] = {}
 _RESERVED_DIRECTORIES = {UNASSIGNED_DIRECTORY.int: UNASSIGNED_DIRECTORY, LOST_DIRECTORY.int: LOST_DIRECTORY}
 _MAX_SHARED_DIRECTORIES = 4096
+#: the tuple last given to `shared_directories` and what it returned (the given one is held, so
+#: its identity cannot pass to another tuple while it is here)
+_LAST_DIRECTORIES: tuple[tuple[uuid.UUID, ...], tuple[uuid.UUID, ...]] = ((), ())
 
 
 def shared_directories(directories: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, ...]:
@@ -142,14 +147,20 @@ def shared_directories(directories: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, .
     Each record decoded from the log brings UUID objects of its own; keeping them would make
     every partition hold four more objects that the cyclic garbage collector scans (a tuple and
     a UUID per replica), which at 100,000 partitions lengthens each full collection by ~3x."""
+    global _LAST_DIRECTORIES
+    last_given, last_shared = _LAST_DIRECTORIES
+    if directories is last_given:  # the decoder gives one tuple for the same bytes (`_uuid_array`)
+        return last_shared
     key = tuple([directory.int for directory in directories])
     shared = _SHARED_DIRECTORIES.get(key)
     if shared is None:
         if len(_SHARED_DIRECTORIES) >= _MAX_SHARED_DIRECTORIES or any(
             value not in _RESERVED_DIRECTORIES for value in key
         ):
-            return directories
-        shared = _SHARED_DIRECTORIES[key] = tuple([_RESERVED_DIRECTORIES[value] for value in key])
+            shared = directories
+        else:
+            shared = _SHARED_DIRECTORIES[key] = tuple([_RESERVED_DIRECTORIES[value] for value in key])
+    _LAST_DIRECTORIES = (directories, shared)  # one pair, replaced whole: safe to read from any thread
     return shared
 
 
