@@ -145,6 +145,16 @@ def change_record(
     return record if changed else None
 
 
+def without(members: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
+    """`members` without `broker_id` (every time it is there), in their order; the same tuple when
+    it is not there. Slices, not a generator: this runs per partition a broker leaves."""
+    if broker_id not in members:
+        return members
+    at = members.index(broker_id)
+    rest = members[:at] + members[at + 1 :]
+    return rest if broker_id not in rest else tuple([member for member in rest if member != broker_id])
+
+
 def removal(
     tp: TopicPartition,
     part: PartitionRegistration,
@@ -164,10 +174,14 @@ def removal(
         dirs = list(part.directories)
         dirs[part.replicas.index(broker_id)] = LOST_DIRECTORY
         directories = tuple(dirs)
-    isr = tuple(r for r in part.isr if r != broker_id) or part.isr
+    isr = without(part.isr, broker_id) or part.isr
     leader = part.leader
     if part.leader == broker_id:
-        successor = next((r for r in part.replicas if r in isr and r != broker_id and eligible(r)), None)
+        successor = None
+        for replica in part.replicas:  # a loop, not next(generator): this runs per leadership moved
+            if replica != broker_id and replica in isr and eligible(replica):
+                successor = replica
+                break
         if successor is not None:
             leader = successor
         elif keep_stuck_leader:
