@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.codec import machine
 from benchmarks.core import brokers_records, topic_records
 from benchmarks.core_startup import write_snapshot_image
+from benchmarks.daemon import Run, _load
 from benchmarks.scale_failover import FETCH_TIMEOUT_MS, failover
 from benchmarks.soak import status_bytes, tree_bytes
 from protocol.error_codes import ErrorCode
@@ -51,8 +52,13 @@ from protocol.records.metadata import PartitionRecord
 from protocol.spec import Data
 from tests.e2e.daemon_process import DaemonProcess
 from tests.e2e.fencer_client import FencerClient
+from tests.stress.cluster import setup
 
 NODE_ID = "3000"  # the image's (benchmarks.core_startup)
+#: AlterPartition's load: brokers of their own (not the image's), a topic of one partition per
+#: connection, each connection shrinking and expanding its ISR in turn (`benchmarks.daemon`)
+ALTER_BROKERS = (1001, 1002, 1003)
+ALTER_CONNECTIONS = 100
 PHASES = re.compile(
     r"replayed in ([\d.]+) s \(snapshot read ([\d.]+) s, snapshot replayed ([\d.]+) s, log replayed ([\d.]+) s\)"
 )
@@ -69,6 +75,7 @@ class Restart:
     heartbeat_s: float  # the longest wait for a heartbeat's answer meanwhile
     heartbeats_timed_out: int  # answered REQUEST_TIMED_OUT meanwhile
     heartbeats: int  # answered meanwhile
+    alter: Run  # AlterPartition through the daemon on the image, before the shutdown
 
 
 def write_image(data_dir: Path, topics: int, per_topic: int, tail: int, brokers: int) -> None:
@@ -96,17 +103,46 @@ def wait_for(daemon: DaemonProcess, text: str, timeout: float) -> str:
     raise RuntimeError(f"the daemon never logged {text!r}:\n{daemon.stderr()[-3000:]}")
 
 
-def empty_rss(work: Path) -> int:
-    daemon, _ = start(work / "empty", 60)
+def empty_daemon(work: Path, name: str, alter_s: float) -> tuple[int, Run]:
+    """An empty daemon's RSS once active, and its AlterPartition rate (the image's reference)."""
+    daemon, _ = start(work / name, 60)
     try:
         wait_for(daemon, "is the active controller", 30)
         assert daemon.process is not None
-        return status_bytes(daemon.process.pid, "VmRSS")
+        rss = status_bytes(daemon.process.pid, "VmRSS")
+        return rss, alter_partition(daemon.port, 60, {}, alter_s)
     finally:
         daemon.stop()
+        shutil.rmtree(work / name, ignore_errors=True)
 
 
-def restart(image: Path, work: Path, round_: int, timeout: float, settle: float, brokers: int) -> Restart:
+def alter_partition(port: int, timeout: float, live: dict[int, int], seconds: float) -> Run:
+    """AlterPartition from `ALTER_CONNECTIONS` connections for `seconds` (after a fifth as long, at
+    most 1 s, of warm-up),
+    on a topic of their own led by brokers of their own, while those brokers and the `live` ones
+    (id: epoch) heartbeat, as live brokers do (a broker whose session expires is fenced, a
+    million ISR changes on the image)."""
+    heartbeats = Heartbeats(port, timeout, live)
+    heartbeats.start()
+    try:
+        cluster = setup(port, ALTER_CONNECTIONS, brokers=ALTER_BROKERS, name="scale-alter")
+        ours = Heartbeats(port, timeout, cluster.epochs)
+        ours.start()
+        try:
+            _load(port, cluster, min(1.0, seconds / 5), False)
+            requests, elapsed, latencies = _load(port, cluster, seconds, False)
+        finally:
+            ours.stop.set()
+            ours.join()
+    finally:
+        heartbeats.stop.set()
+        heartbeats.join()
+    return Run("AlterPartition", requests, elapsed, latencies)
+
+
+def restart(
+    image: Path, work: Path, round_: int, timeout: float, settle: float, brokers: int, alter_s: float
+) -> Restart:
     data_dir = work / f"round-{round_}"
     shutil.copytree(image, data_dir)
     daemon, listening = start(data_dir, timeout)
@@ -119,6 +155,7 @@ def restart(image: Path, work: Path, round_: int, timeout: float, settle: float,
             raise RuntimeError(f"no start-up line with phases:\n{logged[-3000:]}")
         time.sleep(settle)  # the full LeaderAndIsr of every broker is built in slices after activation
         peak = status_bytes(daemon.process.pid, "VmHWM")
+        alter = alter_partition(daemon.port, timeout, {broker: broker for broker in range(brokers)}, alter_s)
         shutdown_s, left, heartbeats = controlled_shutdown(daemon.port, timeout, brokers)
     finally:
         daemon.stop(timeout=60)
@@ -134,13 +171,14 @@ def restart(image: Path, work: Path, round_: int, timeout: float, settle: float,
         heartbeats.longest,
         heartbeats.timed_out,
         heartbeats.answered,
+        alter,
     )
 
 
 def controlled_shutdown(port: int, timeout: float, brokers: int) -> tuple[float, int, Heartbeats]:
     """Broker 0's ControlledShutdown (it is live: sessions restart on activation) while the others
     heartbeat: the seconds to its answer, the partitions it leaves, the heartbeats' figures."""
-    heartbeats = Heartbeats(port, timeout, brokers)
+    heartbeats = Heartbeats(port, timeout, {broker: broker for broker in range(1, brokers)})
     heartbeats.start()
     try:
         with FencerClient(port, timeout=timeout) as client:
@@ -156,16 +194,19 @@ def controlled_shutdown(port: int, timeout: float, brokers: int) -> tuple[float,
 
 
 class Heartbeats:
-    """Brokers 1 to B-1 of the image heartbeat every 500 ms until `stop`, each on its own connection
-    (a live broker does not wait for another's answer): the longest wait for an answer (`longest`,
-    seconds), the answers, and how many of them were REQUEST_TIMED_OUT (sent again at once)."""
+    """The brokers of `epochs` (id: epoch; the image's broker b has epoch b) heartbeat every 500 ms
+    until `stop`, each on its own connection (a live broker does not wait for another's answer):
+    the longest wait for an answer (`longest`, seconds), the answers, and how many of them were
+    REQUEST_TIMED_OUT (sent again at once)."""
 
-    def __init__(self, port: int, timeout: float, brokers: int) -> None:
+    def __init__(self, port: int, timeout: float, epochs: dict[int, int]) -> None:
         self.port, self.timeout = port, timeout
         self.stop = threading.Event()
         self.longest = 0.0
         self.answered = self.timed_out = 0
-        self._threads = [threading.Thread(target=self._beat, args=(b,), daemon=True) for b in range(1, brokers)]
+        self._threads = [
+            threading.Thread(target=self._beat, args=(broker, epoch), daemon=True) for broker, epoch in epochs.items()
+        ]
 
     def start(self) -> None:
         for thread in self._threads:
@@ -175,8 +216,8 @@ class Heartbeats:
         for thread in self._threads:
             thread.join()
 
-    def _beat(self, broker_id: int) -> None:
-        heartbeat = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=broker_id, current_metadata_offset=0)
+    def _beat(self, broker_id: int, epoch: int) -> None:
+        heartbeat = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=0)
         with FencerClient(self.port, timeout=self.timeout) as client:
             while not self.stop.is_set():
                 began = time.perf_counter()
@@ -191,6 +232,10 @@ class Heartbeats:
                 self.stop.wait(0.5)
 
 
+def _rate(run: Run) -> str:
+    return f"{run.rate:,.0f} ({run.percentile(0.99) * 1e3:.1f})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topics", type=int, default=100)
@@ -201,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a restart may take")
     parser.add_argument(
         "--settle", type=float, default=5.0, help="seconds after activation before the peak RSS is read (default 5)"
+    )
+    parser.add_argument(
+        "--alter-seconds", type=float, default=5.0, help="seconds of AlterPartition load per daemon (default 5)"
     )
     parser.add_argument(
         "--after", type=float, default=10.0, help="seconds of heartbeats after a failover's first answer (default 10)"
@@ -228,21 +276,24 @@ def main(argv: list[str] | None = None) -> int:
             f"written by the controller's log writer in {time.perf_counter() - began:.1f} s"
         )
         print(f"machine: {machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-        empty = empty_rss(work)
+        empty, _ = empty_daemon(work, "empty", args.alter_seconds)
         print(f"an empty daemon, listening and active: RSS {empty / 2**20:.0f} MiB")
         table_head(
             "round", "to listening s", "start-up s", "snapshot read s", "snapshot replayed s", "log replayed s",
-            "RSS MiB", "B/partition above empty", "peak RSS MiB", "controlled shutdown s (left)",
-            "longest heartbeat s", "heartbeats timed out",
+            "RSS MiB", "B/partition above empty", "peak RSS MiB", "AlterPartition/s (p99 ms)",
+            "empty daemon's AlterPartition/s (p99 ms)", "controlled shutdown s (left)", "longest heartbeat s",
+            "heartbeats timed out",
         )  # fmt: skip
-        runs = []
-        for round_ in range(1, args.rounds + 1):
-            run = restart(work / "image", work, round_, args.timeout, args.settle, args.brokers)
+        runs, empties = [], []
+        for round_ in range(1, args.rounds + 1):  # the image and an empty daemon in turn
+            run = restart(work / "image", work, round_, args.timeout, args.settle, args.brokers, args.alter_seconds)
             runs.append(run)
+            empties.append(empty_daemon(work, f"empty-{round_}", args.alter_seconds)[1])
             whole, read, replayed, log_replayed = run.phases
             print(
                 f"| {round_} | {run.listening_s:.2f} | {whole:.2f} | {read:.2f} | {replayed:.2f} | {log_replayed:.2f} "
                 f"| {run.rss / 2**20:,.0f} | {(run.rss - empty) / partitions:,.0f} | {run.peak_rss / 2**20:,.0f} "
+                f"| {_rate(run.alter)} | {_rate(empties[-1])} "
                 f"| {run.shutdown_s:.2f} ({run.shutdown_left}) | {run.heartbeat_s:.2f} "
                 f"| {run.heartbeats_timed_out} of {run.heartbeats} |",
                 flush=True,
@@ -277,6 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         f"meanwhile {max(run.heartbeat_s for run in runs):.2f} s (target 1 s), "
         f"{sum(run.heartbeats_timed_out for run in runs)} of {sum(run.heartbeats for run in runs)} answered "
         "REQUEST_TIMED_OUT"
+    )
+    alters = [run.alter for run in runs]
+    on_image, on_empty = (statistics.median(run.rate for run in group) for group in (alters, empties))
+    p99_image, p99_empty = (statistics.median(run.percentile(0.99) for run in group) for group in (alters, empties))
+    print(
+        f"AlterPartition on the image: median {on_image:,.0f}/s against {on_empty:,.0f}/s on an empty daemon, "
+        f"{on_image / on_empty:.2f}x (target 0.9x); p99 {p99_image * 1e3:.1f} against {p99_empty * 1e3:.1f} ms"
     )
     served = statistics.median(shot.served_s for shot in failovers)
     print(

@@ -197,7 +197,14 @@ def test_bench_stalls(tmp_path: Path) -> None:
 def test_bench_scale(tmp_path: Path) -> None:
     out = run_script(
         sized(
-            "bench-scale", topics="2", partitions_per_topic="500", tail="2000", rounds="1", settle="0.2", after="0.5"
+            "bench-scale",
+            topics="2",
+            partitions_per_topic="500",
+            tail="2000",
+            rounds="1",
+            settle="0.2",
+            after="0.5",
+            alter_seconds="0.5",
         ),
         tmp_path,
     )
@@ -206,15 +213,17 @@ def test_bench_scale(tmp_path: Path) -> None:
     )
     row = find(
         r"^\| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d,]+) \| (-?[\d,]+) \| ([\d,]+) "
-        r"\| ([\d.]+) \((\d+)\) \| ([\d.]+) \| (\d+) of (\d+) \|$",
+        r"\| ([\d,]+) \(([\d.]+)\) \| ([\d,]+) \(([\d.]+)\) \| ([\d.]+) \((\d+)\) \| ([\d.]+) \| (\d+) of (\d+) \|$",
         out,
     )
     listening, whole, read, replayed, log_replayed = (float(value) for value in row.groups()[:5])
     assert 0 < read + replayed + log_replayed <= whole + 0.015 and whole <= listening  # printed to 0.01 s each
     assert number(row[6]) > 10 and number(row[8]) >= number(row[6])  # MiB: once listening, then the peak
     assert find(r"^restart to listening: median [\d.]+ s .*: median -?[\d,]+ B/partition \(target 512\)$", out)
-    assert float(row[9]) > 0 and row[10] == "0" and float(row[11]) > 0  # broker 0's leaderships all moved
-    assert int(row[12]) <= int(row[13])  # heartbeats timed out, of those answered
+    assert all(number(row[index]) > 0 for index in (9, 10, 11, 12))  # AlterPartition/s and p99, image and empty
+    assert find(r"^AlterPartition on the image: median [\d,]+/s against [\d,]+/s on an empty daemon, [\d.]+x", out)
+    assert float(row[13]) > 0 and row[14] == "0" and float(row[15]) > 0  # broker 0's leaderships all moved
+    assert int(row[16]) <= int(row[17])  # heartbeats timed out, of those answered
     failover = find(
         r"^\| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\d+) of (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", out
     )

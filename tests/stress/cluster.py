@@ -41,16 +41,23 @@ class Cluster:
     partitions: dict[int, Acked] = field(default_factory=dict)
 
 
-def setup(port: int, partitions: int, rotation: Callable[[int], int] = lambda p: p) -> Cluster:
-    """Three brokers and a topic whose partition p has replicas rotated by `rotation(p)` (the first leads)."""
-    replicas = {p: tuple(DATA_BROKERS[(rotation(p) + i) % 3] for i in range(3)) for p in range(partitions)}
-    _, epochs = register_data_brokers(port)
+def setup(
+    port: int,
+    partitions: int,
+    rotation: Callable[[int], int] = lambda p: p,
+    brokers: tuple[int, int, int] = DATA_BROKERS,
+    name: str = "stress",
+) -> Cluster:
+    """Three brokers (`brokers`) and a topic `name` whose partition p has replicas rotated by
+    `rotation(p)` (the first leads)."""
+    replicas = {p: tuple(brokers[(rotation(p) + i) % 3] for i in range(3)) for p in range(partitions)}
+    _, epochs = register_data_brokers(port, brokers=brokers)
     assignments = tuple(
         CreateTopicsRequestCreatableReplicaAssignment(partition_index=p, broker_ids=replicas[p])
         for p in range(partitions)
     )
     topic = CreateTopicsRequestCreatableTopic(
-        name="stress", num_partitions=-1, replication_factor=-1, assignments=assignments
+        name=name, num_partitions=-1, replication_factor=-1, assignments=assignments
     )
     with FencerClient(port) as client:
         result = client.request(CreateTopicsRequest(topics=(topic,)), 7).topics[0]

@@ -254,14 +254,16 @@ class Client:
         self.model.incarnation, self.model.broker_epoch = incarnation, response.broker_epoch
 
 
-def register_data_brokers(port: int, listener_ports: dict[int, int] | None = None) -> tuple[str, dict[int, int]]:
-    """Register and unfence the data brokers; return the cluster id and their epochs.
+def register_data_brokers(
+    port: int, listener_ports: dict[int, int] | None = None, brokers: tuple[int, ...] = DATA_BROKERS
+) -> tuple[str, dict[int, int]]:
+    """Register and unfence the data brokers (`brokers`); return the cluster id and their epochs.
 
     `listener_ports` gives a data broker a live control listener (else a port nobody listens on)."""
     with FencerClient(port) as client:
         cluster_id: str = client.request(DescribeClusterRequest(), 1).cluster_id
         epochs: dict[int, int] = {}
-        for broker in DATA_BROKERS:
+        for broker in brokers:
             request = BrokerRegistrationRequest(
                 broker_id=broker,
                 cluster_id=cluster_id,
