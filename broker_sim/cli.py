@@ -72,6 +72,7 @@ from broker_sim.shell.fleet import ALL_SCENARIOS, FleetConfig
 from broker_sim.shell.quorum import QuorumPlan
 from broker_sim.shell.run import RunPlan, execute
 from broker_sim.shell.tls import FleetTls, TlsError
+from controller.arguments import host_port, non_negative_int, positive_int
 
 CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"
@@ -95,14 +96,6 @@ class CommandLineParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def host_port(text: str) -> tuple[str, int]:
-    """HOST:PORT (IPv6 as [::1]:PORT) of a listener to connect to: the port is 1-65535."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host.strip("[]") or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
 def controller_list(text: str) -> tuple[tuple[str, int], ...]:
     """HOST:PORT[,HOST:PORT...]: the controllers, in the order to try them; each as `host_port`."""
     addresses = tuple(host_port(item) for item in text.split(","))
@@ -110,18 +103,6 @@ def controller_list(text: str) -> tuple[tuple[str, int], ...]:
         if address in addresses[:index]:
             raise argparse.ArgumentTypeError(f"{address[0]}:{address[1]} is listed twice in {text!r}")
     return addresses
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
 
 
 def positive_seconds(text: str) -> float:

@@ -17,6 +17,7 @@ from pathlib import Path
 import trio
 
 from .. import collector
+from ..arguments import listen_address, non_negative_int, positive_int
 from ..auth.principal_mapping import MappingRulesError, parse_rules
 from ..control.tls import client_context
 from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine
@@ -47,26 +48,6 @@ log = logging.getLogger("fencer.cli")
 SWITCH_INTERVAL_S = 0.0002
 
 
-def host_port(text: str) -> tuple[str, int]:
-    """HOST:PORT (IPv6 as [::1]:PORT); port 0 picks a free port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
 def voter_principal(text: str) -> tuple[int, str]:
     try:
         return parse_voter_principal(text)
@@ -78,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # A declarative table, one flag per statement: long because the daemon has many flags.
     parser.add_argument(
         "--listen",
-        type=host_port,
+        type=listen_address,
         default=("127.0.0.1", 9093),
         metavar="HOST:PORT",
         help="address of the Kafka listener (default 127.0.0.1:9093; port 0 picks one)",
@@ -176,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capture-dir", type=Path, metavar="PATH", help="write traffic capture (Parquet) here")
     parser.add_argument(
         "--metrics-listen",
-        type=host_port,
+        type=listen_address,
         metavar="HOST:PORT",
         help="serve /metrics, /state and /healthz over HTTP here",
     )
