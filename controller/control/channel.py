@@ -57,6 +57,7 @@ from protocol.security_protocol import SecurityProtocol, protocol_name
 from protocol.spec import Data
 from protocol.versions import Versions
 
+from ..backoff import exponential_backoff
 from ..runtime import in_thread, wall_ns
 from .links import (
     API_VERSIONS_VERSION,
@@ -275,7 +276,7 @@ class ControlChannel:
         return address
 
     def _backoff(self, failures: int) -> float:
-        delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0 ** min(failures - 1, 30))
+        delay = exponential_backoff(self._backoff_initial_s, self._backoff_max_s, failures)
         return delay * (0.5 + 0.5 * self._rng.random())
 
     async def _session(self, link: Link, address: BrokerTarget, transport: Transport) -> None:

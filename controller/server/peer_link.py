@@ -26,6 +26,7 @@ from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsRespon
 from protocol.registry import decode_response
 from protocol.spec import Data
 
+from ..backoff import exponential_backoff
 from ..control.links import CONNECTION_ERRORS, BrokerConnection, PeerError
 from ..control.tls import Transport, failure_text, open_stream
 from ..log import LogError, SnapshotId
@@ -113,7 +114,7 @@ class PeerLink:
             self._failures += 1
             if self._failures == 1 and isinstance(exc, CONNECTION_ERRORS):  # once per run of failures
                 log.warning("voter %s: cannot connect (%s)", self.voter, failure_text(exc))
-            backoff = min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS * 2 ** min(self._failures - 1, 10))
+            backoff = exponential_backoff(RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MAX_MS, self._failures)
             self._retry_at = trio.current_time() + backoff / 1000
             raise
         assert isinstance(answer, ApiVersionsResponse)
