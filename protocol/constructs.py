@@ -263,7 +263,11 @@ class KArray(_Sized):
             with em.block(f"for {item} in {value}:"):
                 em.line(f"out += {item}.bytes")
         elif isinstance(element, KFixed):
-            em.line(f"out += _pack('>%d{element.wire.fmt}' % {count}, *{value})")
+            structs = em.const(f"_array_structs({element.wire.fmt!r})")
+            with em.block(f"if {count} < {_CACHED_ARRAY_LENGTH}:"):
+                em.line(f"out += {structs}[{count}].pack(*{value})")
+            with em.block("else:"):
+                em.line(f"out += _pack('>%d{element.wire.fmt}' % {count}, *{value})")
         else:
             item = em.name("item")
             with em.block(f"for {item} in {value}:"):

@@ -61,9 +61,8 @@ class Outcomes:
 
     def response(self, broker_id: int, order: ControlOrder, api_key: int, version: int, response: Data) -> None:
         """A broker answered one request of `order`."""
-        top, partitions = response_errors(order, response)
-        failed = tuple(entry for entry in partitions if entry[2] != ErrorCode.NONE and entry[2] != top)
-        self.count(broker_id, api_key, version, top, failed)
+        top, failed = response_errors(order, response)
+        self.count(broker_id, api_key, version, top, tuple(failed))
 
     def count(
         self, broker_id: int, api_key: int, version: int, top: int, failed: tuple[tuple[str, int, int], ...] = ()

@@ -3,7 +3,7 @@ and from the broker's answer back to its errors.
 
 Pure: no I/O. The control channel (`controller.control.channel`) picks the version from the broker's
 ApiVersions answer (`common_version`); these functions shape the order's content for that
-version, and `response_errors` reads the top-level and per-partition errors of the answer.
+version, and `response_errors` reads the top-level error and the partitions that failed otherwise.
 
 Rules (protocol.md "APIs the controller sends to brokers", Kafka 3.9 schemas):
 - Every request carries the order's controller id and controller epoch, and the destination's
@@ -198,16 +198,33 @@ def common_version(ours: Versions, theirs: Versions | None) -> int | None:
 
 
 def response_errors(order: ControlOrder, response: Data) -> tuple[int, list[tuple[str, int, int]]]:
-    """(top-level error, [(topic, partition, error)]) of a LeaderAndIsr or StopReplica response."""
+    """(top-level error, [(topic, partition, error)]) of a LeaderAndIsr or StopReplica response: the
+    partitions that failed with an error of their own (neither NONE nor the top-level one). A broker
+    answers every partition of a request, most of them NONE: only the failed ones are named (a
+    topic id looked up in the order), so a large answer costs a pass over its error codes."""
     if isinstance(response, LeaderAndIsrResponse):
-        names = {state.topic_id: state.topic_name for state in order.partitions}
-        partitions = [(p.topic_name, p.partition_index, p.error_code) for p in response.partition_errors]
-        partitions += [
-            (names.get(topic.topic_id, str(topic.topic_id)), p.partition_index, p.error_code)
+        top = response.error_code
+        failed = [
+            (p.topic_name, p.partition_index, p.error_code)
+            for p in response.partition_errors
+            if p.error_code != ErrorCode.NONE and p.error_code != top
+        ]
+        by_id = [
+            (topic.topic_id, p.partition_index, p.error_code)
             for topic in response.topics
             for p in topic.partition_errors
+            if p.error_code != ErrorCode.NONE and p.error_code != top
         ]
-        return response.error_code, partitions
+        if by_id:
+            names = {state.topic_id: state.topic_name for state in order.partitions}
+            failed += [(names.get(topic_id, str(topic_id)), index, code) for topic_id, index, code in by_id]
+        return top, failed
     if isinstance(response, StopReplicaResponse):
-        return response.error_code, [(p.topic_name, p.partition_index, p.error_code) for p in response.partition_errors]
+        top = response.error_code
+        failed = [
+            (p.topic_name, p.partition_index, p.error_code)
+            for p in response.partition_errors
+            if p.error_code != ErrorCode.NONE and p.error_code != top
+        ]
+        return top, failed
     return ErrorCode.NONE, []

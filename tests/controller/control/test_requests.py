@@ -41,6 +41,7 @@ from protocol.versions import Versions
 
 FOO = uuid.UUID(int=0xF00)
 BAR = uuid.UUID(int=0xBA4)
+UNKNOWN = uuid.UUID(int=0xDEAD)
 BROKER_EPOCH = 4242
 CONTROLLER_ID = 3000
 CONTROLLER_EPOCH = 7
@@ -320,22 +321,35 @@ def test_common_version_is_the_highest_in_both_ranges() -> None:
     assert common_version(ours, None) is None
 
 
-def test_response_errors_name_the_partitions_in_every_shape() -> None:
+def test_response_errors_name_the_partitions_that_failed_in_every_shape() -> None:
+    ok = LeaderAndIsrResponsePartitionError(topic_name="foo", partition_index=0, error_code=0)
     v4 = LeaderAndIsrResponse(
-        partition_errors=(LeaderAndIsrResponsePartitionError(topic_name="foo", partition_index=1, error_code=74),)
+        partition_errors=(ok, LeaderAndIsrResponsePartitionError(topic_name="foo", partition_index=1, error_code=74))
     )
     assert response_errors(LEADER_AND_ISR, v4) == (0, [("foo", 1, 74)])
     v5 = LeaderAndIsrResponse(
         error_code=11,
         topics=(
             LeaderAndIsrResponseTopicError(
-                topic_id=BAR, partition_errors=(LeaderAndIsrResponsePartitionError(partition_index=0, error_code=11),)
+                topic_id=BAR,
+                partition_errors=(
+                    LeaderAndIsrResponsePartitionError(partition_index=0, error_code=11),  # the top-level error
+                    LeaderAndIsrResponsePartitionError(partition_index=1, error_code=0),
+                    LeaderAndIsrResponsePartitionError(partition_index=2, error_code=74),
+                ),
+            ),
+            LeaderAndIsrResponseTopicError(  # a topic the order did not name: its id stands for it
+                topic_id=UNKNOWN,
+                partition_errors=(LeaderAndIsrResponsePartitionError(partition_index=3, error_code=3),),
             ),
         ),
     )
-    assert response_errors(LEADER_AND_ISR, v5) == (11, [("bar", 0, 11)])
+    assert response_errors(LEADER_AND_ISR, v5) == (11, [("bar", 2, 74), (str(UNKNOWN), 3, 3)])
     stop = StopReplicaResponse(
-        partition_errors=(StopReplicaResponsePartitionError(topic_name="foo", partition_index=0, error_code=74),)
+        partition_errors=(
+            StopReplicaResponsePartitionError(topic_name="foo", partition_index=0, error_code=74),
+            StopReplicaResponsePartitionError(topic_name="foo", partition_index=1, error_code=0),
+        )
     )
     assert response_errors(STOPS, stop) == (0, [("foo", 0, 74)])
     assert response_errors(STOPS, StopReplicaResponse(error_code=77)) == (77, [])
