@@ -74,13 +74,15 @@ def leader_and_isr_request(
             ungrouped_partition_states=tuple(_partition_state(order, state, version) for state in order.partitions),
             live_leaders=leaders,
         )
+    # grouped by name and the id's int (a UUID hashes in Python, an int in C: this runs per partition)
+    groups = _group(order.partitions, lambda s: (s.topic_name, s.topic_id.int))
     topic_states = tuple(
         LeaderAndIsrRequestTopicState(
             topic_name=name,
-            topic_id=topic_id if version >= 5 else ZERO_UUID,
+            topic_id=states[0].topic_id if version >= 5 else ZERO_UUID,
             partition_states=tuple(_partition_state(order, state, version) for state in states),
         )
-        for (name, topic_id), states in _group(order.partitions, lambda s: (s.topic_name, s.topic_id)).items()
+        for (name, _), states in groups.items()
     )
     return LeaderAndIsrRequest(
         controller_id=order.controller_id,
