@@ -14,7 +14,7 @@ Run: `.venv/bin/python benchmarks/capture.py [--rows N] [--rounds R] [--dir DIR]
   a worker thread flushing whenever `due()` as the daemon does, in parts of 5,000 rows (more often
   than the default, so flushes surely fall inside the timed runs). Neither path has the log
   append, its fsync or socket I/O, which the daemon's has: the percentages are upper bounds.
-  Target (issue): capture slows the request path by at most 15%.
+  Target: capture slows the request path by at most 15%.
 """
 
 from __future__ import annotations

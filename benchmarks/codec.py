@@ -8,7 +8,7 @@ Everything is measured in this one run on this machine, so the ratios are what m
   same dataclasses (the ceiling for pure-Python decoding);
 - reading a record batch of 1,000 PartitionChangeRecords (batch framing + CRC + every record
   value), with kio's batch reader as the reference for the batch framing part.
-Targets (issue #2): decode >= 1.0x kio everywhere, >= 0.3x the hand-written decoder.
+Targets: decode >= 1.0x kio everywhere, >= 0.3x the hand-written decoder.
 """
 
 from __future__ import annotations

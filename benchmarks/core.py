@@ -11,7 +11,7 @@ Prints, in one run on this machine:
   (RF 3) plus a 100,000-record tail (open, recover, load, replay);
 - the time and record count for a controlled shutdown of a broker leading 10,000 partitions
   (RF 3), in the core.
-Targets (issue #3): replay >= 100,000 records/s; that controlled shutdown < 0.5 s (Kafka 1.1
+Targets: replay >= 100,000 records/s; that controlled shutdown < 0.5 s (Kafka 1.1
 took 3 s for a comparable broker); start-up from the snapshot < 5 s.
 """
 

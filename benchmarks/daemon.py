@@ -8,7 +8,7 @@ each answer (the daemon fsyncs every group commit). Measured in one run, on this
 - the daemon: requests/s, p50 and p99 latency, mean group-commit size (from its /metrics);
 - a minimal trio echo server (framing only) under the same load: the ratio daemon / echo;
 - the daemon with traffic capture on: its cost relative to the daemon without it.
-Targets (issue #4): >= 0.25x the echo server's rate, p99 <= 25 ms, capture costing <= 15%.
+Targets: >= 0.25x the echo server's rate, p99 <= 25 ms, capture costing <= 15%.
 `--baseline CHECKOUT` adds the daemon of another checkout to every round (before/after a change, in
 one run); `--tls` adds the daemon with TLS and client certificates. Their rows give the ratio of
 rates and of the daemon's CPU time per request (read from /proc), the steadier of the two on a

@@ -1,4 +1,4 @@
-"""Failover benchmark (issue 21, acceptance 1 and 3): a 3-voter controller quorum under a steady fleet,
+"""Failover benchmark: a 3-voter controller quorum under a steady fleet,
 its leader SIGKILLed N times; and AlterPartition through a 3-voter quorum against a single node.
 
 Run: `make bench-failover` (or `.venv/bin/python benchmarks/failover.py [--kills N] [--brokers B]

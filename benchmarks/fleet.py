@@ -1,4 +1,4 @@
-"""Fleet benchmark (acceptance 4 of issue 9): a thousand simulated brokers in one process against the daemon.
+"""Fleet benchmark: a thousand simulated brokers in one process against the daemon.
 
 Run: `.venv/bin/python benchmarks/fleet.py [--brokers 1000] [--topics 100] [--partitions 100]
 [--seconds 120] [--scenario chaos] [--seed 1] [--sizes 250,500,1000,1500]`.

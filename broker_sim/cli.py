@@ -23,11 +23,11 @@ Rules:
 - `--listen-host`: the brokers' control listeners bind to it and register it as their address, so
   the controller must reach it. A wildcard (0.0.0.0, ::) stands for this host's own address (what
   its hostname resolves to): the one other containers of a compose network reach it at.
-- `--controller HOST:PORT[,HOST:PORT...]`: one controller, or the controllers of a quorum (issue
-  21) in the order to try them. Every connection starts at the first and moves to the next on
+- `--controller HOST:PORT[,HOST:PORT...]`: one controller, or the controllers of a quorum in the
+  order to try them. Every connection starts at the first and moves to the next on
   NOT_CONTROLLER or a broken connection (`broker_sim.shell.connection`); one address behaves as
   before the list existed. An address listed twice is refused.
-- `--quorum N --quorum-data-dir DIR` (issue 21): the fleet starts N controllers of its own
+- `--quorum N --quorum-data-dir DIR`: the fleet starts N controllers of its own
   (`broker_sim.shell.quorum`: DIR/node-i each, a proxy per ordered pair of them, one cluster id
   drawn from the seed, the run's session timeout, `--quorum-election-timeout-ms` and
   `--quorum-fetch-timeout-ms`), runs against them and checks every node's dir at the end. It takes
@@ -37,7 +37,7 @@ Rules:
   `controller-failover` scenario needs it. `--controller-module MODULE` and `--controller-args
   ARGS` (hidden: for tests) run another entry point in place of `controller`, with more arguments
   (a planted bug).
-- `--tls-cert PATH --tls-key PATH --tls-ca PATH` (issue 22), all three or none: the fleet's
+- `--tls-cert PATH --tls-key PATH --tls-ca PATH`, all three or none: the fleet's
   connections to the controller(s) are TLS, presenting that certificate and verifying the
   controller's against the CA (its name: the `--controller` host), and the brokers' control
   listeners are TLS-only, requiring a client certificate from the CA, registered as SSL

@@ -11,15 +11,14 @@ Rules:
   by readers (newer writers, older readers). A truncated last line (a crashed run) is ignored.
   So the format grows by new kinds, never by changing what an existing kind's fields mean
   (`controller_switch`, `control_refused` and `controller_epoch` came with controller failover,
-  issue 21, and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum,
-  `--quorum`, then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then
-  `stop_observed` and `leader_and_isr_observed` with the brokers' side of the control duties,
-  issue 23: a reader that predates them skips them; then `admin_probe`, the admin client's
-  requests a correct controller must refuse, issue 23; then `unfenced`, `delete_answer` and
-  `create_answer`, the brokers' unfencings and the admin's own deletions and creations, issue
-  23). A kind may also gain a field with a default that means "not recorded" (`control_refused`'s
-  `digest` and `connection`, and `run`'s `journals_states`, issue 23): older readers ignore it,
-  newer ones read an older line as not recording it.
+  and `controller_fault`, `quorum_leader` and `failover` with the fleet's own quorum, `--quorum`,
+  then `quorum`, `quorum_leaders`, `vote_probe` and `control_sender`, then `stop_observed` and
+  `leader_and_isr_observed` with the brokers' side of the control duties: a reader that predates
+  them skips them; then `admin_probe`, the admin client's requests a correct controller must
+  refuse; then `unfenced`, `delete_answer` and `create_answer`, the brokers' unfencings and the
+  admin's own deletions and creations). A kind may also gain a field with a default that means
+  "not recorded" (`control_refused`'s `digest` and `connection`, and `run`'s `journals_states`):
+  older readers ignore it, newer ones read an older line as not recording it.
 - Times are wall-clock nanoseconds (`time.time_ns()` of the shell), so that entries of several
   fleet processes and the log's batch timestamps can be put on one timeline.
 - Topic ids are the canonical UUID string. Lists of broker ids keep the order the wire had.
@@ -182,8 +181,8 @@ class Probe:
 @dataclass(frozen=True, slots=True)
 class RequestProbe:
     """A request a correct controller must refuse with the error semantics.md names, sent on
-    purpose (issue 23; a kind new with it: older readers skip it; `broker_sim/model/probes.py`
-    lists the probes), and its answer.
+    purpose (a newer kind: older readers skip it; `broker_sim/model/probes.py` lists the probes),
+    and its answer.
 
     `probe`: the kind ("follower", "non-replica", "unknown-topic", "heartbeat-unregistered", ...);
     `broker_epoch`: the sender's when it built the request; `errors`: the answer's top-level
@@ -206,7 +205,7 @@ class RequestProbe:
 @dataclass(frozen=True, slots=True)
 class AdminProbe:
     """A request of the fleet's admin client that a correct controller must refuse with the error
-    semantics.md names (issue 23; `broker_sim/model/admin_probes.py` lists the kinds), sent on
+    semantics.md names (`broker_sim/model/admin_probes.py` lists the kinds), sent on
     purpose, and its answer. A kind of its own (not `RequestProbe`): no broker sends it, and the
     checker judges it apart (`broker_sim/check/admin_probe_rules.py`).
 
@@ -311,7 +310,7 @@ class ControlRefused:
     `broker_epoch`: the broker's own at the time; `request_broker_epoch` and `controller_epoch`: the
     request's; `newest_controller_epoch`: the newest this incarnation had seen (0: none yet).
     `digest`: of the request's decoded body, every field (`listener.request_digest`), and
-    `connection`: the number of the connection it came on, unique in the fleet process (issue 23,
+    `connection`: the number of the connection it came on, unique in the fleet process (both
     added with defaults: "" and 0 in an older journal, which leaves the refusal unjudged), so that a
     checker can tell the same request sent again after its refusal."""
 
@@ -507,7 +506,7 @@ class FailoverMeasured:
 @dataclass(frozen=True, slots=True)
 class UnfencedSeen:
     """A broker's heartbeat was answered unfenced (IsFenced false) after it was fenced: the controller
-    committed its unfencing before answering (issue 23; a kind new with it: older readers skip it)."""
+    committed its unfencing before answering (a newer kind: older readers skip it)."""
 
     kind: ClassVar[str] = "unfenced"
     wall_ns: int
@@ -518,7 +517,7 @@ class UnfencedSeen:
 @dataclass(frozen=True, slots=True)
 class DeleteAnswered:
     """The admin's own DeleteTopics of a topic it created (a chaos scratch topic) and its answer for
-    that topic (issue 23; a kind new with it). `topic_id`: as the admin knew it ("" if it did not);
+    that topic (a newer kind). `topic_id`: as the admin knew it ("" if it did not);
     `by_id`: v6 named it by id; `error`: the answer's error for the topic, -1 if it named none."""
 
     kind: ClassVar[str] = "delete_answer"

@@ -1,6 +1,6 @@
 """The rule map: every rule the controller must follow, and what of the fleet provokes it or sees it broken.
 
-Purpose (issue 23): the fleet is worth the bugs it finds, and a rule nothing provokes and nothing
+Purpose: the fleet is worth the bugs it finds, and a rule nothing provokes and nothing
 checks is a bug it cannot find. This module is the one list of the rules, each with the fleet's
 probes that provoke it (requests a correct controller must refuse, journalled and judged) and
 the checker's rules that would see it broken, or why the fleet cannot reach it; the README's
@@ -1143,7 +1143,7 @@ def summary(rules: Sequence[Rule]) -> str:
     return text + (f" ({', '.join(gaps)})." if gaps else ".")
 
 
-INTRO = """**The rule map** (issue 23). Every rule the controller follows, each sentence and table row of
+INTRO = """**The rule map**. Every rule the controller follows, each sentence and table row of
 `docs/semantics.md` (a copy of `../shared/docs/semantics.md`, kept identical by a test) and each
 bullet of the controller's "What it decides" above, with the fleet's probes that provoke it
 (requests a correct controller must refuse, named `<journal kind>:<reason>` as the journal

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # 25 examples per property (FENCER_HYPOTHESIS_EXAMPLES overrides; 30 until the 8-minute budget
-# met issue 23's checks, 2026-11-26): with every API version's codec
+# met the probes' and the rule map's checks, 2026-11-26): with every API version's codec
 # checked against kio, 60 cost the suite 47 CPU seconds more than 40 (tests/protocol and
 # tests/controller, 3:08 against 2:21 on 2 workers, 2026-11-26), and 40 about 15 more than 30 (116
 # against 101 CPU s for tests/protocol, controller state and ops, raft): CPU a 2-core CI runs short

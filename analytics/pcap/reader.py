@@ -105,7 +105,7 @@ _RESPONSE_PROBE = 8
 #: The APIs whose frames are kept whole and decoded: the codec's (`protocol.registry.api_keys()`) but
 #: Fetch, which is data plane on a broker's port (consumers' and followers' records, responses of up to
 #: `MAX_FRAME`): it is counted like Produce. KRaft's own Fetch of `__cluster_metadata` between
-#: controllers is counted with it until the quorum (issue 21) makes those exchanges part of the tables.
+#: controllers is counted with it until the quorum makes those exchanges part of the tables.
 CONTROL_PLANE_KEYS = frozenset(api_keys()) - {int(ApiKey.FETCH)}
 
 

@@ -1,4 +1,4 @@
-"""The admin's probes against the log (issue 23): a request a correct controller must refuse
+"""The admin's probes against the log: a request a correct controller must refuse
 (`broker_sim.model.admin_probes`, journalled as `AdminProbe`; this module keeps its own table of the
 right answers, `EXPECTED`, as `journal_rules` does for the brokers' probes) was refused, with the error
 semantics.md names.

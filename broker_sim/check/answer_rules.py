@@ -1,4 +1,4 @@
-"""Answers the fleet acted on, against the log (issue 23): an unfencing the brokers were told of, and
+"""Answers the fleet acted on, against the log: an unfencing the brokers were told of, and
 the admin's own topic deletions, were written as answered; its own creations were refused only for
 a reason the log shows.
 

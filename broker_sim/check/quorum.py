@@ -1,4 +1,4 @@
-"""A check of a controller quorum (issue 21): one data dir per node -> the committed log's check and the quorum's rules.
+"""A check of a controller quorum: one data dir per node -> the committed log's check and the quorum's rules.
 
 `check_quorum([DIR1, DIR2, DIR3], journal)`:
 1. Each node's log is read in outline (`LogReader.outline`: every batch validated as a check reads

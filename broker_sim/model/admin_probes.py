@@ -1,4 +1,4 @@
-"""Admin probes (issue 23): requests the fleet's admin client sends in chaos that a correct
+"""Admin probes: requests the fleet's admin client sends in chaos that a correct
 controller must refuse with the exact error semantics.md names ("CreateTopics, DeleteTopics,
 ElectLeaders"), journalled with their answer (`journal.AdminProbe`) and judged by the checker
 (`broker_sim.check.admin_probe_rules`).

@@ -78,7 +78,7 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.fleet_view:FleetView.ineligible",
         '"previous-epoch"',
     ),
-    # issue 23's request probes (broker_sim/model/probes.py), journalled as request_probe with the kind
+    # the request probes (broker_sim/model/probes.py), journalled as request_probe with the kind
     "request_probe:follower": ProbeKind(
         "an AlterPartition from a follower on the leader and partition epochs its listener shows (row d): "
         "INVALID_REQUEST",
@@ -205,7 +205,7 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.probes:_no_op_state",
         "known.replica_states.get(",
     ),
-    # issue 23's admin probes (broker_sim/model/admin_probes.py), journalled as admin_probe with the kind
+    # the admin probes (broker_sim/model/admin_probes.py), journalled as admin_probe with the kind
     "admin_probe:create-taken": ProbeKind(
         "a CreateTopics (v2-7) under a taken name: TOPIC_ALREADY_EXISTS",
         "broker_sim.model.admin_probes:_taken",

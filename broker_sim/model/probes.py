@@ -1,4 +1,4 @@
-"""Request probes (issue 23): requests a real peer could send that a correct controller must refuse
+"""Request probes: requests a real peer could send that a correct controller must refuse
 with the exact error semantics.md names, sent on purpose in chaos and journalled with their answer.
 
 Rules:

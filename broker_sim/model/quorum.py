@@ -1,4 +1,4 @@
-"""The fleet's own controller quorum (`--quorum N`, issue 21) as pure logic: the quorum's timeouts,
+"""The fleet's own controller quorum (`--quorum N`) as pure logic: the quorum's timeouts,
 who leads it (from DescribeQuorum answers), and the clock of each failover.
 
 Rules:

@@ -12,7 +12,7 @@ Rules:
   topic of it) is sent again one topic per request, as an operator would. A refused topic (e.g.
   TOPIC_ALREADY_EXISTS: another fleet made it) is counted, logged and left alone; brokers learn
   topics from LeaderAndIsr either way. Each answer for one of its topics is journalled
-  (`CreateAnswered`, issue 23), so that a checker can judge a refusal against the log.
+  (`CreateAnswered`), so that a checker can judge a refusal against the log.
 - `TopicCreated` is journalled with the topic id from the answer (v7) or, for older versions, once
   a LeaderAndIsr v5+ taught it; not at all if none did within `ID_WAIT_S` (the entry needs an id).
 - Chaos: first a scratch topic "fleet-<seed>-scratch-first", created once the topics are and
@@ -23,9 +23,9 @@ Rules:
   replication factor: the fleet's half the time, else the controller's default, -1, or 1 or 2;
   no assignment: the checker holds the placement to the log's rules, distinct replicas of
   the factor asked), deleted a few seconds later (DeleteTopics 1-6; v6 by id
-  when known; each answer for its topic journalled, `DeleteAnswered`, issue 23). Rolling restart:
+  when known; each answer for its topic journalled, `DeleteAnswered`). Rolling restart:
   ElectLeaders every few seconds, so that leadership returns to restarted brokers.
-- Chaos, besides (issue 23): admin probes (`broker_sim.model.admin_probes`: CreateTopics,
+- Chaos, besides: admin probes (`broker_sim.model.admin_probes`: CreateTopics,
   DeleteTopics and ElectLeaders requests a correct controller must refuse), one every second or
   two once the topics are created, on what the admin knows: the fleet topics answered NONE or
   TOPIC_ALREADY_EXISTS, the brokers DescribeCluster listed, the partitions the process's active

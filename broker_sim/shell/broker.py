@@ -18,7 +18,7 @@ Rules:
   checker can hold that no broker acted on an older controller's request than one it had seen; and
   each (controller id, controller epoch) a control request came with, the first time
   (`ControlSenderSeen`), so that it can hold each epoch to its leader. So are the brokers' side of
-  the control duties (issue 23): each decided partition of a StopReplica (`StopObserved`), and
+  the control duties: each decided partition of a StopReplica (`StopObserved`), and
   each accepted LeaderAndIsr that is FULL or the incarnation's first of its controller epoch
   (`LeaderAndIsrObserved`).
 - A control request names the destination's broker epoch where its version carries one

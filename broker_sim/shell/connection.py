@@ -11,7 +11,7 @@ Rules:
   that breaks the protocol (undecodable, wrong correlation id, oversized frame) raises `BadAnswer`.
   Either way the connection is closed first, so the next request starts on a fresh one: nothing a
   controller sends can leave the connection in an unknown state.
-- Several controllers (a quorum, issue 21): the connection starts at the first address and moves
+- Several controllers (a quorum): the connection starts at the first address and moves
   to the next one, in a ring, when an answer says NOT_CONTROLLER (`model.answers.not_controller`:
   the answer is still returned, for the caller to count and retry as any retriable error), when no
   connection can be opened, or when the connection breaks or times out during an exchange, as a

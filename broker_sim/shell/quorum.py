@@ -1,4 +1,4 @@
-"""The fleet's own controller quorum (`--quorum N --quorum-data-dir DIR`, issue 21): N controller
+"""The fleet's own controller quorum (`--quorum N --quorum-data-dir DIR`): N controller
 processes on this machine, a proxy for every ordered pair of them, and what the fleet does to them.
 
 Rules:

@@ -1,4 +1,4 @@
-"""What the fleet asks of its own quorum's nodes on purpose while a controller fault is on (issue 21):
+"""What the fleet asks of its own quorum's nodes on purpose while a controller fault is on:
 a write at the faulted node, and pre-votes for a stale log.
 
 Rules:

@@ -1,4 +1,4 @@
-"""The fleet's TLS (issue 22): `--tls-cert PATH --tls-key PATH --tls-ca PATH`, all three or none.
+"""The fleet's TLS: `--tls-cert PATH --tls-key PATH --tls-ca PATH`, all three or none.
 
 Rules:
 - Without the flags nothing changes: plain TCP both ways, listeners registered as PLAINTEXT (0).

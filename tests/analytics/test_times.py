@@ -1,5 +1,5 @@
 """Times are nanoseconds since the epoch, and a double holds today's only to 256 ns: windows,
-time arguments and the report's clock are computed in integers (issue 19, "a wrong window")."""
+time arguments and the report's clock are computed in integers, so that no entry falls in a wrong window."""
 
 from __future__ import annotations
 

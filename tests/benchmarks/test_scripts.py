@@ -1,4 +1,4 @@
-"""The Makefile's benchmark and stress commands, each run by a test (issue 17): a script nobody runs
+"""The Makefile's benchmark and stress commands, each run by a test: a script nobody runs
 crashes unnoticed (`make bench-core` did, for weeks).
 
 Each test takes its target's command line from `make -n TARGET` (so the script path and flags are
@@ -28,7 +28,7 @@ from tests.e2e.daemon_process import ROOT
 
 HERE = "tests/benchmarks/test_scripts.py"
 
-#: make target -> the test that runs its command (the README's Commands table: issue 17)
+#: make target -> the test that runs its command (the README's Commands table)
 COVERAGE = {
     "bench": f"{HERE}::test_bench_codec",
     "bench-core": f"{HERE}::test_bench_core",

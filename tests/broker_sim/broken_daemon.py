@@ -7,8 +7,8 @@ checker find bugs in a controller. The patches mimic plausible mistakes, one per
 semantics.md; the checks that must catch them are general (the fleet is judged against bugs it
 has never seen), so nothing in broker_sim knows these names.
 
-`BUGS` are a single controller's (test_fleet_finds_bugs.py); `QUORUM_BUGS` a controller quorum's
-(issue 21), patched into the Raft core (`controller.raft`) or its shell (`controller.server.quorum`,
+`BUGS` are a single controller's (test_fleet_finds_bugs.py); `QUORUM_BUGS` a controller quorum's,
+patched into the Raft core (`controller.raft`) or its shell (`controller.server.quorum`,
 the writer), run as every voter of the fleet's own quorum (`python -m broker_sim run --quorum 3
 --controller-module tests.broker_sim.broken_daemon --controller-args "--bug NAME"`,
 test_quorum_bugs.py).
@@ -262,7 +262,7 @@ def no_stop_replica_on_delete() -> None:
     orders.OutboundCollector.after = after  # type: ignore[method-assign]
 
 
-# ---------------------------------------------------------------------- the quorum's (issue 21)
+# ---------------------------------------------------------------------- the quorum's
 def answer_before_commit() -> None:
     """The leader answers once its own fsync is done: `committed` no longer waits for the high
     watermark (a majority's), so a leader cut off or killed has acknowledged what never commits."""
@@ -414,7 +414,7 @@ BUGS: dict[str, Callable[[], None]] = {
     "isr-non-replica": isr_non_replica,
     "no-stop-replica-on-delete": no_stop_replica_on_delete,
 }
-#: the bugs of a controller quorum (issue 21): run with several voters (`--quorum N`)
+#: the bugs of a controller quorum: run with several voters (`--quorum N`)
 QUORUM_BUGS: dict[str, Callable[[], None]] = {
     "answer-before-commit": answer_before_commit,
     "vote-for-shorter-log": vote_for_shorter_log,

@@ -1,4 +1,4 @@
-"""The checker over a controller quorum (issue 21): several nodes' data dirs, the committed log picked from
+"""The checker over a controller quorum: several nodes' data dirs, the committed log picked from
 them, the single-log rules on it, and the quorum's rules (broker_sim/check/quorum.py, quorum_rules.py).
 
 The nodes' logs are written by the controller's own `MetadataLog` (fsync off), the same batches on each

@@ -1,6 +1,6 @@
 """`make demo` end to end, briefly: the controller, the fleet's chaos scenario, the check, the summary.
 
-Needs the fleet engine and the checker of issue 9 (their branches): with the stand-in fleet and no
+Needs the fleet engine and the checker: with the stand-in fleet and no
 `broker_sim.check`, the check step fails and so does this test."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fleet given several controllers (`--controller A,B`, issue 21) finds the active one as a Kafka
+"""The fleet given several controllers (`--controller A,B`) finds the active one as a Kafka
 broker does in its quorum: past a controller nobody listens for, and past a real peer that answers
 every request NOT_CONTROLLER (`not_controller_peer`), to the real daemon, where every broker
 registers and the run is clean: the NOT_CONTROLLER answers counted under their name, every move

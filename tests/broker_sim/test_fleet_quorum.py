@@ -1,4 +1,4 @@
-"""The `controller-failover` scenario against the real quorum (issue 21, acceptance 2): the user's
+"""The `controller-failover` scenario against the real quorum: the user's
 command, `python -m broker_sim run --quorum 3 --quorum-data-dir DIR`, seed 1, once for the module
 (30 s of steady broker traffic, 5 brokers, 3 topics x 4 partitions, RF 3, the quorum's timeouts
 500/1000 ms so that three faults fit, with room for slow restarts on a loaded CI machine): it

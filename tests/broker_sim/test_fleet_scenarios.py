@@ -112,7 +112,7 @@ async def test_every_inbound_api_appears_across_the_scenarios(root: Path) -> Non
     # the quorum's RPCs go between controllers, not from brokers (tests/controller/server/test_quorum.py)
     quorum = {ApiKey.FETCH, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH}
     quorum |= {ApiKey.DESCRIBE_QUORUM, ApiKey.FETCH_SNAPSHOT}
-    # the ACL APIs (issue 22, protocol.md's second table with the quorum's) are an operator's, which
+    # the ACL APIs (protocol.md's second table with the quorum's) are an operator's, which
     # the fleet does not play: tests/e2e/test_acls.py sends each to the daemon
     acls = {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS}
     assert seen >= {api(key).name for key in INBOUND_API_KEYS - quorum - acls}

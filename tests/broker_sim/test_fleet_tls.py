@@ -1,4 +1,4 @@
-"""A fleet run over TLS against the real daemon (issue 22), before the daemon's own TLS listener: a
+"""A fleet run over TLS against the real daemon, before the daemon's own TLS listener: a
 TLS front (real TLS, requiring a client certificate from the run's CA, certificates minted by
 trustme) carries the fleet's connections to a plain daemon. Every connection the fleet opened
 presented its certificate and checked the front's; the brokers registered their listeners as SSL,

@@ -57,7 +57,7 @@ PROBE_ENTRIES = [
     VoteProbed(12, 2, 1, 3, 0, 0, 41, 0, False),
     ControlSenderSeen(13, 4, "LeaderAndIsr", 2, 3, 0),
 ]
-#: the brokers' side of the control duties (issue 23): a StopReplica partition decided, a LeaderAndIsr accepted
+#: the brokers' side of the control duties: a StopReplica partition decided, a LeaderAndIsr accepted
 DUTY_ENTRIES = [
     StopObserved(14, 4, 30, 3, 2, "fleet-1-scratch-0", 1, -2, True, 0),
     LeaderAndIsrObserved(15, 4, 30, 7, 1, 2, 2, 12),

@@ -1,4 +1,4 @@
-"""The fleet finds a quorum's bugs (issue 21, acceptance 2): a short `controller-failover` run with a
+"""The fleet finds a quorum's bugs: a short `controller-failover` run with a
 fixed seed against three voters of the real daemon with one of the quorum's safety checks off
 (tests/broker_sim/broken_daemon.py's `QUORUM_BUGS`) exits 1 and names the violation; the same runs
 against the real daemon are clean.

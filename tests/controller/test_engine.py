@@ -1,6 +1,6 @@
 """The engine on a real, fsync'd data dir: restart equivalence, snapshots, and crash safety.
 
-Crash safety (acceptance 3 of the core issue): truncating the last segment at every byte inside
+Crash safety: truncating the last segment at every byte inside
 its last batch recovers exactly the state of the batches before it; a flipped bit in the last
 batch is truncated as a torn write; a flipped bit in a middle batch stops start-up with a
 message naming the file and the offset (and `repair` truncates there).

@@ -1,4 +1,4 @@
-"""The engine's authorization options and seam (issue 22), on a real data dir.
+"""The engine's authorization options and seam, on a real data dir.
 
 `load`/`start` take the options (checked), `decide` takes who asks, `authorizer` is the one in
 force on an active controller and a standby alike (its ACL snapshot follows what was replayed:

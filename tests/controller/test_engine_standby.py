@@ -1,4 +1,4 @@
-"""The engine as a standby (issue 21): `load` the snapshot, `catch_up` the log to a committed
+"""The engine as a standby: `load` the snapshot, `catch_up` the log to a committed
 offset in as many steps as replication gives, `activate` when elected.
 
 A standby's state at offset N must be what a controller had at N, however the catch-up is cut

@@ -1,4 +1,4 @@
-"""Replay of the Kafka 3.9 record types (issue 18): every record type has a replayer; those the
+"""Replay of the Kafka 3.9 record types: every record type has a replayer; those the
 state keeps (controller.state.kept) change it; only markers, NoOp, snapshot framing, the KRaft
 version and the voters are read and ignored by the core (which records a transaction lets take
 effect is start-up replay's: tests/controller/test_transactions.py)."""

@@ -1,6 +1,6 @@
 """The Grafana dashboard queries only what the controller exports: every metric name in its PromQL has
-samples in a real /metrics scrape of the daemon after a short fleet run, and the panels issue 17 asks
-for are there."""
+samples in a real /metrics scrape of the daemon after a short fleet run, and the panels it must
+have (`REQUIRED`) are there."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ _MATCHERS = re.compile(r"\{[^}]*\}")
 _RANGE = re.compile(r"\[[^\]]*\]")
 _GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
 _IDENTIFIER = re.compile(r"(?<![\w.$])([a-zA-Z_:][a-zA-Z0-9_:]*)(?=\s*([{\[)\s,]|$))")
-#: What issue 17 asks the dashboard to show, by the metric that shows it.
+#: What the dashboard must show, by the metric that shows it.
 REQUIRED = {
     "fencer_requests_total",  # request rates by API, errors by code
     "fencer_request_latency_seconds_bucket",  # latencies by API

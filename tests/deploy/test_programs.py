@@ -205,7 +205,7 @@ def test_grafana_reads_the_provisioned_datasource_and_dashboards() -> None:
 
 
 def test_the_quorum_profile_is_three_voters_at_their_service_names_and_a_fleet_on_all_three() -> None:
-    """--profile quorum (issue 21): each voter listens where the voter list says it is (its
+    """--profile quorum: each voter listens where the voter list says it is (its
     service name's port, on every interface), names itself, and the fleet tries all three."""
     voters = {n: parsed(f"controller-{n}") for n in (1, 2, 3)}
     lists = {args.controller_quorum_voters for args in voters.values()}

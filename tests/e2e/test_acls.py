@@ -1,4 +1,4 @@
-"""The ACL APIs (issue 22) end to end, without an authorizer: the real daemon, a real TCP
+"""The ACL APIs end to end, without an authorizer: the real daemon, a real TCP
 listener, and kio 0.5.0 (an implementation independent of fencer's codec) writing each request
 and reading each answer. ApiVersions lists DescribeAcls (29), CreateAcls (30) and DeleteAcls (31)
 at 0-3; each is answered at its lowest and highest version as Kafka's controller answers without

@@ -1,4 +1,4 @@
-"""The daemon behind mTLS with Kafka's StandardAuthorizer (issue 22): principals come from client
+"""The daemon behind mTLS with Kafka's StandardAuthorizer: principals come from client
 certificates through `--ssl-principal-mapping-rules`; a principal without CLUSTER_ACTION gets
 CLUSTER_AUTHORIZATION_FAILED on every broker API and the log does not move; a super user's ACLs
 let a broker principal in, across a restart (they are records of the metadata log); DescribeAcls

@@ -25,9 +25,9 @@ from .fencer_client import FencerClient
 from .kio_client import KioClient
 
 INBOUND = {7: (0, 3), 18: (0, 4), 19: (2, 7), 20: (1, 6), 43: (0, 2), 56: (0, 3), 60: (0, 1), 62: (0, 4), 63: (0, 1)}
-# the quorum's Raft RPCs, served by every node, a sole voter too (issue 21; Vote v2: Kafka 4.0's pre-vote)
+# the quorum's Raft RPCs, served by every node, a sole voter too (Vote v2: Kafka 4.0's pre-vote)
 INBOUND |= {1: (13, 17), 52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2), 59: (0, 1)}
-# the ACL APIs of issue 22 (SECURITY_DISABLED without an authorizer: tests/e2e/test_acls.py)
+# the ACL APIs (SECURITY_DISABLED without an authorizer: tests/e2e/test_acls.py)
 INBOUND |= {29: (0, 3), 30: (0, 3), 31: (0, 3)}
 
 

@@ -1,4 +1,4 @@
-"""Issue 22's acceptance 2, end to end over real TCP and real TLS (certificates minted by trustme,
+"""A fleet run with TLS and ACLs, end to end over real TCP and real TLS (certificates minted by trustme,
 one CA): the daemon with `--tls-cert/--tls-key/--tls-ca` (its listener TLS-only, client certificates
 required; its control channel presenting the same certificate to the brokers' SSL listeners) and
 Kafka's StandardAuthorizer, where a super user (`User:admin`) has let the fleet's principal

@@ -1,4 +1,4 @@
-"""A controller quorum of three real daemons (issue 21), started by hand with the documented flags
+"""A controller quorum of three real daemons, started by hand with the documented flags
 and spoken to with kio (an implementation independent of fencer's codec).
 
 One module-wide quorum, in order: one leader named by DescribeQuorum (the others answer
@@ -170,7 +170,7 @@ def test_one_leader_the_others_redirect(quorum: Quorum) -> None:
                     break
                 time.sleep(0.05)
             assert created.error_message == f"The active controller appears to be node {leader}"
-            # the ACL APIs too (issue 22; protocol.md's rule for a standby, whatever its authorizer)
+            # the ACL APIs too (protocol.md's rule for a standby, whatever its authorizer)
             redirect = (NOT_CONTROLLER, f"The active controller appears to be node {leader}")
             described = client.request(m.describe_acls(3))
             assert (described.error_code, described.error_message) == redirect

@@ -1,4 +1,4 @@
-"""A controller quorum behind mTLS (issue 22): the voters' Raft links are TLS, each node presenting
+"""A controller quorum behind mTLS: the voters' Raft links are TLS, each node presenting
 its `--tls-cert` and checking the others' against `--tls-ca` and the voter's host; with
 `--authorizer standard` a voter's Raft RPCs need CLUSTER_ACTION like a broker's, so the
 controllers' principal is a super user (as Kafka's controllers are: `super.users`).

@@ -1,4 +1,4 @@
-"""SIGKILL between a metadata transaction's Begin and its End (issue 18, acceptance 3).
+"""SIGKILL between a metadata transaction's Begin and its End.
 
 The real daemon runs with operations limited to 2 records a batch (`--max-records-per-operation
 2`: its topics are created one per request), so a controlled shutdown of a broker leading 8

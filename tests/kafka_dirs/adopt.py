@@ -1,4 +1,4 @@
-"""Acceptance check (issue 18, point 1): fencer adopts a KRaft data dir that Apache Kafka wrote.
+"""Acceptance check: fencer adopts a KRaft data dir that Apache Kafka wrote.
 
     .venv/bin/python tests/kafka_dirs/adopt.py DIR [DIR ...] [--session-timeout-ms MS] [--keep]
     make check-kafka-dirs KAFKA_DIRS="DIR [DIR ...]"

@@ -1,4 +1,4 @@
-"""fencer adopts a data dir in Kafka's shape (issue 18, acceptance point 1), in the suite.
+"""fencer adopts a data dir in Kafka's shape, in the suite.
 
 `tests/kafka_dirs/adopt.py` is the acceptance check (`make check-kafka-dirs KAFKA_DIRS=...`), run
 by hand on data dirs real Kafka brokers wrote (they are not in the repository;

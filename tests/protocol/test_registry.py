@@ -64,7 +64,7 @@ def test_api_table_matches_protocol_md() -> None:
     assert set(versions) == INBOUND_API_KEYS | OUTBOUND_API_KEYS | DECODE_ONLY_API_KEYS
     assert not INBOUND_API_KEYS & OUTBOUND_API_KEYS
     assert not (INBOUND_API_KEYS | OUTBOUND_API_KEYS) & DECODE_ONLY_API_KEYS
-    # the controller neither sends nor serves UpdateMetadata; KRaft's Raft RPCs are served (issue 21)
+    # the controller neither sends nor serves UpdateMetadata; KRaft's Raft RPCs are served (the quorum)
     assert {ApiKey.UPDATE_METADATA} == DECODE_ONLY_API_KEYS
     assert {
         ApiKey.FETCH,
@@ -74,7 +74,7 @@ def test_api_table_matches_protocol_md() -> None:
         ApiKey.DESCRIBE_QUORUM,
         ApiKey.FETCH_SNAPSHOT,
     } <= INBOUND_API_KEYS
-    # issue 22's ACL APIs are served (SECURITY_DISABLED without an authorizer)
+    # the ACL APIs are served (SECURITY_DISABLED without an authorizer)
     assert {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS} <= INBOUND_API_KEYS
 
 

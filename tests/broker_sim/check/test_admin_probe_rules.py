@@ -1,4 +1,4 @@
-"""The admin probes against the log (issue 23): an admin probe the controller accepted (a topic it
+"""The admin probes against the log: an admin probe the controller accepted (a topic it
 created named by the violation, and judged by the log's rules too), or refused with another error
 than semantics.md names; an unclean election is right for a partition that was leaderless while
 the request was in flight."""

@@ -1,4 +1,4 @@
-"""Leadership (issue 23): a shutting-down leader without successor stays leader, a replica back online
+"""Leadership: a shutting-down leader without successor stays leader, a replica back online
 in a leaderless ISR is elected, an unclean election only when the fleet asked for one; and a request
 refused as stale is not sent again on its connection. Hand-built logs and journals."""
 

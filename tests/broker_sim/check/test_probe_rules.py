@@ -1,4 +1,4 @@
-"""The journal rules for probes (issue 23): a request probe the controller accepted, or refused with
+"""The journal rules for probes: a request probe the controller accepted, or refused with
 another error than semantics.md names for its kind and version; and the refusals of a leader's ISR
 expansion on a stale view (Probe entries), whose acceptance stays the log's to judge."""
 

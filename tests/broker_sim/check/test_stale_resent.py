@@ -1,4 +1,4 @@
-"""stale-resent end to end (issue 23): the daemon's control channel (controller.control.channel) delivers
+"""stale-resent end to end: the daemon's control channel (controller.control.channel) delivers
 to a fleet broker's listener over TCP, which journals what it refuses as stale; the real channel
 never sends a refused request again, and one that does is reported. The fleet cannot provoke a
 stale refusal from a correct controller (it drops orders for older broker epochs before sending),

@@ -1,4 +1,4 @@
-"""Admin probes (issue 23): each kind built from what the admin knows, at every version of its range,
+"""Admin probes: each kind built from what the admin knows, at every version of its range,
 refused by the real controller core with the error the checker expects (nothing written), judged
 from its answer, and paced."""
 

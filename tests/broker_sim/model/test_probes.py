@@ -1,4 +1,4 @@
-"""Request probes (issue 23): each kind built from what a broker knows, judged from its answer,
+"""Request probes: each kind built from what a broker knows, judged from its answer,
 paced, and sent by the broker model in chaos."""
 
 from __future__ import annotations

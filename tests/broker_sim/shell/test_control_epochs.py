@@ -138,7 +138,7 @@ async def test_a_new_incarnation_starts_from_no_controller_epoch(tmp_path: Path)
 
 @pytest.mark.parametrize("seed", [0, 7])  # broker 1's listener: LeaderAndIsr v5 and StopReplica v3; v4 and v0
 async def test_stop_partitions_and_full_or_first_leader_and_isr_are_journalled(tmp_path: Path, seed: int) -> None:
-    """The brokers' side of the control duties (issue 23): each StopReplica partition decided (with its
+    """The brokers' side of the control duties: each StopReplica partition decided (with its
     leader epoch, delete flag and answer), each FULL LeaderAndIsr accepted and an incarnation's first
     of each controller epoch; nothing of a request refused whole."""
     broker = runner(tmp_path / "journal.jsonl", seed)

@@ -532,7 +532,7 @@ def test_request_type_is_the_leader_and_isr_type_from_v5(version: int, full: boo
 
 
 async def test_on_handled_sees_the_connection_and_the_request_digest(nursery: trio.Nursery) -> None:
-    """What a refusal is journalled with (issue 23, stale-resent): the connection it came on (one number
+    """What a refusal is journalled with (for stale-resent): the connection it came on (one number
     per connection, 0 outside a handled request) and a digest of its content, equal for equal content."""
     seen: list[tuple[int, str, int]] = []
     listener = BrokerControlListener(BROKER_ID, lambda: EPOCH)

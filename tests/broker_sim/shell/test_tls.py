@@ -1,4 +1,4 @@
-"""The fleet's TLS (broker_sim.shell.tls, issue 22), with certificates minted by trustme: a controller
+"""The fleet's TLS (broker_sim.shell.tls), with certificates minted by trustme: a controller
 connection over TLS to a real trio TLS server that requires the fleet's certificate; the controller's
 certificate checked against the host dialled; the brokers' control listeners TLS-only, answering only
 clients with a certificate from the CA; the contexts' files checked; the command line's flags."""

@@ -1,4 +1,4 @@
-"""The control channel over TLS (issue 22), against real TLS listeners on 127.0.0.1 with certificates
+"""The control channel over TLS, against real TLS listeners on 127.0.0.1 with certificates
 minted by trustme: an SSL listener reached over TLS with the controller's certificate, a broker's
 certificate for another host refused and counted, a listener the channel cannot speak not attempted
 (counted once per incarnation), PLAINTEXT as before; the client context's files checked."""

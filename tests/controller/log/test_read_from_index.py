@@ -1,5 +1,5 @@
 """`MetadataLog.read(offset)` starts at the offset index's floor in the segment holding the offset:
-a standby's catch-up (issue 21) reads what follows what it applied, never the whole segment again."""
+a standby's catch-up reads what follows what it applied, never the whole segment again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DescribeAcls, CreateAcls and DeleteAcls (issue 22) without an authorizer: Kafka's controller
+"""DescribeAcls, CreateAcls and DeleteAcls without an authorizer: Kafka's controller
 (AclApis) answers SECURITY_DISABLED (54) with its messages, writes nothing and reads nothing,
 at every version, even with ACLs in the log."""
 

@@ -1,4 +1,4 @@
-"""The ACL APIs with StandardAuthorizer configured (issue 22): AclApis and AclControlManager.
+"""The ACL APIs with StandardAuthorizer configured: AclApis and AclControlManager.
 
 CreateAcls writes one AccessControlEntryRecord per new ACL (an ACL present, or created twice in a
 request, once), DescribeAcls answers what a filter matches grouped by resource, DeleteAcls removes

@@ -1,4 +1,4 @@
-"""Authorization in the core (issue 22): each API's check as Kafka's ControllerApis makes it.
+"""Authorization in the core: each API's check as Kafka's ControllerApis makes it.
 
 Every API with a cluster check is refused CLUSTER_AUTHORIZATION_FAILED (31) in its response's
 shape to a principal without the operation, writes nothing and leaves a denial; an ALLOW ACL for

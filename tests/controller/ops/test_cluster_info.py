@@ -15,7 +15,7 @@ from protocol.messages.describe_cluster import (
 from ..harness import CLUSTER_ID, Harness
 
 # docs/protocol.md, "Inbound APIs" and "Added by the quorum and security issues" (the ACL APIs, 29-31,
-# of issue 22 too): key -> (lowest, highest) version served
+# among them): key -> (lowest, highest) version served
 # (Vote to v2, Kafka 4.0's pre-vote: protocol.md's row says 0-1, with pre-vote in v1, which Kafka's
 # schema contradicts)
 PROTOCOL_MD = {

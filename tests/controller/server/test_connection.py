@@ -105,7 +105,7 @@ RAFT_REQUESTS: list[tuple[Data, int]] = [
 
 @pytest.mark.parametrize(("body", "version"), RAFT_REQUESTS, ids=[f"{b.API.key}-v{v}" for b, v in RAFT_REQUESTS])
 async def test_raft_rpcs_are_handed_on_like_any_served_api(pair: Pair, body: Data, version: int) -> None:
-    """KRaft's Raft RPCs are served by every node (issue 21): the connection hands them on (the
+    """KRaft's Raft RPCs are served by every node (the quorum): the connection hands them on (the
     daemon's router gives them to the quorum)."""
     pair.peer.sendall(encode_request(body, version, correlation_id=5))
     pending = await pair.host.next_request(1)

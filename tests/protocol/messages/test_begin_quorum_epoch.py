@@ -172,7 +172,7 @@ def test_version_rules() -> None:
 
 @pytest.mark.parametrize("version", range(2))
 def test_decoded_and_served(version: int) -> None:
-    """The daemon's listener (allowed=INBOUND_API_KEYS) serves it (issue 21's quorum, on every node)."""
+    """The daemon's listener (allowed=INBOUND_API_KEYS) serves it (the quorum's, on every node)."""
     body = BeginQuorumEpochRequest(topics=())
     payload = encode_request(body, version, correlation_id=42)[4:]
     assert decode_request(payload).body == body

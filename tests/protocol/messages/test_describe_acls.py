@@ -159,7 +159,7 @@ def test_version_rules() -> None:
 
 @pytest.mark.parametrize("version", range(4))
 def test_decoded_and_served(version: int) -> None:
-    """The daemon's listener (allowed=INBOUND_API_KEYS) takes every version (issue 22)."""
+    """The daemon's listener (allowed=INBOUND_API_KEYS) takes every version."""
     request = any_acl(pattern_type_filter=PatternType.LITERAL)
     payload = encode_request(request, version, correlation_id=42)[4:]
     assert decode_request(payload, allowed=INBOUND_API_KEYS).body == request

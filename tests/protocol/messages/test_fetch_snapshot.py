@@ -174,7 +174,7 @@ def test_version_rules() -> None:
 
 @pytest.mark.parametrize("version", range(2))
 def test_decoded_and_served(version: int) -> None:
-    """The daemon's listener (allowed=INBOUND_API_KEYS) serves it (issue 21's quorum, on every node)."""
+    """The daemon's listener (allowed=INBOUND_API_KEYS) serves it (the quorum's, on every node)."""
     payload = encode_request(request("abc"), version, correlation_id=42)[4:]
     assert decode_request(payload).body == request("abc")
     assert decode_request(payload, allowed=INBOUND_API_KEYS).body == decode_request(payload).body

@@ -1,4 +1,4 @@
-"""The record types added for Kafka 3.9 completeness (issue 18): golden bytes written out by hand
+"""The record types added for Kafka 3.9 completeness: golden bytes written out by hand
 from the schemas in Kafka's `*Record.json`, and round trips of every type and version.
 
 Golden values use a distinct, non-default value in every field, so a field encoded with the
