@@ -29,6 +29,7 @@ __all__ = [
     "_truncated",
     "_unpack_from",
     "_uuid_array",
+    "_uuid_array_bytes",
     "_uuid_from",
     "_uvarint",
     "_write_known_tags",
@@ -110,6 +111,25 @@ def _uuid_array(buf: bytes, pos: int, count: int) -> tuple[_uuid.UUID, ...]:
             _RECENT_UUID_ARRAYS.clear()
         _RECENT_UUID_ARRAYS[raw] = found
     return found
+
+
+#: the UUID tuple last encoded by `_uuid_array_bytes` and its bytes (the tuple is held, so its
+#: identity cannot pass to another one while it is here); replaced whole, so any thread may read it
+_LAST_UUID_ARRAY: tuple[tuple[_uuid.UUID, ...], bytes] = ((), b"")
+
+
+def _uuid_array_bytes(values: tuple[_uuid.UUID, ...]) -> bytes:
+    """The 16 bytes of each UUID of `values`, in order. The tuple encoded last is answered at once:
+    partitions share one directories tuple (`controller.state.model.shared_directories`), and a
+    snapshot encodes it once per partition."""
+    global _LAST_UUID_ARRAY
+    last, raw = _LAST_UUID_ARRAY
+    if values is last:
+        return raw
+    raw = b"".join([value.int.to_bytes(16, "big") for value in values])
+    if type(values) is tuple:  # a list could change under the cache
+        _LAST_UUID_ARRAY = (values, raw)
+    return raw
 
 
 #: arrays of up to this many fixed-size elements are read with a `struct.Struct` made once

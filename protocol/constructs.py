@@ -79,7 +79,7 @@ class KFixed(KMember):
             em.line(f"{target} = _uuid_from({target})")
 
     def emit_encode(self, em: Emitter, value: str, what: str) -> None:
-        raw = f"{value}.bytes" if self.wire is UUID else value
+        raw = f"{value}.int.to_bytes(16, 'big')" if self.wire is UUID else value  # `.bytes`, without its call
         em.line(f"out += {em.const(f'_Struct({self._struct.format!r})')}.pack({raw})")
 
 
@@ -259,9 +259,7 @@ class KArray(_Sized):
         count = self.emit_write_length(em, value, what)
         element = self.element
         if isinstance(element, KFixed) and element.wire is UUID:
-            item = em.name("u")
-            with em.block(f"for {item} in {value}:"):
-                em.line(f"out += {item}.bytes")
+            em.line(f"out += _uuid_array_bytes({value})")
         elif isinstance(element, KFixed):
             structs = em.const(f"_array_structs({element.wire.fmt!r})")
             with em.block(f"if {count} < {_CACHED_ARRAY_LENGTH}:"):

@@ -205,7 +205,7 @@ class KStruct(construct.Construct):  # type: ignore[misc]
             if run:
                 fmt = ">" + "".join(fixed.wire.fmt for _, fixed in run)
                 args = ", ".join(
-                    f"{value}.{field.name}.bytes" if fixed.wire is UUID else f"{value}.{field.name}"
+                    f"{value}.{field.name}.int.to_bytes(16, 'big')" if fixed.wire is UUID else f"{value}.{field.name}"
                     for field, fixed in run
                 )
                 em.line(f"out += {em.const(f'_Struct({fmt!r})')}.pack({args})")
