@@ -428,8 +428,9 @@ METADATA_RECORD_TYPES: dict[int, type[Data]] = {
 
 # (record type, version) -> codec, filled on first use; the decode fast path is one dict lookup.
 _CODECS: dict[tuple[int, int], Codec[Any]] = {}
-# (record type, version) -> the value's framing prefix (frame version, type, version as uvarints)
-_PREFIXES: dict[tuple[int, int], bytes] = {}
+# (record class, version) -> its codec and the value's framing prefix (frame version, type and
+# version as uvarints), filled on first use
+_ENCODERS: dict[tuple[type[Data], int], tuple[Codec[Any], bytes]] = {}
 
 
 def latest_version(cls: type[Data]) -> int:
@@ -452,6 +453,18 @@ def _codec_for(record_type: int, version: int) -> Codec[Any]:
 
 def encode_metadata_value(record: Data, version: int) -> bytes:
     """The framed value of one metadata record at `version` (raises `EncodeError`)."""
+    encoder = _ENCODERS.get((type(record), version))
+    if encoder is None:
+        encoder = _encoder_for(record, version)
+    record_codec, prefix = encoder
+    out = bytearray(prefix)
+    record_codec.encode_into(record, out)
+    return bytes(out)
+
+
+def _encoder_for(record: Data, version: int) -> tuple[Codec[Any], bytes]:
+    """The codec and the framing prefix of a metadata record class at `version`, checked once and
+    kept (`_ENCODERS`: a snapshot encodes a million records through one lookup each)."""
     record_type = record.API.key if hasattr(type(record), "API") else -1
     if METADATA_RECORD_TYPES.get(record_type) is not type(record):
         raise EncodeError(f"{type(record).__name__} is not a metadata record")
@@ -459,12 +472,9 @@ def encode_metadata_value(record: Data, version: int) -> bytes:
         record_codec = _CODECS.get((record_type, version)) or _codec_for(record_type, version)
     except DecodeError as exc:
         raise EncodeError(str(exc)) from None
-    prefix = _PREFIXES.get((record_type, version))
-    if prefix is None:
-        prefix = _PREFIXES[(record_type, version)] = uvarint(FRAME_VERSION) + uvarint(record_type) + uvarint(version)
-    out = bytearray(prefix)
-    record_codec.encode_into(record, out)
-    return bytes(out)
+    prefix = uvarint(FRAME_VERSION) + uvarint(record_type) + uvarint(version)
+    found = _ENCODERS[(type(record), version)] = (record_codec, prefix)
+    return found
 
 
 def decode_metadata_value(data: bytes | None) -> tuple[Data, int]:
