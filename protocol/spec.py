@@ -27,10 +27,13 @@ from __future__ import annotations
 import dataclasses
 import typing
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from .versions import Versions
+
+T = TypeVar("T")
 
 ZERO_UUID = uuid.UUID(int=0)
 REQUEST: Literal["request"] = "request"
@@ -199,14 +202,48 @@ def _slot_init(cls: type) -> Any:
         else:
             names[f"_default_{i}"] = info.default
             params.append(f"{info.name}=_default_{i}")
-        slot = next(klass.__dict__[info.name] for klass in cls.__mro__ if info.name in klass.__dict__)
-        names[f"_set_{i}"] = slot.__set__
+        names[f"_set_{i}"] = _slot_setter(cls, info.name)
         body.append(f"    _set_{i}(self, {info.name})")
     source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(source, names)  # generated from the class's own field names
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
+
+
+def _slot_setter(cls: type, name: str) -> Any:
+    """The setter of the slot `name` of `cls` (declared by it or a base)."""
+    slot = next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
+    return slot.__set__
+
+
+def builder(cls: type[T], *names: str) -> Callable[..., T]:
+    """A constructor of the message class `cls` that takes the fields `names`, in that order,
+    positionally, and leaves every other field at its default: what code that builds many
+    messages of one class calls (a snapshot builds a PartitionRecord per partition), at about half
+    the cost of the keyword constructor. The fields it leaves must have defaults."""
+    infos = {info.name: info for info in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = [name for name in names if name not in infos]
+    if unknown or len(set(names)) != len(names):
+        raise TypeError(f"{cls.__name__}: cannot build from {names} (unknown or repeated: {unknown or names})")
+    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = ["    self = _new(_cls)"]
+    for i, (name, info) in enumerate(infos.items()):
+        scope[f"_set_{i}"] = _slot_setter(cls, name)
+        if name in names:
+            value = f"_{names.index(name)}"
+        elif info.default is dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{name} has no default: name it")
+        else:
+            scope[f"_default_{i}"] = info.default
+            value = f"_default_{i}"
+        body.append(f"    _set_{i}(self, {value})")
+    params = ", ".join(f"_{index}" for index in range(len(names)))
+    source = f"def build({params}):\n" + "\n".join(body) + "\n    return self\n"
+    exec(source, scope)  # generated from the class's own field names
+    build: Callable[..., T] = scope["build"]
+    build.__qualname__ = f"{cls.__qualname__}.builder"
+    return build
 
 
 # ---------------------------------------------------------------------------- introspection

@@ -23,6 +23,7 @@ from protocol.records.metadata import (
     PartitionChangeRecord,
     PartitionRecord,
 )
+from protocol.spec import builder
 
 RECOVERED = 0
 RECOVERING = 1
@@ -113,17 +114,32 @@ class PartitionRegistration(NamedTuple):
         return self.leader != NO_LEADER
 
     def to_record(self, topic_id: uuid.UUID, partition_id: int) -> PartitionRecord:
-        return PartitionRecord(
-            partition_id=partition_id,
-            topic_id=topic_id,
-            replicas=self.replicas,
-            isr=self.isr,
-            leader=self.leader,
-            leader_recovery_state=self.leader_recovery_state,
-            leader_epoch=self.leader_epoch,
-            partition_epoch=self.partition_epoch,
-            directories=self.directories,
+        return _partition_record(
+            partition_id,
+            topic_id,
+            self.replicas,
+            self.isr,
+            self.leader,
+            self.leader_recovery_state,
+            self.leader_epoch,
+            self.partition_epoch,
+            self.directories,
         )
+
+
+#: `PartitionRegistration.to_record`'s constructor: a snapshot builds one record per partition
+_partition_record = builder(
+    PartitionRecord,
+    "partition_id",
+    "topic_id",
+    "replicas",
+    "isr",
+    "leader",
+    "leader_recovery_state",
+    "leader_epoch",
+    "partition_epoch",
+    "directories",
+)
 
 
 class TopicPartition(NamedTuple):

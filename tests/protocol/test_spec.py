@@ -1,12 +1,15 @@
 """The description language: what a message class must declare, and what it may not."""
 
+import dataclasses
+import uuid
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 import pytest
 
 from protocol.compiler import codec
-from protocol.spec import ARRAY, INT32, STRING, STRUCT, Api, Array, Data, F, fields_of, nested_classes
+from protocol.records.metadata import PartitionRecord
+from protocol.spec import ARRAY, INT32, STRING, STRUCT, Api, Array, Data, F, builder, fields_of, nested_classes
 
 from .sample_messages import SampleItem, SampleLeaf, SampleMessage
 
@@ -105,3 +108,23 @@ def test_every_message_gets_the_slot_constructor() -> None:
             for klass in (cls, *nested_classes(cls)):
                 assert klass.__init__.__qualname__ == f"{klass.__qualname__}.__init__"
                 assert "_set_0" in klass.__init__.__code__.co_names, klass  # slot setters, not object.__setattr__
+
+
+def test_a_builder_makes_what_the_keyword_constructor_makes_from_the_fields_it_names() -> None:
+    build = builder(PartitionRecord, "partition_id", "topic_id", "isr", "leader")
+    topic = uuid.UUID(int=7)
+    made = build(3, topic, (1, 2), 2)
+    assert made == PartitionRecord(partition_id=3, topic_id=topic, isr=(1, 2), leader=2)
+    assert made.replicas == () and made.leader_epoch == -1 and made.unknown_tags == ()  # the others: defaults
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.leader = 1  # type: ignore[misc]
+
+
+def test_a_builder_refuses_fields_the_class_does_not_have_or_names_twice() -> None:
+    with pytest.raises(TypeError, match="unknown or repeated"):
+        builder(PartitionRecord, "partition_id", "no_such_field")
+    with pytest.raises(TypeError, match="unknown or repeated"):
+        builder(PartitionRecord, "isr", "isr")
+    with pytest.raises(TypeError, match="late has no default"):
+        builder(RequiredButAbsent)
+    assert builder(RequiredButAbsent, "late")(5) == RequiredButAbsent(late=5)
