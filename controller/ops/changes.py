@@ -52,7 +52,7 @@ from protocol.records.metadata import (
     UserScramCredentialRecord,
     ZkMigrationStateRecord,
 )
-from protocol.spec import Data
+from protocol.spec import Data, builder
 
 from ..state.controller_state import ControllerState, RecordAndVersion
 from ..state.model import PartitionRegistration, TopicPartition
@@ -126,23 +126,19 @@ def change_record(
     leader_recovery_state: int = -1,
 ) -> PartitionChangeRecord | None:
     """The record moving `current` to the given targets (None: keep), or None for a no-op."""
-    record = PartitionChangeRecord(
-        partition_id=tp.partition,
-        topic_id=tp.topic_id,
-        isr=None if isr is None or isr == current.isr else isr,
-        leader=NO_LEADER_CHANGE if leader == current.leader else leader,
-        directories=None if directories is None or directories == current.directories else directories,
-        leader_recovery_state=(
-            -1 if leader_recovery_state in (-1, current.leader_recovery_state) else leader_recovery_state
-        ),
-    )
-    changed = (
-        record.isr is not None
-        or record.leader != NO_LEADER_CHANGE
-        or record.directories is not None
-        or record.leader_recovery_state != -1
-    )
-    return record if changed else None
+    new_isr = None if isr is None or isr == current.isr else isr
+    new_leader = NO_LEADER_CHANGE if leader == current.leader else leader
+    new_directories = None if directories is None or directories == current.directories else directories
+    recovery = -1 if leader_recovery_state in (-1, current.leader_recovery_state) else leader_recovery_state
+    if new_isr is None and new_leader == NO_LEADER_CHANGE and new_directories is None and recovery == -1:
+        return None
+    return _new_change(tp.partition, tp.topic_id, new_isr, new_leader, new_directories, recovery)
+
+
+#: `change_record`'s constructor (one per partition changed: positional, fast)
+_new_change = builder(
+    PartitionChangeRecord, "partition_id", "topic_id", "isr", "leader", "directories", "leader_recovery_state"
+)
 
 
 def without(members: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
