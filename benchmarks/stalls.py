@@ -2,9 +2,9 @@
 
 Run on demand: `make bench-stalls` (or `.venv/bin/python benchmarks/stalls.py [--topics N]`).
 
-The real daemon (fsync on, `--snapshot-bytes 4194304`) gets three brokers (with live control
-listeners, so every LeaderAndIsr is delivered) and then, one after
-another, `--topics` CreateTopics of 9,999 partitions each (RF 3: the largest one topic may be,
+The real daemon (fsync on, `--snapshot-bytes 4194304` unless `--snapshot-bytes` says otherwise)
+gets three brokers (with live control listeners, so every LeaderAndIsr is delivered) and then, one
+after another, `--topics` CreateTopics of 9,999 partitions each (RF 3: the largest one topic may be,
 10,000 records), so it decides, replays, encodes, commits and sends LeaderAndIsr for ~10,000
 partitions at a time and writes snapshots of a state growing to ~100,000 partitions; then it
 serves `GET /state` of all of them three times. Meanwhile a bystander thread asks `/healthz`
@@ -39,6 +39,8 @@ from tests.e2e.fencer_client import FencerClient
 from tests.stress.model import DATA_BROKERS
 
 PARTITIONS = 9_999
+#: a snapshot every 4 MiB of log (the shipped default is 20 MiB): more snapshots to stall on
+STALLS_SNAPSHOT_BYTES = 4 * 1024 * 1024
 
 
 class Bystander(threading.Thread):
@@ -94,12 +96,12 @@ def report(name: str, latencies: list[float], seconds: float) -> None:
     )
 
 
-def run(topics: int, work: Path) -> None:
+def run(topics: int, work: Path, snapshot_bytes: int = STALLS_SNAPSHOT_BYTES) -> None:
     metrics_port = free_port()
     daemon = DaemonProcess(
         work / "data",
         "--snapshot-bytes",
-        "4194304",
+        str(snapshot_bytes),
         "--session-timeout-ms",
         "3600000",  # the brokers are registered once and never heartbeat again
         "--metrics-listen",
@@ -154,9 +156,15 @@ def run(topics: int, work: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="event-loop stalls of the fencer daemon under its largest jobs")
     parser.add_argument("--topics", type=int, default=10)
+    parser.add_argument(
+        "--snapshot-bytes",
+        type=int,
+        default=STALLS_SNAPSHOT_BYTES,
+        help=f"the daemon's --snapshot-bytes (default {STALLS_SNAPSHOT_BYTES}; the daemon's own default: 20971520)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="fencer-stalls-") as tmp:
-        run(args.topics, Path(tmp))
+        run(args.topics, Path(tmp), args.snapshot_bytes)
     return 0
 
 
