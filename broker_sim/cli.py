@@ -72,7 +72,7 @@ from broker_sim.shell.fleet import ALL_SCENARIOS, FleetConfig
 from broker_sim.shell.quorum import QuorumPlan
 from broker_sim.shell.run import RunPlan, execute
 from broker_sim.shell.tls import FleetTls, TlsError
-from controller.arguments import host_port, non_negative_int, positive_int
+from protocol.arguments import host_port, non_negative_int, positive_int
 
 CONSOLE_PROG = "fencer-fleet"
 MODULE_PROG = "python -m broker_sim"

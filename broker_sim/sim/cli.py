@@ -39,7 +39,7 @@ from pathlib import Path
 from broker_sim.cli import CommandLineParser, UsageError, positive_seconds
 from broker_sim.model.schedule import ALL_SCENARIOS
 from broker_sim.shell.runner import warm_codecs
-from controller.arguments import non_negative_int, positive_int
+from protocol.arguments import non_negative_int, positive_int
 
 from .run import SimResult, SimSpec, run_seed, voters_of
 from .scenarios import COMPOSED, RAFT_SCENARIOS

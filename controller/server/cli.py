@@ -16,8 +16,9 @@ from pathlib import Path
 
 import trio
 
+from protocol.arguments import listen_address, non_negative_int, positive_int
+
 from .. import collector
-from ..arguments import listen_address, non_negative_int, positive_int
 from ..auth.principal_mapping import MappingRulesError, parse_rules
 from ..control.tls import client_context
 from ..engine import DEFAULT_SNAPSHOT_BYTES, ControllerEngine

@@ -1,5 +1,7 @@
 """Value types for command-line arguments (argparse's `type=`), one copy for every command line of
 fencer: the daemon's (`controller.server.cli`) and the fleet's and simulator's (`broker_sim.cli`).
+Here because this ring is the one both may import (the fleet imports nothing of the controller);
+pure functions of text, like the codec.
 
 Rules:
 - Each takes the argument's text and returns its value, or raises `argparse.ArgumentTypeError`

@@ -1,4 +1,4 @@
-"""The command lines' value types (controller.arguments), shared by the daemon's and the fleet's."""
+"""The command lines' value types (protocol.arguments), shared by the daemon's and the fleet's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from controller.arguments import host_port, listen_address, non_negative_int, positive_int
+from protocol.arguments import host_port, listen_address, non_negative_int, positive_int
 
 
 @pytest.mark.parametrize(
