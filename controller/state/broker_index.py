@@ -81,12 +81,13 @@ class BrokerIndex:
     def fill(self, topic: int, size: int, members: Iterable[tuple[int, Iterable[int]]]) -> None:
         """Add each (partition, its brokers) of `members` to the topic at once: an index built from
         a whole state (a snapshot's load) in one pass, each broker's bitmap of the topic sized once
-        for partitions below `size` (larger ones are added as `move` adds them)."""
+        for partitions below `size` (at most `DENSE_LIMIT`; others are added as `move` adds them)."""
         every = self._members
         bitmaps: dict[int, bytearray] = {}
-        width = (min(size, DENSE_LIMIT) + 7) >> 3
+        size = min(size, DENSE_LIMIT)
+        width = (size + 7) >> 3
         for partition, brokers in members:
-            if not 0 <= partition < size or partition >= DENSE_LIMIT:
+            if not 0 <= partition < size:
                 self.move(topic, partition, (), tuple(brokers))
                 continue
             at, bit = partition >> 3, 1 << (partition & 7)

@@ -30,7 +30,7 @@ from protocol.records.metadata import (
     TopicRecord,
 )
 
-from .broker_index import BrokerIndex
+from .broker_index import DENSE_LIMIT, BrokerIndex
 from .cluster import ReplayError
 from .model import PartitionRegistration, TopicPartition
 
@@ -145,6 +145,8 @@ class ReplicationState:
         for topic_id, topic in self.topics.items():
             key, parts = topic_id.int, topic.partitions
             size = max(parts, default=-1) + 1
+            if size > DENSE_LIMIT:  # an odd id past the bitmaps (`broker_index`): size them by the others
+                size = max((index for index in parts if index < DENSE_LIMIT), default=-1) + 1
             count += len(parts)
             self.replica_of.fill(key, size, [(index, part.replicas) for index, part in parts.items()])
             self.in_isr_of.fill(key, size, [(index, part.isr) for index, part in parts.items()])

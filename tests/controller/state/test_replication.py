@@ -144,6 +144,7 @@ def test_a_deferred_build_takes_partition_ids_past_the_bitmaps_and_only_an_empty
             )
     deferred.build_indexes()
     assert _indexed(deferred) == _indexed(kept) and [tp.partition for tp in deferred.hosted_by(1)] == [0, 5, 2**31 - 1]
+    assert len(deferred.replica_of._members[1][TOPIC.int].bitmap) == 1  # sized by 0 and 5, not by the odd id
     with pytest.raises(ValueError, match="empty"):
         kept.defer_indexes()
 
