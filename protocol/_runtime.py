@@ -94,16 +94,21 @@ if _uuid_from(bytes(range(16))) != _UUID(bytes=bytes(range(16))):  # pragma: no 
         return _uuid.UUID(bytes=raw)
 
 
-#: UUID arrays decoded lately, by their bytes (`_uuid_array`), at most `_MAX_RECENT_UUIDS`
+#: UUID arrays decoded lately, by their bytes (`_uuid_array`), at most `_MAX_RECENT_UUIDS` of at
+#: most `_MAX_CACHED_UUID_ARRAY` UUIDs each (a peer's long arrays must not fill memory)
 _RECENT_UUID_ARRAYS: dict[bytes, tuple[_uuid.UUID, ...]] = {}
+_MAX_CACHED_UUID_ARRAY = 16
 
 
 def _uuid_array(buf: bytes, pos: int, count: int) -> tuple[_uuid.UUID, ...]:
-    """The `count` UUIDs at `pos`; an array decoded lately is the same tuple again (a partition
-    record's directories repeat across a whole snapshot), forgotten as `_uuid_from` forgets."""
+    """The `count` UUIDs at `pos`; a short array decoded lately is the same tuple again (a
+    partition record's directories, one per replica, repeat across a whole snapshot), forgotten
+    as `_uuid_from` forgets."""
     raw = buf[pos : pos + 16 * count]
     if type(raw) is not bytes:  # a slice of a bytearray or memoryview: not hashable as it is
         raw = bytes(raw)
+    if count > _MAX_CACHED_UUID_ARRAY:
+        return tuple([_uuid_from(raw[at : at + 16]) for at in range(0, 16 * count, 16)])
     found = _RECENT_UUID_ARRAYS.get(raw)
     if found is None:
         found = tuple([_uuid_from(raw[at : at + 16]) for at in range(0, 16 * count, 16)])
