@@ -103,14 +103,20 @@ def wait_for(daemon: DaemonProcess, text: str, timeout: float) -> str:
     raise RuntimeError(f"the daemon never logged {text!r}:\n{daemon.stderr()[-3000:]}")
 
 
-def empty_daemon(work: Path, name: str, alter_s: float) -> tuple[int, Run]:
-    """An empty daemon's RSS once active, and its AlterPartition rate (the image's reference)."""
+def empty_rss(work: Path) -> int:
+    """An empty daemon's RSS once active (the image's reference)."""
+    return empty_daemon(work, "empty", None)[0]
+
+
+def empty_daemon(work: Path, name: str, alter_s: float | None) -> tuple[int, Run | None]:
+    """An empty daemon's RSS once active, and its AlterPartition rate over `alter_s` seconds
+    (the image's reference; None: not measured)."""
     daemon, _ = start(work / name, 60)
     try:
         wait_for(daemon, "is the active controller", 30)
         assert daemon.process is not None
         rss = status_bytes(daemon.process.pid, "VmRSS")
-        return rss, alter_partition(daemon.port, 60, {}, alter_s)
+        return rss, None if alter_s is None else alter_partition(daemon.port, 60, {}, alter_s)
     finally:
         daemon.stop()
         shutil.rmtree(work / name, ignore_errors=True)
@@ -276,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             f"written by the controller's log writer in {time.perf_counter() - began:.1f} s"
         )
         print(f"machine: {machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-        empty, _ = empty_daemon(work, "empty", args.alter_seconds)
+        empty = empty_rss(work)
         print(f"an empty daemon, listening and active: RSS {empty / 2**20:.0f} MiB")
         table_head(
             "round", "to listening s", "start-up s", "snapshot read s", "snapshot replayed s", "log replayed s",
@@ -288,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(1, args.rounds + 1):  # the image and an empty daemon in turn
             run = restart(work / "image", work, round_, args.timeout, args.settle, args.brokers, args.alter_seconds)
             runs.append(run)
-            empties.append(empty_daemon(work, f"empty-{round_}", args.alter_seconds)[1])
+            empty_alter = empty_daemon(work, f"empty-{round_}", args.alter_seconds)[1]
+            assert empty_alter is not None
+            empties.append(empty_alter)
             whole, read, replayed, log_replayed = run.phases
             print(
                 f"| {round_} | {run.listening_s:.2f} | {whole:.2f} | {read:.2f} | {replayed:.2f} | {log_replayed:.2f} "
