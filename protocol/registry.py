@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 from .api_keys import ApiKey
@@ -43,78 +44,59 @@ from .messages import (
     update_metadata,
     vote,
 )
-from .spec import Data
+from .spec import REQUEST, RESPONSE, Data
 from .versions import Versions
 
-#: every API: its name, request and response classes (one module of protocol.messages each)
-_APIS: dict[int, tuple[str, type[Data], type[Data]]] = {
-    ApiKey.FETCH: ("Fetch", fetch.FetchRequest, fetch.FetchResponse),
-    ApiKey.LEADER_AND_ISR: ("LeaderAndIsr", leader_and_isr.LeaderAndIsrRequest, leader_and_isr.LeaderAndIsrResponse),
-    ApiKey.STOP_REPLICA: ("StopReplica", stop_replica.StopReplicaRequest, stop_replica.StopReplicaResponse),
-    ApiKey.UPDATE_METADATA: (
-        "UpdateMetadata",
-        update_metadata.UpdateMetadataRequest,
-        update_metadata.UpdateMetadataResponse,
-    ),
-    ApiKey.CONTROLLED_SHUTDOWN: (
-        "ControlledShutdown",
-        controlled_shutdown.ControlledShutdownRequest,
-        controlled_shutdown.ControlledShutdownResponse,
-    ),
-    ApiKey.API_VERSIONS: ("ApiVersions", api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
-    ApiKey.CREATE_TOPICS: ("CreateTopics", create_topics.CreateTopicsRequest, create_topics.CreateTopicsResponse),
-    ApiKey.DELETE_TOPICS: ("DeleteTopics", delete_topics.DeleteTopicsRequest, delete_topics.DeleteTopicsResponse),
-    ApiKey.DESCRIBE_ACLS: ("DescribeAcls", describe_acls.DescribeAclsRequest, describe_acls.DescribeAclsResponse),
-    ApiKey.CREATE_ACLS: ("CreateAcls", create_acls.CreateAclsRequest, create_acls.CreateAclsResponse),
-    ApiKey.DELETE_ACLS: ("DeleteAcls", delete_acls.DeleteAclsRequest, delete_acls.DeleteAclsResponse),
-    ApiKey.ELECT_LEADERS: ("ElectLeaders", elect_leaders.ElectLeadersRequest, elect_leaders.ElectLeadersResponse),
-    ApiKey.VOTE: ("Vote", vote.VoteRequest, vote.VoteResponse),
-    ApiKey.BEGIN_QUORUM_EPOCH: (
-        "BeginQuorumEpoch",
-        begin_quorum_epoch.BeginQuorumEpochRequest,
-        begin_quorum_epoch.BeginQuorumEpochResponse,
-    ),
-    ApiKey.END_QUORUM_EPOCH: (
-        "EndQuorumEpoch",
-        end_quorum_epoch.EndQuorumEpochRequest,
-        end_quorum_epoch.EndQuorumEpochResponse,
-    ),
-    ApiKey.DESCRIBE_QUORUM: (
-        "DescribeQuorum",
-        describe_quorum.DescribeQuorumRequest,
-        describe_quorum.DescribeQuorumResponse,
-    ),
-    ApiKey.FETCH_SNAPSHOT: (
-        "FetchSnapshot",
-        fetch_snapshot.FetchSnapshotRequest,
-        fetch_snapshot.FetchSnapshotResponse,
-    ),
-    ApiKey.ALTER_PARTITION: (
-        "AlterPartition",
-        alter_partition.AlterPartitionRequest,
-        alter_partition.AlterPartitionResponse,
-    ),
-    ApiKey.DESCRIBE_CLUSTER: (
-        "DescribeCluster",
-        describe_cluster.DescribeClusterRequest,
-        describe_cluster.DescribeClusterResponse,
-    ),
-    ApiKey.BROKER_REGISTRATION: (
-        "BrokerRegistration",
-        broker_registration.BrokerRegistrationRequest,
-        broker_registration.BrokerRegistrationResponse,
-    ),
-    ApiKey.BROKER_HEARTBEAT: (
-        "BrokerHeartbeat",
-        broker_heartbeat.BrokerHeartbeatRequest,
-        broker_heartbeat.BrokerHeartbeatResponse,
-    ),
-    ApiKey.ALTER_REPLICA_STATE: (
-        "AlterReplicaState",
-        alter_replica_state.AlterReplicaStateRequest,
-        alter_replica_state.AlterReplicaStateResponse,
-    ),
-}
+#: the modules of protocol.messages, one per API: each declares its request and response classes
+_MODULES = (
+    alter_partition,
+    alter_replica_state,
+    api_versions,
+    begin_quorum_epoch,
+    broker_heartbeat,
+    broker_registration,
+    controlled_shutdown,
+    create_acls,
+    create_topics,
+    delete_acls,
+    delete_topics,
+    describe_acls,
+    describe_cluster,
+    describe_quorum,
+    elect_leaders,
+    end_quorum_epoch,
+    fetch,
+    fetch_snapshot,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+    vote,
+)
+
+
+def _table(modules: tuple[ModuleType, ...]) -> dict[int, tuple[str, type[Data], type[Data]]]:
+    """Every API: its name, request and response classes, read from the classes themselves (the
+    top-level messages of a module, the ones with an `API`; the name is the request's, without
+    "Request"). Raises `TypeError` unless each module holds one request and one response of one
+    key, and no key is in two modules."""
+    table: dict[int, tuple[str, type[Data], type[Data]]] = {}
+    for module in modules:
+        found: dict[str, list[type[Data]]] = {REQUEST: [], RESPONSE: []}
+        classes = {value for value in vars(module).values() if isinstance(value, type)}  # a class may be aliased
+        for value in sorted(classes, key=lambda cls: cls.__name__):
+            if issubclass(value, Data) and "API" in vars(value):
+                found[value.API.kind].append(value)
+        if len(found[REQUEST]) != 1 or len(found[RESPONSE]) != 1:
+            raise TypeError(f"{module.__name__} must declare one request and one response, not {found}")
+        (request,), (response,) = found[REQUEST], found[RESPONSE]
+        key = request.API.key
+        if response.API.key != key or key in table or not request.__name__.endswith("Request"):
+            raise TypeError(f"{module.__name__}: {request.__name__} and {response.__name__} are no API of their own")
+        table[ApiKey(key)] = (request.__name__.removesuffix("Request"), request, response)
+    return dict(sorted(table.items()))
+
+
+_APIS = _table(_MODULES)
 
 #: APIs the controller serves on its listener.
 INBOUND_API_KEYS = frozenset(

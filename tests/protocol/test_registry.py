@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import types
 
 import pytest
 from hypothesis import given
@@ -196,3 +197,15 @@ def test_compile_codecs_compiles_every_version_of_the_apis_given() -> None:
     for version in info.versions:
         assert (BrokerHeartbeatRequest, version) in _CODECS and (BrokerHeartbeatResponse, version) in _CODECS
         assert (ApiKey.BROKER_HEARTBEAT, version) in registry._REQUEST_CODECS
+
+
+def test_the_api_table_is_read_from_the_message_classes_and_refuses_a_module_that_is_no_api() -> None:
+    from protocol.messages import vote
+
+    assert registry.api(ApiKey.VOTE).request is vote.VoteRequest and registry.api(ApiKey.VOTE).name == "Vote"
+    half = types.ModuleType("half")
+    half.VoteRequest = vote.VoteRequest  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="one request and one response"):  # a request without its response
+        registry._table((half,))
+    with pytest.raises(TypeError, match="no API of their own"):  # one key in two modules
+        registry._table((vote, vote))
