@@ -141,16 +141,6 @@ _new_change = builder(
 )
 
 
-def without(members: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
-    """`members` without `broker_id` (every time it is there), in their order; the same tuple when
-    it is not there. Slices, not a generator: this runs per partition a broker leaves."""
-    if broker_id not in members:
-        return members
-    at = members.index(broker_id)
-    rest = members[:at] + members[at + 1 :]
-    return rest if broker_id not in rest else tuple([member for member in rest if member != broker_id])
-
-
 def removal(
     tp: TopicPartition,
     part: PartitionRegistration,
@@ -170,7 +160,7 @@ def removal(
         dirs = list(part.directories)
         dirs[part.replicas.index(broker_id)] = LOST_DIRECTORY
         directories = tuple(dirs)
-    isr = without(part.isr, broker_id) or part.isr
+    isr = tuple(r for r in part.isr if r != broker_id) or part.isr
     leader = part.leader
     if part.leader == broker_id:
         successor = None
