@@ -59,9 +59,10 @@ from protocol.records.metadata import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from protocol.spec import ZERO_UUID, builder
+from protocol.spec import ZERO_UUID
 
 from ..state.controller_state import ControllerState, Outcome, RecordAndVersion, Result, Steps
+from ..state.model import RECOVERED, partition_record
 from ..state.replication import Topic
 from .alter_partition import find_topic
 from .authorization import UNCHECKED, Access
@@ -314,21 +315,8 @@ def _replica_list_problem(state: ControllerState, replicas: tuple[int, ...], fac
 
 def _partition_record(active: set[int], topic_id: uuid.UUID, index: int, replicas: tuple[int, ...]) -> PartitionRecord:
     isr = tuple([broker for broker in replicas if broker in active])
-    return _new_partition_record(index, topic_id, replicas, isr, isr[0], 0, 0, (UNASSIGNED_DIRECTORY,) * len(replicas))
-
-
-#: `_partition_record`'s constructor (one per partition created: positional, fast)
-_new_partition_record = builder(
-    PartitionRecord,
-    "partition_id",
-    "topic_id",
-    "replicas",
-    "isr",
-    "leader",
-    "leader_epoch",
-    "partition_epoch",
-    "directories",
-)
+    directories = (UNASSIGNED_DIRECTORY,) * len(replicas)
+    return partition_record(index, topic_id, replicas, isr, isr[0], RECOVERED, 0, 0, directories)
 
 
 def delete_topics(

@@ -114,7 +114,7 @@ class PartitionRegistration(NamedTuple):
         return self.leader != NO_LEADER
 
     def to_record(self, topic_id: uuid.UUID, partition_id: int) -> PartitionRecord:
-        return _partition_record(
+        return partition_record(
             partition_id,
             topic_id,
             self.replicas,
@@ -127,8 +127,9 @@ class PartitionRegistration(NamedTuple):
         )
 
 
-#: `PartitionRegistration.to_record`'s constructor: a snapshot builds one record per partition
-_partition_record = builder(
+#: a PartitionRecord from its fields in this order, positionally (fast): one is built per partition
+#: a snapshot holds (`PartitionRegistration.to_record`) and per partition created
+partition_record = builder(
     PartitionRecord,
     "partition_id",
     "topic_id",
