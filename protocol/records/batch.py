@@ -68,7 +68,8 @@ def _fields(start: int, stop: int) -> struct.Struct:
 
 
 _HEADER = _fields(0, 13)  # the whole header: the codec's, one `unpack_from` per batch
-_HEAD = _fields(0, 7)  # baseOffset to lastOffsetDelta: `read_head`
+_HEAD_FIELDS = 7
+_HEAD = _fields(0, _HEAD_FIELDS)  # baseOffset to lastOffsetDelta: `read_head`
 _LENGTH = _fields(0, 2)  # baseOffset and batchLength: the framing
 _BASE_OFFSET = _fields(0, 1)
 _LEADER_EPOCH = _fields(2, 3)
@@ -217,10 +218,10 @@ def verify_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[Bat
     fields, its record count and the position after it; raises what `decode_batch` raises."""
     data = buf if type(buf) is bytes else bytes(buf)
     try:
-        fields = _checked_header(data, pos)
+        header, _, end = _checked_header(data, pos)
     except _DECODE_FAULTS as exc:
         raise CorruptRecordError(f"malformed record batch at position {pos}: {type(exc).__name__}: {exc}") from None
-    return read_head(data, pos), fields[9], fields[11]
+    return _new_head(BatchHead, header[:_HEAD_FIELDS]), header[12], end
 
 
 def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, RecordBatch]]:
@@ -245,9 +246,13 @@ def _decode_at(data: bytes, pos: int) -> tuple[RecordBatch, int]:
 
 
 def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
+    header, start, end = _checked_header(data, pos)
     (
         base_offset,
+        _,
         leader_epoch,
+        _,
+        _,
         attributes,
         last_offset_delta,
         base_timestamp,
@@ -256,9 +261,7 @@ def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
         producer_epoch,
         base_sequence,
         count,
-        start,
-        end,
-    ) = _checked_header(data, pos)
+    ) = header
     records = _decode_records(data, start, end, count, base_offset)
     batch = RecordBatch(
         base_offset=base_offset,
@@ -275,9 +278,9 @@ def _decode(data: bytes, pos: int) -> tuple[RecordBatch, int]:
     return batch, end
 
 
-def _checked_header(data: bytes, pos: int) -> tuple[int, ...]:
-    """The header's fields (without batchLength, magic and CRC), the record count, where the
-    records start and where the batch ends, checked by the module's rules up to the records."""
+def _checked_header(data: bytes, pos: int) -> tuple[tuple[int, ...], int, int]:
+    """The header's fields (`_FIELDS`, unpacked), where the records start and where the batch
+    ends, checked by the module's rules up to the records."""
     # Long by design: the module's validation rules in their order, on the start-up path, with
     # one `unpack_from` for the header and no helper calls per check.
     if pos < 0:
@@ -292,21 +295,8 @@ def _checked_header(data: bytes, pos: int) -> tuple[int, ...]:
         raise TruncatedError(
             f"batch at offset {base_offset} declares {batch_length} bytes, {len(data) - pos - LOG_OVERHEAD} remain"
         )
-    (
-        _,
-        _,
-        leader_epoch,
-        magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        count,
-    ) = _HEADER.unpack_from(data, pos)
+    header = _HEADER.unpack_from(data, pos)
+    magic, crc, attributes, count = header[3], header[4], header[5], header[12]  # indexes in `_FIELDS`
     if magic != MAGIC:
         raise DecodeError(f"batch at offset {base_offset} has magic {magic}; only magic 2 is supported")
     if crc32c(memoryview(data)[pos + CRC_START : end]) != crc:
@@ -318,20 +308,7 @@ def _checked_header(data: bytes, pos: int) -> tuple[int, ...]:
     start = pos + HEADER_SIZE
     if count < 0 or count * _MIN_RECORD_SIZE > end - start:
         raise CorruptRecordError(f"batch at offset {base_offset} declares {count} records in {end - start} bytes")
-    return (
-        base_offset,
-        leader_epoch,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        count,
-        start,
-        end,
-    )
+    return header, start, end
 
 
 def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int) -> tuple[Record, ...]:
