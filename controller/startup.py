@@ -102,18 +102,21 @@ class _SnapshotReplay:
 
     def __init__(self, new_core: Callable[[], ControllerCore]) -> None:
         self._new_core = new_core
-        self.core = new_core()
-        self.core.state.replication.defer_indexes()
+        self.core = self._deferred_core()
         self.records = 0
         self.seconds = 0.0
         self._snapshot = SnapshotId(0, 0)
 
     def start(self, snapshot_id: SnapshotId) -> Callable[[list[tuple[Data, int]]], None]:
         if self.records:
-            self.core = self._new_core()
-            self.core.state.replication.defer_indexes()
+            self.core = self._deferred_core()
         self.records, self.seconds, self._snapshot = 0, 0.0, snapshot_id
         return self._replay
+
+    def _deferred_core(self) -> ControllerCore:
+        core = self._new_core()
+        core.state.replication.defer_indexes()
+        return core
 
     def _replay(self, batch: list[tuple[Data, int]]) -> None:
         began = time.perf_counter()

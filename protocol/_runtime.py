@@ -6,6 +6,7 @@ Kept tiny and dependency-free: the generated code calls these only off its fast 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import struct as _struct
@@ -107,14 +108,14 @@ def _uuid_array(buf: bytes, pos: int, count: int) -> tuple[_uuid.UUID, ...]:
     raw = buf[pos : pos + 16 * count]
     if type(raw) is not bytes:  # a slice of a bytearray or memoryview: not hashable as it is
         raw = bytes(raw)
-    if count > _MAX_CACHED_UUID_ARRAY:
-        return tuple([_uuid_from(raw[at : at + 16]) for at in range(0, 16 * count, 16)])
-    found = _RECENT_UUID_ARRAYS.get(raw)
+    kept = count <= _MAX_CACHED_UUID_ARRAY
+    found = _RECENT_UUID_ARRAYS.get(raw) if kept else None
     if found is None:
         found = tuple([_uuid_from(raw[at : at + 16]) for at in range(0, 16 * count, 16)])
-        if len(_RECENT_UUID_ARRAYS) >= _MAX_RECENT_UUIDS:
-            _RECENT_UUID_ARRAYS.clear()
-        _RECENT_UUID_ARRAYS[raw] = found
+        if kept:
+            if len(_RECENT_UUID_ARRAYS) >= _MAX_RECENT_UUIDS:
+                _RECENT_UUID_ARRAYS.clear()
+            _RECENT_UUID_ARRAYS[raw] = found
     return found
 
 
@@ -141,9 +142,11 @@ def _uuid_array_bytes(values: tuple[_uuid.UUID, ...]) -> bytes:
 _CACHED_ARRAY_LENGTH = 64
 
 
+@functools.cache
 def _array_structs(fmt: str) -> tuple[_struct.Struct, ...]:
     """The compiled formats of arrays of 0 to `_CACHED_ARRAY_LENGTH - 1` elements of `fmt`
-    (big-endian): unpacking with one is half the cost of formatting the format each time."""
+    (big-endian): unpacking with one is half the cost of formatting the format each time. Made
+    once per format and shared by every codec that reads or writes such arrays."""
     return tuple(_struct.Struct(f">{count}{fmt}") for count in range(_CACHED_ARRAY_LENGTH))
 
 
