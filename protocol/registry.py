@@ -9,68 +9,27 @@ fallback or close the connection. Responses carry no api key: the caller says wh
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import struct
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import Any
 
+from . import messages
 from .api_keys import ApiKey
 from .compiler import Codec, codec
 from .errors import DecodeError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .framing import frame
 from .headers import RequestHeader, ResponseHeader, request_header_version, response_header_version
-from .messages import (
-    alter_partition,
-    alter_replica_state,
-    api_versions,
-    begin_quorum_epoch,
-    broker_heartbeat,
-    broker_registration,
-    controlled_shutdown,
-    create_acls,
-    create_topics,
-    delete_acls,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_quorum,
-    elect_leaders,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    leader_and_isr,
-    stop_replica,
-    update_metadata,
-    vote,
-)
 from .spec import REQUEST, RESPONSE, Data
 from .versions import Versions
 
 #: the modules of protocol.messages, one per API: each declares its request and response classes
-_MODULES = (
-    alter_partition,
-    alter_replica_state,
-    api_versions,
-    begin_quorum_epoch,
-    broker_heartbeat,
-    broker_registration,
-    controlled_shutdown,
-    create_acls,
-    create_topics,
-    delete_acls,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_quorum,
-    elect_leaders,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    leader_and_isr,
-    stop_replica,
-    update_metadata,
-    vote,
+_MODULES = tuple(
+    importlib.import_module(f"{messages.__name__}.{module.name}")
+    for module in sorted(pkgutil.iter_modules(messages.__path__), key=lambda module: module.name)
 )
 
 
