@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 60
 
-.PHONY: demo test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover bench-scale stress fsync-check fuzz fuzz-daemon soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet mutation-sim sim report-screenshot clean
+.PHONY: demo docs test lint typecheck pytest analyze bench-analytics bench bench-fleet bench-core bench-log bench-daemon bench-failover bench-scale stress fsync-check fuzz fuzz-daemon soak bench-stalls check-kafka-dirs compose-smoke mutation-fleet mutation-sim sim report-screenshot clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -17,8 +17,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m broker_sim.demo --seconds $(DEMO_SECONDS) --output demo-output$(if $(QUORUM), --quorum $(QUORUM))
 
-## test: lint, type-check and run the whole test suite (creates .venv on first use)
-test: $(STAMP) lint typecheck pytest
+## test: lint, type-check, build the docs (warnings are errors) and run the whole test suite (creates .venv on first use)
+test: $(STAMP) lint typecheck docs pytest
+
+## docs: the documentation site (MkDocs, mkdocs.yml) into site/; a warning (a broken link or anchor, a page left out of the navigation) fails it
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -137,4 +141,4 @@ sim: $(STAMP)
 	$(BIN)/python -m broker_sim sim --seeds $(SEEDS) --first-seed $(FIRST_SEED)$(if $(SCENARIO), --scenario $(SCENARIO))
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output fuzz-daemon-out
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-output fuzz-daemon-out

@@ -1,12 +1,13 @@
-"""Every shell command the README shows is run by a test, or a test shows what runs it.
+"""Every shell command the README and the docs show is run by a test, or a test shows what runs it.
 
-The commands: every line of the README's `sh` blocks, every `$ ` line of its `console` blocks, the
-first column of its Commands table, and the commands quoted inline in Quick start and
-Troubleshooting. Each must match an entry of `RUN_BY`, which names the test that runs it (or the
-same program with the same flags at a smaller size) and says how; every entry must name a test that
-exists, and match a command the README still shows. The Quick start is run here as written (its
-ports and /tmp paths swapped for free ones), and every `make TARGET` the README names is a target
-whose recipe the named test runs.
+The commands: every line of the `sh` blocks of README.md and of every page under docs/, every `$ `
+line of their `console` blocks, the first column of the Commands page's table, and the commands
+quoted inline in the README's Quick start and Help and on the Troubleshooting page. Each must match
+an entry of `RUN_BY`, which names the test that runs it (or the same program with the same flags at
+a smaller size) and says how; every entry must name a test that exists, and match a command the
+README or the docs still show. The Quick start is run here as written (its ports and /tmp paths
+swapped for free ones), and every `make TARGET` they name is a target whose recipe the named test
+runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ from tests.e2e.daemon_process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    """The text of a page of the docs (`docs/NAME`)."""
+    return (DOCS / name).read_text()
+
+
+#: README.md and every page of the docs, by path
+DOCUMENTS = {"README.md": README} | {
+    str(path.relative_to(ROOT)): path.read_text() for path in sorted(DOCS.rglob("*.md"))
+}
 COMMAND_WORDS = ("make ", "docker compose", ".venv/bin/", "python -m ", "apt-get ", "cp ", "ss ", "mkdir ", "curl ")
 
 #: (a regular expression the whole command matches, the test that runs it, how)
@@ -230,9 +243,9 @@ RUN_BY: list[tuple[str, str, str]] = [
 ]
 
 
-def section(heading: str) -> str:
-    match = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## |\Z)", README, flags=re.MULTILINE | re.DOTALL)
-    assert match is not None, f"README.md has no '## {heading}' section"
+def section(heading: str, text: str = README, where: str = "README.md") -> str:
+    match = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## |\Z)", text, flags=re.MULTILINE | re.DOTALL)
+    assert match is not None, f"{where} has no '## {heading}' section"
     return match.group(1)
 
 
@@ -258,9 +271,11 @@ def inline_commands(text: str) -> list[str]:
 
 
 def readme_commands() -> list[str]:
-    table = re.findall(r"^\| `([^`]+)` \|", section("Commands"), flags=re.MULTILINE)
-    found = [*block_commands(README), *table, *inline_commands(section("Quick start"))]
-    found += inline_commands(section("Troubleshooting"))
+    """The commands of the README and the docs (see the module's rules), each once."""
+    table = re.findall(r"^\| `([^`]+)` \|", page("operations/commands.md"), flags=re.MULTILINE)
+    found = [command for text in DOCUMENTS.values() for command in block_commands(text)]
+    found += [*table, *inline_commands(section("Quick start")), *inline_commands(section("Help"))]
+    found += inline_commands(page("operations/troubleshooting.md"))
     return list(dict.fromkeys(found))
 
 

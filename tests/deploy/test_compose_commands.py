@@ -1,6 +1,6 @@
-"""The `docker compose` commands the README (its "## Docker compose" section) and `make compose-smoke`
-give name only services and profiles
-of the compose file, and flags docker compose has; and the Makefile keeps the smoke out of `make test`."""
+"""The `docker compose` commands the README (its "## Docker compose" section), the docs' compose page and
+`make compose-smoke` give name only services and profiles of the compose file, and flags docker compose has;
+and the Makefile keeps the smoke out of `make test`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from .deployment import ROOT, compose
 
 README = ROOT / "README.md"
+COMPOSE_PAGE = ROOT / "docs" / "operations" / "compose.md"
 SMOKE = ROOT / "deploy" / "compose-smoke.sh"
 #: Flags of `docker compose` itself: flag -> what its value is (None: it takes none).
 GLOBAL_FLAGS: dict[str, str | None] = {
@@ -55,10 +56,10 @@ def section(text: str, heading: str) -> str | None:
 
 
 def documentation() -> tuple[str, str]:
-    """(where, text): the README's "Docker compose" section (it must have one)."""
+    """(where, text): the README's "Docker compose" section (it must have one) and the docs' compose page."""
     text = section(README.read_text(), "Docker compose")
     assert text is not None, "README.md has no '## Docker compose' section"
-    return "README.md", text
+    return "README.md and docs/operations/compose.md", text + "\n" + COMPOSE_PAGE.read_text()
 
 
 def compose_commands(text: str, *, script: bool = False) -> list[list[str]]:

@@ -1,6 +1,6 @@
-"""examples/session.py, run as the README's "A session" runs it: `python examples/session.py PORT`
-against a daemon started with --metrics-listen; what it prints, what the daemon then holds and
-counts, and that the README shows the same lines (ids and the elected leader aside)."""
+"""examples/session.py, run as the controller's page ("A session", docs/controller/index.md) runs it: `python
+examples/session.py PORT` against a daemon started with --metrics-listen; what it prints, what the daemon then
+holds and counts, and that the page shows the same lines (ids and the elected leader aside)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from .daemon_process import ROOT, DaemonProcess, free_port
 
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "controller" / "index.md").read_text()
 #: What varies from run to run: the cluster id, the topic id, the leader the placement chose.
 _VARYING = [
     (re.compile(r"^cluster id: \S+$"), "cluster id: <cluster>"),
@@ -29,8 +29,8 @@ def fetch(port: int, path: str) -> str:
 
 
 def readme_session() -> list[str]:
-    """The lines the README shows session.py printing."""
-    after = README.split("$ .venv/bin/python examples/session.py 9093\n", 1)[1]
+    """The lines the controller's page shows session.py printing."""
+    after = PAGE.split("$ .venv/bin/python examples/session.py 9093\n", 1)[1]
     return after.split("\n$ ", 1)[0].splitlines()
 
 

@@ -1,5 +1,5 @@
-"""The README's "Safe to expose" block, run as written (its port and /tmp/secure swapped for free
-ones): examples/tls/mint.py's certificates, the controller behind mTLS with the StandardAuthorizer,
+"""The docs' "Safe to expose" block (docs/controller/security.md), run as written (its port and
+/tmp/secure swapped for free ones): examples/tls/mint.py's certificates, the controller behind mTLS with the StandardAuthorizer,
 and examples/tls/allow_broker.py's CreateAcls as the super user. Then, with the controller still
 running, the broker's certificate registers (the ACL allows CLUSTER_ACTION) but may not
 DescribeCluster (ALTER, which no ACL gives it)."""
@@ -18,16 +18,14 @@ from pathlib import Path
 from protocol.error_codes import ErrorCode
 from protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationRequestListener
 from protocol.messages.describe_cluster import DescribeClusterRequest
-from tests.test_readme_commands import README, as_written_script, block_commands
+from tests.test_readme_commands import as_written_script, block_commands, page
 
 from .daemon_process import ROOT, free_port
 from .fencer_client import FencerClient
 
 
 def secure_block() -> list[str]:
-    found = re.search(r"^### Safe to expose.*?$(.*?)(?=^### )", README, re.M | re.S)
-    assert found, "README.md has no '### Safe to expose' section"
-    commands = block_commands(found[1])
+    commands = block_commands(page("controller/security.md"))
     assert commands and any("examples/tls/mint.py" in command for command in commands), commands
     return commands
 
