@@ -1,7 +1,7 @@
-"""The docs' "Safe to expose" block (docs/controller/security.md), run as written (its port and
-/tmp/secure swapped for free ones): examples/tls/mint.py's certificates, the controller behind mTLS with the StandardAuthorizer,
-and examples/tls/allow_broker.py's CreateAcls as the super user. Then, with the controller still
-running, the broker's certificate registers (the ACL allows CLUSTER_ACTION) but may not
+"""The docs' "Safe to expose" block (docs/controller/security.md), run as written (its port and /tmp/secure
+swapped for free ones): examples/tls/mint.py's certificates, the controller behind mTLS with the
+StandardAuthorizer, and examples/tls/allow_broker.py's CreateAcls as the super user. Then, with the
+controller still running, the broker's certificate registers (the ACL allows CLUSTER_ACTION) but may not
 DescribeCluster (ALTER, which no ACL gives it)."""
 
 from __future__ import annotations
