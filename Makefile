@@ -22,7 +22,7 @@ test: $(STAMP) lint typecheck docs pytest
 
 ## docs: the documentation site (MkDocs, mkdocs.yml) into site/; a warning (a broken link or anchor, a page left out of the navigation) fails it
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
