@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy protocol controller broker_sim analytics
+	$(BIN)/mypy protocol controller broker_sim analytics docgen
 
 # PYTEST_WORKERS processes (pytest-xdist): most of the suite's time is spent waiting on real daemons,
 # fleets and timers, so more workers than cores; tests that share a costly fixture share a worker

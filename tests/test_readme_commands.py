@@ -65,6 +65,11 @@ RUN_BY: list[tuple[str, str, str]] = [
         "the same command with a planted bug, and its replay line",
     ),
     (r"make test( PYTHON=python3)?", "tests/test_readme_commands.py::test_ci_runs_the_readme_test_command", ".ci/run"),
+    (
+        r"make docs",
+        "tests/test_docs.py::test_make_docs_builds_the_docs_and_fails_on_a_broken_anchor",
+        "the Makefile's recipe on a copy of the docs, and again with a broken anchor",
+    ),
     # Quick start, run as written below
     # Safe to expose, run as written (ports and paths aside)
     (

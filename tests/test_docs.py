@@ -1,0 +1,61 @@
+"""The documentation: the README stays short and its links land on pages that exist; the generated
+pages are what their code renders; `make docs` fails on a broken link or anchor (MkDocs' strict
+mode, which `make test` runs before pytest)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import docgen.__main__ as docgen
+from tests.test_readme_commands import README, make_recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_is_short_and_its_links_land_on_pages_that_exist() -> None:
+    assert len(README.splitlines()) <= 350
+    targets = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", README)
+    assert len(targets) > 15
+    assert [target for target in targets if not (ROOT / target).is_file()] == []
+
+
+def test_the_generated_pages_are_current() -> None:
+    assert [str(page.relative_to(ROOT)) for page in docgen.stale()] == []
+
+
+def test_a_page_that_differs_from_its_code_is_found(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    page = tmp_path / "layout.md"
+    page.write_text("hand-edited\n")
+    monkeypatch.setitem(docgen.PAGES, page, lambda: "rendered\n")
+    assert page in docgen.stale()
+    assert docgen.main(["--write"]) == 0 and page.read_text() == "rendered\n"
+
+
+def _build(site: Path, extra: str = "") -> subprocess.CompletedProcess[str]:
+    """`make docs`'s recipe (python -m mkdocs build --strict ...) on a copy of the docs in `site`,
+    with `extra` appended to the home page."""
+    recipe = make_recipe("docs").strip().splitlines()[-1]
+    assert "-m mkdocs build --strict" in recipe and "--quiet" not in recipe  # --quiet lets warnings pass
+    shutil.copytree(ROOT / "docs", site / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", site / "mkdocs.yml")
+    home = site / "docs" / "index.md"
+    home.write_text(home.read_text() + extra)
+    command = recipe.replace(".venv/bin/python", sys.executable)
+    return subprocess.run(["sh", "-c", command], cwd=site, capture_output=True, text=True, timeout=120)
+
+
+def test_make_docs_builds_the_docs_and_fails_on_a_broken_anchor(tmp_path: Path) -> None:
+    built = _build(tmp_path / "as-is")
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert (tmp_path / "as-is" / "site" / "fleet" / "rule-map" / "index.html").is_file()
+    broken = _build(tmp_path / "broken", "\n[a decision](controller/decisions.md#no-such-decision)\n")
+    assert broken.returncode != 0 and "no-such-decision" in broken.stderr
+
+
+def test_make_test_builds_the_docs_before_the_suite() -> None:
+    recipe = make_recipe("test")
+    assert recipe.index("mkdocs build --strict") < recipe.index("pytest")
