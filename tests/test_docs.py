@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import docgen.__main__ as docgen
 from tests.test_readme_commands import README, make_recipe
 
@@ -27,7 +29,7 @@ def test_the_generated_pages_are_current() -> None:
     assert [str(page.relative_to(ROOT)) for page in docgen.stale()] == []
 
 
-def test_a_page_that_differs_from_its_code_is_found(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_page_that_differs_from_its_code_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "layout.md"
     page.write_text("hand-edited\n")
     monkeypatch.setitem(docgen.PAGES, page, lambda: "rendered\n")
