@@ -2,8 +2,9 @@
 
 An `IntEnum`, so a key compares, hashes and encodes as the int on the wire; code names an API by
 its member (`ApiKey.ALTER_PARTITION`), never by a bare number. Which message classes an API has
-is `protocol.registry`'s table; who serves which API is `INBOUND_API_KEYS` / `OUTBOUND_API_KEYS` there
-(`DECODE_ONLY_API_KEYS`: the APIs fencer only decodes, from captures of real clusters).
+is `protocol.registry`'s table. Who serves which API is the controller's choice, not the codec's:
+`INBOUND_API_KEYS` / `OUTBOUND_API_KEYS` in `controller.ops.served` (`DECODE_ONLY_API_KEYS`: the
+APIs fencer only decodes, from captures of real clusters).
 """
 
 from enum import IntEnum

@@ -57,51 +57,6 @@ def _table(modules: tuple[ModuleType, ...]) -> dict[int, tuple[str, type[Data], 
 
 _APIS = _table(_MODULES)
 
-#: APIs the controller serves on its listener.
-INBOUND_API_KEYS = frozenset(
-    {
-        ApiKey.CONTROLLED_SHUTDOWN,
-        ApiKey.API_VERSIONS,
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.ELECT_LEADERS,
-        ApiKey.ALTER_PARTITION,
-        ApiKey.DESCRIBE_CLUSTER,
-        ApiKey.BROKER_REGISTRATION,
-        ApiKey.BROKER_HEARTBEAT,
-        ApiKey.ALTER_REPLICA_STATE,
-        # the ACL APIs: answered SECURITY_DISABLED while no authorizer is configured
-        # (controller.ops.acls), NOT_CONTROLLER by a standby, as the other admin APIs
-        ApiKey.DESCRIBE_ACLS,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-        # the controller quorum's: KRaft's Raft RPCs, served by every node, a sole
-        # voter included (Fetch of `__cluster_metadata` partition 0 only: `SERVED_VERSIONS`)
-        ApiKey.FETCH,
-        ApiKey.VOTE,
-        ApiKey.BEGIN_QUORUM_EPOCH,
-        ApiKey.END_QUORUM_EPOCH,
-        ApiKey.DESCRIBE_QUORUM,
-        ApiKey.FETCH_SNAPSHOT,
-    }
-)
-#: Served versions narrower than the codec's: the controller serves Fetch from v13 (topic ids:
-#: KRaft fetches `__cluster_metadata` by its topic id), though the codec decodes v0-17 (captures).
-SERVED_VERSIONS: dict[int, Versions] = {ApiKey.FETCH: Versions(13, 17)}
-
-
-def served_versions(key: int) -> Versions:
-    """The versions of an inbound API the controller serves (what ApiVersions lists)."""
-    return SERVED_VERSIONS.get(key) or api(key).versions
-
-
-#: APIs the controller sends to brokers (and the broker simulator serves).
-OUTBOUND_API_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA})
-#: APIs only decoded (analytics of captures from real clusters): nobody in fencer sends or serves them.
-#: UpdateMetadata is a ZooKeeper-era controller's metadata push, which fencer's controller does not
-#: make (see protocol/messages/update_metadata.py). Every api key is in exactly one of the three sets.
-DECODE_ONLY_API_KEYS = frozenset({ApiKey.UPDATE_METADATA})
-
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
 
@@ -182,17 +137,12 @@ def peek_request(payload: bytes) -> tuple[int, int, int | None]:
 def decode_request(payload: bytes, allowed: frozenset[int] | None = None) -> Request:
     """Decode one request frame payload (no size prefix).
 
-    `allowed` limits the api keys accepted (for example `INBOUND_API_KEYS`); others raise
-    `UnknownApiError` as if the key did not exist, and a version outside `SERVED_VERSIONS` of an
-    allowed key raises `UnsupportedVersionError`.
+    `allowed` limits the api keys accepted (a listener's: the APIs it serves); others raise
+    `UnknownApiError` as if the key did not exist.
     """
     key, version, correlation = peek_request(payload)
-    if allowed is not None:
-        if key not in allowed:
-            raise UnknownApiError(key, version, correlation)
-        served = SERVED_VERSIONS.get(key)
-        if served is not None and version not in served:
-            raise UnsupportedVersionError(key, version, correlation)
+    if allowed is not None and key not in allowed:
+        raise UnknownApiError(key, version, correlation)
     codecs = _REQUEST_CODECS.get((key, version)) or _request_codecs(key, version, correlation)
     header, pos = codecs[0].decode(payload, 0)
     return Request(header, codecs[1].decode_exact(payload, pos))

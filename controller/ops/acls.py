@@ -37,7 +37,7 @@ Rules (Kafka 3.9, AclApis `handleDescribeAcls` / `handleCreateAcls` / `handleDel
 - `error_response` is each request's `getErrorResponse` (one code and message for the whole
   request, in the shape above); a standby's NOT_CONTROLLER answer (ops.not_controller) uses it too.
 - A code 0 (UNKNOWN) in a creation or a filter never reaches these handlers on the daemon: Kafka's
-  request classes refuse it while parsing and the connection closes (`protocol.request_checks`,
+  request classes refuse it while parsing and the connection closes (`controller.server.request_checks`,
   as the listener applies it). Handed one anyway (the core called directly), they answer it as
   above: SECURITY_DISABLED without an authorizer; with one, in a creation its INVALID_REQUEST, in
   a DeleteAcls filter the filter's, in a DescribeAcls filter no match.

@@ -17,9 +17,9 @@ from protocol.messages.describe_cluster import (
     DescribeClusterResponse,
     DescribeClusterResponseDescribeClusterBroker,
 )
-from protocol.registry import INBOUND_API_KEYS, served_versions
 
 from ..state.controller_state import ControllerState, Result
+from .served import INBOUND_API_KEYS, served_versions
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 BROKERS = 1

@@ -83,13 +83,14 @@ from protocol.errors import (
 )
 from protocol.framing import FrameBuffer
 from protocol.messages.api_versions import unsupported_version_answer
-from protocol.registry import INBOUND_API_KEYS, api, encode_response
-from protocol.request_checks import decode_served
+from protocol.registry import api, encode_response
 
 from ..auth.principal_mapping import PrincipalMappingRules
+from ..ops.served import INBOUND_API_KEYS
 from ..runtime import in_thread, monotonic_ns, wall_ns
 from .budget import MemoryBudget, Reservation
 from .pending import LARGE_FRAME_BYTES, ExchangeSink, Pending, RequestSink
+from .request_checks import decode_served
 from .tls import ANONYMOUS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_MAPPING_RULES, failure_reason, peer_principal
 
 _IDS = itertools.count(1)

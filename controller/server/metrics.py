@@ -40,7 +40,6 @@ from protocol.errors import (
     UnknownApiError,
     UnsupportedVersionError,
 )
-from protocol.request_checks import InvalidRequestError
 
 from .engine_views import CommittedProvider, StateProvider
 from .metric_collectors import (
@@ -51,6 +50,7 @@ from .metric_collectors import (
     RequestStats,
     api_name,
 )
+from .request_checks import InvalidRequestError
 from .tls import HANDSHAKE_FAILURE_REASONS
 
 #: Requests in one group commit: 1, 2, 4, ..., 512.

@@ -6,7 +6,7 @@ that accepts it becomes a follower and starts fetching from it (Fetch). The lead
 to voters that have not fetched from it yet. Only the controller listener serves it.
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
 and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the new leader's id and epoch;

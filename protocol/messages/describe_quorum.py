@@ -7,7 +7,7 @@ how far each voter and observer has replicated. Both the broker and the controll
 serve it.
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
 and ApiVersions lists it.
 
 Request: the same in every version: topics and partitions (in practice `__cluster_metadata`

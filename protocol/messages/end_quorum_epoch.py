@@ -6,7 +6,7 @@ waiting for their fetch timeout; it names its preferred successors, the voters w
 the most caught up, which then run for leader first. Only the controller listener serves it.
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
 and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the resigning leader's id and

@@ -9,8 +9,8 @@ diverged (DivergingEpoch: truncate to that epoch's end offset) or fell behind th
 Every listener serves it: the broker for topic partitions, the controller for the metadata log.
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
-and ApiVersions lists it from v13 (`SERVED_VERSIONS`).
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
+and ApiVersions lists it from v13 (`SERVED_VERSIONS` there).
 
 The records of a partition (Kafka's `records` type) stay raw bytes: the codec does not parse
 record batches here (protocol.records reads them when asked).

@@ -7,7 +7,7 @@ the byte position to continue from, each response carries the snapshot's total s
 chunk of its bytes. Only the controller listener serves it.
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
 and ApiVersions lists it.
 
 The snapshot chunk (`UnalignedRecords`, Kafka's `records` type) stays raw bytes: it need not

@@ -7,10 +7,10 @@ client's Metadata request is answered from); the broker answers with one error c
 removed it with ZooKeeper.
 
 fencer's controller neither sends nor serves it: the codec has it so that fencer's analytics can
-decode it in captures of real clusters. It is in `DECODE_ONLY_API_KEYS` (protocol.registry), in
-neither of the other two sets, by decision:
+decode it in captures of real clusters. It is in `DECODE_ONLY_API_KEYS` (controller.ops.served),
+in neither of the other two sets, by decision:
 - `INBOUND_API_KEYS` is what the daemon decodes on its listener (controller/server/connection.py
-  passes it as `allowed` to `decode_request`) and what ApiVersions lists
+  passes it as `allowed` to `decode_served`) and what ApiVersions lists
   (controller/ops/cluster_info.py). A controller never receives UpdateMetadata, so a request
   with api key 6 is still refused as an unknown api: no answer, the connection closed, counted
   as `unknown_api`, exactly as before the codec knew the key; ApiVersions does not list it.

@@ -13,7 +13,7 @@ vote. fencer's voters speak it among themselves (KIP-996's pre-vote); its layout
 VoteRequest.json (the response is unchanged in v2).
 
 fencer's codec decodes it (captures of real clusters) and every controller node serves it
-(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (protocol.registry)
+(the controller quorum, `controller.server.quorum`): it is in `INBOUND_API_KEYS` (controller.ops.served)
 and ApiVersions lists it.
 
 Request: v0 holds the cluster id and, per topic and partition, the candidate's epoch and id

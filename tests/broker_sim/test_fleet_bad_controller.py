@@ -14,12 +14,13 @@ import trio
 from broker_sim.journal import BadAnswer, RunEnded, read_journal
 from broker_sim.shell.fleet import FleetConfig, run_fleet
 from broker_sim.stats import FleetStats
+from controller.ops.served import INBOUND_API_KEYS
 from protocol.framing import FrameBuffer, frame
 from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationResponse
 from protocol.messages.describe_cluster import DescribeClusterResponse
-from protocol.registry import INBOUND_API_KEYS, api, decode_request, encode_response
+from protocol.registry import api, decode_request, encode_response
 from protocol.spec import Data
 from tests.e2e.daemon_process import free_port
 

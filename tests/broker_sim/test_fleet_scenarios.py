@@ -15,8 +15,9 @@ import pytest
 
 from broker_sim.check import check
 from broker_sim.shell.fleet import SCENARIOS
+from controller.ops.served import INBOUND_API_KEYS
 from protocol.api_keys import ApiKey
-from protocol.registry import INBOUND_API_KEYS, api
+from protocol.registry import api
 
 from .fleet_runs import FleetRun, scenario_run
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.ops.served import DECODE_ONLY_API_KEYS, INBOUND_API_KEYS, OUTBOUND_API_KEYS
 from protocol import registry
 from protocol.api_keys import ApiKey
 from protocol.errors import TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
@@ -18,17 +19,7 @@ from protocol.messages.alter_partition import AlterPartitionRequest, AlterPartit
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from protocol.messages.update_metadata import UpdateMetadataRequest
-from protocol.registry import (
-    DECODE_ONLY_API_KEYS,
-    INBOUND_API_KEYS,
-    OUTBOUND_API_KEYS,
-    all_apis,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    peek_request,
-)
+from protocol.registry import all_apis, decode_request, decode_response, encode_request, encode_response, peek_request
 
 from .strategies import messages
 

@@ -9,11 +9,12 @@ from broker_sim.model.events import Outgoing
 from broker_sim.model.leadership import FollowerState, ProbeTarget
 from broker_sim.model.timing import Timing, timing_for
 from broker_sim.model.views import PartitionView
+from controller.ops.served import INBOUND_API_KEYS
 from protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.broker_registration import BrokerRegistrationResponse
 from protocol.messages.describe_cluster import DescribeClusterResponse
-from protocol.registry import INBOUND_API_KEYS, api
+from protocol.registry import api
 
 TIMING: Timing = timing_for(1000, 3000)
 TOPIC = "orders"

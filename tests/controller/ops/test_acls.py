@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.ops import acls
+from controller.ops.served import served_versions
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -29,7 +30,7 @@ from protocol.messages.delete_acls import (
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.records.metadata import AccessControlEntryRecord
-from protocol.registry import api, encode_response, served_versions
+from protocol.registry import api, encode_response
 
 from ...protocol.strategies import messages
 from ..harness import Harness

@@ -26,6 +26,7 @@ from controller.ops.authorization import (
     authorizer_config,
     quorum_denied,
 )
+from controller.ops.served import served_versions
 from controller.state.cluster import ReplayError
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.api_keys import ApiKey
@@ -44,7 +45,7 @@ from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersRequestTopicPartitions
 from protocol.records.metadata import AccessControlEntryRecord, RemoveTopicRecord, TopicRecord
-from protocol.registry import api, encode_response, served_versions
+from protocol.registry import api, encode_response
 from protocol.spec import ZERO_UUID, Data
 
 from ...protocol.kio_bridge import kio_decode, kio_payload_class

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.ops.not_controller import not_controller
+from controller.ops.served import INBOUND_API_KEYS, served_versions
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.registry import INBOUND_API_KEYS, api, encode_response, served_versions
+from protocol.registry import api, encode_response
 
 from ...protocol.strategies import messages
 

@@ -7,7 +7,7 @@ epochs and ISR, a known broker with its epoch, `__cluster_metadata` partition 0 
 values are put in afterwards (`values.hostile_variant`); a template is the request a correct
 client would send, so that what the daemon does with a hostile one is the hostile value's doing.
 
-Rules: every (api key, version) of `protocol.registry.INBOUND_API_KEYS` x `served_versions` has
+Rules: every (api key, version) of `controller.ops.served.INBOUND_API_KEYS` x `served_versions` has
 a template that encodes (`missing_templates()`, checked by the suite): an API added to the
 registry without one here fails that test. Every choice comes from `rng`.
 """
@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from controller.ops.served import INBOUND_API_KEYS, served_versions
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.messages import alter_partition as ap
@@ -40,7 +41,7 @@ from protocol.messages import end_quorum_epoch as eqe
 from protocol.messages import fetch as fe
 from protocol.messages import fetch_snapshot as fs
 from protocol.messages import vote as vo
-from protocol.registry import INBOUND_API_KEYS, encode_request, served_versions
+from protocol.registry import encode_request
 from protocol.spec import Data
 
 from .context import METADATA_TOPIC, METADATA_TOPIC_ID, UNKNOWN_ID, BrokerView, Context, PartitionView, TopicView

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.ops.served import INBOUND_API_KEYS
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.compiler import codec
 from protocol.errors import EncodeError
@@ -23,7 +24,7 @@ from protocol.messages.create_acls import (
     CreateAclsResponse,
     CreateAclsResponseAclCreationResult,
 )
-from protocol.registry import INBOUND_API_KEYS, decode_request, encode_request
+from protocol.registry import decode_request, encode_request
 
 from .frames import check_request, check_response, check_round_trip_with_unknown_tags
 

@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.ops.served import INBOUND_API_KEYS
+from controller.server.request_checks import decode_served
 from protocol.compiler import codec
 from protocol.errors import EncodeError, UnsupportedVersionError
 from protocol.messages.fetch import (
@@ -33,7 +35,7 @@ from protocol.messages.fetch import (
     FetchResponsePartitionData,
     FetchResponseSnapshotId,
 )
-from protocol.registry import INBOUND_API_KEYS, decode_request, encode_request
+from protocol.registry import decode_request, encode_request
 
 from ..test_conformance_kio import FLOOR_EXAMPLES
 from .frames import check_request, check_response, check_round_trip_with_unknown_tags
@@ -299,10 +301,10 @@ def test_served_from_v13_only(version: int) -> None:
     payload = encode_request(body, version, correlation_id=42)[4:]
     assert decode_request(payload).body == body
     if version >= 13:
-        assert decode_request(payload, allowed=INBOUND_API_KEYS).body == body
+        assert decode_served(payload, allowed=INBOUND_API_KEYS).body == body
         return
     with pytest.raises(UnsupportedVersionError) as info:
-        decode_request(payload, allowed=INBOUND_API_KEYS)
+        decode_served(payload, allowed=INBOUND_API_KEYS)
     assert (info.value.api_key, info.value.api_version, info.value.correlation_id) == (1, version, 42)
 
 

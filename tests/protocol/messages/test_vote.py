@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.ops.served import INBOUND_API_KEYS
 from protocol.compiler import codec
 from protocol.errors import EncodeError
 from protocol.messages.vote import (
@@ -26,7 +27,7 @@ from protocol.messages.vote import (
     VoteResponsePartitionData,
     VoteResponseTopicData,
 )
-from protocol.registry import INBOUND_API_KEYS, decode_request, encode_request
+from protocol.registry import decode_request, encode_request
 
 from .frames import check_request, check_response, check_round_trip_with_unknown_tags
 

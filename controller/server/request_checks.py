@@ -13,15 +13,21 @@ Rules (Kafka 3.9, `clients/.../common/requests`, each class's constructor `valid
 - The codec decodes such requests (a capture holds what was on the wire, `analytics` reads
   them); the daemon's listener refuses them with `decode_served`, as it refuses a frame that does
   not decode (`InvalidRequestError`, reason "invalid_request": counted, logged, closed).
+- `decode_served` is how the listener decodes every request: the api keys it is given
+  (`controller.ops.served.INBOUND_API_KEYS`) at the versions the controller serves
+  (`SERVED_VERSIONS`), checked from the request's first bytes before its body is decoded, then
+  these checks.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .api_keys import ApiKey
-from .errors import DecodeError
-from .registry import Request, decode_request
+from protocol.api_keys import ApiKey
+from protocol.errors import DecodeError, UnsupportedVersionError
+from protocol.registry import Request, decode_request, peek_request
+
+from ..ops.served import SERVED_VERSIONS
 
 UNKNOWN = 0
 
@@ -54,7 +60,17 @@ def refusal(api_key: int, body: Any) -> str | None:
 
 
 def decode_served(payload: bytes, allowed: frozenset[int] | None = None) -> Request:
-    """`decode_request`, then Kafka's parse-time checks: `InvalidRequestError` on a refusal."""
+    """`decode_request`, then Kafka's parse-time checks: `InvalidRequestError` on a refusal.
+
+    `allowed` limits the api keys accepted (the listener's `INBOUND_API_KEYS`): others raise
+    `UnknownApiError` as if the key did not exist, and a version outside `SERVED_VERSIONS` of an
+    allowed key raises `UnsupportedVersionError`, before the body is decoded.
+    """
+    if allowed is not None:
+        key, version, correlation = peek_request(payload)
+        served = SERVED_VERSIONS.get(key)
+        if served is not None and key in allowed and version not in served:
+            raise UnsupportedVersionError(key, version, correlation)
     request = decode_request(payload, allowed)
     key = request.api_key
     if key in CHECKED_KEYS:

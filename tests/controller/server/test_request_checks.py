@@ -1,4 +1,4 @@
-"""Kafka's parse-time refusals (`protocol.request_checks`): a code 0 (UNKNOWN) in any of the four
+"""Kafka's parse-time refusals (`controller.server.request_checks`): a code 0 (UNKNOWN) in any of the four
 coded fields of a CreateAcls creation, a DeleteAcls filter or a DescribeAcls filter; nothing else
 (a code Kafka does not know, a v0 request, whose pattern type decodes as LITERAL)."""
 
@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
+from controller.server.request_checks import InvalidRequestError, decode_served, refusal
 from protocol.api_keys import ApiKey
 from protocol.messages.create_acls import CreateAclsRequest, CreateAclsRequestAclCreation
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsRequestDeleteAclsFilter
 from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.registry import encode_request
-from protocol.request_checks import InvalidRequestError, decode_served, refusal
 
 CREATION = CreateAclsRequestAclCreation(
     resource_type=2, resource_name="t", principal="User:a", host="*", operation=3, permission_type=3
