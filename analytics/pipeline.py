@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import aggregates, journal, pcaps, report, transforms
+from . import aggregates, journal, pcaps, report, report_html, report_summary, transforms
 from .decode import decode_captures
 from .output import Staging, staged, unsorted_partitioned_writes
 from .pcap import DEFAULT_KAFKA_PORTS
@@ -148,8 +148,8 @@ def run(
         written |= _write(spark, {"fleet_events": journal.fleet_events(spark, journals)}, staging, progress)
         progress("drawing the report")
         collected = report.collect(written, [str(path) for path in [*captures, *pcap_files]], window_seconds)
-        staging.write_text("report.html", report.html(collected))
-        lines = report.summary(collected)
+        staging.write_text("report.html", report_html.html(collected))
+        lines = report_summary.summary(collected)
         staging.write_text("summary.txt", "\n".join(lines) + "\n")
         staging.delete(DECODED)
         if pcap_files:

@@ -7,8 +7,9 @@ the traffic it does not decode (`Other`) and what it could not read (`Problem`).
 
 Rules:
 - Layers, one module each: files.py (pcap / pcapng records, with dpkt), packets.py (link, IP and
-  TCP headers), reader.py (TCP reassembly, Kafka framing and pairing), items.py (what is yielded),
-  kafka_apis.py (API names).
+  TCP headers), reader.py (a file's connections, the API), streams.py (TCP reassembly and Kafka
+  framing of one direction), connections.py (pairing responses with requests), frames.py (Kafka's
+  frame layout), items.py (what is yielded), kafka_apis.py (API names).
 - Pure Python over the standard library, dpkt and `protocol`: importable and testable without Spark.
 """
 

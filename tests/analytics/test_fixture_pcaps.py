@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from analytics import pcaps
 from analytics.decode import decode_captures
-from analytics.pcap import reader as reader_module
+from analytics.pcap import frames as frames_module
 from analytics.pcap.kafka_apis import KAFKA_API_NAMES
 from analytics.read import read_captures
 from analytics.schema import EXCHANGE_ROW
@@ -53,7 +53,7 @@ class Wanted:
         requests = {m.message.correlation_id: m.message for m in messages if m.message.kind == "Request"}
         for expected in messages:
             message = expected.message
-            if API_KEYS[message.api_name] in reader_module.CONTROL_PLANE_KEYS:
+            if API_KEYS[message.api_name] in frames_module.CONTROL_PLANE_KEYS:
                 if message.kind == "Response":
                     request_size = requests[message.correlation_id].size
                     header = (source, message.api_name, message.api_version, message.correlation_id)

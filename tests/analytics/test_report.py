@@ -14,7 +14,9 @@ from PIL import Image
 from pyspark.sql import Row, SparkSession
 
 from analytics import charts
-from analytics.report import CHARTS, Report, longest_shutdowns, rate_series, summary
+from analytics.report import CHARTS, Report, longest_shutdowns
+from analytics.report_charts import rate_series
+from analytics.report_summary import summary
 
 from .conftest import Analysed
 

@@ -8,7 +8,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from analytics import aggregates
 from analytics.job import instant
-from analytics.report import _utc
+from analytics.report_summary import utc
 
 SECOND = 1_000_000_000
 BOUNDARY = 1_764_115_200 * SECOND  # 2025-11-26 00:00:00 UTC, a window boundary at every width below
@@ -35,6 +35,6 @@ def test_time_arguments_are_exact_to_the_nanosecond() -> None:
 
 
 def test_the_reports_clock_never_rounds_into_the_next_second() -> None:
-    assert _utc(BOUNDARY - 100) == "2025-11-25 23:59:59.999 UTC"
-    assert _utc(BOUNDARY) == "2025-11-26 00:00:00.000 UTC"
-    assert _utc(None) == "-"
+    assert utc(BOUNDARY - 100) == "2025-11-25 23:59:59.999 UTC"
+    assert utc(BOUNDARY) == "2025-11-26 00:00:00.000 UTC"
+    assert utc(None) == "-"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from analytics.pcap import DEFAULT_KAFKA_PORTS, KIND_KAFKA, Other, PcapExchange, PcapReader, Problem, kafka_api_name
+from analytics.pcap import frames as frames_module
 from analytics.pcap import reader as reader_module
 from analytics.pcap.kafka_apis import KAFKA_API_NAMES
 from analytics.pcap.packets import DROPS
@@ -51,7 +52,8 @@ class Read:
 
 
 def keep_every_api(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Readers made from now on keep every API's frames whole, so each comes out with its header."""
+    """Readers made from now on keep every API's frames whole, so each comes out with its header (`PcapReader`
+    reads `CONTROL_PLANE_KEYS` through reader.py's name for it, which this patches)."""
     monkeypatch.setattr(reader_module, "CONTROL_PLANE_KEYS", frozenset(KAFKA_API_NAMES))
 
 
@@ -91,7 +93,7 @@ def expected_counts(expected: list[Message]) -> Counts:
 
 
 def decoded_by_fencer(expected: Expected) -> bool:
-    return API_KEYS[expected.message.api_name] in reader_module.CONTROL_PLANE_KEYS
+    return API_KEYS[expected.message.api_name] in frames_module.CONTROL_PLANE_KEYS
 
 
 def test_the_captures_are_the_ones_these_tests_name() -> None:

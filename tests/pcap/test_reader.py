@@ -1,6 +1,7 @@
-"""The pcap reader on crafted captures: link layers, TCP reassembly, Kafka framing and pairing, bounds.
+"""The pcap reader on crafted captures: link layers, file formats, Kafka framing and pairing, bounds (its
+TCP reassembly: test_reassembly.py).
 
-Each reassembly case names, in a comment, the line of analytics/pcap/reader.py it guards: without
+Each case that guards a line of analytics/pcap/ names its module and the line in a comment: without
 that line the test fails (checked by hand while writing them).
 """
 
@@ -13,25 +14,15 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from analytics.pcap import (
-    DEFAULT_KAFKA_PORTS,
-    KIND_KAFKA,
-    KIND_NOT_KAFKA,
-    KIND_TLS,
-    Other,
-    PcapExchange,
-    PcapReader,
-    Problem,
-    kafka_api_name,
-    read_pcap,
-)
-from analytics.pcap import reader as reader_module
+from analytics.pcap import KIND_KAFKA, KIND_NOT_KAFKA, KIND_TLS, Other, PcapExchange, PcapReader, kafka_api_name
+from analytics.pcap import connections as connections_module
+from analytics.pcap import frames as frames_module
+from analytics.pcap import streams as streams_module
 from protocol.capture import INBOUND, Exchange
 from protocol.registry import decode_request, decode_response
 
 from .craft import (
     BASE_US,
-    KAFKA_PORT,
     Flow,
     Pkt,
     heartbeat,
@@ -39,61 +30,10 @@ from .craft import (
     ns,
     other_request,
     other_response,
-    payload,
     write,
     write_pcapng_interfaces,
 )
-
-Items = tuple[list[PcapExchange], list[Other], list[Problem]]
-
-
-def read(path: Path, ports: frozenset[int] = DEFAULT_KAFKA_PORTS) -> Items:
-    exchanges, others, problems = [], [], []
-    for item in read_pcap(str(path), ports):
-        if isinstance(item, PcapExchange):
-            exchanges.append(item)
-        elif isinstance(item, Other):
-            others.append(item)
-        else:
-            problems.append(item)
-    return exchanges, others, problems
-
-
-def exchange(
-    correlation: int, request_us: int, response_us: int | None, connection: int = 1, peer: str = "10.0.0.1:50000"
-) -> PcapExchange:
-    """The exchange of heartbeat `correlation` (answered unless `response_us` is None)."""
-    server = "[fd00::2]:9093" if peer.startswith("[") else f"10.0.0.2:{KAFKA_PORT}"
-    return PcapExchange(
-        ns(request_us),
-        None if response_us is None else ns(response_us),
-        INBOUND,
-        connection,
-        peer,
-        63,
-        1,
-        correlation,
-        payload(heartbeat(correlation)),
-        None if response_us is None else payload(heartbeat_response(correlation)),
-        server,
-    )
-
-
-def conversation(flow: Flow, correlations: range, start_us: int = BASE_US, handshake: bool = True) -> list[Pkt]:
-    """Handshake, then per correlation id a heartbeat at start + 100 i + 10 and its response at + 20, then FINs."""
-    packets = flow.handshake(start_us) if handshake else []
-    for index, correlation in enumerate(correlations):
-        packets += flow.request(heartbeat(correlation), start_us + 100 * index + 10)
-        packets += flow.response(heartbeat_response(correlation), start_us + 100 * index + 20)
-    return packets + flow.close(start_us + 100 * len(correlations) + 50)
-
-
-def expected(correlations: range, start_us: int = BASE_US, **kwargs: int | str) -> list[PcapExchange]:
-    return [
-        exchange(c, start_us + 100 * i + 10, start_us + 100 * i + 20, **kwargs)  # type: ignore[arg-type]
-        for i, c in enumerate(correlations)
-    ]
-
+from .reading import conversation, exchange, expected, read
 
 # basics
 
@@ -118,170 +58,6 @@ def test_in_order_conversation_gives_exchanges_that_decode(tmp_path: Path) -> No
     assert Exchange(*exchanges[0][:10]).direction == INBOUND
     assert decode_request(exchanges[0].request).correlation_id == 1
     assert decode_response(exchanges[0].response or b"", 63, 1)[1].is_caught_up  # type: ignore[attr-defined]
-
-
-def test_out_of_order_segments_are_held_until_the_gap_fills(tmp_path: Path) -> None:
-    # guards reader.py `heapq.heappush(self.held, ...)` and `self._drain(now)`: without them the later
-    # segment is delivered first (garbage framing) or never
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    first, second, third = flow.request(heartbeat(1), BASE_US + 10, mss=15)
-    packets += [first, third, second]  # the request completes with `second`, at BASE_US + 11
-    packets += flow.response(heartbeat_response(1), BASE_US + 20) + flow.close(BASE_US + 30)
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert exchanges == [exchange(1, BASE_US + 11, BASE_US + 20)]
-    assert (others, problems) == ([], [])
-
-
-def test_exact_and_overlapping_retransmissions_keep_the_first_copy(tmp_path: Path) -> None:
-    # guards reader.py `_advance`'s trim (`payload = payload[trim:]` and the `trim >= len(payload)` drop):
-    # without it the retransmitted bytes are framed twice
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    frame = heartbeat(1) + heartbeat(2)
-    seq = flow.seq[True]
-    packets += flow.request(frame[:30], BASE_US + 10)
-    packets.append(flow.packet(True, seq, 0x18, frame[:30], BASE_US + 11))  # exact retransmission
-    # an overlapping one: 20 old bytes, with different content (the first copy wins), then 10 new ones
-    packets.append(flow.packet(True, seq + 10, 0x18, b"\xee" * 20 + frame[30:40], BASE_US + 12))
-    flow.seq[True] = seq + 40
-    packets += flow.request(frame[40:], BASE_US + 13)
-    packets += flow.response(heartbeat_response(1) + heartbeat_response(2), BASE_US + 20) + flow.close(BASE_US + 30)
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert exchanges == [exchange(1, BASE_US + 13, BASE_US + 20), exchange(2, BASE_US + 13, BASE_US + 20)]
-    assert (others, problems) == ([], [])
-
-
-def test_lost_segment_is_a_problem_with_the_bytes_missing_and_decoding_resumes(tmp_path: Path) -> None:
-    # guards reader.py `other.acked(found.ack, now)` (the server acknowledged the lost bytes: the hole is given
-    # up there) and `_resync_request` after it: without the first the requests behind the hole wait for the
-    # FIN and their responses match nothing; without the second they are framed from the middle of the broken one
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    packets += flow.request(heartbeat(1), BASE_US + 10) + flow.response(heartbeat_response(1), BASE_US + 20)
-    broken = flow.request(heartbeat(2), BASE_US + 110, mss=20)
-    lost = broken.pop(1)
-    packets += broken
-    for index, correlation in enumerate((3, 4)):
-        packets += flow.request(heartbeat(correlation), BASE_US + 210 + 100 * index)
-        packets += flow.response(heartbeat_response(correlation), BASE_US + 220 + 100 * index)
-    packets += flow.close(BASE_US + 500)
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert len(dpkt.ip.IP(lost.ip).data.data) == 20
-    [problem] = problems
-    assert problem.missing_bytes == 20 and problem.connection_id == 1
-    seq = 1000 + 1 + len(heartbeat(1)) + 20
-    assert problem.reason == (
-        f"tcp: 20 bytes missing from the client's stream at seq {seq} (acknowledged by the peer but not captured: "
-        "a packet the capture lost); decoding resumes at the next plausible frame boundary"
-    )
-    assert problem.time_ns == ns(BASE_US + 220)  # the server's acknowledgement
-    assert exchanges == [
-        exchange(1, BASE_US + 10, BASE_US + 20),
-        exchange(3, BASE_US + 210, BASE_US + 220),  # delivered at its own arrival time
-        exchange(4, BASE_US + 310, BASE_US + 320),
-    ]
-    assert others == []
-
-
-def test_a_lost_segment_nobody_acknowledges_is_given_up_at_the_end(tmp_path: Path) -> None:
-    # guards reader.py `give_up_hole` in `finish`: without it the frames held behind the hole are dropped silently
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    broken = flow.request(heartbeat(1) + heartbeat(2), BASE_US + 10, mss=20)
-    del broken[0]
-    packets += broken
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert [p.missing_bytes for p in problems] == [20]
-    assert "(the capture ended before the hole filled)" in problems[0].reason
-    assert exchanges == [exchange(2, BASE_US + 10 + len(broken), None)]
-    assert others == []
-
-
-def test_a_hole_with_too_much_held_behind_it_is_given_up_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # guards reader.py `if self.held_bytes > MAX_HELD: self.give_up_hole(...)`: without it the held bytes grow
-    # until the connection ends (no acknowledgement from the server comes here to give the hole up)
-    monkeypatch.setattr(reader_module, "MAX_HELD", 100)
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    broken = flow.request(heartbeat(1), BASE_US + 10, mss=20)
-    del broken[1]
-    packets += broken
-    for index, correlation in enumerate(range(2, 8)):
-        packets += flow.request(heartbeat(correlation), BASE_US + 100 + 100 * index)
-    packets += flow.close(BASE_US + 1000)
-    reader = PcapReader(str(write(tmp_path / "a.pcap", packets)))
-    items = list(reader.items())
-    problems = [item for item in items if isinstance(item, Problem)]
-    assert [p.missing_bytes for p in problems] == [20]
-    held = len(broken[1].ip) - 40 + 3 * len(heartbeat(2))
-    assert problems[0].reason.endswith(
-        f"({held} bytes held behind it (a lost packet)); decoding resumes at the next plausible frame boundary"
-    )
-    assert problems[0].time_ns == ns(BASE_US + 300)  # the third heartbeat behind the hole passes 100 bytes
-    exchanges = [item for item in items if isinstance(item, PcapExchange)]
-    assert exchanges == [exchange(c, BASE_US + 100 * (c - 1), None) for c in range(2, 8)]
-    assert reader.peak_held <= 100 + len(heartbeat(1))
-
-
-def test_responses_whose_requests_wait_behind_a_hole_are_counted_not_a_reason_to_give_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # guards reader.py `_responses`: an unmatched response is counted (kind "kafka", api key None), even as the
-    # connection's first frame; it made the whole connection "not-kafka" once
-    monkeypatch.setattr(reader_module, "MAX_HELD", 100)
-    flow = Flow(acks=False)
-    packets = flow.handshake(BASE_US)
-    broken = flow.request(heartbeat(1), BASE_US + 10, mss=20)
-    del broken[1]
-    packets += broken
-    for index, correlation in enumerate(range(2, 8)):
-        packets += flow.request(heartbeat(correlation), BASE_US + 100 + 100 * index)
-        packets += flow.response(heartbeat_response(correlation), BASE_US + 150 + 100 * index)
-    packets += flow.close(BASE_US + 1000)
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert [p.missing_bytes for p in problems] == [20]
-    assert [(e.correlation_id, e.response is not None) for e in exchanges] == [
-        (2, False),  # its response came while it was held behind the hole
-        (3, False),
-        *[(c, True) for c in range(4, 8)],
-    ]
-    assert [(o.kind, o.api_key, o.responses) for o in others] == [(KIND_KAFKA, None, 2)]
-
-
-def test_mid_stream_start_resynchronises_requests_and_responses(tmp_path: Path) -> None:
-    # guards reader.py `self.base, self.mid_stream = seq, True` (synced stays False) and the two
-    # `_resync_*` methods: without them the capture's first bytes (the end of a frame) are read as a size
-    flow = Flow()
-    flow.handshake(BASE_US)  # not captured
-    early_request = flow.request(heartbeat(6) + heartbeat(7), BASE_US + 10)
-    early_response = flow.response(heartbeat_response(6) + heartbeat_response(7)[:5], BASE_US + 20, mss=1000)
-    tail = flow.response(heartbeat_response(7)[5:], BASE_US + 21)
-    seen = [Pkt(p.time_us, p.ip) for p in early_request]
-    # the capture starts mid-frame in both directions: 9 bytes into heartbeat 7's request, and in response 7
-    ip = dpkt.ip.IP(seen[0].ip)
-    data = ip.data.data
-    cut = len(heartbeat(6)) + 9
-    packets = [flow.packet(True, ip.data.seq + cut, 0x18, data[cut:], BASE_US + 10)]
-    packets += tail
-    packets += conversation(flow, range(8, 11), BASE_US + 100, handshake=False)
-    del early_response
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert exchanges == expected(range(8, 11), BASE_US + 100)
-    assert (others, problems) == ([], [])
-
-
-def test_sequence_numbers_wrap_at_2_32_within_a_frame(tmp_path: Path) -> None:
-    # guards reader.py `(((seq - self.next_seq() + _HALF) & _MASK) - _HALF)`: without the modular distance
-    # the segments after the wrap are 2^32 bytes ahead and held forever
-    flow = Flow(client_isn=2**32 - 20, server_isn=2**32 - 3)
-    packets = flow.handshake(BASE_US)
-    first, second, third = flow.request(heartbeat(1), BASE_US + 10, mss=15)  # wraps inside `first`'s successor
-    packets += [first, third, second]
-    packets += flow.response(heartbeat_response(1), BASE_US + 20, mss=4) + flow.close(BASE_US + 30)
-    exchanges, others, problems = read(write(tmp_path / "a.pcap", packets))
-    assert exchanges == [exchange(1, BASE_US + 11, BASE_US + 24)]
-    assert (others, problems) == ([], [])
 
 
 # link layers and file formats
@@ -368,36 +144,7 @@ def test_truncated_file_yields_everything_before_the_cut_and_one_problem(tmp_pat
     )
 
 
-def test_snaplen_cut_packets_are_holes(tmp_path: Path) -> None:
-    # guards reader.py `self.gap(missing, ...)` in `_advance`: without it the cut bytes vanish unnoticed and
-    # the next frame's bytes are read as the rest of the cut one; and `if self.skip >= missing` in `gap`:
-    # a cut inside a body that is skipped anyway is not a problem
-    flow = Flow()
-    packets = flow.handshake(BASE_US)
-    packets += flow.request(other_request(0, 9, 1, 3000), BASE_US + 10, mss=3100)  # Produce, one segment
-    packets += flow.response(other_response(1, 10), BASE_US + 20)
-    packets += flow.request(heartbeat(2), BASE_US + 30) + flow.response(heartbeat_response(2), BASE_US + 40)
-    packets += conversation(flow, range(3, 5), BASE_US + 100, handshake=False)
-    path = write(tmp_path / "a.pcap", packets)
-    # cut the Produce segment and heartbeat 2's to 80 bytes of frame (Ethernet 14 + IP 20 + TCP 20 + 26)
-    raw = bytearray(path.read_bytes())
-    out, pos = bytearray(raw[:24]), 24
-    index = 0
-    while pos < len(raw):
-        sec, usec, caplen, length = struct.unpack_from("<IIII", raw, pos)
-        frame = raw[pos + 16 : pos + 16 + caplen]
-        if index in (3, 5):
-            frame = frame[:80]
-        out += struct.pack("<IIII", sec, usec, len(frame), length) + frame
-        pos += 16 + caplen
-        index += 1
-    path.write_bytes(bytes(out))
-    exchanges, others, problems = read(path)
-    assert exchanges == expected(range(3, 5), BASE_US + 100)
-    [problem] = problems
-    assert problem.missing_bytes == len(heartbeat(2)) - 26
-    assert "(not captured: the snap length cut the packet)" in problem.reason
-    assert [(o.api_key, o.requests, o.responses) for o in others] == [(0, 1, 1), (None, 0, 1)]
+# connections, framing and pairing
 
 
 def test_tls_connection_is_counted_once_and_never_parsed(tmp_path: Path) -> None:
@@ -426,7 +173,7 @@ def test_a_stream_that_is_not_kafka_is_counted_and_other_ports_are_ignored(tmp_p
 
 
 def test_requests_without_responses_are_emitted_unanswered(tmp_path: Path) -> None:
-    # guards reader.py `respond`'s loop (`self._unanswered(first)`) and `close`'s `while self.pending`: without
+    # guards connections.py `respond`'s loop (`self._unanswered(first)`) and `close`'s `while self.pending`: without
     # them a request skipped over (acks=0 style) or pending at the end is never emitted
     flow = Flow()
     packets = flow.handshake(BASE_US)
@@ -462,7 +209,7 @@ def test_a_frame_in_one_byte_segments_and_many_frames_in_one_segment(tmp_path: P
 
 
 def test_a_huge_frame_of_another_api_is_skipped_without_being_held(tmp_path: Path) -> None:
-    # guards reader.py `_requests`' branch for APIs not decoded (`conn.request(key, ..., None, ...)`, `_skip_frame`)
+    # guards streams.py `_requests`' branch for APIs not decoded (`conn.request(key, ..., None, ...)`, `_skip_frame`)
     # and `deliver`'s `if self.skip:`: without them the 50 MB body is buffered
     flow = Flow()
     packets = flow.handshake(BASE_US)
@@ -478,7 +225,8 @@ def test_a_huge_frame_of_another_api_is_skipped_without_being_held(tmp_path: Pat
 
 
 def test_a_frame_over_the_cap_is_a_problem_and_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reader_module, "MAX_FRAME", 1000)
+    monkeypatch.setattr(streams_module, "MAX_FRAME", 1000)  # the cap the framing applies
+    monkeypatch.setattr(frames_module, "MAX_FRAME", 1000)  # and the one a resynchronisation candidate fits
     flow = Flow()
     packets = flow.handshake(BASE_US)
     packets += flow.request(heartbeat(1), BASE_US + 10) + flow.response(heartbeat_response(1), BASE_US + 20)
@@ -491,9 +239,9 @@ def test_a_frame_over_the_cap_is_a_problem_and_skipped(tmp_path: Path, monkeypat
 
 
 def test_the_pending_map_is_bounded(tmp_path: Path) -> None:
-    # guards reader.py `while len(self.pending) > MAX_PENDING ...`: without it the map grows with every request
+    # guards connections.py `while len(self.pending) > MAX_PENDING ...`: without it the map grows with every request
     flow = Flow()
-    count = reader_module.MAX_PENDING + 10
+    count = connections_module.MAX_PENDING + 10
     packets = flow.handshake(BASE_US)
     packets += flow.request(b"".join(heartbeat(c) for c in range(count)), BASE_US + 10, mss=60_000)
     packets += flow.response(heartbeat_response(count - 1), BASE_US + 20) + flow.close(BASE_US + 30)
@@ -548,7 +296,7 @@ def test_api_names() -> None:
 
 
 def test_fetch_is_counted_like_produce_never_held_though_the_codec_decodes_it(tmp_path: Path) -> None:
-    # guards reader.py `CONTROL_PLANE_KEYS` (the codec's APIs less Fetch): with Fetch kept, a consumer's
+    # guards frames.py `CONTROL_PLANE_KEYS` (the codec's APIs less Fetch): with Fetch kept, a consumer's
     # multi-megabyte Fetch responses would be held whole and decoded into the control-plane tables
     flow = Flow()
     packets = flow.handshake(BASE_US)
