@@ -19,7 +19,8 @@ Rules:
   them again whenever their version changes.
 - Controlled shutdown: `shutdown` (its ways and how it ends); either way the incarnation ends
   (`incarnation_over`).
-- Log dirs and replica states: `disks`. Stale replays: `stale`.
+- Log dirs and replica states: `disks`. Stale replays and ISR probes: `stale`, sent and answered
+  by `broker_replays`. Request probes: `probes`, built and answered by `broker_request_probes`.
 - NOT_CONTROLLER (41) is a retriable error on both channels (the shell moves to the next
   controller of its list): the lifecycle retries (`lifecycle`), an ISR change is proposed again
   from the same committed epochs after a backoff (`leadership`; the next controller may answer with
@@ -28,36 +29,29 @@ Rules:
   probe so answered is sent again (`stale`, `probes`): nothing is journalled as judged by an answer
   that judged nothing (`probes.judges_nothing`: a partition's NOT_CONTROLLER is row b's answer to
   the probe built for it).
-- Request probes are built from what the broker knows (`_knowledge`): besides its views and
-  leaderships, the send time of its last heartbeat answered NONE and unfenced (`heard_at`, kept
-  while ACTIVE and not shutting down) and the state the controller surely holds for each hosted
-  replica (ONLINE on a dir that has not failed in this incarnation, OFFLINE on a failed dir whose
-  OFFLINE report was answered NONE). A duplicate registration probe the controller accepted
-  replaced this incarnation's registration: the broker registers its own incarnation again at
-  once (as after STALE_BROKER_EPOCH), never sending anything more with the replaced epoch.
+- What the broker holds is `broker_state.BrokerState`; `BrokerModel` adds the channels, leadership,
+  controlled shutdown and disks to the replay and request-probe parts built on it.
 """
 
 from __future__ import annotations
 
-import random
 import uuid
-from collections.abc import Mapping
-from dataclasses import replace
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.alter_partition import AlterPartitionResponse
-from protocol.messages.alter_replica_state import OFFLINE, ONLINE, AlterReplicaStateResponse
+from protocol.messages.alter_replica_state import OFFLINE, AlterReplicaStateResponse
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from protocol.spec import ZERO_UUID, Data
 
-from . import probes, requests, stale
-from .answers import not_controller
-from .disks import Disks, Replica, dir_of
+from . import requests, stale
+from .broker_replays import StaleReplaying
+from .broker_request_probes import RequestProbing
+from .broker_state import Views
+from .disks import Replica, dir_of
 from .events import (
     DATA,
-    Event,
     Outgoing,
     PartitionAcked,
     ProbeAnswered,
@@ -66,61 +60,14 @@ from .events import (
     ShapeProblem,
     StaleAnswered,
 )
-from .leadership import Followers, Leadership, Led
-from .lifecycle import Lifecycle, Phase
-from .requests import Proposal
+from .lifecycle import Phase
 from .shutdown import Shutdown
-from .timing import Timing
-from .views import PartitionView
-
-PROBE_CHANCE = 0.5
-Views = Mapping[tuple[str, int], PartitionView]
 
 
-class BrokerModel:
-    def __init__(
-        self,
-        broker_id: int,
-        seed: int,
-        timing: Timing,
-        followers: Followers,
-        topic_ids: Mapping[str, uuid.UUID],
-        *,
-        stale_replays: bool = False,
-        probe_gap_s: float = probes.PROBE_GAP_S,
-    ) -> None:
-        self.broker_id = broker_id
-        self.seed = seed
-        self.timing = timing
-        self.followers = followers
-        self.topic_ids = topic_ids
-        self.rng = random.Random(f"{seed}:{broker_id}")
-        log_dirs = tuple(uuid.UUID(int=self.rng.getrandbits(128)) for _ in range(2))
-        self.disks = Disks(log_dirs, timing.catch_up_s)
-        self.phase = random.Random(f"{seed}:{broker_id}:phase").random()
-        self.lifecycle = Lifecycle(broker_id, seed, timing, log_dirs, self.phase)
-        self.leadership = Leadership(broker_id, timing)
-        self.events: list[Event] = []
-        self.views: Views = {}
-        self.incarnations = 0
-        self.paused_until = self.resumed_at = self.paused_at = 0.0
-        self.ready_at = 0.0  # a restarted broker's replicas are caught up from then on
-        self.shutdown: Shutdown | None = None
-        self.incarnation_over = False
-        self.replays = stale.Replays(stale_replays, self.rng)
-        self.request_probes = probes.RequestProbes(stale_replays, seed, broker_id, probe_gap_s)
-        self.next_tick = 0.0
-        self.data_in_flight = False
-        self._views_version = -1
-        self.heard_at: float | None = None  # see the module rules (request probes)
-        self.dirs_failed: set[int] = set()  # dirs failed in this incarnation
-        self.reported_offline: set[tuple[str, int]] = set()  # OFFLINE answered NONE, not repaired
+class BrokerModel(StaleReplaying, RequestProbing):
+    """One simulated broker (see the module rules); its state is `BrokerState`'s."""
 
     # ------------------------------------------------------------------ incarnations
-    @property
-    def epoch(self) -> int:
-        return self.lifecycle.epoch
-
     def start(self, t: float, host: str, port: int, security_protocol: int = 0) -> None:
         """A new incarnation (a fresh incarnation id from the broker's rng) listening on host:port
         (registered with `security_protocol`: Kafka's code, PLAINTEXT by default)."""
@@ -301,17 +248,6 @@ class BrokerModel:
             if view is not None and view.hosted and view.leader_epoch > led.leader_epoch:
                 self._maybe_replay_deposed(led, t)
 
-    def _with_topic_ids(self, proposals: list[Proposal]) -> list[Proposal]:
-        """Proposals with their topic ids (views from LeaderAndIsr v0-4 have none); the others wait."""
-        ready = []
-        for proposal in proposals:
-            topic_id = proposal.topic_id if proposal.topic_id != ZERO_UUID else self.topic_ids.get(proposal.topic)
-            if topic_id is None:
-                self.leadership.failed([proposal], self.next_tick)
-            else:
-                ready.append(replace(proposal, topic_id=topic_id))
-        return ready
-
     def _alter_partition_answer(self, out: Outgoing, response: AlterPartitionResponse, t: float) -> None:
         acked, missing = self.leadership.answered(out.proposals, response, out.version, t)
         for item in acked:
@@ -377,9 +313,6 @@ class BrokerModel:
         self.disks.repair(index, t)
         self.lifecycle.offline_dirs = self.disks.offline_dir_ids
 
-    def _topic_id(self, view: PartitionView) -> uuid.UUID:
-        return view.topic_id if view.topic_id != ZERO_UUID else self.topic_ids.get(view.topic_name, ZERO_UUID)
-
     def _replica_state(self, new_state: int, replicas: tuple[Replica, ...]) -> Outgoing:
         version = self.lifecycle.versions.get(ApiKey.ALTER_REPLICA_STATE, 0)
         named = tuple(r for r in replicas if version == 0 or r[1] != ZERO_UUID)
@@ -410,109 +343,6 @@ class BrokerModel:
             self.disks.retry_at = t + self.timing.backoff(2)
 
     # ------------------------------------------------------------------ stale replays
-    def _stale_answer(self, plan: stale.StalePlan, response: Data, t: float) -> None:
-        """A replay's answer is journalled, unless it says NOT_CONTROLLER: then nothing was judged,
-        and the replay goes again after a backoff (`stale`)."""
-        if not_controller(response):
-            self.replays.not_judged += 1
-            self.replays.again(plan, t + self.timing.backoff(self.replays.not_judged))
-            return
-        self.replays.judged()
-        errors, accepted = stale.judge(response)
-        self.events.append(StaleAnswered(plan, self.epoch, tuple(errors), accepted))
-
-    def _maybe_replay_deposed(self, led: Led, t: float) -> None:
-        version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
-        if version is None or not self.replays.may_replay(t, 0.5):
-            return
-        ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
-        if ready:
-            self.replays.plans.append(
-                stale.alter_partition_plan(stale.OLD_LEADER_EPOCH, version, self.broker_id, self.epoch, ready)
-            )
-
-    def _probe(self, t: float) -> Outgoing | None:
-        """An ISR expansion built on a stale view of a follower (`leadership.probe`), at most one per
-        `stale.REPLAY_GAP_S`, drawn with a seeded chance once a follower qualifies."""
-        version = self.lifecycle.versions.get(ApiKey.ALTER_PARTITION)
-        if version is None or not self.leadership.led:
-            return None
-        found = self.leadership.probe(t, self.followers, self.epoch, member_epochs=version >= 3)
-        if found is None:
-            return None
-        proposal, target = found
-        self.replays.last_probe = t
-        if self.rng.random() >= PROBE_CHANCE:
-            self.leadership.led[(proposal.topic, proposal.partition)].in_flight = False
-            return None
-        ready = self._with_topic_ids([proposal])
-        if not ready:
-            return None
-        request = requests.alter_partition(version, self.broker_id, self.epoch, ready)
-        return Outgoing(DATA, "alter-partition", version, request, proposals=tuple(ready), probe=target)
-
-    # ------------------------------------------------------------------ request probes
-    def _knowledge(self, t: float) -> probes.Knowledge:
-        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        lifecycle = self.lifecycle
-        fresh = lifecycle.phase is Phase.ACTIVE and not lifecycle.shutting_down and not lifecycle.want_shut_down
-        states: dict[tuple[str, int], int] = {}
-        for view in hosted:
-            replica = (view.topic_name, view.partition)
-            if replica in self.reported_offline and self.disks.offline(*replica):
-                states[replica] = OFFLINE
-            elif dir_of(*replica) not in self.dirs_failed:
-                states[replica] = ONLINE
-        return probes.Knowledge(
-            broker_id=self.broker_id,
-            broker_epoch=self.epoch,
-            versions=self.lifecycle.versions,
-            cluster_id=self.lifecycle.cluster_id,
-            led=self.leadership.led,
-            hosted=hosted,
-            topic_id=lambda name, topic_id: topic_id if topic_id != ZERO_UUID else self.topic_ids.get(name, ZERO_UUID),
-            now=t,
-            heard_at=self.heard_at if fresh and self.shutdown is None else None,
-            session_timeout_s=self.timing.session_timeout_s,
-            replica_states=states,
-        )
-
-    def _request_probe_answer(self, plan: probes.ProbePlan, response: Data, t: float) -> None:
-        """A request probe's answer is journalled, unless it says NOT_CONTROLLER: then nothing was
-        judged, and the probe goes again after a backoff (`probes`)."""
-        if probes.judges_nothing(response, plan.probe):
-            self.request_probes.again(plan, t + self.timing.backoff(self.request_probes.not_judged + 1))
-            return
-        self.request_probes.judged()
-        errors, accepted = probes.judge(response, plan.probe)
-        facts = probes.answer_facts(plan, response, t)
-        journalled = replace(plan, detail={**plan.detail, **facts}) if facts else plan
-        self.events.append(RequestProbeAnswered(journalled, tuple(errors), accepted))
-        replaced = plan.probe == probes.REGISTRATION_DUPLICATE and accepted
-        if replaced and self.lifecycle.registered and plan.broker_epoch == self.epoch:
-            self.lifecycle.phase = Phase.REGISTERING  # its registration is the probe's now: again, at once
-            self.lifecycle.retry_at = t
-            self.heard_at = None
-
-    def _plan_previous_incarnation(self, t: float) -> None:
-        def replayable(led: Led) -> Proposal | None:
-            ready = self._with_topic_ids([self.leadership.proposal_for_replay(led, self.followers, self.epoch, t)])
-            return ready[0] if ready else None
-
-        hosted = sorted((v for v in self.views.values() if v.hosted), key=lambda v: (v.topic_name, v.partition))
-        self.replays.plans.extend(
-            stale.previous_incarnation_plans(
-                self.rng,
-                self.broker_id,
-                self.epoch,
-                self.lifecycle.versions,
-                self.leadership.led,
-                hosted,
-                replayable,
-                self._topic_id,
-            )
-        )
-
     # ------------------------------------------------------------------ helpers
     def _tick_at_or_after(self, t: float) -> float:
         """The first of this broker's ticks at or after t: k * tick_s + its seeded phase."""

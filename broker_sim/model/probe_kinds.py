@@ -49,7 +49,7 @@ PROBE_KINDS: dict[str, ProbeKind] = {
     ),
     "stale_replay:old-leader-epoch": ProbeKind(
         "a deposed leader's ISR change on its old leader epoch (KIP-497): FENCED_LEADER_EPOCH",
-        "broker_sim.model.broker:BrokerModel._maybe_replay_deposed",
+        "broker_sim.model.broker_replays:StaleReplaying._maybe_replay_deposed",
         "stale.OLD_LEADER_EPOCH",
     ),
     "stale_replay:old-partition-epoch": ProbeKind(
@@ -78,131 +78,132 @@ PROBE_KINDS: dict[str, ProbeKind] = {
         "broker_sim.model.fleet_view:FleetView.ineligible",
         '"previous-epoch"',
     ),
-    # the request probes (broker_sim/model/probes.py), journalled as request_probe with the kind
+    # the request probes (broker_sim/model/probes.py; built by alter_partition_probes.py, lifecycle_probes.py
+    # and replica_state_probes.py), journalled as request_probe with the kind
     "request_probe:follower": ProbeKind(
         "an AlterPartition from a follower on the leader and partition epochs its listener shows (row d): "
         "INVALID_REQUEST",
-        "broker_sim.model.probes:_follower",
+        "broker_sim.model.alter_partition_probes:_follower",
         "v.leader != known.broker_id",
     ),
     "request_probe:non-replica": ProbeKind(
         "the leader's ISR naming a broker that holds no replica of the partition (row f): INVALID_REQUEST",
-        "broker_sim.model.probes:_isr_shape",
+        "broker_sim.model.alter_partition_probes:_isr_shape",
         "NON_REPLICA",
     ),
     "request_probe:duplicate": ProbeKind(
         "the leader's ISR naming a member twice (row f): INVALID_REQUEST",
-        "broker_sim.model.probes:_isr_shape",
+        "broker_sim.model.alter_partition_probes:_isr_shape",
         "DUPLICATE",
     ),
     "request_probe:negative-id": ProbeKind(
         "the leader's ISR naming a negative broker id (row f): INVALID_REQUEST",
-        "broker_sim.model.probes:_isr_shape",
+        "broker_sim.model.alter_partition_probes:_isr_shape",
         "NEGATIVE_ID",
     ),
     "request_probe:without-leader": ProbeKind(
         "the leader's ISR without the leader, or empty (row f): INVALID_REQUEST",
-        "broker_sim.model.probes:_isr_shape",
+        "broker_sim.model.alter_partition_probes:_isr_shape",
         "without = tuple(",
     ),
     "request_probe:recovery-rollback": ProbeKind(
         "AlterPartition v1+ RECOVERING from RECOVERED (row g): INVALID_REQUEST",
-        "broker_sim.model.probes:_recovery",
+        "broker_sim.model.alter_partition_probes:_recovery",
         "RECOVERY_ROLLBACK",
     ),
     "request_probe:recovering-isr": ProbeKind(
         "AlterPartition v1+ RECOVERING with more than one ISR member (row g): INVALID_REQUEST",
-        "broker_sim.model.probes:_recovery",
+        "broker_sim.model.alter_partition_probes:_recovery",
         "RECOVERING_ISR",
     ),
     "request_probe:recovery-byte": ProbeKind(
         "AlterPartition v1+ with a LeaderRecoveryState byte other than 0 and 1: INVALID_REQUEST",
-        "broker_sim.model.probes:_recovery",
+        "broker_sim.model.alter_partition_probes:_recovery",
         "RECOVERY_BYTES",
     ),
     "request_probe:unknown-topic": ProbeKind(
         "AlterPartition naming an unknown topic: UNKNOWN_TOPIC_ID (v2+, by id), "
         "UNKNOWN_TOPIC_OR_PARTITION (v0-1, by name)",
-        "broker_sim.model.probes:_unknown_topic",
-        "_unknown_names(rng)",
+        "broker_sim.model.alter_partition_probes:_unknown_topic",
+        "unknown_names(rng)",
     ),
     "request_probe:unknown-partition": ProbeKind(
         "AlterPartition naming an unknown partition index (row a): UNKNOWN_TOPIC_OR_PARTITION",
-        "broker_sim.model.probes:_unknown_partition",
+        "broker_sim.model.alter_partition_probes:_unknown_partition",
         "UNKNOWN_PARTITION +",
     ),
     "request_probe:partition-twice": ProbeKind(
         "AlterPartition naming one partition twice (one in three: 7 times): each later naming INVALID_REQUEST",
-        "broker_sim.model.probes:_twice",
+        "broker_sim.model.alter_partition_probes:_twice",
         "times=times",
     ),
     "request_probe:heartbeat-unregistered": ProbeKind(
         "a BrokerHeartbeat from an unregistered broker id: STALE_BROKER_EPOCH",
-        "broker_sim.model.probes:_heartbeat",
+        "broker_sim.model.lifecycle_probes:_heartbeat",
         "unregistered_id(rng)",
     ),
     "request_probe:shutdown-unregistered": ProbeKind(
         "a ControlledShutdown from an unregistered broker id: BROKER_NOT_AVAILABLE",
-        "broker_sim.model.probes:_shutdown",
+        "broker_sim.model.lifecycle_probes:_shutdown",
         "unregistered_id(rng)",
     ),
     "request_probe:registration-cluster-id": ProbeKind(
         "a BrokerRegistration with another cluster id: INCONSISTENT_CLUSTER_ID",
-        "broker_sim.model.probes:_registration",
+        "broker_sim.model.lifecycle_probes:_registration",
         "REGISTRATION_CLUSTER_ID",
     ),
     "request_probe:registration-negative-id": ProbeKind(
         "a BrokerRegistration with a negative broker id: INVALID_REQUEST",
-        "broker_sim.model.probes:_registration",
+        "broker_sim.model.lifecycle_probes:_registration",
         "-1 - rng.randrange(4)",
     ),
     "request_probe:replica-state-unknown-state": ProbeKind(
         "an AlterReplicaState with a NewState other than 1 and 2: UNKNOWN_REPLICA_STATE",
-        "broker_sim.model.probes:_replica_state",
+        "broker_sim.model.replica_state_probes:_replica_state",
         "UNKNOWN_REPLICA_STATES",
     ),
     "request_probe:replica-state-unknown-topic": ProbeKind(
         "an AlterReplicaState OFFLINE for an unknown topic: UNKNOWN_TOPIC_ID (v1), UNKNOWN_TOPIC_OR_PARTITION (v0)",
-        "broker_sim.model.probes:_replica_state",
-        "_unknown_names(rng)",
+        "broker_sim.model.replica_state_probes:_replica_state",
+        "unknown_names(rng)",
     ),
     "request_probe:alter-partition-unregistered": ProbeKind(
         "an AlterPartition from an unregistered broker id: STALE_BROKER_EPOCH (top level)",
-        "broker_sim.model.probes:_unregistered_alter",
+        "broker_sim.model.alter_partition_probes:_unregistered_alter",
         "unregistered_id(rng)",
     ),
     "request_probe:replica-state-unregistered": ProbeKind(
         "an AlterReplicaState from an unregistered broker id: STALE_BROKER_EPOCH (top level)",
-        "broker_sim.model.probes:_replica_state",
+        "broker_sim.model.replica_state_probes:_replica_state",
         "REPLICA_STATE_UNREGISTERED",
     ),
     "request_probe:replica-state-unknown-partition": ProbeKind(
         "an AlterReplicaState OFFLINE for an unknown partition index: UNKNOWN_TOPIC_OR_PARTITION",
-        "broker_sim.model.probes:_replica_state",
+        "broker_sim.model.replica_state_probes:_replica_state",
         "REPLICA_STATE_UNKNOWN_PARTITION",
     ),
     "request_probe:alter-partition-empty": ProbeKind(
         "an AlterPartition with no topic, from the broker's own or an unregistered id (top level 2): "
         "NONE and no topic in the answer",
-        "broker_sim.model.probes:_empty",
+        "broker_sim.model.alter_partition_probes:_empty",
         "requests.alter_partition(version, broker_id, broker_epoch, [])",
     ),
     "request_probe:alter-partition-newer-epoch": ProbeKind(
         "the leader's AlterPartition with a leader or partition epoch 1,000 and more above the committed "
         "ones (row b): that partition NOT_CONTROLLER, the top level NONE",
-        "broker_sim.model.probes:_newer_epoch",
+        "broker_sim.model.alter_partition_probes:_newer_epoch",
         "NEWER_EPOCH +",
     ),
     "request_probe:registration-duplicate": ProbeKind(
         "a BrokerRegistration of the broker's own id with a new incarnation id while its session is valid "
         "(unfenced, heard within a third of the session timeout): DUPLICATE_BROKER_REGISTRATION",
-        "broker_sim.model.probes:_duplicate_registration",
+        "broker_sim.model.lifecycle_probes:_duplicate_registration",
         "FRESH_SESSION_FRACTION",
     ),
     "request_probe:replica-state-no-op": ProbeKind(
         "an AlterReplicaState of the state a hosted replica is already in (ONLINE never reported offline, "
         "OFFLINE reported and not repaired): NONE, nothing written",
-        "broker_sim.model.probes:_no_op_state",
+        "broker_sim.model.replica_state_probes:_no_op_state",
         "known.replica_states.get(",
     ),
     # the admin probes (broker_sim/model/admin_probes.py), journalled as admin_probe with the kind

@@ -46,7 +46,8 @@ from protocol.spec import ZERO_UUID
 from .connection import BadAnswer, ConnectionLost, ControllerConnection
 from .context import FleetContext
 from .proxy import Address
-from .quorum import Probe, Quorum
+from .quorum import Quorum
+from .quorum_connection import Probe
 
 log = logging.getLogger("fencer.broker_sim.quorum_probes")
 WRITE_VERSION = 7  # CreateTopics v7 names the topic id in its answer

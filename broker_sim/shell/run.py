@@ -46,8 +46,10 @@ from broker_sim.report import (
 from broker_sim.shell.display import announce, show_progress, summary_figures, summary_table, summary_text
 from broker_sim.shell.fleet import FleetConfig, run_fleet, timing_of
 from broker_sim.shell.processes import run_in_processes
-from broker_sim.shell.quorum import Quorum, QuorumError, QuorumPlan, open_quorum
+from broker_sim.shell.quorum import Quorum, open_quorum
 from broker_sim.shell.quorum_faults import ControllerFaults
+from broker_sim.shell.quorum_node import QuorumError
+from broker_sim.shell.quorum_plan import QuorumPlan
 from broker_sim.shell.runner import Alongside, warm_codecs
 from broker_sim.stats import FleetStats
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import trio
 
 from broker_sim import journal
-from broker_sim.model import probes
+from broker_sim.model import request_probes
 from broker_sim.model.broker import BrokerModel
 from broker_sim.model.fleet_view import FleetView
 from broker_sim.model.lag import LagModel, mean_gap_for
@@ -196,7 +196,7 @@ def _brokers(spec: RunSpec, ctx: FleetContext) -> dict[int, BrokerRunner]:
         horizon_s=spec.duration_s,
     )
     view = FleetView(ctx.models, lag, spec.timing)
-    probe_gap_s = probes.gap_for(len(spec.broker_ids))
+    probe_gap_s = request_probes.gap_for(len(spec.broker_ids))
     for broker_id in spec.broker_ids:
         ctx.models[broker_id] = BrokerModel(
             broker_id,

@@ -10,7 +10,9 @@ from pathlib import Path
 import trio
 
 from broker_sim.model.quorum import QuorumTiming
-from broker_sim.shell.quorum import Node, Quorum, QuorumPlan, pick_ports
+from broker_sim.shell.quorum import Quorum
+from broker_sim.shell.quorum_node import Node
+from broker_sim.shell.quorum_plan import QuorumPlan, pick_ports
 
 
 def plan(tmp_path: Path, nodes: int = 3) -> QuorumPlan:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from broker_sim.shell.quorum import QuorumPlan
+from broker_sim.shell.quorum_plan import QuorumPlan
 from broker_sim.sim.cluster import EPOCH_NS, NodeRuntime, SimQuorum
 from broker_sim.sim.network import SimNetwork
 
