@@ -46,7 +46,8 @@ from protocol.messages.leader_and_isr import (
 )
 from protocol.records.batch import decode_batch
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import PartitionChangeRecord, decode_metadata_value, encode_metadata_value
+from protocol.records.metadata import PartitionChangeRecord
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from tests.protocol.kio_bridge import kio_payload_class, to_kio
 
 TOPIC_ID = uuid.UUID("4f4e0a5b-6d7c-4e1f-9a2b-3c4d5e6f7a8b")

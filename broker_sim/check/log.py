@@ -55,7 +55,7 @@ from protocol.records.control import (
     SnapshotHeaderRecord,
     decode_control_record,
 )
-from protocol.records.metadata import UnknownRecordTypeError, UnsupportedRecordVersionError, decode_metadata_value
+from protocol.records.metadata_value import UnknownRecordTypeError, UnsupportedRecordVersionError, decode_metadata_value
 from protocol.spec import Data
 
 PARTITION_DIR = "__cluster_metadata-0"

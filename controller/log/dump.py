@@ -51,7 +51,7 @@ from protocol.records.control import (
     VotersRecord,
     decode_control_record,
 )
-from protocol.records.metadata import UnknownRecordTypeError, decode_metadata_value
+from protocol.records.metadata_value import UnknownRecordTypeError, decode_metadata_value
 
 from .bootstrap import BOOTSTRAP_FILE
 from .kafka_json import dumps, metadata_payload, to_json_tree

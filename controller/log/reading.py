@@ -15,7 +15,7 @@ from pathlib import Path
 from protocol.errors import DecodeError
 from protocol.records.batch import RecordBatch
 from protocol.records.control import decode_control_record
-from protocol.records.metadata import decode_metadata_value
+from protocol.records.metadata_value import decode_metadata_value
 from protocol.spec import Data
 
 from .model import LogEntry, LogError

@@ -34,7 +34,7 @@ from protocol.records.control import (
     control_batch,
     decode_control_record,
 )
-from protocol.records.metadata import decode_metadata_value, encode_metadata_value
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from protocol.spec import Data
 
 from .. import runtime

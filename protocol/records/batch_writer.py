@@ -34,7 +34,7 @@ from .batch import (
     Record,
     RecordBatch,
 )
-from .metadata import encode_metadata_value
+from .metadata_value import encode_metadata_value
 
 #: the zig-zag varints of 0 .. `_SMALL_LIMIT - 1` (one or two bytes), made once: a batch frames each
 #: record with three (its offset delta, its value's size, its own size), mostly past one byte

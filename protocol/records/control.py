@@ -29,7 +29,7 @@ from protocol.errors import DecodeError, EncodeError, TruncatedError
 from protocol.spec import ARRAY, CONTROL, INT16, INT32, INT64, STRING, STRUCT, UINT16, UUID, ZERO_UUID, Api, Data, F
 
 from .batch_writer import metadata_batch
-from .metadata import UnknownRecordTypeError, UnsupportedRecordVersionError
+from .metadata_value import UnknownRecordTypeError, UnsupportedRecordVersionError
 
 KEY_VERSION = 0
 _KEY = struct.Struct(">hh")

@@ -38,9 +38,9 @@ from protocol.records.metadata import (
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
-    encode_metadata_value,
     latest_version,
 )
+from protocol.records.metadata_value import encode_metadata_value
 from protocol.spec import Data
 
 from .check.logs import PARTITION_DIR, TIMESTAMP_MS, TOPIC_ID, incarnation

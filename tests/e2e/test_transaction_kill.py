@@ -32,12 +32,8 @@ from protocol.messages.create_topics import (
     CreateTopicsRequestCreatableReplicaAssignment,
     CreateTopicsRequestCreatableTopic,
 )
-from protocol.records.metadata import (
-    AbortTransactionRecord,
-    BeginTransactionRecord,
-    EndTransactionRecord,
-    decode_metadata_value,
-)
+from protocol.records.metadata import AbortTransactionRecord, BeginTransactionRecord, EndTransactionRecord
+from protocol.records.metadata_value import decode_metadata_value
 from tests.stress.cluster import fetch_state
 from tests.stress.load import register_data_brokers
 

@@ -31,11 +31,8 @@ from protocol.errors import DecodeError
 from protocol.framing import FrameBuffer
 from protocol.records.batch import decode_batch
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import (
-    METADATA_RECORD_TYPES,
-    decode_metadata_value,
-    encode_metadata_value,
-)
+from protocol.records.metadata import METADATA_RECORD_TYPES
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from protocol.registry import all_apis, decode_request, decode_response, encode_request, encode_response
 from protocol.spec import Data
 from tests.protocol.strategies import messages

@@ -33,9 +33,8 @@ from protocol.records.metadata import (
     RegisterBrokerRecordBrokerFeature,
     RegisterControllerRecord,
     ZkMigrationStateRecord,
-    decode_metadata_value,
-    encode_metadata_value,
 )
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from tests.e2e.daemon_process import ROOT
 
 from . import adopt, kafka_dir

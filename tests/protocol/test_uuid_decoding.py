@@ -5,12 +5,8 @@ from __future__ import annotations
 import uuid
 
 from protocol import _runtime
-from protocol.records.metadata import (
-    UNASSIGNED_DIRECTORY,
-    PartitionRecord,
-    decode_metadata_value,
-    encode_metadata_value,
-)
+from protocol.records.metadata import UNASSIGNED_DIRECTORY, PartitionRecord
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 
 
 def test_a_uuid_is_decoded_from_bytes_bytearrays_and_memoryviews_alike() -> None:

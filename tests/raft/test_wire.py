@@ -18,7 +18,8 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import fetch as fe
 from protocol.messages import vote as vo
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import NoOpRecord, encode_metadata_value
+from protocol.records.metadata import NoOpRecord
+from protocol.records.metadata_value import encode_metadata_value
 from protocol.registry import api
 
 KEYS = {

@@ -76,8 +76,8 @@ from protocol.records.metadata import (
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
-    decode_metadata_value,
 )
+from protocol.records.metadata_value import decode_metadata_value
 from protocol.registry import decode_response
 from tests.e2e.daemon_process import DaemonProcess
 from tests.stress.load import API_NAMES, Load

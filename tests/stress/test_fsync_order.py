@@ -12,7 +12,8 @@ from protocol.api_keys import ApiKey
 from protocol.messages.broker_heartbeat import BrokerHeartbeatResponse
 from protocol.messages.create_topics import CreateTopicsResponse, CreateTopicsResponseCreatableTopicResult
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import TopicRecord, encode_metadata_value
+from protocol.records.metadata import TopicRecord
+from protocol.records.metadata_value import encode_metadata_value
 from protocol.registry import encode_response
 from protocol.spec import Data
 

@@ -19,9 +19,9 @@ from protocol.records.metadata import (
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
-    encode_metadata_value,
     latest_version,
 )
+from protocol.records.metadata_value import encode_metadata_value
 from protocol.spec import Data
 from tests.controller.harness import Harness
 

@@ -24,8 +24,8 @@ from protocol.records.metadata import (
     ProducerIdsRecord,
     RegisterControllerRecord,
     TopicRecord,
-    encode_metadata_value,
 )
+from protocol.records.metadata_value import encode_metadata_value
 
 from .logs import TOPIC_ID, ControllerLog, LogBuilder
 

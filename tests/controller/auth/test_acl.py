@@ -22,7 +22,8 @@ from controller.auth.acl import (
 )
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.error_codes import ErrorCode
-from protocol.records.metadata import AccessControlEntryRecord, decode_metadata_value, encode_metadata_value
+from protocol.records.metadata import AccessControlEntryRecord
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 
 ANY, MATCH, LITERAL, PREFIXED = PatternType.ANY, PatternType.MATCH, PatternType.LITERAL, PatternType.PREFIXED
 TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP

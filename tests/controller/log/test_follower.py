@@ -10,7 +10,7 @@ import pytest
 from controller.log import InvalidRecordsError, MetadataLog
 from protocol.records.batch_writer import metadata_batch
 from protocol.records.control import LeaderChangeMessage, LeaderChangeMessageVoter, control_batch
-from protocol.records.metadata import encode_metadata_value
+from protocol.records.metadata_value import encode_metadata_value
 from tests.controller.log.helpers import entries, flip_bit, open_log, tiny, topic
 from tests.controller.log.replicas import SMALL, disk_batches, leader_log, replicate, segment_files
 

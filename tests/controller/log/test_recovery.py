@@ -14,7 +14,7 @@ from crc32c import crc32c
 from controller.log import LogError
 from protocol.records.batch import CRC_OFFSET, CRC_START, HEADER_SIZE
 from protocol.records.batch_writer import metadata_batch
-from protocol.records.metadata import encode_metadata_value
+from protocol.records.metadata_value import encode_metadata_value
 from protocol.spec import Data
 from tests.controller.log.helpers import (
     build_log,

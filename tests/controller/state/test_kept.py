@@ -31,9 +31,8 @@ from protocol.records.metadata import (
     TopicRecord,
     UserScramCredentialRecord,
     ZkMigrationStateRecord,
-    decode_metadata_value,
-    encode_metadata_value,
 )
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from protocol.spec import Data
 
 from ..harness import Harness

@@ -23,12 +23,8 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 from protocol.errors import CorruptRecordError, DecodeError, EncodeError, TruncatedError
 from protocol.records.batch import CONTROL_FLAG, HEADER_SIZE, Record, RecordBatch, decode_batch, iter_batches
 from protocol.records.batch_writer import PlainBatchBuilder, encode_batch, metadata_batch
-from protocol.records.metadata import (
-    PartitionChangeRecord,
-    TopicRecord,
-    decode_metadata_value,
-    encode_metadata_value,
-)
+from protocol.records.metadata import PartitionChangeRecord, TopicRecord
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 
 TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 NOW_MS = 1_700_000_000_000

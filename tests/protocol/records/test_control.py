@@ -34,11 +34,8 @@ from protocol.records.control import (
     decode_control_record,
     encode_control_record,
 )
-from protocol.records.metadata import (
-    TopicRecord,
-    UnknownRecordTypeError,
-    UnsupportedRecordVersionError,
-)
+from protocol.records.metadata import TopicRecord
+from protocol.records.metadata_value import UnknownRecordTypeError, UnsupportedRecordVersionError
 
 from ..kio_bridge import from_kio, kio_encode, to_kio
 from ..strategies import messages

@@ -37,9 +37,8 @@ from protocol.records.metadata import (
     RegisterControllerRecord,
     RegisterControllerRecordControllerEndpoint,
     RegisterControllerRecordControllerFeature,
-    decode_metadata_value,
-    encode_metadata_value,
 )
+from protocol.records.metadata_value import decode_metadata_value, encode_metadata_value
 from protocol.spec import Data
 
 from ..strategies import messages

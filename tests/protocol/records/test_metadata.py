@@ -22,11 +22,13 @@ from protocol.records.metadata import (
     RegisterBrokerRecord,
     RegisterBrokerRecordBrokerEndpoint,
     TopicRecord,
+    latest_version,
+)
+from protocol.records.metadata_value import (
     UnknownRecordTypeError,
     UnsupportedRecordVersionError,
     decode_metadata_value,
     encode_metadata_value,
-    latest_version,
 )
 from protocol.spec import Data
 
