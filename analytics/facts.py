@@ -6,7 +6,7 @@ response body (or None) into the plain values the decoded rows hold (`Facts`). O
 API, in the order of docs/protocol.md; APIs without one contribute only the envelope and the
 error.
 
-Rules (also the meaning of the columns; README's analytics section repeats them):
+Rules (also the meaning of the columns; docs/analytics/index.md repeats them):
 - broker id: the request's own `broker_id`; null for requests that carry none (LeaderAndIsr and
   StopReplica go *to* a broker: the tables resolve it from the peer's registered listener).
 - broker epoch: the request's `broker_epoch` when the version carries one and it is not -1;

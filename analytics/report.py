@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from . import aggregates, charts
 from .report_charts import draw
 
-#: (chart id, caption), in the page's order; the first is the README's picture.
+#: (chart id, caption), in the page's order; the first is the docs' picture of the report.
 CHARTS = [
     ("request-rate", "Request rate over time by API"),
     ("latency", "Latency percentiles per API and version"),

@@ -19,7 +19,7 @@ Rules:
     (`RECOVERY_BYTES`);
   - "unknown-topic": a topic id (v2+) or name (v0-1) no topic has; "unknown-partition" (row a): a
     partition index (`probes.UNKNOWN_PARTITION` and up) of a topic it hosts;
-  - "partition-twice" (README, What it decides): from the leader, one partition named twice (or,
+  - "partition-twice" (docs/controller/decisions.md): from the leader, one partition named twice (or,
     one probe in three, `MANY_NAMINGS` times: more than a small `--max-records-per-operation`,
     so that the controller decides the request piece by piece, in a metadata transaction), as it
     is committed (a change of nothing): every naming after the first is INVALID_REQUEST, in one

@@ -112,7 +112,7 @@ KINDS = (
 )
 #: kinds whose right answer is NONE: never "accepted" (`judge`)
 NONE_IS_RIGHT = frozenset({ALTER_PARTITION_EMPTY, REPLICA_STATE_NO_OP})
-#: broker ids from here up are never registered by a fleet (its ids stay below, README: ids past
+#: broker ids from here up are never registered by a fleet (its ids stay below, docs/fleet/decisions.md: ids past
 #: Kafka's int32 are refused, and no fleet of this project starts that high)
 UNREGISTERED_BASE = 2_000_000_000
 UNKNOWN_PARTITION = 1 << 20  # no topic of a fleet has this many partitions

@@ -18,7 +18,7 @@ Rules:
   observer's id, or this node's own id, which the Raft core refuses itself); otherwise why not.
 - Only a listener that authenticates its clients (TLS with `--tls-ca`) can prove anything;
   without one there is no `VoterIdentities`, and a quorum of several voters runs only when the
-  operator allows it (`--allow-unauthenticated-voters`, README's security section).
+  operator allows it (`--allow-unauthenticated-voters`, docs/controller/security.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Rules (fencer does the same):
 - Read like a snapshot (`snapshots.read_snapshot_file`): a file that is not one is a `LogError`
   naming it; an empty record list is nothing to write.
 - fencer formats without one: a directory fencer formats holds no `bootstrap.checkpoint`, and
-  fencer writes no `metadata.version` of its own (README "What it decides").
+  fencer writes no `metadata.version` of its own (docs/controller/decisions.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Rules:
 - A request that cannot be accepted changes nothing: it is answered with an error code before
   any transition (no epoch, vote, leader, high watermark or log change). Every check comes
   first; only then does a higher epoch move the node. Where Kafka throws (and its raft thread
-  dies) or transitions before it refuses, fencer refuses without a change; README "What it
-  decides" has the table of requests, states and answers.
+  dies) or transitions before it refuses, fencer refuses without a change; docs/controller/decisions.md
+  has the table of requests, states and answers.
 - Every request first has its cluster id checked (INCONSISTENT_CLUSTER_ID when given and not
   this cluster's). Vote, BeginQuorumEpoch and EndQuorumEpoch are voter-only: an epoch older
   than the node's is FENCED_LEADER_EPOCH; a sender id below 0, the node's own id (a node never

@@ -18,7 +18,7 @@ Rules:
 - A voter is who it proves to be (`controller.auth.voters`): a quorum of several voters needs a
   listener that authenticates its clients (TLS with `--tls-ca`), unless the operator says
   otherwise with `--allow-unauthenticated-voters` (then any client that reaches a voter's
-  listener can act as another voter: README's security section). A sole voter needs neither:
+  listener can act as another voter: docs/controller/security.md). A sole voter needs neither:
   no other voter's claim can be made to it. `--controller-quorum-voter-principal ID=PRINCIPAL`
   (repeatable, one per voter, a voter id of the quorum) names voter ID's principal instead of
   learning it from its certificate; it needs client authentication to mean anything.
