@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 import docgen.__main__ as docgen
+from controller.ops import served
+from docgen import protocol_tables
+from protocol.api_keys import ApiKey
+from protocol.versions import Versions
 from tests.test_readme_commands import README, make_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +36,7 @@ def test_the_generated_pages_are_current() -> None:
 def test_a_page_that_differs_from_its_code_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "layout.md"
     page.write_text("hand-edited\n")
-    monkeypatch.setitem(docgen.PAGES, page, lambda: "rendered\n")
+    monkeypatch.setitem(docgen.PAGES, page, lambda _: "rendered\n")
     assert page in docgen.stale()
     assert docgen.main(["--write"]) == 0 and page.read_text() == "rendered\n"
 
@@ -61,3 +65,21 @@ def test_make_docs_builds_the_docs_and_fails_on_a_broken_anchor(tmp_path: Path) 
 def test_make_test_builds_the_docs_before_the_suite() -> None:
     recipe = make_recipe("test")
     assert recipe.index("mkdocs build --strict") < recipe.index("pytest")
+
+
+def test_the_protocol_tables_come_from_the_codec_and_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = protocol_tables.PAGE.read_text()
+    assert "| Fetch | 1 | 0-17 | 12 | serves 13-17 |" in page  # the codec's versions, the controller's narrower
+    assert "| LeaderAndIsr | 4 | 0-7 | 4 | sends it to brokers |" in page
+    assert "| PartitionChange | 5 | 0-2 | 0 |" in page
+    monkeypatch.setitem(served.SERVED_VERSIONS, ApiKey.FETCH, Versions(12, 17))
+    assert "| Fetch | 1 | 0-17 | 12 | serves 12-17 |" in protocol_tables.render(page)
+
+
+def test_the_protocol_page_must_hold_each_table_once_and_no_other() -> None:
+    page = protocol_tables.PAGE.read_text()
+    with pytest.raises(ValueError, match="no table named 'nope'"):
+        protocol_tables.render(page + "\n<!-- generated: nope -->\n<!-- /generated -->\n")
+    without = page.replace("<!-- generated: control-records -->", "<!-- control-records -->")
+    with pytest.raises(ValueError, match="one block of each table"):
+        protocol_tables.render(without)
