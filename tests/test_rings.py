@@ -7,7 +7,9 @@
   channel (`controller.control`, whose orders the core derives: `controller.control.orders` is pure
   and allowed) or the log.
 - The fleet's broker model (`broker_sim/model`) is pure likewise: seeded logic, time passed in;
-  its checker (`broker_sim/check`) reads files, never the network; trio lives in `broker_sim/shell`.
+  its checker (`broker_sim/check`) reads files, never the network, and nothing of the fleet's model
+  or shell: what the fleet did and assumed reaches it through the journal (`broker_sim/journal`,
+  the format both sides share, which imports neither); trio lives in `broker_sim/shell`.
 - `broker_sim` and `analytics` import nothing of `controller`; `analytics` nothing of the fleet. The
   one exception is the simulator (`broker_sim/sim`), where the fleet's brokers meet real controllers
   in one process: it may import both, and nothing imports it but the fleet's command line (lazily).
@@ -47,10 +49,14 @@ RINGS: dict[str, tuple[list[str], set[str]]] = {
         },
     ),
     "fleet model": (["broker_sim/model"], IMPURE | {"controller", "broker_sim.shell"}),
-    "fleet checker": (["broker_sim/check"], {"trio", "socket", "asyncio", "controller", "broker_sim.shell"}),
-    "fleet outside its shell": (["broker_sim/*.py"], {"trio", "asyncio", "controller"}),
+    "fleet checker": (
+        ["broker_sim/check"],
+        {"trio", "socket", "asyncio", "controller", "broker_sim.shell", "broker_sim.model"},
+    ),
+    "fleet journal": (["broker_sim/journal"], {"broker_sim.model", "broker_sim.shell", "broker_sim.check"}),
+    "fleet outside its shell": (["broker_sim/*.py", "broker_sim/journal"], {"trio", "asyncio", "controller"}),
     "fleet": (
-        ["broker_sim/*.py", "broker_sim/model", "broker_sim/check", "broker_sim/shell"],
+        ["broker_sim/*.py", "broker_sim/journal", "broker_sim/model", "broker_sim/check", "broker_sim/shell"],
         {"controller", "broker_sim.sim"},
     ),
     "controller": (["controller"], {"broker_sim", "analytics"}),
@@ -126,3 +132,6 @@ def test_the_checker_sees_imports_relative_ones_included() -> None:
     assert forbidden("controller.server.daemon", RINGS["controller core"][1])
     assert not forbidden("controller.control.orders", RINGS["controller core"][1])
     assert forbidden("os.path", IMPURE)
+    checker = RINGS["fleet checker"][1]
+    assert forbidden("broker_sim.model.timing", checker) and forbidden("broker_sim.shell.runner", checker)
+    assert not forbidden("broker_sim.journal", checker)

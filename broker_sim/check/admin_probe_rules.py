@@ -44,8 +44,9 @@ from protocol.error_codes import ErrorCode
 from protocol.records.metadata import NO_LEADER
 
 from .events import LogEnd, Subscriber
-from .liveness import NS_PER_MS, render_entry
+from .liveness import NS_PER_MS
 from .log import Batch
+from .rendering import render_entry
 from .rules import LogRules
 from .state import Model, Partition
 from .violations import Violation

@@ -60,8 +60,9 @@ from broker_sim.journal import CreateAnswered, DeleteAnswered, Entry, UnfencedSe
 from protocol.error_codes import ErrorCode
 
 from .events import LogEnd, SnapshotRecords, Subscriber
-from .liveness import NS_PER_MS, render_entry
+from .liveness import NS_PER_MS
 from .log import Batch, SnapshotFile
+from .rendering import render_entry
 from .rules import LogRules
 from .state import Model, Partition
 from .violations import Violation

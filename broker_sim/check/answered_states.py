@@ -34,8 +34,9 @@ from protocol.messages.elect_leaders import PREFERRED
 
 from .admin_probe_rules import WINDOW_SLACK_MS, held_between, note_change
 from .events import LogEnd, Subscriber
-from .liveness import NS_PER_MS, render_entry
+from .liveness import NS_PER_MS
 from .log import Batch
+from .rendering import render_entry
 from .rules import LogRules
 from .state import Model, Partition
 from .violations import Violation

@@ -33,7 +33,7 @@ from broker_sim.journal import (
     TopicCreated,
 )
 
-from .liveness import render_entry
+from .rendering import render_entry
 
 Key = tuple[int, int, int]  # (topic id int, partition, partition epoch)
 

@@ -26,26 +26,27 @@ Rules:
 - The other side of the session (`silent-broker-unfenced`): a crash or a pause silences a broker;
   when the silence lasts at least the session timeout plus a slack, and the run went on that long,
   the incarnation that was registered and unfenced when it began must be fenced (or replaced by a
-  new registration) in the state the log reaches by then. The slack (`silence_slack_ms`: 1 s, a
-  heartbeat interval or a third of the session, whichever is longest) covers a heartbeat sent just
-  before the silence and decided late by a loaded controller (its session runs from the decision),
-  the controller's timer and the fencing batches. A new controller epoch in between excuses it (a
-  controller starting gives every broker a whole session). A silence that began before the log's
-  history (a log starting at a base snapshot, its older segments deleted) is not judged: the
-  incarnation and the controller epoch at its start are gone with them.
+  new registration) in the state the log reaches by then. The slack (`silence_slack_ms`: the one
+  the fleet recorded in its RunStarted; for a run that recorded none, 1 s, a heartbeat interval or
+  a third of the session, whichever is longest, from the heartbeat interval and session timeout
+  it recorded) covers a heartbeat sent just before the silence and decided late by a loaded
+  controller (its session runs from the decision), the controller's timer and the fencing
+  batches. A new controller epoch in between excuses it (a controller starting gives every broker
+  a whole session). A silence that began before the log's history (a log starting at a base
+  snapshot, its older segments deleted) is not judged: the incarnation and the controller epoch
+  at its start are gone with them.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
 from typing import TYPE_CHECKING, NamedTuple
 
 from broker_sim.journal import Entry, FaultInjected, Fenced, Registered, RunEnded, RunStarted, ShutdownTracked
-from broker_sim.model.timing import silence_slack_s
 
 from .events import LogEnd, Subscriber
+from .rendering import render_entry
 from .rules import LISTED, History, LogRules
 from .state import Model
 from .violations import Violation, ViolationSink
@@ -316,8 +317,9 @@ def run_end_ns(entries: Iterable[Entry]) -> int | None:
 
 
 def silence_slack_ms(run: RunStarted) -> int:
-    """How long past the session timeout a silent broker may stay unfenced (see the module's rules)."""
-    return round(silence_slack_s(run.heartbeat_ms / 1000, run.session_timeout_ms / 1000) * 1000)
+    """How long past the session timeout a silent broker may stay unfenced (see the module's rules):
+    the run's, as its journal says."""
+    return run.silence_slack
 
 
 def pauses_of(entries: Iterable[Entry]) -> dict[int, list[tuple[int, int]]]:
@@ -397,11 +399,3 @@ def _left_leading(model: Model, shutdown: ShutdownTracked) -> str | None:
         return None
     more = f" and {len(led) - LISTED} more" if len(led) > LISTED else ""
     return f"it still led {', '.join(led[:LISTED])}{more}"
-
-
-def render_entry(entry: Entry) -> str:
-    """A journal entry on one line: its kind and fields (without its time and free-form detail)."""
-    shown = [
-        f"{item.name}={getattr(entry, item.name)}" for item in fields(entry) if item.name not in ("wall_ns", "detail")
-    ]
-    return f"{entry.kind}({', '.join(shown)})"

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from protocol.records.metadata import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
 from protocol.spec import Data
 
+from .rendering import render_record
 from .state import RECOVERING, Partition, PartitionState, offline_replicas, partition_state
-from .violations import render_record
 
 if TYPE_CHECKING:
     from .rules import LogRules

@@ -40,16 +40,8 @@ from . import CheckResult, check_replay
 from .events import Subscriber, findings
 from .journal_plan import JournalPlan
 from .log import PARTITION_DIR, CheckError, LogReader, Outline, SnapshotFile
-from .quorum_rules import (
-    AckedChanges,
-    QuorumTimeline,
-    acked_on_node,
-    divergent_tails,
-    epoch_order,
-    log_matching,
-    one_leader,
-    quorum_subscribers,
-)
+from .quorum_journal import QuorumTimeline, divergent_tails
+from .quorum_rules import AckedChanges, acked_on_node, epoch_order, log_matching, one_leader, quorum_subscribers
 from .replay import Replay
 from .rules import LogRules
 from .state import Model

@@ -25,7 +25,7 @@ from broker_sim.journal import ControlRefused, Entry
 from protocol.error_codes import ErrorCode
 
 from .events import LogEnd, Subscriber
-from .liveness import render_entry
+from .rendering import render_entry
 from .rules import LogRules
 from .violations import Violation
 

@@ -69,8 +69,9 @@ from protocol.spec import ZERO_UUID, Data
 from .events import RecordHandler, Records, SnapshotRecords, Subscriber
 from .log import Batch, SnapshotFile
 from .partition_rules import UncleanElection, partition_change, partition_record, snapshot_partition_checks
+from .rendering import render_record
 from .state import Model, Partition, partition_state
-from .violations import Violation, ViolationSink, render_record
+from .violations import Violation, ViolationSink
 
 if TYPE_CHECKING:
     from .journal_plan import JournalPlan

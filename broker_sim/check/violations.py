@@ -1,20 +1,17 @@
-"""What the checker reports: violations (a rule broken), the sink that caps them, and one-line renderings.
+"""What the checker reports: violations (a rule broken) and the sink that caps them.
 
 Rules:
 - A violation names its rule (a short stable id, the keys of `RULES`), where it was seen (a log
-  offset, or a journal entry rendered on one line), the partition or broker concerned, and the
-  records involved, each rendered on one line by `render_record`.
+  offset, or a journal entry rendered on one line by `rendering.render_entry`), the partition or
+  broker concerned, and the records involved, each rendered on one line by
+  `rendering.render_record`.
 - The sink counts every violation but keeps only the first `keep_per_rule` of each rule: a broken
   controller repeats the same mistake thousands of times, and the first few say what it is. Each
   rule family (`events.Subscriber`) has its own sink; `absorb` merges them under the same cap.
-- A rendering names the record type and only the fields that differ from their defaults, so
-  `PartitionChangeRecord(topic_id=..., partition_id=3, isr=[1, 2])` says what the record changed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,27 +187,3 @@ class ViolationSink:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
-
-
-def render_record(record: Any, offset: int | None = None) -> str:
-    """`Type(field=value, ...)` with only the fields that differ from their defaults (at `offset`)."""
-    shown = []
-    for item in dataclasses.fields(record):
-        if item.name == "unknown_tags":
-            continue
-        value = getattr(record, item.name)
-        if value == item.default:
-            continue
-        shown.append(f"{item.name}={_render_value(value)}")
-    text = f"{type(record).__name__}({', '.join(shown)})"
-    return text if offset is None else f"@{offset} {text}"
-
-
-def _render_value(value: Any) -> str:
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_render_value(item) for item in value) + "]"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return render_record(value)
-    return repr(value)

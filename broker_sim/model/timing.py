@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker_sim.journal.lifecycle import silence_slack_s
+
 #: from this many replicas on, leaders check their followers every 2 s instead of every second:
 #: with a thousand brokers these checks were the fleet's largest share of CPU after the sockets
 LARGE_CLUSTER_REPLICAS = 10_000
@@ -42,9 +44,9 @@ class Timing:
     @property
     def silence_slack_s(self) -> float:
         """How long past its session a silent broker may stay unfenced (the checker's
-        `silent-broker-unfenced`): 1 s, a heartbeat interval or a third of the session, whichever is
-        longest, since a heartbeat sent just before a silence may be decided late by a loaded
-        controller. Pauses outlast the session by more than this, so that the rule can judge them."""
+        `silent-broker-unfenced`; the formula is the journal's, `broker_sim.journal.lifecycle`, and
+        the fleet records the value in its run's entry). Pauses outlast the session by more than
+        this, so that the rule can judge them."""
         return silence_slack_s(self.heartbeat_s, self.session_timeout_s)
 
     @property
@@ -73,8 +75,3 @@ def timing_for(heartbeat_ms: int, session_timeout_ms: int, replicas: int = 0) ->
         warmup_s=3.0 + heartbeat_s + replicas / 2000,
         lai_wait_s=max(30.0, 3 * session_timeout_ms / 1000),
     )
-
-
-def silence_slack_s(heartbeat_s: float, session_timeout_s: float) -> float:
-    """See `Timing.silence_slack_s` (a function too: the checker has a run's figures, not a Timing)."""
-    return max(1.0, heartbeat_s, session_timeout_s / 3)

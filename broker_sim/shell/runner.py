@@ -171,6 +171,7 @@ def _run_started(spec: RunSpec, wall_ns: int) -> journal.RunStarted:
         spec.shutdown_bound_ms,
         journals_states=True,
         delivery_bound_ms=spec.delivery_bound_ms,
+        silence_slack_ms=round(spec.timing.silence_slack_s * 1000),
     )
 
 

@@ -13,7 +13,7 @@ from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, St
 
 from analytics.journal import JOURNAL_FIELDS
 from broker_sim.check import CheckResult, check
-from broker_sim.check.journal_rules import wrong_isr_probe_answer, wrong_probe_answer
+from broker_sim.check.probe_answers import wrong_isr_probe_answer, wrong_probe_answer
 from broker_sim.journal import Entry, Probe, RequestProbe, from_object, to_line
 from protocol.error_codes import ErrorCode as E
 
