@@ -1,7 +1,7 @@
 """The fleet's journal as events on the report's timelines: what the fleet did on purpose.
 
 Purpose: `python -m analytics ... --journal PATH` (repeatable) reads the fleet's run journals
-(JSON lines, `broker_sim/journal.py` is the format's home; analytics reads the fields it needs
+(JSON lines, `broker_sim/journal/` is the format's home; analytics reads the fields it needs
 with Spark's JSON reader, never the fleet's code) into one table, `fleet_events`, whose rows the
 report marks on its timelines, so a reader sees which crash, pause or stale replay came before
 which rejection or fence.

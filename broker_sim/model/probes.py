@@ -22,7 +22,7 @@ Rules:
   nothing it sends with the replaced epoch is judged.
 - A probe built on epochs may meet newer ones at the controller (a follower's view lags; the
   leader's committed epochs may have moved): which answers are right is the checker's
-  (`broker_sim.check.journal_rules.wrong_probe_answer`), not the fleet's; the fleet records facts.
+  (`broker_sim.check.probe_answers.wrong_probe_answer`), not the fleet's; the fleet records facts.
 - `judge`: the answer's errors (top level, then each partition's in the answer's order) and
   whether it was accepted: NONE at the top level, and for an answer with partitions, a NONE among
   them (for "partition-twice", at a later naming: the first changes nothing). The kinds whose
