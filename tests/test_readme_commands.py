@@ -309,7 +309,11 @@ def test_every_named_test_exists(nodeid: str) -> None:
 def make_recipe(target: str) -> str:
     """What `make TARGET` runs (a dry run, the venv taken as installed)."""
     done = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", target], cwd=ROOT, capture_output=True, text=True, timeout=30
+        ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

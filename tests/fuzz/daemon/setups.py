@@ -37,19 +37,17 @@ import uuid
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.messages import broker_heartbeat as bh
 from protocol.messages import broker_registration as br
 from protocol.messages import create_acls as ca
 from protocol.messages import create_topics as ct
-from protocol.registry import decode_response, encode_request
-from protocol.spec import Data
 from tests.e2e.daemon_process import ROOT, DaemonProcess, free_port
+from tests.e2e.fencer_client import FencerClient
 from tests.pki import Pki
 
-from .client import Bystander, connect, read_frame
+from .client import Bystander
 from .observe import read_state
 
 SETUPS = ("single", "tls", "quorum-leader", "quorum-follower")
@@ -200,26 +198,7 @@ def _active_controller(nodes: dict[int, DaemonProcess], metrics: dict[int, int],
     raise RuntimeError("no active controller that every node knows")
 
 
-class SetupClient:
-    """Requests of the preparation, at the active controller, over the fuzzer's identity."""
-
-    def __init__(self, port: int, tls: ssl.SSLContext | None) -> None:
-        self.sock = connect(port, tls, timeout=30)
-        self.correlation = 0
-
-    def request(self, body: Data, version: int) -> Any:
-        self.correlation += 1
-        self.sock.sendall(encode_request(body, version, self.correlation, client_id="fuzz-setup"))
-        payload = read_frame(self.sock, time.monotonic() + 30)
-        if payload is None:
-            raise ConnectionError(f"{type(body).__name__}: closed unanswered")
-        return decode_response(payload, body.API.key, version)[1]
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def register(client: SetupClient, broker_id: int, cluster_id: str, port: int, incarnation: uuid.UUID) -> int:
+def register(client: FencerClient, broker_id: int, cluster_id: str, port: int, incarnation: uuid.UUID) -> int:
     """Register and unfence a broker; its epoch."""
     listener = br.BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=port)
     registration = br.BrokerRegistrationRequest(
@@ -239,7 +218,8 @@ def register(client: SetupClient, broker_id: int, cluster_id: str, port: int, in
 def _prepare(deployment: Deployment, certificates: Certificates | None, rng: random.Random) -> None:
     leader_port = deployment.nodes[deployment.leader].port
     cluster_id = read_state(deployment.metrics_ports[deployment.leader])["cluster_id"]
-    client = SetupClient(leader_port, deployment.tls)
+    # the preparation's requests at the active controller, over the fuzzer's identity
+    client = FencerClient(leader_port, timeout=30, tls=deployment.tls)
     try:
         epoch = register(client, BYSTANDER_ID, cluster_id, deployment.dead_port, uuid.UUID(int=rng.getrandbits(128)))
         for broker in FUZZER_BROKERS:
