@@ -349,8 +349,8 @@ class ControllerCore:
 
         # Read and ignored: transaction markers (which records a transaction's framing lets take
         # effect is the caller's: start-up replay applies them at the End, and the live path never
-        # aborts), NoOp, snapshot header and footer, and the KRaft version and voters (fencer is a
-        # single controller: no quorum to change).
+        # aborts), NoOp, snapshot header and footer, and the KRaft version and voters (the quorum's voters are
+        # static, from --controller-quorum-voters, as Kafka's kraft.version 0: no record changes them).
         ignored = (
             AbortTransactionRecord,
             BeginTransactionRecord,
