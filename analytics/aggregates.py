@@ -13,7 +13,12 @@ Rules:
 - Rows are grouped by `source` wherever both sides may have captured the same exchange, so a
   request seen by the controller and by the fleet is never counted twice in one row.
 - A stale-epoch rejection is an exchange whose error (exchanges.error_code) is one of
-  `STALE_ERRORS`. A broker "bounced" when it was seen with more than one broker epoch; a request
+  `STALE_ERRORS`. An id is "unregistered" when it sent requests a registered broker sends to
+  its controller (`BROKER_TO_CONTROLLER`) and none of them was answered NONE: a registered broker's
+  heartbeats are, so such an id is a probe (a fleet's requests from ids it never registered) or a
+  misconfigured client, never a broker of the cluster; an id that sent none of them (a
+  ZooKeeper-era capture's) counts as registered. A registered broker "bounced" when it was seen
+  with more than one broker epoch; a request
   is from a stale incarnation when its broker epoch is lower than the newest one seen for that
   broker at or before the request's time (registrations included).
 - ISR changes are counted over the distinct granted states (partition epoch, ISR) of each
@@ -29,11 +34,20 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 
 from .transforms import PARTITION_COLUMNS, timestamp_of
 
 PERCENTILE_ACCURACY = 10_000
+#: the requests a broker sends its KRaft controller, which only a registered broker gets NONE for
+BROKER_TO_CONTROLLER = (
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.ALTER_PARTITION,
+    ApiKey.CONTROLLED_SHUTDOWN,
+    ApiKey.ALTER_REPLICA_STATE,
+)
 STALE_ERRORS = (
     ErrorCode.STALE_BROKER_EPOCH,
     ErrorCode.FENCED_LEADER_EPOCH,
@@ -118,13 +132,19 @@ def with_newest_epoch(exchanges: DataFrame) -> DataFrame:
 
 
 def broker_epochs(exchanges: DataFrame) -> DataFrame:
-    """Per broker: the broker epochs seen, whether it bounced, and its stale traffic."""
+    """Per broker: the broker epochs seen, whether it is unregistered or bounced (see the module
+    rules), and its stale traffic."""
     known = with_newest_epoch(exchanges.filter(F.col("broker_id").isNotNull()))
     is_stale_error = F.col("error_code").isin(*(int(code) for code in STALE_ERRORS))
+    to_controller = F.col("api_key").isin(*(int(key) for key in BROKER_TO_CONTROLLER))
+    asked = F.max(to_controller.cast("int")) > 0
+    accepted = F.max((to_controller & (F.col("error_code") == 0)).cast("int")) > 0
+    unregistered = asked & ~accepted
     return known.groupBy("broker_id").agg(
         F.array_sort(F.collect_set("broker_epoch")).alias("epochs"),
         F.size(F.collect_set("broker_epoch")).alias("incarnations"),
-        (F.size(F.collect_set("broker_epoch")) > 1).alias("bounced"),
+        (~unregistered & (F.size(F.collect_set("broker_epoch")) > 1)).alias("bounced"),
+        unregistered.alias("unregistered"),
         F.min("time").alias("first_seen"),
         F.max("time").alias("last_seen"),
         F.count(F.lit(1)).alias("exchanges"),

@@ -153,38 +153,56 @@ MAX_BROKER_ROWS = 30
 
 
 def stale_timeline(
-    points: Sequence[tuple[float, int, str]], start_label: str, bounced: set[int], marks: Marks = ()
+    points: Sequence[tuple[float, int, str]],
+    start_label: str,
+    bounced: set[int],
+    marks: Marks = (),
+    unregistered: frozenset[int] = frozenset(),
 ) -> bytes:
     """Stale-epoch rejections (seconds, broker id, error name) on a timeline, one row per broker
     (the `MAX_BROKER_ROWS` most rejected; the others in one row, so it reads at 1,000 brokers);
-    the fleet's events (`marks`) as crosses on their broker's row, so a rejection can be read
+    rejections of `unregistered` ids (probes, no broker of the cluster) share one row of their own,
+    last; the fleet's events (`marks`) as crosses on their broker's row, so a rejection can be read
     against the crash, pause or stale replay before it."""
     title = "Stale-epoch rejections per broker (* = bounced)"
     if not points:
         return _empty(title, "no stale-epoch rejections in this capture")
-    counts = Counter(broker for _, broker, _ in points)
+    counts = Counter(broker for _, broker, _ in points if broker not in unregistered)
+    probes = len({broker for _, broker, _ in points if broker in unregistered})
     ranked = sorted(counts, key=lambda broker: (-counts[broker], broker))
     shown = sorted(ranked[:MAX_BROKER_ROWS])  # the most rejected brokers, one row each, in id order
     others = len(ranked) - len(shown)
     if others:
         title += f"\nthe {len(shown)} most rejected of {len(ranked)} brokers; the other {others} in one row"
+    others_row = len(shown)
+    probes_row = others_row + (1 if others else 0)
+    rows = probes_row + (1 if probes else 0)
+
     row_of = {broker: index for index, broker in enumerate(shown)}
-    rows = len(shown) + (1 if others else 0)
+
+    def row(broker: int) -> int:
+        if broker in unregistered:
+            return probes_row
+        return row_of.get(broker, others_row)
+
     figure = Figure(figsize=(SIZE[0], max(2.5, 0.4 * rows + 1.6)))
     axes = figure.add_subplot()
     for error in sorted({error for _, _, error in points}):
-        chosen = [(x, row_of.get(broker, len(shown))) for x, broker, name in points if name == error]
+        chosen = [(x, row(broker)) for x, broker, name in points if name == error]
         axes.scatter([x for x, _ in chosen], [y for _, y in chosen], s=14, alpha=0.7, label=error)
     kinds = _event_kinds(marks)
     crosses: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for x, broker, name in marks:
-        if broker is not None and (broker in row_of or others):
-            crosses.setdefault(_event_style(name, kinds), []).append((x, row_of.get(broker, len(shown))))
+        drawn = broker in row_of or (broker in unregistered and probes) or (broker not in unregistered and others)
+        if broker is not None and drawn:
+            crosses.setdefault(_event_style(name, kinds), []).append((x, row(broker)))
     for (colour, label), where in sorted(crosses.items(), key=lambda item: item[0][1]):
         axes.scatter([x for x, _ in where], [y for _, y in where], marker="x", s=36, color=colour, label=label)
     labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in shown]
     if others:
         labels.append(f"{others} other brokers")
+    if probes:
+        labels.append(f"probes from unregistered ids ({probes})")
     axes.set_yticks(range(rows), labels, fontsize=8)
     axes.set_xlabel(f"seconds since {start_label}")
     axes.set_title(title)

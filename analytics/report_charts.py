@@ -60,6 +60,7 @@ def draw(report: Report) -> dict[str, bytes]:
             key = (row["api_name"], row["error_name"])
             error_cells[key] = error_cells.get(key, 0) + row["exchanges"]
     bounced = {row["broker_id"] for row in report.brokers if row["bounced"]}
+    unregistered = frozenset(row["broker_id"] for row in report.brokers if row["unregistered"])
     points = [((row["request_time_ns"] - start) / 1e9, row["broker_id"], row["error_name"]) for row in report.stale]
     points = [point for point in points if point[1] is not None]
     marks = [((row["time_ns"] - start) / 1e9, row["broker_id"], row["event"]) for row in report.events]
@@ -78,7 +79,7 @@ def draw(report: Report) -> dict[str, bytes]:
         "request-rate": charts.request_rate_chart(series, start_label, marks),
         "latency": charts.latency_chart(latencies),
         "errors": charts.error_heatmap(error_cells),
-        "stale-rejections": charts.stale_timeline(points, start_label, bounced, marks),
+        "stale-rejections": charts.stale_timeline(points, start_label, bounced, marks, unregistered),
         "isr-churn": charts.isr_churn_chart(churn),
         "partition-timelines": charts.partition_timelines(timelines, start_label, end, marks),
         "shutdowns": charts.shutdown_chart(shutdowns, report.shutdown_total),

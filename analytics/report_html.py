@@ -82,7 +82,14 @@ def _details(report: Report) -> str:
         [r["broker_id"], r["epochs"], "yes" if r["bounced"] else "no", r["exchanges"], r["stale_rejections"],
          r["stale_incarnation_requests"], r["stale_incarnation_accepted"]]
         for r in report.brokers
+        if not r["unregistered"]
     ]  # fmt: skip
+    probes = [r for r in report.brokers if r["unregistered"]]
+    if probes:  # one row for every id that never registered: probes, not brokers of the cluster
+        brokers.append(
+            [f"probes from unregistered ids ({len(probes):,})", "", "no", sum(r["exchanges"] for r in probes),
+             sum(r["stale_rejections"] or 0 for r in probes), "", ""]
+        )  # fmt: skip
     shutdowns = [
         [r["source"], r["broker_id"], r["broker_epoch"], r["started"], r["completed"], r["duration_s"], r["requests"]]
         for r in report.shutdowns

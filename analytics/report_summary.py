@@ -48,12 +48,15 @@ def summary(report: Report) -> list[str]:
     ]
     lines += [_busiest_line(report), _errors_line(report)]
     bounced = [row for row in report.brokers if row["bounced"]]
+    probes = [row for row in report.brokers if row["unregistered"]]
+    probed = sum(row["exchanges"] for row in probes)
     stale_sent = sum(row["stale_incarnation_requests"] or 0 for row in report.brokers)
     stale_accepted = sum(row["stale_incarnation_accepted"] or 0 for row in report.brokers)
     lines.append(
         f"stale-epoch rejections: {report.stale_total:,}; bounced brokers: "
         + (", ".join(f"{row['broker_id']} (epochs {', '.join(map(str, row['epochs']))})" for row in bounced) or "none")
         + f"; requests from stale incarnations: {stale_sent:,} ({stale_accepted:,} accepted)"
+        + (f"; probes from unregistered ids: {len(probes):,} ids, {probed:,} exchanges" if probes else "")
     )
     changes = ", ".join(f"{count:,} {kind}" for kind, count in sorted(report.isr_changes.items())) or "none"
     top = report.unstable[0] if report.unstable else None

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import aggregates, transforms
+from analytics.decode import decode_captures
+from analytics.read import read_captures
+from protocol.error_codes import ErrorCode
 
-from .captures import T0_NS
+from . import scenario
+from .captures import T0_NS, write_capture
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +216,25 @@ def test_partition_timelines_rank_by_changes_then_topic_and_partition(
     ranks = {(row["topic"], row["partition"]): row["rank"] for row in top.collect()}
     assert ranks == {("orders", 0): 3}  # only orders-0 has rows; it is third of the top 3
     assert aggregates.partition_timelines(partitions, ranking, count=2).count() == 0  # orders-0 is not in the top 2
+
+
+def test_ids_never_answered_none_are_unregistered_probes_and_never_bounced(spark: SparkSession, tmp_path: Path) -> None:
+    """A broker registered and heartbeating; a probe id refused under two epochs (it would have
+    "bounced"); a negative id refused."""
+    stale = ErrorCode.STALE_BROKER_EPOCH
+    write_capture(
+        tmp_path / "capture",
+        [
+            scenario.registration(1, 10, 0),
+            scenario.heartbeat(1, 10, 5),
+            scenario.heartbeat(2_000_000_001, 5, 10, error=stale),
+            scenario.heartbeat(2_000_000_001, 6, 20, error=stale),
+            scenario.heartbeat(-1, 1, 30, error=stale),
+        ],
+    )
+    exchanges = transforms.exchanges(decode_captures(read_captures(spark, [tmp_path / "capture"])))
+    brokers = aggregates.broker_epochs(exchanges).select("broker_id", "incarnations", "unregistered", "bounced")
+    assertDataFrameEqual(
+        brokers,
+        [Row(-1, 1, True, False), Row(1, 1, False, False), Row(2_000_000_001, 2, True, False)],
+    )

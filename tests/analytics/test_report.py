@@ -245,3 +245,16 @@ def test_the_summary_says_what_a_pcap_held_besides_the_control_plane() -> None:
         "other traffic (counted, not decoded): Produce 30,507, Fetch 1,200, unmatched responses 3; "
         "2 tls connections; 1 not-kafka connections"
     )
+
+
+def test_probes_from_unregistered_ids_share_one_row_of_the_stale_timeline() -> None:
+    """Two brokers and 500 ids that never registered (a fleet's probes): three rows, not 31."""
+    brokers = [(1.0, 1, "STALE_BROKER_EPOCH"), (2.0, 2, "FENCED_LEADER_EPOCH")]
+    probes = [(3.0, 2_000_000_000 + n, "STALE_BROKER_EPOCH") for n in range(500)]
+    unregistered = frozenset(broker for _, broker, _ in probes)
+    grouped = charts.stale_timeline(brokers + probes, "t0", set(), (), unregistered)
+    listed = charts.stale_timeline(brokers + probes, "t0", set())
+    alone = charts.stale_timeline(brokers + probes[:1], "t0", set(), (), unregistered)
+    height = Image.open(io.BytesIO(grouped)).size[1]
+    assert height == Image.open(io.BytesIO(alone)).size[1]  # one row, whatever the number of ids
+    assert height < Image.open(io.BytesIO(listed)).size[1]
