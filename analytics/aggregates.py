@@ -13,12 +13,13 @@ Rules:
 - Rows are grouped by `source` wherever both sides may have captured the same exchange, so a
   request seen by the controller and by the fleet is never counted twice in one row.
 - A stale-epoch rejection is an exchange whose error (exchanges.error_code) is one of
-  `STALE_ERRORS`. An id is "unregistered" when it sent requests a registered broker sends to
-  its controller (`BROKER_TO_CONTROLLER`) and none of them was answered NONE: a registered broker's
-  heartbeats are, so such an id is a probe (a fleet's requests from ids it never registered) or a
-  misconfigured client, never a broker of the cluster; an id that sent none of them (a
-  ZooKeeper-era capture's) counts as registered. A registered broker "bounced" when it was seen
-  with more than one broker epoch; a request
+  `STALE_ERRORS`. An id is "unregistered" when it sent requests a broker sends its controller
+  (`BROKER_TO_CONTROLLER`) and neither a BrokerRegistration nor a BrokerHeartbeat of it was
+  answered NONE: a registered broker heartbeats every couple of seconds, so such an id is a probe
+  (a fleet's requests from ids it never registered) or a misconfigured client, never a broker of
+  the cluster (an AlterPartition's top-level NONE proves nothing: its refusals may be per
+  partition); an id that sent none of them (a ZooKeeper-era capture's) counts as registered. A
+  registered broker "bounced" when it was seen with more than one broker epoch; a request
   is from a stale incarnation when its broker epoch is lower than the newest one seen for that
   broker at or before the request's time (registrations included).
 - ISR changes are counted over the distinct granted states (partition epoch, ISR) of each
@@ -40,7 +41,9 @@ from protocol.error_codes import ErrorCode
 from .transforms import PARTITION_COLUMNS, timestamp_of
 
 PERCENTILE_ACCURACY = 10_000
-#: the requests a broker sends its KRaft controller, which only a registered broker gets NONE for
+#: the requests a broker sends its KRaft controller; of them, only a registered broker gets NONE for
+#: those of `REGISTERED_ONLY`
+REGISTERED_ONLY = (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT)
 BROKER_TO_CONTROLLER = (
     ApiKey.BROKER_REGISTRATION,
     ApiKey.BROKER_HEARTBEAT,
@@ -138,7 +141,8 @@ def broker_epochs(exchanges: DataFrame) -> DataFrame:
     is_stale_error = F.col("error_code").isin(*(int(code) for code in STALE_ERRORS))
     to_controller = F.col("api_key").isin(*(int(key) for key in BROKER_TO_CONTROLLER))
     asked = F.max(to_controller.cast("int")) > 0
-    accepted = F.max((to_controller & (F.col("error_code") == 0)).cast("int")) > 0
+    proves = F.col("api_key").isin(*(int(key) for key in REGISTERED_ONLY)) & (F.col("error_code") == 0)
+    accepted = F.max(proves.cast("int")) > 0
     unregistered = asked & ~accepted
     return known.groupBy("broker_id").agg(
         F.array_sort(F.collect_set("broker_epoch")).alias("epochs"),

@@ -102,12 +102,14 @@ def heartbeat(
 
 def alter_partition(isr: tuple[int, ...], partition_epoch: int, at_ms: float, *, granted: int | None,
                     correlation_id: int | None = None, direction: str = INBOUND,
-                    latency_ms: float = 1.0) -> Exchange:  # fmt: skip
+                    latency_ms: float = 1.0, broker: int = 1) -> Exchange:  # fmt: skip
     asked = AlterPartitionRequestPartitionData(
         partition_index=0, leader_epoch=0, new_isr=isr, partition_epoch=partition_epoch
     )
     request = AlterPartitionRequest(
-        broker_id=1, broker_epoch=10, topics=(AlterPartitionRequestTopicData(topic_id=ORDERS_ID, partitions=(asked,)),)
+        broker_id=broker,
+        broker_epoch=10,
+        topics=(AlterPartitionRequestTopicData(topic_id=ORDERS_ID, partitions=(asked,)),),
     )
     if granted is None:
         answer = AlterPartitionResponsePartitionData(partition_index=0, error_code=ErrorCode.INVALID_UPDATE_VERSION)

@@ -220,7 +220,8 @@ def test_partition_timelines_rank_by_changes_then_topic_and_partition(
 
 def test_ids_never_answered_none_are_unregistered_probes_and_never_bounced(spark: SparkSession, tmp_path: Path) -> None:
     """A broker registered and heartbeating; a probe id refused under two epochs (it would have
-    "bounced"); a negative id refused."""
+    "bounced"); a negative id refused, though its AlterPartition was answered NONE at the top level
+    (its refusals are per partition)."""
     stale = ErrorCode.STALE_BROKER_EPOCH
     write_capture(
         tmp_path / "capture",
@@ -230,11 +231,12 @@ def test_ids_never_answered_none_are_unregistered_probes_and_never_bounced(spark
             scenario.heartbeat(2_000_000_001, 5, 10, error=stale),
             scenario.heartbeat(2_000_000_001, 6, 20, error=stale),
             scenario.heartbeat(-1, 1, 30, error=stale),
+            scenario.alter_partition((1,), 1, 40, granted=None, broker=-1),
         ],
     )
     exchanges = transforms.exchanges(decode_captures(read_captures(spark, [tmp_path / "capture"])))
     brokers = aggregates.broker_epochs(exchanges).select("broker_id", "incarnations", "unregistered", "bounced")
     assertDataFrameEqual(
         brokers,
-        [Row(-1, 1, True, False), Row(1, 1, False, False), Row(2_000_000_001, 2, True, False)],
+        [Row(-1, 2, True, False), Row(1, 1, False, False), Row(2_000_000_001, 2, True, False)],
     )
