@@ -4,7 +4,7 @@ Purpose: the fleet is worth the bugs it finds, and a rule nothing provokes and n
 bug it cannot find. This package is the one list of the rules, each with the fleet's probes that
 provoke it (requests a correct controller must refuse, journalled and judged) and the checker's
 rules that would see it broken, or why the fleet cannot reach it. The docs' page
-docs/fleet/rule-map.md is generated from it (`python -m broker_sim.rule_map --write`, `page.py`);
+docs/fleet/rule-map.md is generated from it (`page.py`, written by `python -m docgen --write`);
 nothing here reads a page.
 
 Where the rules come from:

@@ -1,4 +1,4 @@
-"""`python -m broker_sim.rule_map [--write]`: print the rule map's page, or write it into docs/."""
+"""`python -m broker_sim.rule_map`: print the rule map's page (`python -m docgen --write` writes it)."""
 
 import sys
 

@@ -151,7 +151,7 @@ def test_the_enumeration_reads_items_sentences_steps_and_rows() -> None:
 
 # ------------------------------------------------------------------ the docs' page is the map's
 def test_the_page_is_the_map() -> None:
-    assert PAGE_PATH.read_text() == render_page(RULE_MAP), "run: python -m broker_sim.rule_map --write"
+    assert PAGE_PATH.read_text() == render_page(RULE_MAP), "run: python -m docgen --write"
 
 
 def test_the_table_says_what_each_entry_has() -> None:
