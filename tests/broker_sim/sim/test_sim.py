@@ -96,9 +96,15 @@ def test_a_small_log_snapshots_and_a_wiped_node_catches_up_from_the_leaders_snap
 
 
 def sim_command(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """`python -m broker_sim sim ARGUMENTS`, run from the checkout (a `--patch` names a test module)."""
     return subprocess.run(
-        [sys.executable, "-m", "broker_sim", "sim", *arguments], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "broker_sim", "sim", *arguments], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
+
+
+def named_rules(stdout: str) -> set[str]:
+    """The rules the violations of a sim run's output name (its `  [rule] ...` lines)."""
+    return {line.split("]")[0].strip(" [") for line in stdout.splitlines() if line.startswith("  [")}
 
 
 def test_bad_arguments_exit_2_with_one_line() -> None:
@@ -123,8 +129,7 @@ def test_a_planted_bug_fails_its_seed_and_the_replay_command_replays_it(bug: str
         "--seeds", "2", "--scenario", "controller-failover", "--duration", "20", "--stop-at-first", "--patch", patch
     )  # fmt: skip
     assert done.returncode == 1, done.stdout
-    named = {line.split("]")[0].strip(" [") for line in done.stdout.splitlines() if line.startswith("  [")}
-    assert named & rules, done.stdout
+    assert named_rules(done.stdout) & rules, done.stdout
     replay = next(line.split("replay: ", 1)[1] for line in done.stdout.splitlines() if "replay: " in line)
     again = subprocess.run([sys.executable, *shlex.split(replay)[1:]], capture_output=True, text=True, timeout=300)
     assert again.returncode == 1
