@@ -180,22 +180,24 @@ def stale_timeline(
 
     row_of = {broker: index for index, broker in enumerate(shown)}
 
-    def row(broker: int) -> int:
+    def row(broker: int | None) -> int | None:
+        """The row of a broker's points and crosses; None: it has none (no probe or "others" row)."""
         if broker in unregistered:
-            return probes_row
-        return row_of.get(broker, others_row)
+            return probes_row if probes else None
+        if broker in row_of:
+            return row_of[broker]
+        return others_row if others and broker is not None else None
 
     figure = Figure(figsize=(SIZE[0], max(2.5, 0.4 * rows + 1.6)))
     axes = figure.add_subplot()
     for error in sorted({error for _, _, error in points}):
-        chosen = [(x, row(broker)) for x, broker, name in points if name == error]
+        chosen = [(x, y) for x, broker, name in points if name == error and (y := row(broker)) is not None]
         axes.scatter([x for x, _ in chosen], [y for _, y in chosen], s=14, alpha=0.7, label=error)
     kinds = _event_kinds(marks)
     crosses: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for x, broker, name in marks:
-        drawn = broker in row_of or (broker in unregistered and probes) or (broker not in unregistered and others)
-        if broker is not None and drawn:
-            crosses.setdefault(_event_style(name, kinds), []).append((x, row(broker)))
+        if (y := row(broker)) is not None:
+            crosses.setdefault(_event_style(name, kinds), []).append((x, y))
     for (colour, label), where in sorted(crosses.items(), key=lambda item: item[0][1]):
         axes.scatter([x for x, _ in where], [y for _, y in where], marker="x", s=36, color=colour, label=label)
     labels = [f"broker {broker}{' *' if broker in bounced else ''}" for broker in shown]

@@ -30,15 +30,15 @@ README = (ROOT / "README.md").read_text()
 DOCS = ROOT / "docs"
 
 
-def page(name: str) -> str:
-    """The text of a page of the docs (`docs/NAME`)."""
-    return (DOCS / name).read_text()
-
-
 #: README.md and every page of the docs, by path
 DOCUMENTS = {"README.md": README} | {
     str(path.relative_to(ROOT)): path.read_text() for path in sorted(DOCS.rglob("*.md"))
 }
+
+
+def page(name: str) -> str:
+    """The text of a page of the docs (`docs/NAME`), as read once above."""
+    return DOCUMENTS[f"docs/{name}"]
 COMMAND_WORDS = ("make ", "docker compose", ".venv/bin/", "python -m ", "apt-get ", "cp ", "ss ", "mkdir ", "curl ")
 
 #: (a regular expression the whole command matches, the test that runs it, how)
