@@ -39,6 +39,8 @@ DOCUMENTS = {"README.md": README} | {
 def page(name: str) -> str:
     """The text of a page of the docs (`docs/NAME`), as read once above."""
     return DOCUMENTS[f"docs/{name}"]
+
+
 COMMAND_WORDS = ("make ", "docker compose", ".venv/bin/", "python -m ", "apt-get ", "cp ", "ss ", "mkdir ", "curl ")
 
 #: (a regular expression the whole command matches, the test that runs it, how)
