@@ -3,7 +3,9 @@
 Purpose: `collect(tables, captures, window_seconds)` brings the small aggregates to the driver
 (never a whole table) into a `Report`, its charts drawn as PNG (report_charts.py); `html` in
 report_html.py renders it as one self-contained page, `summary` in report_summary.py as the
-console's lines.
+console's lines. Choosing each unstable partition's source and assembling its `Timeline`
+(`chosen_sources`, `timelines_of`) and drawing the charts (`draw`) take collected rows only, so
+the same-work baseline (benchmarks/same_work) builds the same `Report` from its own queries.
 
 Rules:
 - Everything here reads the aggregates, which are small by construction (windows x APIs, the
@@ -87,6 +89,10 @@ class Report:
 STALE_POINTS = 20_000  # rejections drawn on the timeline at most, the earliest (the table has them all)
 EVENT_POINTS = 5_000  # the fleet's events marked on the timelines at most, the earliest (the table has them all)
 REFUSED_POINTS = 2_000  # refused requests drawn on a partition's timeline at most, the earliest
+REASONS_LISTED = 10  # decode errors' reasons listed, the most frequent
+UNSTABLE_LISTED = 15  # the most unstable partitions charted
+SHUTDOWNS_LISTED = 200  # controlled shutdowns listed on the page, the earliest
+PAIR_QUANTILES = [0.5, 0.99]  # of the time exchanges both sides captured spent outside the receiver
 
 
 def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: float) -> Report:
@@ -99,8 +105,8 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.by_source = {row["source"]: row["count"] for row in exchanges.groupBy("source").count().collect()}
     errors = tables["decode_errors"]
     report.decode_errors = errors.count()
-    reasons = errors.groupBy("reason").count().orderBy(F.col("count").desc(), "reason").limit(10).collect()
-    report.decode_reasons = [(row["reason"], row["count"]) for row in reasons]
+    reasons = errors.groupBy("reason").count().orderBy(F.col("count").desc(), "reason")
+    report.decode_reasons = [(row["reason"], row["count"]) for row in reasons.limit(REASONS_LISTED).collect()]
     by_api = ["api_name", "source", "direction"]
     report.rates = tables["request_rates"].orderBy(*by_api, "window_start_ns").collect()
     report.latencies = tables["latency_percentiles"].orderBy("api_name", "api_version", "source", "direction").collect()
@@ -110,14 +116,17 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.stale = stale.orderBy("request_time_ns", "broker_id", "error_name").limit(STALE_POINTS).collect()
     report.brokers = tables["broker_epochs"].orderBy("broker_id").collect()
     report.unstable = (
-        tables["unstable_partitions"].orderBy(F.col("changes").desc(), "topic", "partition").limit(15).collect()
+        tables["unstable_partitions"]
+        .orderBy(F.col("changes").desc(), "topic", "partition")
+        .limit(UNSTABLE_LISTED)
+        .collect()
     )
     report.isr_changes = {
         row["change"]: row["count"] for row in tables["isr_changes"].groupBy("change").count().collect()
     }
     shutdowns = tables["controlled_shutdowns"]
     report.shutdown_total = shutdowns.count()
-    report.shutdowns = shutdowns.orderBy("started", *SHUTDOWN_KEY).limit(200).collect()
+    report.shutdowns = shutdowns.orderBy("started", *SHUTDOWN_KEY).limit(SHUTDOWNS_LISTED).collect()
     report.longest_shutdowns = longest_shutdowns(shutdowns)
     report.timelines = collect_timelines(tables["partition_timelines"])
     report.replica_events = (
@@ -130,7 +139,10 @@ def collect(tables: dict[str, DataFrame], captures: list[str], window_seconds: f
     report.pairs = (
         tables["paired_exchanges"]
         .groupBy("api_name")
-        .agg(F.count(F.lit(1)).alias("pairs"), F.percentile_approx("between_ms", [0.5, 0.99], 10_000).alias("q"))
+        .agg(
+            F.count(F.lit(1)).alias("pairs"),
+            F.percentile_approx("between_ms", PAIR_QUANTILES, aggregates.PERCENTILE_ACCURACY).alias("q"),
+        )
         .orderBy("api_name")
         .collect()
     )
@@ -178,11 +190,7 @@ def collect_timelines(timelines: DataFrame) -> list[Timeline]:
     seen = timelines.groupBy("rank", "topic", "partition", "source").agg(
         F.count(F.lit(1)).alias("rows"), F.sum(granted.cast("long")).alias("granted")
     )
-    chosen: dict[int, Row] = {}
-    rows: dict[int, int] = {}
-    for row in seen.orderBy("rank", F.col("granted").desc(), "source").collect():
-        chosen.setdefault(row["rank"], row)
-        rows[row["rank"]] = rows.get(row["rank"], 0) + row["rows"]
+    chosen, rows = chosen_sources(seen.orderBy("rank", F.col("granted").desc(), "source").collect())
     if not chosen:
         return []
     of_chosen = F.lit(False)
@@ -208,6 +216,26 @@ def collect_timelines(timelines: DataFrame) -> list[Timeline]:
         .orderBy("rank", "request_time_ns", "broker_id", "api_name")
         .collect()
     )
+    return timelines_of(chosen, rows, states, refused, refused_total)
+
+
+def chosen_sources(seen: list[Row]) -> tuple[dict[int, Row], dict[int, int]]:
+    """Per rank, the row of `seen` (rank, topic, partition, source, rows, granted per rank and
+    source, ordered by rank, granted descending, source) of the source that saw the most granted
+    states, and the rank's rows over every source."""
+    chosen: dict[int, Row] = {}
+    rows: dict[int, int] = {}
+    for row in seen:
+        chosen.setdefault(row["rank"], row)
+        rows[row["rank"]] = rows.get(row["rank"], 0) + row["rows"]
+    return chosen, rows
+
+
+def timelines_of(
+    chosen: dict[int, Row], rows: dict[int, int], states: list[Row], refused: list[Row], refused_total: dict[int, int]
+) -> list[Timeline]:
+    """The timelines, in rank order, from the chosen sources (`chosen_sources`), the chosen
+    sources' states and refused requests (each row with its `rank`) and the refused per rank."""
     return [
         Timeline(
             rank,
