@@ -26,7 +26,7 @@ from tests.e2e.daemon_process import ROOT, DaemonProcess
 
 SESSION_TIMEOUT_MS = 3000
 SEEDS = (1, 2, 3)  # tried in turn until one run reports the bug
-CLEAN_SEEDS = (1, 2, 3, 4, 5)  # the correct controller is clean under each
+CLEAN_SEEDS = SEEDS  # the correct controller is clean under each (the simulator runs it on many more)
 
 # bug -> the rules of which at least one must be reported
 CAUGHT = {
@@ -108,8 +108,8 @@ def test_every_planted_bug_says_what_must_report_it() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", CLEAN_SEEDS)
 def test_the_same_run_against_the_real_daemon_is_clean(tmp_path: Path, seed: int) -> None:
-    """Seeds 1-5: every probe, replay and duty the planted bugs are caught by, judged against the
-    correct controller (a check that misfires on it is worth nothing)."""
+    """The bugs' seeds: every probe, replay and duty the planted bugs are caught by, judged against
+    the correct controller (a check that misfires on it is worth nothing)."""
     status, report = run_chaos(tmp_path, None, seed)
     assert (status, rules_reported(report)) == (0, set())
 
