@@ -63,6 +63,8 @@ class Analysed(NamedTuple):
     exit_code: int
     stdout: list[str]
     replaced: Path  # a file the output dir held before the run
+    captures: list[Path]  # the capture dirs given, in order: the scenario's and the corrupt rows'
+    journal: Path  # the fleet journal given
 
 
 @pytest.fixture(scope="session")
@@ -80,9 +82,8 @@ def analysed(spark: SparkSession, story_dirs: list[Path], tmp_path_factory: pyte
     out.mkdir()
     (out / "old-report.html").write_text("an older run")
     printed = io.StringIO()
+    captures = [*story_dirs, root / "corrupt"]
     with contextlib.redirect_stdout(printed):
         journal = write_journal(root / "journal.jsonl")
-        code = main(
-            [*map(str, story_dirs), str(root / "corrupt"), "--out", "file://" + str(out), "--journal", str(journal)]
-        )
-    return Analysed(out, code, printed.getvalue().splitlines(), out / "old-report.html")
+        code = main([*map(str, captures), "--out", "file://" + str(out), "--journal", str(journal)])
+    return Analysed(out, code, printed.getvalue().splitlines(), out / "old-report.html", captures, journal)
