@@ -5,7 +5,8 @@ Purpose: the job's only Python code on the data path is a `mapInArrow` over the 
 batch. Only the frames are read in Python, one exchange at a time (the codec decodes frames, not
 columns); the new columns are built as Arrow arrays once per batch, and each row's envelope is
 taken from the batch's own Arrow arrays (`take`), never rebuilt in Python. `decode_batch` is also
-what the single-process baseline (benchmarks/analytics.py) and the tests call.
+what the single-process baselines (benchmarks/same_work, benchmarks/analytics.py) and the tests
+call.
 
 The decoded rows are flat (schema.py: `row_kind`): an exchange row per capture row, then a row
 per partition, topic name and listener the exchanges name, each kind in batches of its own.

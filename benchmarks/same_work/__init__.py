@@ -15,6 +15,8 @@ Rules:
 - Inputs: capture dirs and fleet journals, with the job's defaults otherwise (windows of
   `window_seconds`, 1 s unless given; no `--from`/`--to`). pcap and pcapng inputs are left out:
   the baseline reads capture dirs only (its `other_traffic` is empty, as the job's is for them).
+- Row for row the job's tables, as the test shows on its scenario, with one difference in kind at
+  scale: percentiles are exact where Spark's are approximate (tables.py).
 - The output: `<out>/<table>/part-0.parquet` for each table (the job's `<out>/<table>/` holds
   Spark's part files), `<out>/report.html`, `<out>/summary.txt`; an existing `out` is replaced.
 """
