@@ -1,12 +1,12 @@
 """Capture rows -> decoded rows, with `protocol`, one Arrow record batch at a time, in the executors.
 
-Purpose: the job's only Python code on the data path is a `mapInArrow` over the capture rows
-(plus `source` and `request_digest`, added by Spark) that runs `decode_batch` on each Arrow
-batch. Only the frames are read in Python, one exchange at a time (the codec decodes frames, not
-columns); the new columns are built as Arrow arrays once per batch, and each row's envelope is
-taken from the batch's own Arrow arrays (`take`), never rebuilt in Python. `decode_batch` is also
-what the single-process baselines (benchmarks/same_work, benchmarks/analytics.py) and the tests
-call.
+Purpose: the job's Python code on the data path runs `decode_batch` on each Arrow batch of
+capture rows, in the executors that read the capture parts themselves (read.py), so that the JVM
+never carries a frame, and over a pcap's exchanges (`decode_captures`). Only the frames are read
+in Python, one exchange at a time (the codec decodes frames, not columns); the new columns are
+built as Arrow arrays once per batch, and each row's envelope is taken from the batch's own Arrow
+arrays (`take`), never rebuilt in Python. `decode_batch` is also what the single-process
+baselines (benchmarks/same_work, benchmarks/analytics.py) and the tests call.
 
 The decoded rows are flat (schema.py: `row_kind`): an exchange row per capture row, then a row
 per partition, topic name and listener the exchanges name, each kind in batches of its own.
@@ -23,6 +23,8 @@ Rules:
   caught per row: the codec promises `DecodeError`, and the job must survive a broken promise.
 - The decode is deterministic and writes nothing: a task Spark retries yields the same rows, and
   only Spark's committer puts files in the output.
+- `request_digest` is XXH64 of the request frame with Spark's seed (42), as a signed long:
+  Spark's own `xxhash64` of the frame, so a row digested here joins one Spark digested.
 - `error_code` is `protocol.error_codes.response_error_code` (the daemon's metrics use the same
   rule): the response's own non-zero code, else the first non-zero nested one, else 0; null
   without a response.
@@ -35,6 +37,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from xxhash import xxh64_intdigest
 
 from protocol.error_codes import error_name, response_error_code
 from protocol.registry import api, decode_request, decode_response
@@ -44,6 +47,7 @@ from .schema import (
     DECODED_ARROW,
     DECODED_FIELDS,
     ENVELOPE,
+    ENVELOPE_ARROW,
     EXCHANGE_ROW,
     LISTENER_ROW,
     PARTITION_FIELDS,
@@ -209,13 +213,43 @@ def _taken(envelope: list[pa.Array], indices: list[int]) -> list[pa.Array]:
     return [column.take(chosen) for column in envelope]
 
 
+#: Spark's seed for `xxhash64` (its `XxHash64` expression's default).
+DIGEST_SEED = 42
+_SIGN = 1 << 63
+
+
+def request_digests(requests: list[bytes]) -> pa.Array:
+    """Spark's `xxhash64(request)` of each request frame: XXH64 with Spark's seed, as a signed long."""
+    return pa.array(
+        [(digest ^ _SIGN) - _SIGN for digest in (xxh64_intdigest(request, DIGEST_SEED) for request in requests)],
+        pa.int64(),
+    )
+
+
+#: What `digested` yields and `decode_batch` takes: the envelope, then the frames.
+CAPTURE_ARROW = pa.schema([*ENVELOPE_ARROW, pa.field("request", pa.binary()), pa.field("response", pa.binary())])
+
+
+def digested(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Capture rows with `source` and `server` -> `CAPTURE_ARROW`, `request_digest` added (the
+    columns cast to the envelope's types, as Spark's reader casts a part's to the job's schema)."""
+    added = {"request_digest": request_digests(batch.column("request").to_pylist())}
+    columns = [
+        added[field.name] if field.name in added else batch.column(field.name).cast(field.type)
+        for field in CAPTURE_ARROW
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=CAPTURE_ARROW)
+
+
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """`decode_batch` over a partition's batches (what `mapInArrow` runs in each Python worker)."""
+    """`decode_batch` over a partition's capture rows, digested (what `mapInArrow` runs in each Python worker)."""
     for batch in batches:
-        yield from decode_batch(batch).to_batches()
+        if batch.num_rows:
+            yield from decode_batch(digested(batch)).to_batches()
 
 
 def decode_captures(captures: DataFrame) -> DataFrame:
-    """Decoded rows (schema.DECODED_ARROW) of capture rows that carry `source` and `request_digest`."""
-    columns = [*ENVELOPE, "request", "response"]
+    """Decoded rows (schema.DECODED_ARROW) of capture rows in Spark that carry `source` and
+    `server` (a pcap's exchanges, pcaps.py; the capture parts are read and decoded by read.py)."""
+    columns = [name for name in CAPTURE_ARROW.names if name != "request_digest"]
     return captures.select(*columns).mapInArrow(decode_batches, decoded_spark_schema())

@@ -31,7 +31,6 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from . import aggregates, journal, pcaps, report, report_html, report_summary, transforms
-from .decode import decode_captures
 from .output import Staging, staged, unsorted_partitioned_writes
 from .pcap import DEFAULT_KAFKA_PORTS
 from .read import read_captures
@@ -137,7 +136,7 @@ def run(
             )
         progress(f"reading {len(captures)} capture dir(s); decoding frames in the executors")
         more = [pcaps.exchanges_of(pcap_rows)] if pcap_files else []
-        decoded = decode_captures(read_captures(spark, captures, time_from_ns, time_to_ns, more))
+        decoded = read_captures(spark, captures, time_from_ns, time_to_ns, more)
         with unsorted_partitioned_writes(spark, open_files=4):  # a file per row kind (schema.py)
             decoded.write.partitionBy("row_kind").parquet(staging.write_path(DECODED))
         decoded = spark.read.schema(decoded_spark_schema()).parquet(staging.read_path(DECODED))

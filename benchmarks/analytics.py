@@ -57,7 +57,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analytics import aggregates, transforms
-from analytics.decode import decode_batch, decode_captures
+from analytics.decode import decode_batch
 from analytics.job import workers_import_this_code
 from analytics.output import staged_output
 from analytics.pipeline import run
@@ -156,7 +156,7 @@ def spark_decode_aggregate(spark: Any, directory: Path, out: Path) -> float:
     """The same work with the job's steps on Spark; seconds."""
     started = time.perf_counter()
     with staged_output(out) as staging:
-        decoded = decode_captures(read_captures(spark, check_capture_dirs([directory])))
+        decoded = read_captures(spark, check_capture_dirs([directory]))
         decoded.write.partitionBy("row_kind").parquet(staging.write_path("_decoded"))
         exchanges = transforms.exchanges(
             spark.read.schema(decoded_spark_schema()).parquet(staging.read_path("_decoded"))

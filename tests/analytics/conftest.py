@@ -15,7 +15,6 @@ from typing import NamedTuple
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from analytics.decode import decode_captures
 from analytics.job import main, workers_import_this_code
 from analytics.read import read_captures
 
@@ -55,7 +54,7 @@ def story_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.fixture(scope="session")
 def story(spark: SparkSession, story_dirs: list[Path]) -> DataFrame:
     """The scenario's decoded rows (decoded once, cached for every test)."""
-    return decode_captures(read_captures(spark, story_dirs)).cache()
+    return read_captures(spark, story_dirs).cache()
 
 
 class Analysed(NamedTuple):

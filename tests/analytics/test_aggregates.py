@@ -9,7 +9,6 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import aggregates, transforms
-from analytics.decode import decode_captures
 from analytics.read import read_captures
 from protocol.error_codes import ErrorCode
 
@@ -234,7 +233,7 @@ def test_ids_never_answered_none_are_unregistered_probes_and_never_bounced(spark
             scenario.alter_partition((1,), 1, 40, granted=None, broker=-1),
         ],
     )
-    exchanges = transforms.exchanges(decode_captures(read_captures(spark, [tmp_path / "capture"])))
+    exchanges = transforms.exchanges(read_captures(spark, [tmp_path / "capture"]))
     brokers = aggregates.broker_epochs(exchanges).select("broker_id", "incarnations", "unregistered", "bounced")
     assertDataFrameEqual(
         brokers,

@@ -8,15 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import schema
-from analytics.decode import decode_batch, decode_exchange
+from analytics.decode import decode_batch, decode_exchange, request_digests
 from analytics.facts import PartitionRow
-from analytics.read import CaptureError, check_capture_dirs, read_captures
+from analytics.read import TASK_BYTES, CaptureError, balanced, check_capture_dirs, read_captures
 from protocol.capture import OUTBOUND, Exchange, capture_schema, to_table
 from protocol.messages.alter_replica_state import ONLINE
 from protocol.messages.update_metadata import (
@@ -207,6 +209,60 @@ def test_capture_dirs_that_cannot_be_used_are_refused_in_one_line(tmp_path: Path
     ]:
         with pytest.raises(CaptureError, match=message):
             check_capture_dirs([tmp_path / name])
+
+
+def test_a_part_that_is_no_capture_parquet_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The executors read the parts themselves: the driver reads each footer first, so a part cut
+    short (a copy that stopped) or a Parquet file of other columns is one line before any Spark work."""
+    write_capture(tmp_path / "cut", [scenario.heartbeat(1, 10, 0)])
+    (part,) = (tmp_path / "cut").iterdir()
+    part.write_bytes(part.read_bytes()[:-100])
+    foreign = tmp_path / "foreign" / "capture-0000000000000000001-000000.parquet"
+    foreign.parent.mkdir()
+    pq.write_table(pa.table({"request_time_ns": [1]}), foreign)
+    with pytest.raises(CaptureError, match=rf"^capture dir {tmp_path / 'cut'}: {part.name}: not a readable Parquet"):
+        check_capture_dirs([tmp_path / "cut"])
+    with pytest.raises(CaptureError, match=rf"^capture dir {tmp_path / 'foreign'}: {foreign.name}: not a capture part"):
+        check_capture_dirs([tmp_path / "foreign"])
+
+
+def test_the_request_digest_is_sparks_xxhash64_of_the_frame(spark: SparkSession) -> None:
+    """Rows digested in the executors (capture parts) join rows Spark digested before, and those
+    of a pcap: the digest is Spark's own `xxhash64` of the request frame, bit for bit."""
+    frames = [b"", b"a", bytes(range(256)), *(row.request for row in scenario.corrupt_rows())]
+    frames += [scenario.heartbeat(1, 10, at).request for at in range(50)]
+    sparks = spark.createDataFrame([(frame,) for frame in frames], "frame binary").select(F.xxhash64("frame"))
+    assert request_digests(frames).to_pylist() == [row[0] for row in sparks.collect()]
+    assert min(request_digests(frames).to_pylist()) < 0  # signed, as Spark's long
+
+
+def test_spark_takes_in_decoded_rows_only(spark: SparkSession, tmp_path: Path) -> None:
+    """The JVM never reads a capture's frames: the parts are read by the executors' Python, so the
+    plan scans no file and no column holds a frame."""
+    write_capture(tmp_path / "a", [scenario.heartbeat(1, 10, at) for at in range(3)])
+    decoded = read_captures(spark, check_capture_dirs([tmp_path / "a"]))
+    plan = decoded._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan" not in plan and "MapInArrow" in plan, plan
+    assert {"request", "response"}.isdisjoint(decoded.columns)
+    assert decoded.count() == 3
+
+
+@pytest.mark.parametrize(
+    ("sizes", "slots", "expected"),
+    [
+        ([], 2, []),
+        ([10], 2, [["p0"]]),  # never an empty task
+        ([10, 10, 10], 2, [["p0", "p2"], ["p1"]]),
+        ([1, TASK_BYTES * 3 // 2, 2, 3], 1, [["p1"], ["p0", "p2", "p3"]]),  # 1.5 x TASK_BYTES: 2 tasks
+        ([5, 1, 1, 1, 1, 1], 2, [["p0"], ["p1", "p2", "p3", "p4", "p5"]]),  # the largest first
+    ],
+)
+def test_parts_go_to_tasks_of_about_task_bytes_on_every_core(
+    sizes: list[int], slots: int, expected: list[list[str]]
+) -> None:
+    parts = [(f"p{index}", "controller", size) for index, size in enumerate(sizes)]
+    tasks = balanced(parts, slots)
+    assert [[path for path, _ in task] for task in tasks] == expected
 
 
 @pytest.mark.parametrize("version", [4, 7])

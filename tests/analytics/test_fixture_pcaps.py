@@ -17,7 +17,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from analytics import pcaps
-from analytics.decode import decode_captures
 from analytics.pcap import frames as frames_module
 from analytics.pcap.kafka_apis import KAFKA_API_NAMES
 from analytics.read import read_captures
@@ -74,7 +73,7 @@ def test_the_job_reads_every_fixture_capture_into_exchanges_and_other_traffic(sp
     assert sorted(path.name for path in files) == sorted(names)
     rows = pcaps.read_pcaps(spark, files, PORTS).cache()
     try:
-        decoded = decode_captures(read_captures(spark, [], more=[pcaps.exchanges_of(rows)]))
+        decoded = read_captures(spark, [], more=[pcaps.exchanges_of(rows)])
         exchanges = decoded.filter(F.col("row_kind") == EXCHANGE_ROW).collect()
         other = pcaps.other_traffic(rows).collect()
         problems = pcaps.stream_problems(rows).collect()

@@ -9,7 +9,6 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from analytics import transforms
-from analytics.decode import decode_captures
 from analytics.paths import read_path, write_path
 from analytics.read import read_captures
 from analytics.schema import decoded_spark_schema
@@ -117,7 +116,7 @@ def test_partition_results_hold_epochs_asked_and_granted_and_the_isr_before_and_
 
 def test_a_topic_known_only_by_its_id_keeps_the_id_as_its_label(spark: SparkSession, tmp_path: Path) -> None:
     write_capture(tmp_path, [scenario.alter_partition((1, 2), 0, 0, granted=1)])
-    table = transforms.partition_results(decode_captures(read_captures(spark, [tmp_path])))
+    table = transforms.partition_results(read_captures(spark, [tmp_path]))
     assertDataFrameEqual(table.select("topic", "topic_id"), [Row(str(scenario.ORDERS_ID), str(scenario.ORDERS_ID))])
 
 
@@ -126,7 +125,7 @@ def test_decode_errors_hold_every_frame_that_did_not_decode_with_its_reason(
 ) -> None:
     rows = [scenario.heartbeat(1, 10, 0), *scenario.corrupt_rows()]
     write_capture(tmp_path, rows)
-    decoded = decode_captures(read_captures(spark, [tmp_path]))
+    decoded = read_captures(spark, [tmp_path])
     errors = transforms.decode_errors(decoded).orderBy("request_time_ns").select("api_key", "correlation_id", "reason")
     reasons = errors.collect()
     assert [(row["api_key"], row["correlation_id"]) for row in reasons] == [(63, 77), (0, 0), (999, 78), (63, 79)]
@@ -161,7 +160,7 @@ def test_decoded_rows_written_by_sparks_committer_read_back_whole_by_kind(
     """What pipeline.run does with the decoded rows: Spark's Parquet writer, one directory per
     row kind, a `_SUCCESS` marker from the committer; read back, they are the decoded rows."""
     staged = tmp_path / "_decoded"
-    decode_captures(read_captures(spark, story_dirs)).write.partitionBy("row_kind").parquet(write_path(staged))
+    read_captures(spark, story_dirs).write.partitionBy("row_kind").parquet(write_path(staged))
     assert (staged / "_SUCCESS").is_file()
     assert sorted(path.name for path in staged.iterdir() if path.is_dir()) == [f"row_kind={k}" for k in range(4)]
     back = spark.read.schema(decoded_spark_schema()).parquet(read_path(staged))
@@ -173,5 +172,5 @@ def test_decoding_nothing_still_leaves_readable_decoded_rows(
 ) -> None:
     staged = tmp_path / "_decoded"
     nothing = read_captures(spark, story_dirs, time_from_ns=0, time_to_ns=1)
-    decode_captures(nothing).write.partitionBy("row_kind").parquet(write_path(staged))
+    nothing.write.partitionBy("row_kind").parquet(write_path(staged))
     assert spark.read.schema(decoded_spark_schema()).parquet(read_path(staged)).count() == 0
