@@ -1,10 +1,13 @@
 """The job on a real Spark standalone cluster, started from pyspark's own distribution: one master
 and one worker (2 cores, 1 GiB: its executor runs two tasks at once; a second worker cost the suite
 two JVMs, about 30 CPU s of its 2-core budget, and tested no path one worker does not) on
-127.0.0.1, the job submitted with `spark-submit --master spark://...`, and everything it writes
-held to a local run of the same captures, the README's first command (`spark-submit --master
-local[2]`, the same zip with --py-files, run meanwhile): every table row by row, summary.txt and
-report.html. (`python -m analytics` itself is run by test_job.py and the README's Quick start test.)
+127.0.0.1, the job submitted with `spark-submit --master spark://...` (the zip with --py-files,
+as the docs' command), and everything it writes held to what the same-work baseline
+(benchmarks/same_work: one Python process, no JVM) writes from the same captures: every table row
+by row, summary.txt and report.html. test_same_work.py holds the baseline to a local run of the
+job, table by table, so the cluster's output is the local run's; a second JVM of the job here
+(a local spark-submit) cost the 2-core suite about 35 CPU s for no path the two checks miss.
+(`python -m analytics` itself is run by test_job.py and the README's Quick start test.)
 
 Each daemon is `bin/spark-class <Master|Worker>` in its own process group, with its own log file,
 work dir and local dirs, all under the test's tmp dir (the conf dir is an empty one there, so a
@@ -21,7 +24,6 @@ import math
 import os
 import signal
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -34,6 +36,7 @@ import pytest
 from pyspark.find_spark_home import _find_spark_home
 
 from analytics.pipeline import TABLES
+from benchmarks.same_work import same_work
 from broker_sim.shell.quorum import pick_ports
 
 from .submit import assert_ran_from_the_zip, project_zip, spark_submit, story_captures
@@ -204,29 +207,6 @@ def standalone_cluster(root: Path, workers: int = WORKERS) -> Iterator[Cluster]:
         stop(cluster.daemons)
 
 
-def run_locally(
-    captures: list[Path], out: Path, root: Path, bundle: Path
-) -> Callable[[], subprocess.CompletedProcess[str]]:
-    """README's first command, `spark-submit --master local[2]` with the zip the cluster gets, in
-    a thread (beside the cluster's start-up); call the result to wait for the finished run."""
-    root.mkdir(parents=True)
-    finished: list[subprocess.CompletedProcess[str]] = []
-
-    def submit() -> None:
-        done, _ = spark_submit(root, "local[2]", captures, out, timeout=JOB_TIMEOUT_S, bundle=bundle)
-        finished.append(done)
-
-    thread = threading.Thread(target=submit, daemon=True)
-    thread.start()
-
-    def wait() -> subprocess.CompletedProcess[str]:
-        thread.join(JOB_TIMEOUT_S + 30)
-        assert finished, "the local spark-submit did not finish"
-        return finished[0]
-
-    return wait
-
-
 def table(directory: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
     """A table's column names, types and rows, sorted by every column (DuckDB's ORDER BY ALL)."""
     parts = sorted(str(part) for part in directory.glob("*.parquet"))
@@ -250,14 +230,14 @@ def same(left: object, right: object) -> bool:
     return left == right
 
 
-def assert_same_table(name: str, on_cluster: Path, local: Path) -> int:
+def assert_same_table(name: str, on_cluster: Path, baseline: Path) -> int:
     cluster_names, cluster_types, cluster_rows = table(on_cluster / name)
-    local_names, local_types, local_rows = table(local / name)
-    assert (cluster_names, cluster_types) == (local_names, local_types), name
-    assert len(cluster_rows) == len(local_rows), (name, len(cluster_rows), len(local_rows))
-    for number, (row, expected) in enumerate(zip(cluster_rows, local_rows, strict=True)):
-        assert same(row, expected), f"{name}, row {number} (sorted): cluster {row} != local {expected}"
-    return len(local_rows)
+    baseline_names, baseline_types, baseline_rows = table(baseline / name)
+    assert (cluster_names, cluster_types) == (baseline_names, baseline_types), name
+    assert len(cluster_rows) == len(baseline_rows), (name, len(cluster_rows), len(baseline_rows))
+    for number, (row, expected) in enumerate(zip(cluster_rows, baseline_rows, strict=True)):
+        assert same(row, expected), f"{name}, row {number} (sorted): cluster {row} != baseline {expected}"
+    return len(baseline_rows)
 
 
 def finished_application(cluster: Cluster) -> dict[str, Any]:
@@ -278,8 +258,8 @@ def finished_application(cluster: Cluster) -> dict[str, Any]:
 def test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes(tmp_path: Path) -> None:
     captures = story_captures(tmp_path / "captures")
     bundle = project_zip(tmp_path / "fencer.zip")
-    local_out, cluster_out = tmp_path / "local-out", tmp_path / "cluster-out"
-    local = run_locally(captures, local_out, tmp_path / "local", bundle)  # meanwhile, beside the cluster
+    baseline_out, cluster_out = tmp_path / "baseline-out", tmp_path / "cluster-out"
+    summary = same_work(captures, baseline_out)
     with standalone_cluster(tmp_path / "cluster") as cluster:
         submitted = tmp_path / "submit"
         submitted.mkdir()
@@ -294,7 +274,6 @@ def test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes(tmp_path
         )
         assert done.returncode == 0, f"{done.stderr[-6000:]}\n{cluster.logs()}"
         application = finished_application(cluster)
-    assert_ran_from_the_zip(local(), bundle, local_out)
     assert_ran_from_the_zip(done, bundle, cluster_out)
 
     # it ran on the cluster: the master saw it through, each worker ran an executor for it, they ran its tasks
@@ -306,9 +285,9 @@ def test_the_job_on_a_standalone_cluster_writes_what_a_local_run_writes(tmp_path
     executor_logs = [log.read_text() for work in cluster.work_dirs for log in work.glob("app-*/*/stderr")]
     assert sum(log.count("Running task") for log in executor_logs) > 0, executor_logs
 
-    # and wrote what the local run wrote
-    assert sorted(path.name for path in cluster_out.iterdir()) == sorted(path.name for path in local_out.iterdir())
-    rows = {name: assert_same_table(name, cluster_out, local_out) for name in TABLES}
+    # and wrote what a local run writes (the same-work baseline's output, test_same_work.py's)
+    assert sorted(path.name for path in cluster_out.iterdir()) == sorted([*TABLES, "report.html", "summary.txt"])
+    rows = {name: assert_same_table(name, cluster_out, baseline_out) for name in TABLES}
     assert rows["exchanges"] == 21 and rows["paired_exchanges"] == 1, rows
-    assert (cluster_out / "summary.txt").read_text() == (local_out / "summary.txt").read_text()
-    assert (cluster_out / "report.html").read_text() == (local_out / "report.html").read_text()
+    assert (cluster_out / "summary.txt").read_text() == "\n".join(summary) + "\n"
+    assert (cluster_out / "report.html").read_text() == (baseline_out / "report.html").read_text()
