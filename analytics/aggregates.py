@@ -8,8 +8,10 @@ offline/online replica events.
 Rules:
 - Percentiles are Spark's `percentile_approx` with accuracy `PERCENTILE_ACCURACY`: each is a
   latency that occurs in the data, whose rank in the sorted latencies of its group is within
-  n / PERCENTILE_ACCURACY of the exact rank ceil(p * n) (n = the group's exchanges), i.e. exact
-  for groups of up to 10,000 exchanges.
+  about n / PERCENTILE_ACCURACY of the exact rank ceil(p * n) (n = the group's exchanges; the
+  partitions' summaries are merged, and a merge may cost a rank more): exact for the small groups
+  of the tests, a rank off at times from a few thousand on (the p99 of 8,324 heartbeats came out
+  at rank 8,240, not 8,241, against the same-work baseline's exact percentiles).
 - Rows are grouped by `source` wherever both sides may have captured the same exchange, so a
   request seen by the controller and by the fleet is never counted twice in one row.
 - A stale-epoch rejection is an exchange whose error (exchanges.error_code) is one of
