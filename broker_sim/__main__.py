@@ -6,7 +6,7 @@ import os
 import sys
 
 if __name__ == "__main__" and sys.argv[1:2] == ["sim"]:
-    from broker_sim.sim.hash_seed import ensure_fixed
+    from broker_sim.hash_seed import ensure_fixed
 
     ensure_fixed(sys.argv[1:])  # before the imports below, which a run again would pay twice
 

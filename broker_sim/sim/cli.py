@@ -16,7 +16,7 @@ Rules:
 - Exit status: 0 when every seed is clean, 1 when one is not, 2 on bad arguments (one line on
   stderr, `<prog>: error: <why>`, nothing run).
 - The hash seed is fixed (`PYTHONHASHSEED=0`; the command runs itself again with it when it is
-  not, `hash_seed`): a seed's run depends on the order of sets of names, which the hash seed decides.
+  not, `broker_sim.hash_seed`): a seed's run depends on the order of sets of names, which the hash seed decides.
 - Each seed runs in a child forked from this process after its imports and patches, and this
   process does nothing else between the forks: a seed's run also depends on the order of sets of
   objects, which their addresses decide, so a seed run after others in one process ran otherwise
@@ -37,11 +37,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker_sim.cli import CommandLineParser, UsageError, positive_seconds
+from broker_sim.hash_seed import ensure_fixed
 from broker_sim.model.schedule import ALL_SCENARIOS
 from broker_sim.shell.runner import warm_codecs
 from protocol.arguments import non_negative_int, positive_int
 
-from .hash_seed import ensure_fixed
 from .run import SimResult, SimSpec, run_seed, voters_of
 from .scenarios import COMPOSED, RAFT_SCENARIOS
 from .stall import STALL_AFTER_S, Progress, Publisher, wait_watching
