@@ -120,23 +120,28 @@ def read_captures(
     parts = [(str(part), source_of(part), part.stat().st_size) for d in directories for part in part_files(d)]
     decoded = [decode_captures(frame) for frame in more]
     if parts or not decoded:
-        tasks = balanced(parts, spark.sparkContext.defaultParallelism)
-        listed = spark.createDataFrame(
-            spark.sparkContext.parallelize(
-                [(index, path, source) for index, task in enumerate(tasks) for path, source in task], max(1, len(tasks))
-            ),
-            "task int, path string, source string",
-        )
+        listed = task_frame(spark, balanced(parts, spark.sparkContext.defaultParallelism))
         span = (time_from_ns, time_to_ns)
 
         def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
-                for path, source in zip(batch["path"].to_pylist(), batch["source"].to_pylist(), strict=True):
-                    for rows in capture_rows(path, source, *span):
-                        yield from decode_batch(digested(rows)).to_batches()
+                for task in batch["parts"].to_pylist():
+                    for part in task:
+                        for rows in capture_rows(part["path"], part["source"], *span):
+                            yield from decode_batch(digested(rows)).to_batches()
 
         decoded.insert(0, listed.mapInArrow(read, decoded_spark_schema()))
     return functools.reduce(DataFrame.unionByName, decoded)
+
+
+def task_frame(spark: SparkSession, tasks: list[list[tuple[str, str]]]) -> DataFrame:
+    """A row per task (its parts: path and source), each row a partition of its own, so a task of
+    `balanced` is a Spark task (`parallelize` cuts a list into slices by position: one element a
+    slice only when there are as many slices as elements)."""
+    rows = [([{"path": path, "source": source} for path, source in task],) for task in tasks]
+    return spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, max(1, len(rows))), "parts array<struct<path: string, source: string>>"
+    )
 
 
 def balanced(parts: list[tuple[str, str, int]], slots: int) -> list[list[tuple[str, str]]]:

@@ -18,7 +18,7 @@ from pyspark.testing import assertDataFrameEqual
 from analytics import schema
 from analytics.decode import decode_batch, decode_exchange, request_digests
 from analytics.facts import PartitionRow
-from analytics.read import TASK_BYTES, CaptureError, balanced, check_capture_dirs, read_captures
+from analytics.read import TASK_BYTES, CaptureError, balanced, check_capture_dirs, read_captures, task_frame
 from protocol.capture import OUTBOUND, Exchange, capture_schema, to_table
 from protocol.messages.alter_replica_state import ONLINE
 from protocol.messages.update_metadata import (
@@ -245,6 +245,15 @@ def test_spark_takes_in_decoded_rows_only(spark: SparkSession, tmp_path: Path) -
     assert "FileScan" not in plan and "MapInArrow" in plan, plan
     assert {"request", "response"}.isdisjoint(decoded.columns)
     assert decoded.count() == 3
+
+
+def test_each_task_is_a_spark_partition_of_its_own(spark: SparkSession) -> None:
+    """The tasks `balanced` makes are the tasks Spark runs: one per partition, its parts together."""
+    tasks = [[("a", "controller"), ("c", "fleet")], [("b", "controller")], [("d", "controller")]]
+    partitions = task_frame(spark, tasks).rdd.glom().collect()
+    assert [[[(part.path, part.source) for part in row.parts] for row in rows] for rows in partitions] == [
+        [task] for task in tasks
+    ]
 
 
 @pytest.mark.parametrize(
