@@ -249,16 +249,15 @@ def medians(rounds: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(wall for wall, _ in rounds), statistics.median(cpu for _, cpu in rounds)
 
 
+def reported(label: str, index: int, round_: tuple[float, float]) -> tuple[float, float]:
+    """`round_` (wall seconds, CPU seconds), printed as round `index` of `label`."""
+    print(f"  {label} round {index + 1}: {round_[0]:.1f} s, {round_[1]:.1f} CPU s", flush=True)
+    return round_
+
+
 def timed_rounds(label: str, rounds: int, measure: Callable[[], float]) -> tuple[float, float]:
     """(median wall seconds, median CPU seconds of the whole process tree) over `rounds`."""
-    times, cpus = [], []
-    for index in range(rounds):
-        cpu = tree_cpu_seconds()
-        seconds = measure()
-        times.append(seconds)
-        cpus.append(tree_cpu_seconds() - cpu)
-        print(f"  {label} round {index + 1}: {seconds:.1f} s, {cpus[-1]:.1f} CPU s", flush=True)
-    return statistics.median(times), statistics.median(cpus)
+    return medians([reported(label, index, measured(measure)) for index in range(rounds)])
 
 
 def main() -> None:
@@ -281,12 +280,11 @@ def main() -> None:
         print(f"capture: {args.exchanges:,} exchanges, {parts} parts, {size / 2**20:,.0f} MiB ({how})")
         sames, fours, jobs = [], [], []
         for index in range(args.rounds):  # alternated, so that load on the machine falls on all alike
-            sames.append(measured(lambda: same_work_baseline(capture, scratch / "same-work")))
-            print(f"  same-work baseline round {index + 1}: {sames[-1][0]:.1f} s, {sames[-1][1]:.1f} CPU s")
-            fours.append(measured(lambda: four_table_baseline(capture, scratch / "four-tables")))
-            print(f"  four-table baseline round {index + 1}: {fours[-1][0]:.1f} s, {fours[-1][1]:.1f} CPU s")
-            jobs.append(shipped_job(capture, scratch / "job"))
-            print(f"  python -m analytics round {index + 1}: {jobs[-1][0]:.1f} s, {jobs[-1][1]:.1f} CPU s", flush=True)
+            same_round = measured(lambda: same_work_baseline(capture, scratch / "same-work"))
+            sames.append(reported("same-work baseline", index, same_round))
+            four_round = measured(lambda: four_table_baseline(capture, scratch / "four-tables"))
+            fours.append(reported("four-table baseline", index, four_round))
+            jobs.append(reported("python -m analytics", index, shipped_job(capture, scratch / "job")))
         same, same_cpu = medians(sames)
         four, four_cpu = medians(fours)
         job, job_cpu = medians(jobs)
